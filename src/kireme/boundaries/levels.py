@@ -1,0 +1,99 @@
+"""Boundary levels: each finds candidate cut positions inside a span of the text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import regex
+
+from kireme.document import ConfigError
+from kireme.text.sentences import paragraph_cuts, sentence_cuts
+
+
+class Level(Protocol):
+    """One strength of boundary. ``cuts`` returns sorted positions strictly inside ``(a, b)``."""
+
+    name: str
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]: ...
+
+
+@dataclass(frozen=True)
+class RegexLevel:
+    """Cut where a regular expression matches; the separator stays with the text that follows.
+
+    A zero-width pattern (a lookbehind such as ``(?<=、)``) cuts right after what it looks at, which is
+    how clause marks stay with the clause they end.
+    """
+
+    pattern: str
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        try:
+            compiled = regex.compile(self.pattern, regex.VERSION1 if "&&" in self.pattern else 0)
+        except regex.error as exc:
+            raise ConfigError(f"invalid separator regex {self.pattern!r}: {exc}") from exc
+        object.__setattr__(self, "_compiled", compiled)
+        if not self.name:
+            object.__setattr__(self, "name", self.pattern)
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        compiled = self._compiled  # type: ignore[attr-defined]
+        out: list[int] = []
+        for m in compiled.finditer(text, a, b):
+            s = m.start()
+            if a < s < b and (not out or out[-1] != s):
+                out.append(s)
+        return out
+
+
+@dataclass(frozen=True)
+class SentenceLevel:
+    """Sentence starts, by the Japanese/English rules of `kireme.text.sentences`."""
+
+    name: str = "sentence"
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        return sentence_cuts(text, a, b)
+
+
+@dataclass(frozen=True)
+class ParagraphLevel:
+    """Blank lines, and line breaks before an item marker (``・``, ``1.``, ``第3条``, ``【``)."""
+
+    name: str = "paragraph"
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        return paragraph_cuts(text, a, b)
+
+
+# Built-in levels shared by strategies and presets.
+LINE = RegexLevel(r"\n", "line")
+# Clause marks; a comma or colon between digits is part of a number (１０，０００円, 10:30), not a clause end.
+CLAUSE = RegexLevel(r"(?<=[、;；])|(?<=[，,:：])(?![0-9０-９])", "clause")
+WORD = RegexLevel(r"[ \t\u3000]+", "word")
+# Where hiragana gives way to kanji or katakana a new content word usually starts: a far better cut
+# for unspaced Japanese than an arbitrary character.
+SCRIPT = RegexLevel(r"(?<=\p{Hiragana})(?=[\p{Han}\p{Katakana}])", "script")
+PARAGRAPH = ParagraphLevel()
+SENTENCE = SentenceLevel()
+
+
+def levels_for_separators(separators: Sequence[str | Level]) -> list[Level]:
+    """User separators (regex strings or Level objects), strongest first."""
+    if isinstance(separators, str):
+        raise ConfigError("separators must be a list of regular expressions, not one string")
+    levels: list[Level] = []
+    for sep in separators:
+        if isinstance(sep, str):
+            if sep == "":
+                raise ConfigError(
+                    "an empty separator matches everywhere; graphemes are the last level already"
+                )
+            levels.append(RegexLevel(sep))
+        else:
+            levels.append(sep)
+    return levels

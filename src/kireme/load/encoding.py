@@ -1,0 +1,128 @@
+"""Decode bytes to text without ever replacing a character silently.
+
+Order: an explicit encoding; a byte-order mark; strict UTF-8; ISO-2022-JP when its escape sequences are
+present; UTF-16 without BOM when every other byte is zero; then the Japanese legacy encodings (CP932,
+EUC-JP) that decode strictly, ranked by charset-normalizer when more than one does; finally
+charset-normalizer's best guess among other encodings. A file with NUL bytes that is not UTF-16/32 is
+binary and is refused.
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+_JAPANESE_LEGACY = ("cp932", "euc_jp")
+
+
+class DecodeError(ValueError):
+    """The bytes are binary or not valid in any candidate encoding."""
+
+
+@dataclass(frozen=True)
+class DecodedText:
+    text: str
+    encoding: str
+    bom: bool = False
+
+
+def _strict(data: bytes, encoding: str) -> str | None:
+    try:
+        return data.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        return None
+
+
+def _looks_utf16(data: bytes) -> str | None:
+    if len(data) < 4 or len(data) % 2:
+        return None
+    even_zero = data[0::2].count(0) / (len(data) // 2)
+    odd_zero = data[1::2].count(0) / (len(data) // 2)
+    if odd_zero > 0.3 and even_zero < 0.05:
+        return "utf-16-le"
+    if even_zero > 0.3 and odd_zero < 0.05:
+        return "utf-16-be"
+    return None
+
+
+def _japanese_score(text: str) -> float:
+    """Share of characters that are kana, common kanji, ASCII or Japanese punctuation."""
+    if not text:
+        return 0.0
+    good = 0
+    for ch in text:
+        o = ord(ch)
+        if o < 0x80 or 0x3000 <= o <= 0x30FF or 0x4E00 <= o <= 0x9FFF or 0xFF00 <= o <= 0xFFEF:
+            good += 1
+    return good / len(text)
+
+
+def decode(data: bytes, encoding: str | None = None) -> DecodedText:
+    """Decode ``data``; raise `DecodeError` with a reason a person can act on."""
+    if encoding:
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            raise DecodeError(f"unknown encoding {encoding!r}") from None
+        try:
+            return DecodedText(data.decode(encoding), codecs.lookup(encoding).name)
+        except UnicodeDecodeError as exc:
+            raise DecodeError(
+                f"not valid {encoding} at byte {exc.start} (try without --encoding to detect it)"
+            ) from None
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            text = _strict(data, name)
+            if text is None:
+                raise DecodeError(f"starts with a {name} byte-order mark but is not valid {name}")
+            return DecodedText(text, name, bom=True)
+    text = _strict(data, "utf-8")
+    if text is not None and "\x00" not in text:
+        return DecodedText(text, "utf-8")
+    if b"\x1b$" in data or b"\x1b(" in data:
+        text = _strict(data, "iso2022_jp")
+        if text is not None:
+            return DecodedText(text, "iso2022_jp")
+    utf16 = _looks_utf16(data)
+    if utf16:
+        text = _strict(data, utf16)
+        if text is not None:
+            return DecodedText(text, utf16)
+    if b"\x00" in data:
+        raise DecodeError("binary file (contains NUL bytes)")
+    candidates = {enc: t for enc in _JAPANESE_LEGACY if (t := _strict(data, enc)) is not None}
+    if len(candidates) == 1:
+        ((enc, t),) = candidates.items()
+        return DecodedText(t, enc)
+    if len(candidates) > 1:
+        best = max(candidates, key=lambda enc: (_japanese_score(candidates[enc]), enc == "cp932"))
+        return DecodedText(candidates[best], best)
+    return _guess_other(data)
+
+
+def _guess_other(data: bytes) -> DecodedText:
+    from charset_normalizer import from_bytes
+
+    match = from_bytes(data).best()
+    if match is None or match.encoding is None:
+        raise DecodeError("not valid UTF-8, CP932, EUC-JP, ISO-2022-JP or UTF-16; pass --encoding")
+    text = _strict(data, match.encoding)
+    if text is None:  # pragma: no cover - charset-normalizer only returns strict decodes
+        raise DecodeError("could not decode strictly; pass --encoding")
+    if _control_share(text) > 0.05:
+        raise DecodeError("binary file (mostly control bytes)")
+    return DecodedText(text, match.encoding)
+
+
+def _control_share(text: str) -> float:
+    if not text:
+        return 0.0
+    bad = sum(1 for ch in text if ord(ch) < 32 and ch not in "\t\n\r\f\v")
+    return bad / len(text)

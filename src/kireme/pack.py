@@ -1,0 +1,314 @@
+"""Step 2 of every strategy: choose which candidate gaps become cuts.
+
+One packer serves all strategies, so the guarantees hold everywhere at once:
+
+* every chunk is an exact slice ``[start, end)`` with leading/trailing whitespace left out;
+* ``size <= max_size`` in the chosen measure (verified exactly for measures whose span sizes are
+  estimates, and re-packed tighter in the rare case a cut changed the tokenisation);
+* cuts land on the strongest level that has a cut inside an oversized span; weaker levels are used only
+  for the pieces that still do not fit; grapheme clusters are the last resort and are never split unless
+  a single cluster is itself larger than the limit;
+* pieces are merged greedily up to the limit, a piece below ``min_size`` joins a neighbour when the
+  limit allows, and ``overlap`` is taken from the end of the previous chunk after packing, starting at
+  the strongest boundary it can.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kireme.boundaries.levels import Level
+from kireme.length import SpanSizer
+from kireme.text.graphemes import ceil_boundary, floor_boundary
+from kireme.text.headings import ends_with_heading
+
+log = logging.getLogger(__name__)
+
+Span = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class PackedSpan:
+    """A chunk's span and its exact size in the measure."""
+
+    start: int
+    end: int
+    size: int
+
+
+class _Packer:
+    def __init__(
+        self,
+        text: str,
+        levels: Sequence[Level],
+        sizer: SpanSizer,
+        *,
+        max_size: int,
+        min_size: int,
+        overlap: int,
+        merge: bool,
+    ) -> None:
+        self.text = text
+        self.levels = list(levels)
+        self.sizer = sizer
+        self.max_size = max_size
+        self.min_size = min_size
+        self.overlap = overlap
+        self.merge = merge
+        self.budget = max_size - overlap
+
+    # ------------------------------------------------------------------------------ whitespace
+    def trim(self, a: int, b: int) -> Span:
+        text = self.text
+        s = a
+        while s < b and text[s].isspace():
+            s += 1
+        e = b
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if s >= e:
+            return (e, e)
+        if s > a:  # never start on a mark that belongs to a whitespace base (" \u0301")
+            s = floor_boundary(text, s, a)
+        if e < b:
+            e = ceil_boundary(text, e, s)
+        return (s, e)
+
+    # ------------------------------------------------------------------------------ splitting
+    def split(self, a: int, b: int, level: int, budget: int, out: list[Span]) -> None:
+        a, b = self.trim(a, b)
+        if a >= b:
+            return
+        top_level_no_merge = level == 0 and not self.merge
+        if not top_level_no_merge and self.sizer.estimate(a, b) <= budget:
+            out.append((a, b))
+            return
+        cuts: list[int] = []
+        j = level
+        while j < len(self.levels):
+            cuts = self.levels[j].cuts(self.text, a, b)
+            if cuts:
+                break
+            j += 1
+        if not cuts:
+            self.split_graphemes(a, b, budget, out)
+            return
+        bounds = [a, *cuts, b]
+        if j == 0 and not self.merge:
+            for s, e in zip(bounds, bounds[1:], strict=False):
+                self.split(s, e, 1, budget, out)
+            return
+        self.merge_pieces(bounds, j, budget, out)
+
+    def merge_pieces(self, bounds: list[int], j: int, budget: int, out: list[Span]) -> None:
+        """Greedy: each chunk takes as many whole pieces as fit; oversized pieces go one level down.
+
+        A chunk never ends with a heading line: the cut moves back before the heading, or, when the
+        heading is all the chunk would hold, heading and the next piece are split together one level
+        down so the heading lands with the start of its body.
+        """
+        text = self.text
+        n = len(bounds)
+        i = 0
+        while i < n - 1:
+            start = bounds[i]
+            k = self.sizer.furthest(start, bounds, i + 1, n, budget)
+            if k <= i:
+                i = self.split_and_absorb(bounds, i, i + 1, j, budget, out)
+                continue
+            if k < n - 1:
+                while k > i and ends_with_heading(text, bounds[k]):
+                    k -= 1
+                if k == i:
+                    i = self.split_and_absorb(bounds, i, i + 2, j, budget, out)
+                    continue
+                safe = floor_boundary(text, bounds[k], start)
+                if safe <= start:
+                    i = self.split_and_absorb(bounds, i, i + 1, j, budget, out)
+                    continue
+                bounds[k] = safe
+            s, e = self.trim(start, bounds[k])
+            if s < e:
+                out.append((s, e))
+            i = k
+
+    def split_and_absorb(
+        self, bounds: list[int], i: int, stop: int, j: int, budget: int, out: list[Span]
+    ) -> int:
+        """Split pieces ``i..stop`` one level down; their last part may still take following pieces.
+
+        Returns the bound index to continue from. Without this, every over-long sentence would leave
+        a small remainder chunk behind ("を" alone) instead of sharing it with the next sentence.
+        """
+        parts: list[Span] = []
+        self.split(bounds[i], bounds[stop], j + 1, budget, parts)
+        if len(parts) < 2 or stop >= len(bounds) - 1:
+            out.extend(parts)
+            return stop
+        out.extend(parts[:-1])
+        bounds[stop - 1] = parts[-1][0]
+        return stop - 1
+
+    def split_graphemes(self, a: int, b: int, budget: int, out: list[Span]) -> None:
+        """No separator left: fill each chunk with as many whole grapheme clusters as fit."""
+        text = self.text
+        start = a
+        while start < b:
+            start, b = self.trim(start, b)
+            if start >= b:
+                return
+            if self.sizer.estimate(start, b) <= budget:
+                out.append((start, b))
+                return
+            e = self.sizer.furthest_position(start, b, budget)
+            cut = floor_boundary(text, e, start)
+            if cut <= start:
+                cut = ceil_boundary(text, start + 1, start)
+                if self.sizer.estimate(start, cut) > budget:
+                    log.warning(
+                        "a single grapheme cluster at offset %d is larger than the size limit; "
+                        "it is split between code points",
+                        start,
+                    )
+                    cut = max(start + 1, e)
+            if self.levels:
+                cut = _outside_number(text, cut, start)
+            s, e2 = self.trim(start, cut)
+            if s < e2:
+                out.append((s, e2))
+            start = cut
+
+    # ------------------------------------------------------------------------------ min size
+    def merge_small(self, spans: list[Span]) -> list[Span]:
+        """Join each piece below ``min_size`` to its smaller neighbour when the result still fits."""
+        if self.min_size <= 0 or len(spans) < 2:
+            return spans
+        est = self.sizer.estimate
+        spans = list(spans)
+        i = 0
+        while i < len(spans) and len(spans) > 1:
+            a, b = spans[i]
+            if est(a, b) >= self.min_size:
+                i += 1
+                continue
+            options = []
+            if i > 0:
+                options.append((est(spans[i - 1][0], b), i - 1))
+            if i + 1 < len(spans):
+                options.append((est(a, spans[i + 1][1]), i))
+            options = [o for o in options if o[0] <= self.budget]
+            if not options:
+                i += 1
+                continue
+            _, left = min(options)
+            spans[left : left + 2] = [(spans[left][0], spans[left + 1][1])]
+            i = max(left, 0)
+        return spans
+
+    # ------------------------------------------------------------------------------ exact sizes
+    def enforce(self, spans: list[Span], budget: int) -> tuple[list[Span], list[int]]:
+        """Measure every span exactly; re-pack the (rare) ones over ``budget`` with a tighter budget."""
+        sizes = self.sizer.exact(spans)
+        if all(s <= budget for s in sizes):
+            return spans, sizes
+        fixed: list[Span] = []
+        fixed_sizes: list[int] = []
+        for span, size in zip(spans, sizes, strict=True):
+            if size <= budget:
+                fixed.append(span)
+                fixed_sizes.append(size)
+                continue
+            tighter = budget
+            while True:
+                tighter = max(1, tighter - max(1, size - budget))
+                parts: list[Span] = []
+                self.split(span[0], span[1], 0, tighter, parts)
+                part_sizes = self.sizer.exact(parts)
+                if all(s <= budget for s in part_sizes) or tighter == 1:
+                    fixed.extend(parts)
+                    fixed_sizes.extend(part_sizes)
+                    break
+                size = max(part_sizes)
+        return fixed, fixed_sizes
+
+    # ------------------------------------------------------------------------------ overlap
+    def add_overlap(self, spans: list[Span]) -> list[Span]:
+        if self.overlap <= 0 or len(spans) < 2:
+            return spans
+        out = [spans[0]]
+        for (pa, pe), (s, e) in zip(spans, spans[1:], strict=False):
+            out.append((self.overlap_start(pa, pe, s, e), e))
+        return out
+
+    def overlap_start(self, prev_start: int, prev_end: int, start: int, end: int) -> int:
+        """Earliest strong boundary in the previous chunk's tail that keeps the overlap in budget."""
+        sizer = self.sizer
+        # the earliest position whose span to `start` still fits the overlap
+        lo = prev_start + 1  # never repeat the whole previous chunk
+        hi = start
+        while lo < hi:  # binary search: sizes shrink as the position moves right
+            mid = (lo + hi) // 2
+            if sizer.estimate(mid, start) <= self.overlap and sizer.estimate(mid, end) <= self.max_size:
+                hi = mid
+            else:
+                lo = mid + 1
+        earliest = lo
+        if earliest >= prev_end:
+            return start
+        for level in self.levels:
+            cuts = [c for c in level.cuts(self.text, earliest - 1, prev_end) if c >= earliest]
+            if cuts:
+                s, _ = self.trim(ceil_boundary(self.text, cuts[0], prev_start), end)
+                if s < prev_end:
+                    return s
+        if self.levels:  # no boundary in reach: better no overlap than one starting mid-word
+            return start
+        s = ceil_boundary(self.text, earliest, prev_start)
+        s, _ = self.trim(s, end)
+        return s if s < prev_end else start
+
+    # ------------------------------------------------------------------------------ run
+    def run(self) -> list[PackedSpan]:
+        spans: list[Span] = []
+        self.split(0, len(self.text), 0, self.budget, spans)
+        spans = self.merge_small(spans)
+        spans, sizes = self.enforce(spans, self.budget)
+        if self.overlap > 0 and len(spans) > 1:
+            with_overlap = self.add_overlap(spans)
+            exact = self.sizer.exact(with_overlap)
+            final = []
+            for (s, e), size, plain, plain_size in zip(with_overlap, exact, spans, sizes, strict=True):
+                final.append(
+                    PackedSpan(s, e, size) if size <= self.max_size else PackedSpan(*plain, plain_size)
+                )
+            return final
+        return [PackedSpan(s, e, size) for (s, e), size in zip(spans, sizes, strict=True)]
+
+
+_NUMBER_CHARS = frozenset("0123456789０１２３４５６７８９,.，．")
+
+
+def _outside_number(text: str, cut: int, start: int) -> int:
+    """Move a fallback cut back to the start of a number it would split (１０，０|００円)."""
+    c = cut
+    while c > start and c < len(text) and text[c - 1] in _NUMBER_CHARS and text[c] in _NUMBER_CHARS:
+        c -= 1
+    return c if c > start else cut
+
+
+def pack(
+    text: str,
+    levels: Sequence[Level],
+    sizer: SpanSizer,
+    *,
+    max_size: int,
+    min_size: int = 0,
+    overlap: int = 0,
+    merge: bool = True,
+) -> list[PackedSpan]:
+    """Cut ``text`` at the strongest available boundaries into spans of at most ``max_size``."""
+    return _Packer(
+        text, levels, sizer, max_size=max_size, min_size=min_size, overlap=overlap, merge=merge
+    ).run()

@@ -1,0 +1,1 @@
+"""Text segmentation: grapheme clusters, sentences, paragraphs, whitespace."""

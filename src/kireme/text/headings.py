@@ -1,0 +1,56 @@
+"""Recognise a heading line in plain text, so that no chunk ends with a heading cut off from its body."""
+
+from __future__ import annotations
+
+import regex
+
+_MARKDOWN_HEADING = regex.compile(r"#{1,6}[ \t]")
+_BULLET = regex.compile(r"[・•●○◆◇■□▪▫‣※\-*+>|]")
+# A line ending in one of these is prose or a list entry, not a title.
+_PROSE_END = "。．.！？!?、，,;；:：…"
+MAX_HEADING_CHARS = 40
+
+
+def line_before(text: str, pos: int) -> str:
+    """The last non-blank line that ends at or before ``pos`` (without its line break)."""
+    end = pos
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    start = text.rfind("\n", 0, end) + 1
+    return text[start:end]
+
+
+def is_heading_line(line: str) -> bool:
+    """Markdown ``#`` headings, and short lines without closing punctuation (``第2条（宿泊費）``)."""
+    line = line.strip()
+    if not line:
+        return False
+    if _MARKDOWN_HEADING.match(line):
+        return True
+    if len(line) > MAX_HEADING_CHARS or line[-1] in _PROSE_END:
+        return False
+    return not _BULLET.match(line)
+
+
+def ends_with_heading(text: str, pos: int) -> bool:
+    """True when a cut at ``pos`` would leave a heading line at the end of a chunk."""
+    if (
+        pos <= 0
+        or pos > len(text)
+        or ("\n" not in text[max(0, pos - 1) : pos + 1] and not _ends_line(text, pos))
+    ):
+        return False
+    return is_heading_line(line_before(text, pos))
+
+
+def _ends_line(text: str, pos: int) -> bool:
+    """The cut sits at a line end (possibly after trailing spaces)."""
+    i = pos - 1
+    while i >= 0 and text[i] in " \t\u3000\r":
+        i -= 1
+    if i >= 0 and text[i] == "\n":
+        return True
+    j = pos
+    while j < len(text) and text[j] in " \t\u3000\r":
+        j += 1
+    return j < len(text) and text[j] == "\n"

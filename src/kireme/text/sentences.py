@@ -1,0 +1,250 @@
+"""Sentence and paragraph boundaries for Japanese and English, without configuration.
+
+Rules (measured against the libraries in ``benchmarks/sentence_segmenters.py``, see the README):
+
+* ``。！？!?｡`` end a sentence even when no space follows; ``．`` does too unless it sits between digits.
+* Closing brackets and quotes after the terminator stay with their sentence (``…です。」``).
+* Inside ``「…」『…』（…）`` nothing ends a sentence, as long as the bracket closes within the paragraph.
+* A single line break is not a sentence end (hard-wrapped text); a blank line is, and so is a line break
+  followed by an item marker (``・``, ``1.``, ``（1）``, ``第3条``, ``【…】``, ``- ``).
+* ``.`` ends an English sentence when whitespace and a plausible sentence start follow and the word before
+  it is not a known abbreviation (``Dr.``, ``e.g.``, ``U.S.``), a single initial or a number.
+
+Every function returns offsets into the text it was given; nothing is copied or re-joined.
+"""
+
+from __future__ import annotations
+
+import regex
+
+# Terminators that end a sentence wherever they stand (Japanese style: no space needed).
+_HARD_END = "。！？!?｡‼⁇⁈⁉"
+_CLOSERS = "」』）)】〉》〕］]｝}〙〗\"'”’»›"
+_OPEN_TO_CLOSE = {
+    "「": "」",
+    "『": "』",
+    "（": "）",
+    "(": ")",
+    "【": "】",
+    "〈": "〉",
+    "《": "》",
+    "〔": "〕",
+}
+
+ITEM_MARKER = (
+    r"[ \t\u3000]*(?:"
+    r"【"
+    r"|第[0-9０-９一二三四五六七八九十百千]+[条章節項款編]"
+    r"|[0-9０-９]{1,3}[.．)）]\s?"
+    r"|[（(][0-9０-９一二三四五六七八九十a-zA-Zａ-ｚア-ン]{1,3}[）)]"
+    r"|[①-⑳]"
+    r"|[・•●○◆◇■□▪▫‣※]"
+    r"|[-*+][ \t]"
+    r")"
+)
+
+_BLANK_LINE = r"\n[ \t\u3000\r]*\n"
+PARAGRAPH_BREAK = regex.compile(rf"{_BLANK_LINE}|\n(?={ITEM_MARKER})")
+
+_ABBREVIATIONS = frozenset(
+    [
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "prof",
+        "sr",
+        "jr",
+        "st",
+        "mt",
+        "vs",
+        "etc",
+        "e.g",
+        "i.e",
+        "cf",
+        "al",
+        "fig",
+        "figs",
+        "no",
+        "nos",
+        "vol",
+        "vols",
+        "pp",
+        "ed",
+        "eds",
+        "approx",
+        "dept",
+        "est",
+        "inc",
+        "ltd",
+        "co",
+        "corp",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "mon",
+        "tue",
+        "wed",
+        "thu",
+        "fri",
+        "sat",
+        "sun",
+        "u.s",
+        "u.k",
+        "u.n",
+        "a.m",
+        "p.m",
+        "ph.d",
+        "b.a",
+        "m.a",
+        "gen",
+        "col",
+        "lt",
+        "sgt",
+        "rev",
+        "hon",
+        "gov",
+        "sen",
+        "rep",
+    ]
+)
+# Abbreviations that often end a sentence too: they end one when a capitalised word follows.
+_MAY_END = frozenset(["etc", "inc", "ltd", "co", "corp", "al"])
+
+_CANDIDATE = regex.compile(
+    rf"[{regex.escape(_HARD_END)}]+[{regex.escape(_CLOSERS)}]*"
+    rf"|(?<![0-9０-９])．[{regex.escape(_CLOSERS)}]*"
+    rf"|(?<=\S)\.+[{regex.escape(_CLOSERS)}]*(?=\s|$)"
+    rf"|{_BLANK_LINE}"
+    rf"|\n(?={ITEM_MARKER})"
+)
+_WORD_BEFORE = regex.compile(r"([\p{L}\p{N}.]+)$")
+_NEXT_START = regex.compile(r"\s*([\p{Lu}\p{N}\"'“‘(\[「『（]|[^\p{L}\p{N}\s]|[^\p{Latin}\s])")
+_LOWER_NEXT = regex.compile(r"\s*\p{Ll}")
+
+
+def _period_ends(text: str, dot: int, after: int) -> bool:
+    """Decide an English '.' at ``dot`` (the candidate match ends at ``after``)."""
+    m = _WORD_BEFORE.search(text, max(0, dot - 40), dot)
+    word = m.group(1).lower() if m else ""
+    if after >= len(text) or text[after:].strip() == "":
+        return True
+    next_is_start = _NEXT_START.match(text, after) is not None and not _LOWER_NEXT.match(text, after)
+    if not next_is_start:
+        return False
+    if not word:
+        return True
+    if word in _MAY_END:
+        return True
+    if word in _ABBREVIATIONS or word.rstrip(".") in _ABBREVIATIONS:
+        return False
+    if len(word) == 1 and word.isalpha():  # an initial: "J. Smith"
+        return False
+    if "." in word and len(word.replace(".", "")) <= 3:  # "U.S." style acronyms
+        return False
+    return True
+
+
+_OPENERS = "".join(_OPEN_TO_CLOSE)
+_CLOSER_OF = _OPEN_TO_CLOSE
+_CLOSING_SET = frozenset(_OPEN_TO_CLOSE.values())
+_BRACKETS = regex.compile("[" + regex.escape(_OPENERS + "".join(_CLOSING_SET)) + "]|" + _BLANK_LINE)
+_QUOTE_SPAN_LIMIT = 2000  # a "quote" longer than this is treated as unbalanced text
+_MAX_DEPTH = 32
+
+
+def _quoted_spans(text: str, a: int, b: int) -> list[tuple[int, int]]:
+    """Outermost balanced brackets ``(open, close)`` that close within their paragraph.
+
+    One pass with a bounded stack: a bracket that never closes (or closes more than
+    ``_QUOTE_SPAN_LIMIT`` characters later) protects nothing, so unbalanced text cannot swallow the
+    rest of a document into one sentence.
+    """
+    spans: list[tuple[int, int]] = []
+    stack: list[tuple[int, str]] = []
+    for m in _BRACKETS.finditer(text, a, b):
+        pos = m.start()
+        ch = text[pos]
+        if ch == "\n":
+            stack.clear()
+        elif ch in _CLOSER_OF:
+            if len(stack) >= _MAX_DEPTH:
+                del stack[0]
+            stack.append((pos, _CLOSER_OF[ch]))
+        else:
+            for depth in range(len(stack) - 1, -1, -1):
+                if stack[depth][1] == ch:
+                    opened = stack[depth][0]
+                    del stack[depth:]
+                    if not stack and pos - opened <= _QUOTE_SPAN_LIMIT:
+                        spans.append((opened, pos))
+                    break
+    return spans
+
+
+_HIRAGANA = regex.compile(r"\p{Hiragana}")
+
+
+def sentence_cuts(text: str, a: int = 0, b: int | None = None) -> list[int]:
+    """Positions strictly inside ``(a, b)`` where a new sentence starts (after any whitespace)."""
+    b = len(text) if b is None else b
+    quoted = _quoted_spans(text, a, b)
+    qi = 0
+    cuts: list[int] = []
+    for m in _CANDIDATE.finditer(text, a, b):
+        s, e = m.start(), m.end()
+        first = text[s]
+        if first != "\n":
+            while qi < len(quoted) and quoted[qi][1] < s:
+                qi += 1
+            if qi < len(quoted) and quoted[qi][0] < s <= quoted[qi][1]:
+                # Inside a balanced quote: only a terminator that closes the whole quote can end the
+                # sentence, and not when the sentence goes on (「行こう。」と言った).
+                closes_quote = e == quoted[qi][1] + 1
+                if not closes_quote or (e < b and _HIRAGANA.match(text, e)):
+                    continue
+            if first == "." and not _period_ends(text, s, e):
+                continue
+        while e < b and text[e].isspace():
+            e += 1
+        if a < e < b and (not cuts or cuts[-1] != e):
+            cuts.append(e)
+    return cuts
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every sentence, whitespace at either side excluded."""
+    return _spans_from_cuts(text, sentence_cuts(text))
+
+
+def paragraph_cuts(text: str, a: int = 0, b: int | None = None) -> list[int]:
+    """Positions inside ``(a, b)`` where a paragraph starts: blank lines and item-marker lines."""
+    b = len(text) if b is None else b
+    return [m.start() for m in PARAGRAPH_BREAK.finditer(text, a, b) if a < m.start() < b]
+
+
+def paragraph_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every paragraph, whitespace at either side excluded."""
+    return _spans_from_cuts(text, paragraph_cuts(text))
+
+
+def _spans_from_cuts(text: str, cuts: list[int]) -> list[tuple[int, int]]:
+    spans = []
+    bounds = [0, *cuts, len(text)]
+    for s, e in zip(bounds, bounds[1:], strict=False):
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if s < e:
+            spans.append((s, e))
+    return spans
