@@ -15,13 +15,14 @@ One packer serves all strategies, so the guarantees hold everywhere at once:
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kireme.boundaries.levels import Level
 from kireme.length import SpanSizer
-from kireme.text.graphemes import ceil_boundary, floor_boundary
+from kireme.text.graphemes import CutFilter, ceil_boundary, floor_boundary
 from kireme.text.headings import ends_with_heading
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,8 @@ class _Packer:
         self.overlap = overlap
         self.merge = merge
         self.budget = max_size - overlap
+        self.cut_filter = CutFilter(text)
+        self.warned_cluster = False
 
     # ------------------------------------------------------------------------------ whitespace
     def trim(self, a: int, b: int) -> Span:
@@ -88,7 +91,7 @@ class _Packer:
         cuts: list[int] = []
         j = level
         while j < len(self.levels):
-            cuts = self.levels[j].cuts(self.text, a, b)
+            cuts = self.cut_filter.keep(self.levels[j].cuts(self.text, a, b))
             if cuts:
                 break
             j += 1
@@ -97,7 +100,7 @@ class _Packer:
             return
         bounds = [a, *cuts, b]
         if j == 0 and not self.merge:
-            for s, e in zip(bounds, bounds[1:], strict=False):
+            for s, e in itertools.pairwise(bounds):
                 self.split(s, e, 1, budget, out)
             return
         self.merge_pieces(bounds, j, budget, out)
@@ -124,11 +127,6 @@ class _Packer:
                 if k == i:
                     i = self.split_and_absorb(bounds, i, i + 2, j, budget, out)
                     continue
-                safe = floor_boundary(text, bounds[k], start)
-                if safe <= start:
-                    i = self.split_and_absorb(bounds, i, i + 1, j, budget, out)
-                    continue
-                bounds[k] = safe
             s, e = self.trim(start, bounds[k])
             if s < e:
                 out.append((s, e))
@@ -167,11 +165,13 @@ class _Packer:
             if cut <= start:
                 cut = ceil_boundary(text, start + 1, start)
                 if self.sizer.estimate(start, cut) > budget:
-                    log.warning(
-                        "a single grapheme cluster at offset %d is larger than the size limit; "
-                        "it is split between code points",
-                        start,
-                    )
+                    if not self.warned_cluster:
+                        self.warned_cluster = True
+                        log.warning(
+                            "a grapheme cluster at offset %d is larger than the size limit; "
+                            "it is split between code points",
+                            start,
+                        )
                     cut = max(start + 1, e)
             if self.levels:
                 cut = _outside_number(text, cut, start)
@@ -238,7 +238,7 @@ class _Packer:
         if self.overlap <= 0 or len(spans) < 2:
             return spans
         out = [spans[0]]
-        for (pa, pe), (s, e) in zip(spans, spans[1:], strict=False):
+        for (pa, pe), (s, e) in itertools.pairwise(spans):
             out.append((self.overlap_start(pa, pe, s, e), e))
         return out
 
@@ -258,9 +258,10 @@ class _Packer:
         if earliest >= prev_end:
             return start
         for level in self.levels:
-            cuts = [c for c in level.cuts(self.text, earliest - 1, prev_end) if c >= earliest]
+            cuts = self.cut_filter.keep(level.cuts(self.text, max(0, earliest - 1), prev_end))
+            cuts = [c for c in cuts if c >= earliest]
             if cuts:
-                s, _ = self.trim(ceil_boundary(self.text, cuts[0], prev_start), end)
+                s, _ = self.trim(cuts[0], end)
                 if s < prev_end:
                     return s
         if self.levels:  # no boundary in reach: better no overlap than one starting mid-word

@@ -71,7 +71,7 @@ class ParagraphLevel:
 
 
 # Built-in levels shared by strategies and presets.
-LINE = RegexLevel(r"\n", "line")
+LINE = RegexLevel(r"\r?\n", "line")
 # Clause marks; a comma or colon between digits is part of a number (１０，０００円, 10:30), not a clause end.
 CLAUSE = RegexLevel(r"(?<=[、;；])|(?<=[，,:：])(?![0-9０-９])", "clause")
 WORD = RegexLevel(r"[ \t\u3000]+", "word")

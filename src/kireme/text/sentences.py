@@ -15,6 +15,8 @@ Every function returns offsets into the text it was given; nothing is copied or 
 
 from __future__ import annotations
 
+import itertools
+
 import regex
 
 # Terminators that end a sentence wherever they stand (Japanese style: no space needed).
@@ -43,8 +45,8 @@ ITEM_MARKER = (
     r")"
 )
 
-_BLANK_LINE = r"\n[ \t\u3000\r]*\n"
-PARAGRAPH_BREAK = regex.compile(rf"{_BLANK_LINE}|\n(?={ITEM_MARKER})")
+_BLANK_LINE = r"\r?\n[ \t\u3000]*\r?\n"
+PARAGRAPH_BREAK = regex.compile(rf"{_BLANK_LINE}|\r?\n(?={ITEM_MARKER})")
 
 _ABBREVIATIONS = frozenset(
     [
@@ -125,7 +127,7 @@ _CANDIDATE = regex.compile(
     rf"|(?<![0-9０-９])．[{regex.escape(_CLOSERS)}]*"
     rf"|(?<=\S)\.+[{regex.escape(_CLOSERS)}]*(?=\s|$)"
     rf"|{_BLANK_LINE}"
-    rf"|\n(?={ITEM_MARKER})"
+    rf"|\r?\n(?={ITEM_MARKER})"
 )
 _WORD_BEFORE = regex.compile(r"([\p{L}\p{N}.]+)$")
 _NEXT_START = regex.compile(r"\s*([\p{Lu}\p{N}\"'“‘(\[「『（]|[^\p{L}\p{N}\s]|[^\p{Latin}\s])")
@@ -149,9 +151,8 @@ def _period_ends(text: str, dot: int, after: int) -> bool:
         return False
     if len(word) == 1 and word.isalpha():  # an initial: "J. Smith"
         return False
-    if "." in word and len(word.replace(".", "")) <= 3:  # "U.S." style acronyms
-        return False
-    return True
+    # "U.S." style acronyms do not end a sentence
+    return not ("." in word and len(word.replace(".", "")) <= 3)
 
 
 _OPENERS = "".join(_OPEN_TO_CLOSE)
@@ -174,7 +175,7 @@ def _quoted_spans(text: str, a: int, b: int) -> list[tuple[int, int]]:
     for m in _BRACKETS.finditer(text, a, b):
         pos = m.start()
         ch = text[pos]
-        if ch == "\n":
+        if ch in "\r\n":
             stack.clear()
         elif ch in _CLOSER_OF:
             if len(stack) >= _MAX_DEPTH:
@@ -203,7 +204,7 @@ def sentence_cuts(text: str, a: int = 0, b: int | None = None) -> list[int]:
     for m in _CANDIDATE.finditer(text, a, b):
         s, e = m.start(), m.end()
         first = text[s]
-        if first != "\n":
+        if first not in "\r\n":
             while qi < len(quoted) and quoted[qi][1] < s:
                 qi += 1
             if qi < len(quoted) and quoted[qi][0] < s <= quoted[qi][1]:
@@ -240,7 +241,7 @@ def paragraph_spans(text: str) -> list[tuple[int, int]]:
 def _spans_from_cuts(text: str, cuts: list[int]) -> list[tuple[int, int]]:
     spans = []
     bounds = [0, *cuts, len(text)]
-    for s, e in zip(bounds, bounds[1:], strict=False):
+    for s, e in itertools.pairwise(bounds):
         while s < e and text[s].isspace():
             s += 1
         while e > s and text[e - 1].isspace():
