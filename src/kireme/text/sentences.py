@@ -120,7 +120,7 @@ _ABBREVIATIONS = frozenset(
     ]
 )
 # Abbreviations that often end a sentence too: they end one when a capitalised word follows.
-_MAY_END = frozenset(["etc", "inc", "ltd", "co", "corp", "al"])
+_MAY_END = frozenset(["etc", "al", "a.m", "p.m"])
 
 _CANDIDATE = regex.compile(
     rf"[{regex.escape(_HARD_END)}]+[{regex.escape(_CLOSERS)}]*"
@@ -128,8 +128,18 @@ _CANDIDATE = regex.compile(
     rf"|(?<=\S)\.+[{regex.escape(_CLOSERS)}]*(?=\s|$)"
     rf"|{_BLANK_LINE}"
     rf"|\r?\n(?={ITEM_MARKER})"
+    rf"|\r?\n"
 )
-_WORD_BEFORE = regex.compile(r"([\p{L}\p{N}.]+)$")
+_WORD_BEFORE = regex.compile(r"([\p{Latin}\p{N}.]+)$")
+_SPACE_THEN_LOWER = regex.compile(r"\s+\p{Ll}")
+# A line that is an item, a bracketed title or a "label: value" line ends its sentence even without a
+# terminator; any other single line break is a hard wrap inside a sentence.
+_ITEM_LINE = regex.compile(
+    rf"(?:{ITEM_MARKER}|[ \t\u3000]*【[^】\n]*】[ \t\u3000]*$|[ \t\u3000]*[^\s：:]{{1,12}}[：:])"
+)
+_LABEL_BEFORE_DOT = regex.compile(r"(?:^|\n)[ \t\u3000]*[\p{L}\p{N}]$")
+# What may follow a closing quote inside the same sentence: particles and quotative verbs.
+_QUOTE_CONTINUES = regex.compile(r"(?:と|って|という|の|が|を|は|に|で|も|や|より|から|まで|など|か[、。])")
 _NEXT_START = regex.compile(r"\s*([\p{Lu}\p{N}\"'“‘(\[「『（]|[^\p{L}\p{N}\s]|[^\p{Latin}\s])")
 _LOWER_NEXT = regex.compile(r"\s*\p{Ll}")
 
@@ -140,6 +150,10 @@ def _period_ends(text: str, dot: int, after: int) -> bool:
     word = m.group(1).lower() if m else ""
     if after >= len(text) or text[after:].strip() == "":
         return True
+    word_start = m.start(1) if m else dot
+    at_line_start = text[text.rfind("\n", 0, word_start) + 1 : word_start].strip() == ""
+    if word.isdigit() and len(word) <= 3 and at_line_start:  # "1. " list marker
+        return False
     next_is_start = _NEXT_START.match(text, after) is not None and not _LOWER_NEXT.match(text, after)
     if not next_is_start:
         return False
@@ -149,10 +163,24 @@ def _period_ends(text: str, dot: int, after: int) -> bool:
         return True
     if word in _ABBREVIATIONS or word.rstrip(".") in _ABBREVIATIONS:
         return False
-    if len(word) == 1 and word.isalpha():  # an initial: "J. Smith"
+    if len(word) == 1 and word.isalpha() and _is_initial(text, word_start):  # "J. R. Smith"
         return False
-    # "U.S." style acronyms do not end a sentence
-    return not ("." in word and len(word.replace(".", "")) <= 3)
+    # "U.S." style acronyms do not end a sentence; "$6.25." does
+    letters = word.replace(".", "")
+    return not ("." in word and letters.isalpha() and len(letters) <= 3)
+
+
+def _is_initial(text: str, letter: int) -> bool:
+    """A single capital after a capitalised word, another initial or a sentence start (not 'method B.')."""
+    if not text[letter].isupper():
+        return False
+    if letter > 0 and not text[letter - 1].isspace():
+        return False  # "°C." is a unit, not an initial
+    before = text[max(0, letter - 30) : letter].rstrip()
+    if not before or before[-1] in ".!?":
+        return True
+    prev_word = before.split()[-1]
+    return prev_word[:1].isupper()
 
 
 _OPENERS = "".join(_OPEN_TO_CLOSE)
@@ -192,7 +220,12 @@ def _quoted_spans(text: str, a: int, b: int) -> list[tuple[int, int]]:
     return spans
 
 
-_HIRAGANA = regex.compile(r"\p{Hiragana}")
+def _ends_item_line(text: str, s: int, e: int, b: int) -> bool:
+    """A single line break ends a sentence after an item/title/label line or before an item line."""
+    if e < b and regex.match(ITEM_MARKER, text[e : e + 12]):
+        return True
+    line_start = text.rfind("\n", 0, s) + 1
+    return _ITEM_LINE.match(text[line_start:s]) is not None
 
 
 def sentence_cuts(text: str, a: int = 0, b: int | None = None) -> list[int]:
@@ -204,6 +237,8 @@ def sentence_cuts(text: str, a: int = 0, b: int | None = None) -> list[int]:
     for m in _CANDIDATE.finditer(text, a, b):
         s, e = m.start(), m.end()
         first = text[s]
+        if first in "\r\n" and e - s <= 2 and text[e - 1] == "\n" and not _ends_item_line(text, s, e, b):
+            continue  # a hard-wrapped line, not a sentence end
         if first not in "\r\n":
             while qi < len(quoted) and quoted[qi][1] < s:
                 qi += 1
@@ -211,10 +246,15 @@ def sentence_cuts(text: str, a: int = 0, b: int | None = None) -> list[int]:
                 # Inside a balanced quote: only a terminator that closes the whole quote can end the
                 # sentence, and not when the sentence goes on (「行こう。」と言った).
                 closes_quote = e == quoted[qi][1] + 1
-                if not closes_quote or (e < b and _HIRAGANA.match(text, e)):
+                if not closes_quote or (e < b and _QUOTE_CONTINUES.match(text, e)):
                     continue
             if first == "." and not _period_ends(text, s, e):
                 continue
+            if first == "．" and _LABEL_BEFORE_DOT.search(text, max(0, s - 2), s):
+                continue  # "Ｑ．" / "A．" labels at a line start
+            if first in "!?！？" and text[e - 1] in _CLOSERS and _SPACE_THEN_LOWER.match(text, e):
+                continue  # '"Are you sure?" he asked.'
+
         while e < b and text[e].isspace():
             e += 1
         if a < e < b and (not cuts or cuts[-1] != e):
