@@ -17,6 +17,7 @@ Results are also written as JSON under ``benchmarks/results/`` (gitignored).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import gc
 import json
@@ -254,10 +255,8 @@ VERSIONS = {
 def versions() -> dict[str, str]:
     out = {}
     for lib, dist in VERSIONS.items():
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             out[lib] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            pass
     return out
 
 
@@ -429,7 +428,7 @@ def render(rows: list[Row], markdown: bool) -> str:
 # ------------------------------------------------------------------------------------------ profile
 
 
-def profile(text: str, config: str, top: int) -> None:
+def profile(corpus: str, text: str, config: str, top: int) -> None:
     import cProfile
     import pstats
 
@@ -450,7 +449,9 @@ def profile(text: str, config: str, top: int) -> None:
         if f"{os.sep}kireme{os.sep}" in file
     ]
     entries.sort(reverse=True)
-    print(f"profile: kireme {config}, {len(text.encode()) / 1e6:.2f} MB, total {total:.3f} s (cumulative)")
+    print(
+        f"profile: kireme {config} on {corpus}, {len(text.encode()) / 1e6:.2f} MB, total {total:.3f} s (cumulative)"
+    )
     print(f"{'cum s':>8} {'cum %':>6} {'self s':>8} {'calls':>9}  function")
     for ct, tt, nc, where in entries[:top]:
         print(f"{ct:8.3f} {100 * ct / total:6.1f} {tt:8.3f} {nc:9d}  {where}")
@@ -507,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.profile:
         for name, (text, _) in texts.items():
-            profile(text, args.profile, args.top)
+            profile(name, text, args.profile, args.top)
         return 0
 
     configs = args.config or list(CONFIGS)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,7 +18,7 @@ TOKENS = Tokens()
 
 def _largest_grapheme(text: str, measure) -> int:
     bounds = boundaries(text)
-    return max((measure(text[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)), default=0)
+    return max((measure(text[a:b]) for a, b in itertools.pairwise(bounds)), default=0)
 
 
 def _check(
@@ -39,7 +41,7 @@ def _check(
         assert c.size == measure(c.text)
     # 2. ordered; without overlap, every non-whitespace character exactly once
     assert [c.index for c in chunks] == list(range(len(chunks)))
-    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+    for prev, nxt in itertools.pairwise(chunks):
         assert prev.start < nxt.start and prev.end < nxt.end
         if overlap == 0:
             assert prev.end <= nxt.start

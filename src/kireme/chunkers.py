@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from kireme.boundaries.levels import CLAUSE, PARAGRAPH, SCRIPT, SENTENCE, WORD, Level, levels_for_separators
-from kireme.boundaries.presets import PRESETS, preset_levels
+from kireme.boundaries.presets import PRESETS, PROSE_PRESETS, preset_levels
 from kireme.document import Chunk, ConfigError, Document, chunk_id
 from kireme.length import Measure, get_measure
 from kireme.pack import pack
@@ -74,6 +74,10 @@ class Chunker:
     def _merge(self) -> bool:
         return self.merge
 
+    def keep_headings(self) -> bool:
+        """Whether a prose heading line must stay with its body (off for code)."""
+        return True
+
     # --------------------------------------------------------------------- public API
     @property
     def config(self) -> dict[str, Any]:
@@ -105,6 +109,7 @@ class Chunker:
             min_size=self.min_size,
             overlap=self.overlap,
             merge=self._merge(),
+            keep_headings=self.keep_headings(),
         )
         config_hash = self.config_hash
         unit = self.measure.name
@@ -170,6 +175,9 @@ class RecursiveChunker(Chunker):
         if self.separators is not None:
             return levels_for_separators(self.separators)
         return preset_levels(self.preset)
+
+    def keep_headings(self) -> bool:
+        return self.separators is None and self.preset in PROSE_PRESETS
 
     def options(self) -> dict[str, Any]:
         if self.separators is not None:

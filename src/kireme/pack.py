@@ -50,8 +50,10 @@ class _Packer:
         min_size: int,
         overlap: int,
         merge: bool,
+        keep_headings: bool = True,
     ) -> None:
         self.text = text
+        self.keep_headings = keep_headings
         self.levels = list(levels)
         self.sizer = sizer
         self.max_size = max_size
@@ -122,15 +124,46 @@ class _Packer:
                 i = self.split_and_absorb(bounds, i, i + 1, j, budget, out)
                 continue
             if k < n - 1:
-                while k > i and ends_with_heading(text, bounds[k]):
+                while self.keep_headings and k > i and ends_with_heading(text, bounds[k]):
                     k -= 1
                 if k == i:
-                    i = self.split_and_absorb(bounds, i, i + 2, j, budget, out)
+                    i = self.heading_with_body(bounds, i, j, budget, out)
                     continue
             s, e = self.trim(start, bounds[k])
             if s < e:
                 out.append((s, e))
             i = k
+
+    def heading_with_body(self, bounds: list[int], i: int, j: int, budget: int, out: list[Span]) -> int:
+        """Pieces from ``i`` are heading lines whose body does not fit with them: emit the headings
+        together with the first part of the body (cut with the budget the headings leave)."""
+        text = self.text
+        n = len(bounds)
+        est = self.sizer.estimate
+        h = i + 1  # the heading block is bounds[i]..bounds[h]
+        while (
+            h < n - 1 and ends_with_heading(text, bounds[h + 1]) and est(bounds[i], bounds[h + 1]) <= budget
+        ):
+            h += 1
+        if h >= n - 1:  # the text ends with headings
+            s, e = self.trim(bounds[i], bounds[h])
+            if s < e:
+                out.append((s, e))
+            return h
+        reduced = budget - est(bounds[i], bounds[h])
+        if reduced < max(1, budget // 4):  # the headings fill the chunk: they have to stand alone
+            return self.split_and_absorb(bounds, i, h, j, budget, out)
+        parts: list[Span] = []
+        self.split(bounds[h], bounds[h + 1], j + 1, reduced, parts)
+        if not parts:
+            return h
+        first_end = parts[0][1]
+        s, e = self.trim(bounds[i], first_end)
+        out.append((s, e))
+        if first_end >= bounds[h + 1]:
+            return h + 1
+        bounds[h] = first_end
+        return h
 
     def split_and_absorb(
         self, bounds: list[int], i: int, stop: int, j: int, budget: int, out: list[Span]
@@ -308,8 +341,20 @@ def pack(
     min_size: int = 0,
     overlap: int = 0,
     merge: bool = True,
+    keep_headings: bool = True,
 ) -> list[PackedSpan]:
-    """Cut ``text`` at the strongest available boundaries into spans of at most ``max_size``."""
+    """Cut ``text`` at the strongest available boundaries into spans of at most ``max_size``.
+
+    ``keep_headings`` keeps a prose heading line (``第2条（宿泊費）``, ``## 手順``) with the start of its
+    body; code presets turn it off because short code lines are not headings.
+    """
     return _Packer(
-        text, levels, sizer, max_size=max_size, min_size=min_size, overlap=overlap, merge=merge
+        text,
+        levels,
+        sizer,
+        max_size=max_size,
+        min_size=min_size,
+        overlap=overlap,
+        merge=merge,
+        keep_headings=keep_headings,
     ).run()

@@ -52,6 +52,10 @@ PRESETS: dict[str, list[Level]] = {
 }
 
 
+# Presets for prose, where a short line without punctuation is a heading that belongs with its body.
+PROSE_PRESETS = frozenset({"default", "markdown"})
+
+
 def preset_levels(name: str) -> list[Level]:
     """The levels of a named preset (``default``, ``markdown``, ``python``, ``sql``)."""
     try:

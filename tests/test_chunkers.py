@@ -1,0 +1,173 @@
+"""Behaviour of each strategy on documents written for these tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from kireme import ConfigError, Document, Tokens, chunk, make_chunker
+
+RULES = (
+    "旅費規程\n\n"
+    "第1条（目的）\nこの規程は、社員が業務のために出張する場合の旅費について定める。\n\n"
+    "第2条（宿泊費）\n宿泊費は１泊につき１０，０００円を上限とする。ただし、東京都内は１２，０００円とする。\n\n"
+    "第3条（日当）\n日当は１日につき２，０００円とする。半日の場合は１，０００円とする。\n\n"
+    "第4条（交通費）\n交通費は実費を支給する。新幹線の利用は片道１００キロメートル以上の場合に限る。\n"
+)
+
+
+def texts(chunks) -> list[str]:
+    return [c.text for c in chunks]
+
+
+def test_paragraph_keeps_each_article_whole() -> None:
+    chunks = chunk(RULES, strategy="paragraph", max_size=60, merge_paragraphs=False)
+    assert (
+        texts(chunks)[1] == "第1条（目的）\nこの規程は、社員が業務のために出張する場合の旅費について定める。"
+    )
+    articles = [p for p in RULES.split("\n\n") if p.startswith("第")]
+    assert texts(chunks) == ["旅費規程", *(a.strip() for a in articles)]
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "sentence", "paragraph"])
+@pytest.mark.parametrize("max_size", [20, 30, 45, 80])
+def test_amounts_and_headings_are_never_cut(strategy: str, max_size: int) -> None:
+    chunks = chunk(RULES, strategy=strategy, max_size=max_size)
+    for amount in ["１０，０００円", "１２，０００円", "２，０００円", "１，０００円"]:
+        assert any(amount in c.text for c in chunks), (amount, texts(chunks))
+    for c in chunks:  # no chunk ends with a heading line cut off from its body
+        last_line = c.text.rsplit("\n", 1)[-1]
+        assert not (last_line.startswith("第") and last_line.endswith("）")), texts(chunks)
+
+
+def test_fixed_is_a_plain_window_baseline() -> None:
+    chunks = chunk("あいうえおかきくけこさしすせそ", strategy="fixed", max_size=4)
+    assert texts(chunks) == ["あいうえ", "おかきく", "けこさし", "すせそ"]
+
+
+def test_fixed_overlap_shares_exact_text() -> None:
+    chunks = chunk("あいうえおかきくけこ", strategy="fixed", max_size=4, overlap=1)
+    # packed with max_size - overlap, then each chunk repeats up to `overlap` from its predecessor
+    assert texts(chunks) == ["あいう", "うえおか", "かきくけ", "けこ"]
+
+
+def test_recursive_overlap_starts_at_a_sentence() -> None:
+    text = "最初の文です。二番目の文です。三番目の文です。四番目の文です。"
+    chunks = chunk(text, strategy="recursive", max_size=24, overlap=8)
+    assert texts(chunks) == [
+        "最初の文です。二番目の文です。",
+        "二番目の文です。三番目の文です。四番目の文です。",
+    ]
+    assert all(c.size <= 24 for c in chunks)
+
+
+def test_repeated_text_gets_the_right_offsets_and_distinct_ids() -> None:
+    text = "同じ文です。" * 6
+    doc = Document(text, id="repeat")
+    chunks = make_chunker("sentence", max_size=6).chunk(doc)
+    assert [c.start for c in chunks] == [0, 6, 12, 18, 24, 30]
+    assert len({c.id for c in chunks}) == 6
+
+
+def test_ids_are_stable_and_depend_on_config_and_content() -> None:
+    a = chunk(Document(RULES, id="rules.txt"), max_size=50)
+    b = chunk(Document(RULES, id="rules.txt"), max_size=50)
+    c = chunk(Document(RULES, id="rules.txt"), max_size=51)
+    d = chunk(Document(RULES + "追記。", id="rules.txt"), max_size=50)
+    assert [x.id for x in a] == [x.id for x in b]
+    assert a[0].id != c[0].id and a[0].id != d[0].id
+
+
+def test_token_sizes_are_exact_cl100k_counts() -> None:
+    tokens = Tokens()
+    chunks = chunk(RULES * 3, strategy="recursive", max_size=40, unit="tokens")
+    assert all(c.size == tokens(c.text) <= 40 for c in chunks)
+    assert max(c.size for c in chunks) > 30  # pieces are merged up to the limit
+
+
+def test_tokens_never_split_a_character() -> None:
+    text = "𠮷野家の𩸽定食は美味しい。" * 20  # characters outside the BMP take several tokens
+    chunks = chunk(text, strategy="fixed", max_size=5, unit="tokens")
+    assert "".join(c.text for c in chunks) == text
+    assert all(c.size <= 5 for c in chunks)
+
+
+def test_min_size_merges_a_small_trailing_piece() -> None:
+    text = "一つ目の段落はここにあります。\n\n二つ目の段落もここにあります。\n\n短い。"
+    without = chunk(text, strategy="paragraph", max_size=40)
+    assert texts(without)[-1].endswith("短い。")
+    plain = chunk(text, strategy="paragraph", max_size=40, merge_paragraphs=False)
+    assert texts(plain)[-1] == "短い。"
+    merged = chunk(text, strategy="paragraph", max_size=40, merge_paragraphs=False, min_size=5)
+    assert texts(merged)[-1] == "二つ目の段落もここにあります。\n\n短い。"
+
+
+def test_user_separators_keep_the_separator_with_the_following_text() -> None:
+    sql = "CREATE TABLE a (id int);\nINSERT INTO a VALUES (1);\nCREATE TABLE b (id int);\nINSERT INTO b VALUES (2);"
+    chunks = chunk(sql, strategy="recursive", max_size=50, separators=[r"\n(?=CREATE )", r"\n(?=INSERT )"])
+    assert texts(chunks) == [
+        "CREATE TABLE a (id int);\nINSERT INTO a VALUES (1);",
+        "CREATE TABLE b (id int);\nINSERT INTO b VALUES (2);",
+    ]
+
+
+def test_sql_preset_splits_statements() -> None:
+    sql = "-- users\nCREATE TABLE users (id int, name text);\nINSERT INTO users VALUES (1, 'a');\n" * 3
+    chunks = chunk(sql, strategy="recursive", preset="sql", max_size=60)
+    assert all(c.text.startswith(("--", "CREATE", "INSERT")) for c in chunks)
+
+
+def test_markdown_preset_keeps_heading_with_body() -> None:
+    md = "# 手順\n\n## 準備\n\n必要な道具をそろえる。\n\n## 実行\n\nボタンを押す。結果を確認する。\n"
+    chunks = chunk(md, strategy="recursive", preset="markdown", max_size=24)
+    assert texts(chunks) == [
+        "# 手順\n\n## 準備\n\n必要な道具をそろえる。",
+        "## 実行\n\nボタンを押す。結果を確認する。",
+    ]
+
+
+def test_python_preset_splits_between_functions() -> None:
+    code = "import os\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n"
+    chunks = chunk(code, strategy="recursive", preset="python", max_size=30)
+    assert texts(chunks) == ["import os", "def a():\n    return 1", "def b():\n    return 2"]
+
+
+def test_english_sentences_pack_without_joining_with_spaces() -> None:
+    text = "The pump needs oil. Check it weekly. Replace the filter yearly. Call support if it leaks."
+    chunks = chunk(text, strategy="sentence", max_size=40)
+    assert texts(chunks) == [
+        "The pump needs oil. Check it weekly.",
+        "Replace the filter yearly.",
+        "Call support if it leaks.",
+    ]
+
+
+def test_text_without_any_punctuation_is_cut_at_the_limit() -> None:
+    text = "あ" * 1_000_000
+    for strategy in ["fixed", "recursive", "sentence", "paragraph"]:
+        chunks = chunk(text, strategy=strategy, max_size=1000)
+        assert len(chunks) == 1000 and all(c.size == 1000 for c in chunks)
+
+
+def test_empty_and_whitespace_give_no_chunks() -> None:
+    assert chunk("") == [] and chunk(" \n\u3000\r\n") == []
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"max_size": 0}, "max_size must be at least 1"),
+        ({"max_size": 3, "unit": "tokens"}, "at least 4 tokens"),
+        ({"max_size": 10, "overlap": 10}, "overlap (10) must be smaller"),
+        ({"max_size": 10, "min_size": 11}, "min_size (11)"),
+        ({"unit": "words"}, "unknown unit"),
+        ({"strategy": "semantic-ish"}, "unknown strategy"),
+        ({"separators": ["("]}, "invalid separator regex"),
+        ({"separators": "\n"}, "list of regular expressions"),
+        ({"preset": "cobol"}, "unknown preset"),
+        ({"colour": "red"}, "unexpected keyword"),
+    ],
+)
+def test_bad_options_raise_config_errors(options: dict, message: str) -> None:
+    strategy = options.pop("strategy", "recursive")
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        make_chunker(strategy, **options)

@@ -1,0 +1,81 @@
+"""Sentence and paragraph segmentation on Japanese and English written for these tests."""
+
+from kireme.text.sentences import paragraph_spans, sentence_spans
+
+
+def sentences(text: str) -> list[str]:
+    return [text[s:e] for s, e in sentence_spans(text)]
+
+
+def test_japanese_terminators_without_spaces() -> None:
+    text = "会議は十時に始まります。資料は各自で印刷してください！質問はありますか？"
+    assert sentences(text) == [
+        "会議は十時に始まります。",
+        "資料は各自で印刷してください！",
+        "質問はありますか？",
+    ]
+
+
+def test_quotes_are_not_split_and_closing_brackets_stay() -> None:
+    text = "部長は「予算は足りない。追加は難しい！」と述べた。「では延期しよう。」その後、会議は終わった。"
+    assert sentences(text) == [
+        "部長は「予算は足りない。追加は難しい！」と述べた。",
+        "「では延期しよう。」",
+        "その後、会議は終わった。",
+    ]
+
+
+def test_hard_wrapped_lines_are_one_sentence_but_items_are_not() -> None:
+    text = "この手順書は、新しく配属された\n社員のために作成した。\n・申請書を書く\n・上長に提出する\n【提出先】\n総務課"
+    assert sentences(text) == [
+        "この手順書は、新しく配属された\n社員のために作成した。",
+        "・申請書を書く",
+        "・上長に提出する",
+        "【提出先】",
+        "総務課",
+    ]
+
+
+def test_full_width_period_and_numbers() -> None:
+    text = "円周率は約３．１４である．次に面積を求める．"
+    assert sentences(text) == ["円周率は約３．１４である．", "次に面積を求める．"]
+
+
+def test_english_abbreviations_initials_and_decimals() -> None:
+    text = (
+        "Dr. Tanaka moved to the U.S. in May. She paid $3.50 for coffee, e.g. a latte. "
+        "J. R. Smith agreed. Is it done? Yes!"
+    )
+    assert sentences(text) == [
+        "Dr. Tanaka moved to the U.S. in May.",
+        "She paid $3.50 for coffee, e.g. a latte.",
+        "J. R. Smith agreed.",
+        "Is it done?",
+        "Yes!",
+    ]
+
+
+def test_question_inside_quote_followed_by_lowercase_continues() -> None:
+    assert sentences('"Are you sure?" he asked. Then he left.') == [
+        '"Are you sure?" he asked.',
+        "Then he left.",
+    ]
+
+
+def test_unclosed_quote_does_not_swallow_the_document() -> None:
+    text = "「閉じない引用。次の文です。最後の文です。"
+    assert len(sentences(text)) == 3
+
+
+def test_paragraphs_blank_lines_and_rule_items() -> None:
+    text = "第1条　目的\n本規程は旅費を定める。\n第2条　範囲\n全社員に適用する。\n\n附則\n本規程は四月一日から施行する。"
+    assert [text[s:e] for s, e in paragraph_spans(text)] == [
+        "第1条　目的\n本規程は旅費を定める。",
+        "第2条　範囲\n全社員に適用する。",
+        "附則\n本規程は四月一日から施行する。",
+    ]
+
+
+def test_crlf_paragraphs() -> None:
+    text = "一つ目の段落。\r\n\r\n二つ目の段落。"
+    assert [text[s:e] for s, e in paragraph_spans(text)] == ["一つ目の段落。", "二つ目の段落。"]
