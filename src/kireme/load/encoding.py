@@ -40,16 +40,20 @@ def _strict(data: bytes, encoding: str) -> str | None:
         return None
 
 
-def _looks_utf16(data: bytes) -> str | None:
-    if len(data) < 4 or len(data) % 2:
+def _best_utf16(data: bytes) -> DecodedText | None:
+    """UTF-16 without a BOM: the byte order whose strict decode reads as text, if either does."""
+    if len(data) % 2:
         return None
-    even_zero = data[0::2].count(0) / (len(data) // 2)
-    odd_zero = data[1::2].count(0) / (len(data) // 2)
-    if odd_zero > 0.3 and even_zero < 0.05:
-        return "utf-16-le"
-    if even_zero > 0.3 and odd_zero < 0.05:
-        return "utf-16-be"
-    return None
+    best: DecodedText | None = None
+    best_score = 0.0
+    for enc in ("utf-16-le", "utf-16-be"):
+        text = _strict(data, enc)
+        if text is None:
+            continue
+        score = _japanese_score(text) - _control_share(text)
+        if score > best_score:
+            best, best_score = DecodedText(text, enc), score
+    return best if best_score >= 0.9 else None
 
 
 def _japanese_score(text: str) -> float:
@@ -83,19 +87,17 @@ def decode(data: bytes, encoding: str | None = None) -> DecodedText:
             if text is None:
                 raise DecodeError(f"starts with a {name} byte-order mark but is not valid {name}")
             return DecodedText(text, name, bom=True)
+    if (b"\x1b$" in data or b"\x1b(" in data) and data.isascii():
+        text = _strict(data, "iso2022_jp")  # 7-bit, so it also "decodes" as UTF-8: check it first
+        if text is not None:
+            return DecodedText(text, "iso2022_jp")
     text = _strict(data, "utf-8")
     if text is not None and "\x00" not in text:
         return DecodedText(text, "utf-8")
-    if b"\x1b$" in data or b"\x1b(" in data:
-        text = _strict(data, "iso2022_jp")
-        if text is not None:
-            return DecodedText(text, "iso2022_jp")
-    utf16 = _looks_utf16(data)
-    if utf16:
-        text = _strict(data, utf16)
-        if text is not None:
-            return DecodedText(text, utf16)
     if b"\x00" in data:
+        utf16 = _best_utf16(data)
+        if utf16 is not None:
+            return utf16
         raise DecodeError("binary file (contains NUL bytes)")
     candidates = {enc: t for enc in _JAPANESE_LEGACY if (t := _strict(data, enc)) is not None}
     if len(candidates) == 1:

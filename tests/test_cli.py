@@ -1,0 +1,126 @@
+"""The `kireme` command as users and other tools call it: a real subprocess, stdout and stderr apart."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RULES = "第1条（目的）\r\nこの規程は出張旅費を定める。\r\n\r\n第2条（宿泊費）\r\n宿泊費は１泊１０，０００円を上限とする。\r\n"
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "kireme.cli", *args], capture_output=True, cwd=cwd)
+
+
+@pytest.fixture()
+def rules(tmp_path: Path) -> Path:
+    path = tmp_path / "規程.txt"
+    path.write_bytes(RULES.encode("cp932"))
+    return path
+
+
+def test_jsonl_rows_have_the_contract_fields_and_exact_offsets(rules: Path) -> None:
+    result = run("chunk", str(rules), "--max-size", "30")
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.decode("utf-8").splitlines()]
+    loaded = run("load", str(rules)).stdout.decode("utf-8")
+    assert loaded == RULES  # decoded from CP932, CRLF kept
+    assert len(rows) == 2
+    for i, row in enumerate(rows):
+        assert {"id", "doc_id", "index", "start", "end", "text", "size", "unit", "headings"} <= row.keys()
+        assert loaded[row["start"] : row["end"]] == row["text"]
+        assert row["index"] == i and row["unit"] == "chars" and row["size"] == len(row["text"])
+    assert "１０，０００円" in rows[1]["text"]
+    assert "\\u" not in result.stdout.decode("utf-8")  # ensure_ascii=False
+
+
+def test_text_format_and_summary_on_stderr(rules: Path) -> None:
+    result = run("chunk", str(rules), "--format", "text", "--strategy", "paragraph", "--max-size", "40")
+    out, err = result.stdout.decode(), result.stderr.decode()
+    assert out.count("──") >= 2 and "第2条（宿泊費）" in out
+    assert "2 chunks" in err and "max" in err
+
+
+def test_tokens_unit_and_multiple_separators(tmp_path: Path) -> None:
+    sql = tmp_path / "schema.sql.txt"
+    sql.write_text("CREATE TABLE a (id int);\nINSERT INTO a VALUES (1);\nCREATE TABLE b (id int);\n")
+    result = run(
+        "chunk",
+        str(sql),
+        "--separators",
+        r"\n(?=CREATE )",
+        r"\n(?=INSERT )",
+        "--max-size",
+        "12",
+        "--unit",
+        "tokens",
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert [r["text"].split()[0] for r in rows] == ["CREATE", "INSERT", "CREATE"]
+    assert all(r["unit"] == "tokens" and r["size"] <= 12 for r in rows)
+
+
+def test_bad_files_are_reported_and_the_rest_still_finishes(tmp_path: Path, rules: Path) -> None:
+    binary = tmp_path / "broken.txt"
+    binary.write_bytes(b"\x00\x01\x02binary\x00")
+    result = run("chunk", str(binary), str(rules))
+    assert result.returncode == 1
+    assert (
+        result.stderr.decode().strip().splitlines()[0]
+        == f"kireme: error: {binary.as_posix()}: binary file (contains NUL bytes)"
+    )
+    assert len(result.stdout.decode().splitlines()) >= 1  # the good file was chunked
+
+    missing = run("chunk", str(tmp_path / "missing.txt"), str(rules))
+    assert missing.returncode == 2 and "missing.txt: no such file or directory" in missing.stderr.decode()
+    assert missing.stdout  # the good file still finished
+
+    empty_dir = tmp_path / "empty"
+    empty_dir.mkdir()
+    nothing = run("chunk", str(empty_dir))
+    assert nothing.returncode == 2 and "directory has no files to read" in nothing.stderr.decode()
+
+
+def test_directories_are_walked_in_order(tmp_path: Path) -> None:
+    (tmp_path / "b.md").write_text("# 二\n\n本文。", encoding="utf-8")
+    (tmp_path / "a.txt").write_text("一。", encoding="utf-8")
+    (tmp_path / "skip.bin").write_bytes(b"\x00")
+    rows = [json.loads(x) for x in run("chunk", str(tmp_path)).stdout.decode().splitlines()]
+    assert [Path(r["doc_id"]).name for r in rows] == ["a.txt", "b.md"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--overlap", "600"], "overlap (600) must be smaller than max_size (512)"),
+        (
+            ["--strategy", "sentence", "--preset", "sql"],
+            "--separators and --preset apply to --strategy recursive",
+        ),
+        (["--no-merge"], "--no-merge applies to --strategy paragraph"),
+        (["--unit", "words"], "Invalid value for '--unit'"),
+        (["--separators", "("], "invalid separator regex"),
+    ],
+)
+def test_usage_errors_exit_2_without_traceback(rules: Path, args: list[str], message: str) -> None:
+    result = run("chunk", str(rules), *args)
+    assert result.returncode == 2
+    assert message in result.stderr.decode() and "Traceback" not in result.stderr.decode()
+
+
+def test_help_teaches_with_examples() -> None:
+    out = run("chunk", "--help").stdout.decode()
+    assert "Examples:" in out and "--separators" in out and "kireme load" in out
+    assert "Examples:" in run("load", "--help").stdout.decode()
+
+
+def test_load_prints_exact_text_and_missing_file_exit_code(rules: Path, tmp_path: Path) -> None:
+    result = run("load", str(rules), "--info")
+    assert result.stdout == RULES.encode("utf-8")
+    assert "encoding=cp932" in result.stderr.decode()
+    assert run("load", str(tmp_path / "none.txt")).returncode == 2
