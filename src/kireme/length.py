@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
+import regex
+
 from kireme.document import ConfigError
 
 UnitLike = "str | Callable[[str], int] | Measure"
@@ -113,47 +115,100 @@ def _token_byte_lengths():
     enc = _encoding()
     with _TOKEN_BYTES_LOCK:
         lengths = np.zeros(enc.n_vocab, dtype=np.int64)
-        for i in range(enc.n_vocab):
-            try:
-                lengths[i] = len(enc.decode_single_token_bytes(i))
+        step = 4096
+        for first in range(0, enc.n_vocab, step):
+            ids = list(range(first, min(enc.n_vocab, first + step)))
+            try:  # one call per block; blocks with undefined ids (between special tokens) go one by one
+                lengths[first : first + len(ids)] = [len(b) for b in enc.decode_tokens_bytes(ids)]
             except KeyError:
-                lengths[i] = 0
+                for i in ids:
+                    try:
+                        lengths[i] = len(enc.decode_single_token_bytes(i))
+                    except KeyError:
+                        lengths[i] = 0
     return lengths
 
 
+# Where a letter is followed by a non-letter, every cl100k pre-tokenisation has a boundary: no pre-token
+# pattern continues a letter run into a non-letter, and only letter runs and contractions hold letters.
+# A text cut there tokenises exactly like the whole-text stream on that side (see _TokenSizer.exact).
+# The lookahead demands a real character, so the end of a search window never counts as one.
+_LETTER_END = regex.compile(r"(?<=\p{L})(?=\P{L})")
+_LAST_LETTER_END = regex.compile(r"(?r)(?<=\p{L})(?=\P{L})")
+# Split points for parallel encoding: after a line break that precedes a non-space character no
+# pre-token continues either, so the parts encode to exactly the whole-text token stream.
+_PARALLEL_SPLIT = regex.compile(r"\n(?=\S)")
+_PARALLEL_MIN_CHARS = 200_000
+
+
+def _encode_stream(text: str) -> list[list[int]]:
+    """The whole-text token stream, encoded in parallel parts that split only at safe boundaries."""
+    enc = _encoding()
+    if len(text) < _PARALLEL_MIN_CHARS:
+        return [enc.encode_ordinary(text)]
+    parts: list[str] = []
+    start = 0
+    step = max(_PARALLEL_MIN_CHARS // 2, len(text) // 8)
+    while start < len(text):
+        m = _PARALLEL_SPLIT.search(text, min(len(text), start + step))
+        end = m.end() if m else len(text)
+        parts.append(text[start:end])
+        start = end
+    return enc.encode_ordinary_batch(parts, num_threads=2)
+
+
 class _TokenSizer:
-    """Prefix sums of the whole-text token stream: ``P[c]`` = tokens that start before character c."""
+    """Span sizes from one encoding of the whole text.
+
+    ``estimate(a, b)`` counts stream tokens that start inside ``[a, b)`` (a prefix-sum lookup).
+    ``exact(a, b)`` is the count of ``text[a:b]`` encoded alone, computed without encoding the span:
+    between the first and the last letter/non-letter boundary inside the span the alone-encoding equals
+    the stream, so only the short head and tail are encoded.
+    """
 
     exact_estimates = False
 
     def __init__(self, text: str) -> None:
         import numpy as np
 
-        enc = _encoding()
         self._text = text
         self._prefix: array
         if not text:
             self._prefix = array("q", [0])
             return
-        tokens = np.asarray(enc.encode_ordinary(text), dtype=np.int64)
-        data = text.encode("utf-8", "surrogatepass")
-        raw = np.frombuffer(data, dtype=np.uint8)
-        char_of_byte = np.cumsum((raw & 0xC0) != 0x80) - 1
-        byte_starts = np.concatenate(([0], np.cumsum(_token_byte_lengths()[tokens])[:-1]))
+        parts = _encode_stream(text)
+        tokens = np.fromiter(
+            (t for part in parts for t in part), dtype=np.int64, count=sum(len(p) for p in parts)
+        )
+        raw = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        char_of_byte = np.cumsum((raw & 0xC0) != 0x80, dtype=np.int64) - 1
+        byte_starts = np.cumsum(_token_byte_lengths()[tokens]) - _token_byte_lengths()[tokens]
         char_starts = char_of_byte[np.minimum(byte_starts, len(raw) - 1)]
         counts = np.bincount(char_starts, minlength=len(text))
-        prefix = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        prefix = np.empty(len(text) + 1, dtype=np.int64)
+        prefix[0] = 0
+        np.cumsum(counts, out=prefix[1:])
         self._prefix = array("q", prefix.tobytes())
 
     def estimate(self, a: int, b: int) -> int:
         return self._prefix[b] - self._prefix[a]
 
-    def exact(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+    def _exact_one(self, a: int, b: int) -> int:
         enc = _encoding()
-        texts = [self._text[a:b] for a, b in spans]
-        if len(texts) > 64:
-            return [len(t) for t in enc.encode_ordinary_batch(texts, num_threads=2)]
-        return [len(enc.encode_ordinary(t)) for t in texts]
+        text = self._text
+        head = _LETTER_END.search(text, a + 1, b)
+        tail = _LAST_LETTER_END.search(text, a + 1, min(len(text), b + 1))
+        if head is None or tail is None or head.start() > tail.start():
+            return len(enc.encode_ordinary(text[a:b]))
+        x, y = head.start(), tail.start()
+        return (
+            len(enc.encode_ordinary(text[a:x]))
+            + (self._prefix[y] - self._prefix[x])
+            + len(enc.encode_ordinary(text[y:b]))
+        )
+
+    def exact(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+        return [self._exact_one(a, b) for a, b in spans]
 
     def furthest(self, a: int, bounds: Sequence[int], lo: int, hi: int, budget: int) -> int:
         p = self._prefix

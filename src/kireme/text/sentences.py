@@ -45,7 +45,9 @@ ITEM_MARKER = (
     r")"
 )
 
+_ONLY_SPACE_LEFT = regex.compile(r"\s*\Z")
 _BLANK_LINE = r"\r?\n[ \t\u3000]*\r?\n"
+_ITEM_START = regex.compile(ITEM_MARKER)
 PARAGRAPH_BREAK = regex.compile(rf"{_BLANK_LINE}|\r?\n(?={ITEM_MARKER})")
 
 _ABBREVIATIONS = frozenset(
@@ -148,7 +150,7 @@ def _period_ends(text: str, dot: int, after: int) -> bool:
     """Decide an English '.' at ``dot`` (the candidate match ends at ``after``)."""
     m = _WORD_BEFORE.search(text, max(0, dot - 40), dot)
     word = m.group(1).lower() if m else ""
-    if after >= len(text) or text[after:].strip() == "":
+    if _ONLY_SPACE_LEFT.match(text, after):
         return True
     word_start = m.start(1) if m else dot
     at_line_start = text[text.rfind("\n", 0, word_start) + 1 : word_start].strip() == ""
@@ -222,7 +224,7 @@ def _quoted_spans(text: str, a: int, b: int) -> list[tuple[int, int]]:
 
 def _ends_item_line(text: str, s: int, e: int, b: int) -> bool:
     """A single line break ends a sentence after an item/title/label line or before an item line."""
-    if e < b and regex.match(ITEM_MARKER, text[e : e + 12]):
+    if e < b and _ITEM_START.match(text, e):
         return True
     line_start = text.rfind("\n", 0, s) + 1
     return _ITEM_LINE.match(text[line_start:s]) is not None
