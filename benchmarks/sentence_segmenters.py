@@ -35,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "benchmarks" / "data" / "sentences_gold.jsonl"
-DEFAULT_CORPUS = Path("/work/shared/corpora/jsquad/valid-v1.3.json")
+DEFAULT_CORPUS = ROOT.parent / "shared" / "corpora" / "jsquad" / "valid-v1.3.json"
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 

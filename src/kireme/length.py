@@ -43,6 +43,10 @@ class SpanSizer(Protocol):
         """Largest position ``e`` in ``[a, b]`` with ``estimate(a, e) <= budget``."""
         ...
 
+    def snap(self, pos: int, lo: int) -> int:
+        """A position ``<= pos`` (and ``> lo``) where a cut splits no unit, or ``pos`` itself."""
+        ...
+
 
 class Measure(Protocol):
     """A named length measure."""
@@ -72,6 +76,9 @@ class _CharSizer:
 
     def furthest_position(self, a: int, b: int, budget: int) -> int:
         return min(b, a + budget)
+
+    def snap(self, pos: int, lo: int) -> int:
+        return pos
 
 
 @dataclass(frozen=True)
@@ -160,7 +167,8 @@ def _encode_stream(text: str) -> list[list[int]]:
 class _TokenSizer:
     """Span sizes from one encoding of the whole text.
 
-    ``estimate(a, b)`` counts stream tokens that start inside ``[a, b)`` (a prefix-sum lookup).
+    ``estimate(a, b)`` counts stream tokens that start inside ``[a, b)`` (a prefix-sum lookup), plus
+    one when a token straddles ``a`` (the span alone starts with a piece of it: " see" -> "see").
     ``exact(a, b)`` is the count of ``text[a:b]`` encoded alone, computed without encoding the span:
     between the first and the last letter/non-letter boundary inside the span the alone-encoding equals
     the stream, so only the short head and tail are encoded.
@@ -173,6 +181,7 @@ class _TokenSizer:
 
         self._text = text
         self._prefix: array
+        self._starts_at: bytearray = bytearray(b"\x01")
         if not text:
             self._prefix = array("q", [0])
             return
@@ -181,17 +190,28 @@ class _TokenSizer:
             (t for part in parts for t in part), dtype=np.int64, count=sum(len(p) for p in parts)
         )
         raw = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
-        char_of_byte = np.cumsum((raw & 0xC0) != 0x80, dtype=np.int64) - 1
-        byte_starts = np.cumsum(_token_byte_lengths()[tokens]) - _token_byte_lengths()[tokens]
-        char_starts = char_of_byte[np.minimum(byte_starts, len(raw) - 1)]
+        is_char_start = (raw & 0xC0) != 0x80
+        char_of_byte = np.cumsum(is_char_start, dtype=np.int64) - 1
+        lengths = _token_byte_lengths()[tokens]
+        byte_starts = np.minimum(np.cumsum(lengths) - lengths, len(raw) - 1)
+        char_starts = char_of_byte[byte_starts]
         counts = np.bincount(char_starts, minlength=len(text))
         prefix = np.empty(len(text) + 1, dtype=np.int64)
         prefix[0] = 0
         np.cumsum(counts, out=prefix[1:])
         self._prefix = array("q", prefix.tobytes())
+        starts_at = np.zeros(len(text) + 1, dtype=np.uint8)
+        starts_at[char_starts[is_char_start[byte_starts]]] = 1
+        starts_at[len(text)] = 1
+        self._starts_at = bytearray(starts_at.tobytes())
+
+    def _straddle(self, a: int) -> int:
+        return 0 if self._starts_at[a] else 1
 
     def estimate(self, a: int, b: int) -> int:
-        return self._prefix[b] - self._prefix[a]
+        if b <= a:
+            return 0
+        return self._prefix[b] - self._prefix[a] + self._straddle(a)
 
     def _exact_one(self, a: int, b: int) -> int:
         enc = _encoding()
@@ -212,7 +232,7 @@ class _TokenSizer:
 
     def furthest(self, a: int, bounds: Sequence[int], lo: int, hi: int, budget: int) -> int:
         p = self._prefix
-        target = p[a] + budget
+        target = p[a] + budget - self._straddle(a)
         # bounds are increasing and prefix is non-decreasing, so keys are sorted: binary search.
         lo_i, hi_i = lo, hi
         while lo_i < hi_i:
@@ -224,7 +244,18 @@ class _TokenSizer:
         return lo_i - 1
 
     def furthest_position(self, a: int, b: int, budget: int) -> int:
-        return bisect_right(self._prefix, self._prefix[a] + budget, a, b + 1) - 1
+        target = self._prefix[a] + budget - self._straddle(a)
+        return max(a, bisect_right(self._prefix, target, a, b + 1) - 1)
+
+    def snap(self, pos: int, lo: int) -> int:
+        """Back to where a stream token starts, so a window cut ("hel|lo") does not add a token."""
+        starts_at = self._starts_at
+        c = pos
+        while c > lo and pos - c < 64:
+            if starts_at[c]:
+                return c
+            c -= 1
+        return pos
 
 
 @dataclass(frozen=True)
@@ -278,6 +309,9 @@ class _CallableSizer:
             else:
                 hi_i = mid
         return lo_i - 1
+
+    def snap(self, pos: int, lo: int) -> int:
+        return pos
 
 
 @dataclass(frozen=True)

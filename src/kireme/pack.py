@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -150,7 +151,8 @@ class _Packer:
             if s < e:
                 out.append((s, e))
             return h
-        reduced = budget - est(bounds[i], bounds[h])
+        body_start = self.trim(bounds[h], bounds[h + 1])[0]
+        reduced = budget - est(bounds[i], body_start)
         if reduced < max(1, budget // 4):  # the headings fill the chunk: they have to stand alone
             return self.split_and_absorb(bounds, i, h, j, budget, out)
         parts: list[Span] = []
@@ -158,6 +160,8 @@ class _Packer:
         if not parts:
             return h
         first_end = parts[0][1]
+        if est(bounds[i], first_end) > budget:  # the body starts with something indivisible
+            return self.split_and_absorb(bounds, i, h, j, budget, out)
         s, e = self.trim(bounds[i], first_end)
         out.append((s, e))
         if first_end >= bounds[h + 1]:
@@ -194,10 +198,11 @@ class _Packer:
                 out.append((start, b))
                 return
             e = self.sizer.furthest_position(start, b, budget)
-            cut = floor_boundary(text, e, start)
+            cut = floor_boundary(text, self.sizer.snap(e, start), start)
             if cut <= start:
                 cut = ceil_boundary(text, start + 1, start)
-                if self.sizer.estimate(start, cut) > budget:
+                # one cluster over a caller's reduced budget still fits the real one: keep it whole
+                if self.sizer.estimate(start, cut) > self.budget:
                     if not self.warned_cluster:
                         self.warned_cluster = True
                         log.warning(
@@ -242,29 +247,47 @@ class _Packer:
 
     # ------------------------------------------------------------------------------ exact sizes
     def enforce(self, spans: list[Span], budget: int) -> tuple[list[Span], list[int]]:
-        """Measure every span exactly; re-pack the (rare) ones over ``budget`` with a tighter budget."""
+        """Measure every span exactly; re-pack the (rare) ones over ``budget`` with a tighter budget.
+
+        Without boundary levels (``fixed``) the remainder of a re-packed window is carried into the next
+        window instead of standing alone, so an estimate that was one token short does not leave a
+        tiny chunk behind.
+        """
         sizes = self.sizer.exact(spans)
         if all(s <= budget for s in sizes):
             return spans, sizes
+        carry = not self.levels
+        spans = list(spans)
         fixed: list[Span] = []
         fixed_sizes: list[int] = []
-        for span, size in zip(spans, sizes, strict=True):
+        i = 0
+        while i < len(spans):
+            span, size = spans[i], sizes[i]
+            i += 1
             if size <= budget:
                 fixed.append(span)
                 fixed_sizes.append(size)
                 continue
-            tighter = budget
-            while True:
-                tighter = max(1, tighter - max(1, size - budget))
-                parts: list[Span] = []
-                self.split(span[0], span[1], 0, tighter, parts)
-                part_sizes = self.sizer.exact(parts)
-                if all(s <= budget for s in part_sizes) or tighter == 1:
-                    fixed.extend(parts)
-                    fixed_sizes.extend(part_sizes)
-                    break
-                size = max(part_sizes)
+            parts, part_sizes = self.repack(span, size, budget)
+            if carry and len(parts) > 1 and i < len(spans):
+                spans[i] = (parts[-1][0], spans[i][1])
+                sizes[i] = self.sizer.exact([spans[i]])[0]
+                parts, part_sizes = parts[:-1], part_sizes[:-1]
+            fixed.extend(parts)
+            fixed_sizes.extend(part_sizes)
         return fixed, fixed_sizes
+
+    def repack(self, span: Span, size: int, budget: int) -> tuple[list[Span], list[int]]:
+        """Split one over-budget span with ever tighter estimates until every part measures in budget."""
+        tighter = budget
+        while True:
+            tighter = max(1, tighter - max(1, size - budget))
+            parts: list[Span] = []
+            self.split(span[0], span[1], 0, tighter, parts)
+            part_sizes = self.sizer.exact(parts)
+            if all(s <= budget for s in part_sizes) or tighter == 1:
+                return parts, part_sizes
+            size = max(part_sizes)
 
     # ------------------------------------------------------------------------------ overlap
     def add_overlap(self, spans: list[Span]) -> list[Span]:
@@ -322,14 +345,28 @@ class _Packer:
 
 
 _NUMBER_CHARS = frozenset("0123456789０１２３４５６７８９,.，．")
+_DIGITS = frozenset("0123456789０１２３４５６７８９")
 
 
 def _outside_number(text: str, cut: int, start: int) -> int:
-    """Move a fallback cut back to the start of a number it would split (１０，０|００円)."""
+    """Move a fallback cut back before a number it would split from itself or from its unit.
+
+    ``１０，０|００円`` and ``２，０００|円`` both become ``|２，０００円``: an amount is never cut in half.
+    """
     c = cut
-    while c > start and c < len(text) and text[c - 1] in _NUMBER_CHARS and text[c] in _NUMBER_CHARS:
-        c -= 1
+    if c <= start or c >= len(text):
+        return cut
+    after = text[c]
+    if text[c - 1] in _NUMBER_CHARS and (after in _NUMBER_CHARS or not (after.isspace() or _is_punct(after))):
+        while c > start and text[c - 1] in _NUMBER_CHARS:
+            c -= 1
+        if c < cut and text[c] not in _DIGITS:  # started on a separator such as "，": skip it
+            c += 1
     return c if c > start else cut
+
+
+def _is_punct(ch: str) -> bool:
+    return unicodedata.category(ch).startswith("P")
 
 
 def pack(

@@ -132,7 +132,7 @@ _CANDIDATE = regex.compile(
     rf"|\r?\n(?={ITEM_MARKER})"
     rf"|\r?\n"
 )
-_WORD_BEFORE = regex.compile(r"([\p{Latin}\p{N}.]+)$")
+_WORD_BEFORE = regex.compile(r"(?r)([\p{Latin}\p{N}.]+)\Z")  # searched backwards from the dot
 _SPACE_THEN_LOWER = regex.compile(r"\s+\p{Ll}")
 # A line that is an item, a bracketed title or a "label: value" line ends its sentence even without a
 # terminator; any other single line break is a hard wrap inside a sentence.
