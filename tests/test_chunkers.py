@@ -171,3 +171,11 @@ def test_bad_options_raise_config_errors(options: dict, message: str) -> None:
     strategy = options.pop("strategy", "recursive")
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         make_chunker(strategy, **options)
+
+
+def test_auto_preset_uses_markdown_rules_for_markdown_documents() -> None:
+    md = "# 手順\n準備の説明です。\n## 実行\n実行の説明です。"
+    as_markdown = chunk(Document(md, id="a.md", metadata={"format": "markdown"}), max_size=20)
+    as_text = chunk(Document(md, id="a.txt", metadata={"format": "text"}), max_size=20)
+    assert texts(as_markdown) == ["# 手順\n準備の説明です。", "## 実行\n実行の説明です。"]
+    assert as_markdown[0].id != as_text[0].id  # the resolved preset is part of the config hash

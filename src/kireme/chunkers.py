@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from kireme.boundaries.levels import CLAUSE, PARAGRAPH, SCRIPT, SENTENCE, WORD, Level, levels_for_separators
@@ -78,6 +78,10 @@ class Chunker:
         """Whether a prose heading line must stay with its body (off for code)."""
         return True
 
+    def for_document(self, doc: Document) -> Chunker:
+        """The chunker to use for this document (a strategy may adapt to its format)."""
+        return self
+
     # --------------------------------------------------------------------- public API
     @property
     def config(self) -> dict[str, Any]:
@@ -101,18 +105,19 @@ class Chunker:
         doc = document if isinstance(document, Document) else Document(_require_str(document))
         if not doc.text or doc.text.isspace():
             return []
+        chunker = self.for_document(doc)
         spans = pack(
             doc.text,
-            self.levels(),
-            self.measure.for_text(doc.text),
-            max_size=self.max_size,
-            min_size=self.min_size,
-            overlap=self.overlap,
-            merge=self._merge(),
-            keep_headings=self.keep_headings(),
+            chunker.levels(),
+            chunker.measure.for_text(doc.text),
+            max_size=chunker.max_size,
+            min_size=chunker.min_size,
+            overlap=chunker.overlap,
+            merge=chunker._merge(),
+            keep_headings=chunker.keep_headings(),
         )
-        config_hash = self.config_hash
-        unit = self.measure.name
+        config_hash = chunker.config_hash
+        unit = chunker.measure.name
         return [
             Chunk(
                 text=doc.text[s.start : s.end],
@@ -155,12 +160,13 @@ class RecursiveChunker(Chunker):
     """Separators tried strongest first; pieces merged up to ``max_size``. The general-purpose default.
 
     ``separators`` is a list of regular expressions (a match stays with the text after it); ``preset``
-    picks a built-in list (``default``, ``markdown``, ``python``, ``sql``). Grapheme clusters are always
-    the last resort.
+    picks a built-in list (``default``, ``markdown``, ``python``, ``sql``; ``auto``, the default, uses
+    ``markdown`` for Markdown documents and ``default`` otherwise). Grapheme clusters are always the
+    last resort.
     """
 
     separators: Sequence[str] | None = None
-    preset: str = "default"
+    preset: str = "auto"
     strategy: ClassVar[str] = "recursive"
 
     def __post_init__(self) -> None:
@@ -168,16 +174,23 @@ class RecursiveChunker(Chunker):
         if self.separators is not None:
             object.__setattr__(self, "separators", tuple(levels_to_patterns(self.separators)))
             levels_for_separators(self.separators)  # validate the regexes now, not mid-run
-        elif self.preset not in PRESETS:
+        elif self.preset != "auto" and self.preset not in PRESETS:
             preset_levels(self.preset)  # raises a ConfigError naming the choices
+
+    def for_document(self, doc: Document) -> Chunker:
+        """``preset="auto"``: Markdown files get the markdown preset, everything else the prose one."""
+        if self.separators is not None or self.preset != "auto":
+            return self
+        fmt = doc.metadata.get("format")
+        return replace(self, preset="markdown" if fmt == "markdown" else "default")
 
     def levels(self) -> list[Level]:
         if self.separators is not None:
             return levels_for_separators(self.separators)
-        return preset_levels(self.preset)
+        return preset_levels("default" if self.preset == "auto" else self.preset)
 
     def keep_headings(self) -> bool:
-        return self.separators is None and self.preset in PROSE_PRESETS
+        return self.separators is None and (self.preset == "auto" or self.preset in PROSE_PRESETS)
 
     def options(self) -> dict[str, Any]:
         if self.separators is not None:

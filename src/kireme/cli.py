@@ -32,7 +32,7 @@ Examples:
   kireme chunk docs/ --strategy sentence --max-size 300 --format text
   kireme chunk manual.md --unit tokens --max-size 256 --overlap 32
   kireme chunk schema.sql --separators '\\n *CREATE ' '\\n *INSERT ' '\\n'
-  kireme chunk notes.md --preset markdown --min-size 100
+  kireme chunk notes.txt --preset markdown --min-size 100
   kireme chunk old.txt --encoding cp932 | jq -r .text
 
 \b
@@ -190,9 +190,9 @@ def cli(verbose: int) -> None:
 )
 @click.option(
     "--preset",
-    type=click.Choice(sorted(PRESETS)),
+    type=click.Choice(["auto", *sorted(PRESETS)]),
     default=None,
-    help="recursive: built-in separator list (default: prose).",
+    help="recursive: built-in separator list [default: auto = markdown for .md files, prose otherwise].",
 )
 @click.option("--no-merge", is_flag=True, help="paragraph: one paragraph per chunk.")
 @click.option(
