@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -121,7 +121,7 @@ def _token_byte_lengths():
 
     enc = _encoding()
     with _TOKEN_BYTES_LOCK:
-        lengths = np.zeros(enc.n_vocab, dtype=np.int64)
+        lengths = np.zeros(enc.n_vocab, dtype=np.int32)
         step = 4096
         for first in range(0, enc.n_vocab, step):
             ids = list(range(first, min(enc.n_vocab, first + step)))
@@ -167,11 +167,12 @@ def _encode_stream(text: str) -> list[list[int]]:
 class _TokenSizer:
     """Span sizes from one encoding of the whole text.
 
-    ``estimate(a, b)`` counts stream tokens that start inside ``[a, b)`` (a prefix-sum lookup), plus
-    one when a token straddles ``a`` (the span alone starts with a piece of it: " see" -> "see").
-    ``exact(a, b)`` is the count of ``text[a:b]`` encoded alone, computed without encoding the span:
-    between the first and the last letter/non-letter boundary inside the span the alone-encoding equals
-    the stream, so only the short head and tail are encoded.
+    The stream is kept as the sorted character offsets where its tokens start, so the number of
+    tokens starting before a position is one binary search. ``estimate(a, b)`` counts the tokens that
+    start inside ``[a, b)``, plus one when a token straddles ``a`` (the span alone starts with a piece
+    of it: " see" -> "see"). ``exact(a, b)`` is the count of ``text[a:b]`` encoded alone, computed
+    without encoding the span: between the first and the last letter/non-letter boundary inside the
+    span the alone-encoding equals the stream, so only the short head and tail are encoded.
     """
 
     exact_estimates = False
@@ -180,38 +181,46 @@ class _TokenSizer:
         import numpy as np
 
         self._text = text
-        self._prefix: array
-        self._starts_at: bytearray = bytearray(b"\x01")
+        self._n = len(text)
+        self._starts = array("i")
+        self._exact_starts = array("i")
         if not text:
-            self._prefix = array("q", [0])
             return
         parts = _encode_stream(text)
-        tokens = np.fromiter(
-            (t for part in parts for t in part), dtype=np.int64, count=sum(len(p) for p in parts)
-        )
+        tokens = np.concatenate([np.asarray(part, dtype=np.int32) for part in parts])
         raw = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
         is_char_start = (raw & 0xC0) != 0x80
-        char_of_byte = np.cumsum(is_char_start, dtype=np.int64) - 1
+        char_of_byte = np.cumsum(is_char_start, dtype=np.int32) - 1
         lengths = _token_byte_lengths()[tokens]
-        byte_starts = np.minimum(np.cumsum(lengths) - lengths, len(raw) - 1)
+        byte_starts = np.minimum(np.cumsum(lengths, dtype=np.int32) - lengths, len(raw) - 1)
         char_starts = char_of_byte[byte_starts]
-        counts = np.bincount(char_starts, minlength=len(text))
-        prefix = np.empty(len(text) + 1, dtype=np.int64)
-        prefix[0] = 0
-        np.cumsum(counts, out=prefix[1:])
-        self._prefix = array("q", prefix.tobytes())
-        starts_at = np.zeros(len(text) + 1, dtype=np.uint8)
-        starts_at[char_starts[is_char_start[byte_starts]]] = 1
-        starts_at[len(text)] = 1
-        self._starts_at = bytearray(starts_at.tobytes())
+        self._starts = array("i", char_starts.tobytes())
+        exact = char_starts[is_char_start[byte_starts]]  # sorted already: drop repeats without a sort
+        if len(exact) > 1:
+            exact = exact[np.concatenate(([True], exact[1:] != exact[:-1]))]
+        self._exact_starts = array("i", exact.astype(np.int32).tobytes())
+
+    def _before(self, c: int) -> int:
+        """Stream tokens that start before character ``c``."""
+        return bisect_left(self._starts, c)
 
     def _straddle(self, a: int) -> int:
-        return 0 if self._starts_at[a] else 1
+        if a >= self._n:
+            return 0
+        i = bisect_left(self._exact_starts, a)
+        return 0 if i < len(self._exact_starts) and self._exact_starts[i] == a else 1
+
+    def _limit(self, a: int, budget: int) -> int:
+        """The largest position ``x`` with ``estimate(a, x) <= budget`` (may exceed the text)."""
+        target = self._before(a) + budget - self._straddle(a)
+        if target < 0:
+            return a
+        return self._starts[target] if target < len(self._starts) else self._n
 
     def estimate(self, a: int, b: int) -> int:
         if b <= a:
             return 0
-        return self._prefix[b] - self._prefix[a] + self._straddle(a)
+        return self._before(b) - self._before(a) + self._straddle(a)
 
     def _exact_one(self, a: int, b: int) -> int:
         enc = _encoding()
@@ -223,7 +232,7 @@ class _TokenSizer:
         x, y = head.start(), tail.start()
         return (
             len(enc.encode_ordinary(text[a:x]))
-            + (self._prefix[y] - self._prefix[x])
+            + (self._before(y) - self._before(x))
             + len(enc.encode_ordinary(text[y:b]))
         )
 
@@ -231,30 +240,18 @@ class _TokenSizer:
         return [self._exact_one(a, b) for a, b in spans]
 
     def furthest(self, a: int, bounds: Sequence[int], lo: int, hi: int, budget: int) -> int:
-        p = self._prefix
-        target = p[a] + budget - self._straddle(a)
-        # bounds are increasing and prefix is non-decreasing, so keys are sorted: binary search.
-        lo_i, hi_i = lo, hi
-        while lo_i < hi_i:
-            mid = (lo_i + hi_i) // 2
-            if p[bounds[mid]] <= target:
-                lo_i = mid + 1
-            else:
-                hi_i = mid
-        return lo_i - 1
+        return bisect_right(bounds, self._limit(a, budget), lo, hi) - 1
 
     def furthest_position(self, a: int, b: int, budget: int) -> int:
-        target = self._prefix[a] + budget - self._straddle(a)
-        return max(a, bisect_right(self._prefix, target, a, b + 1) - 1)
+        return max(a, min(b, self._limit(a, budget)))
 
     def snap(self, pos: int, lo: int) -> int:
         """Back to where a stream token starts, so a window cut ("hel|lo") does not add a token."""
-        starts_at = self._starts_at
-        c = pos
-        while c > lo and pos - c < 64:
-            if starts_at[c]:
+        i = bisect_right(self._exact_starts, pos) - 1
+        if i >= 0:
+            c = self._exact_starts[i]
+            if lo < c and pos - c < 64:
                 return c
-            c -= 1
         return pos
 
 

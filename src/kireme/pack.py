@@ -187,36 +187,58 @@ class _Packer:
         return stop - 1
 
     def split_graphemes(self, a: int, b: int, budget: int, out: list[Span]) -> None:
-        """No separator left: fill each chunk with as many whole grapheme clusters as fit."""
+        """No separator left: fill each chunk with as many whole grapheme clusters as fit.
+
+        Where span sizes are estimates (tokens), each window is measured exactly before it is
+        emitted and pulled back if a cut inside a word made it a token longer, so windows stay full
+        instead of leaving one-token remainders behind.
+        """
         text = self.text
+        sizer = self.sizer
         start = a
         while start < b:
             start, b = self.trim(start, b)
             if start >= b:
                 return
-            if self.sizer.estimate(start, b) <= budget:
+            if sizer.estimate(start, b) <= budget and (
+                sizer.exact_estimates or sizer.exact([(start, b)])[0] <= budget
+            ):
                 out.append((start, b))
                 return
-            e = self.sizer.furthest_position(start, b, budget)
-            cut = floor_boundary(text, self.sizer.snap(e, start), start)
-            if cut <= start:
-                cut = ceil_boundary(text, start + 1, start)
-                # one cluster over a caller's reduced budget still fits the real one: keep it whole
-                if self.sizer.estimate(start, cut) > self.budget:
-                    if not self.warned_cluster:
-                        self.warned_cluster = True
-                        log.warning(
-                            "a grapheme cluster at offset %d is larger than the size limit; "
-                            "it is split between code points",
-                            start,
-                        )
-                    cut = max(start + 1, e)
-            if self.levels:
-                cut = _outside_number(text, cut, start)
-            s, e2 = self.trim(start, cut)
-            if s < e2:
-                out.append((s, e2))
+            target = budget
+            while True:
+                cut = self.grapheme_cut(start, b, target)
+                s, e = self.trim(start, cut)
+                if sizer.exact_estimates or s >= e or target <= 1:
+                    break
+                over = sizer.exact([(s, e)])[0] - budget
+                if over <= 0:
+                    break
+                target = max(1, target - over)
+            if s < e:
+                out.append((s, e))
             start = cut
+
+    def grapheme_cut(self, start: int, b: int, budget: int) -> int:
+        """Where a window of ``budget`` (estimated) starting at ``start`` ends, between clusters."""
+        text = self.text
+        e = self.sizer.furthest_position(start, b, budget)
+        cut = floor_boundary(text, self.sizer.snap(e, start), start)
+        if cut <= start:
+            cut = ceil_boundary(text, start + 1, start)
+            # one cluster over a caller's reduced budget still fits the real one: keep it whole
+            if self.sizer.estimate(start, cut) > self.budget:
+                if not self.warned_cluster:
+                    self.warned_cluster = True
+                    log.warning(
+                        "a grapheme cluster at offset %d is larger than the size limit; "
+                        "it is split between code points",
+                        start,
+                    )
+                cut = max(start + 1, e)
+        if self.levels:
+            cut = _outside_number(text, cut, start)
+        return cut
 
     # ------------------------------------------------------------------------------ min size
     def merge_small(self, spans: list[Span]) -> list[Span]:
@@ -247,34 +269,20 @@ class _Packer:
 
     # ------------------------------------------------------------------------------ exact sizes
     def enforce(self, spans: list[Span], budget: int) -> tuple[list[Span], list[int]]:
-        """Measure every span exactly; re-pack the (rare) ones over ``budget`` with a tighter budget.
-
-        Without boundary levels (``fixed``) the remainder of a re-packed window is carried into the next
-        window instead of standing alone, so an estimate that was one token short does not leave a
-        tiny chunk behind.
-        """
+        """Measure every span exactly; re-pack the (rare) ones over ``budget`` with a tighter budget."""
         sizes = self.sizer.exact(spans)
         if all(s <= budget for s in sizes):
             return spans, sizes
-        carry = not self.levels
-        spans = list(spans)
         fixed: list[Span] = []
         fixed_sizes: list[int] = []
-        i = 0
-        while i < len(spans):
-            span, size = spans[i], sizes[i]
-            i += 1
+        for span, size in zip(spans, sizes, strict=True):
             if size <= budget:
                 fixed.append(span)
                 fixed_sizes.append(size)
-                continue
-            parts, part_sizes = self.repack(span, size, budget)
-            if carry and len(parts) > 1 and i < len(spans):
-                spans[i] = (parts[-1][0], spans[i][1])
-                sizes[i] = self.sizer.exact([spans[i]])[0]
-                parts, part_sizes = parts[:-1], part_sizes[:-1]
-            fixed.extend(parts)
-            fixed_sizes.extend(part_sizes)
+            else:
+                parts, part_sizes = self.repack(span, size, budget)
+                fixed.extend(parts)
+                fixed_sizes.extend(part_sizes)
         return fixed, fixed_sizes
 
     def repack(self, span: Span, size: int, budget: int) -> tuple[list[Span], list[int]]:
