@@ -193,7 +193,6 @@ class _Packer:
         emitted and pulled back if a cut inside a word made it a token longer, so windows stay full
         instead of leaving one-token remainders behind.
         """
-        text = self.text
         sizer = self.sizer
         start = a
         while start < b:
