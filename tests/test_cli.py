@@ -124,3 +124,19 @@ def test_load_prints_exact_text_and_missing_file_exit_code(rules: Path, tmp_path
     assert result.stdout == RULES.encode("utf-8")
     assert "encoding=cp932" in result.stderr.decode()
     assert run("load", str(tmp_path / "none.txt")).returncode == 2
+
+
+def test_stdin_is_read_with_the_same_decoding(rules: Path) -> None:
+    data = rules.read_bytes()  # CP932
+    result = subprocess.run(
+        [sys.executable, "-m", "kireme.cli", "chunk", "-", "--max-size", "30"],
+        input=data,
+        capture_output=True,
+    )
+    rows = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert result.returncode == 0 and rows[0]["doc_id"] == "<stdin>"
+    assert RULES[rows[1]["start"] : rows[1]["end"]] == rows[1]["text"]
+    loaded = subprocess.run(
+        [sys.executable, "-m", "kireme.cli", "load", "-"], input=data, capture_output=True
+    )
+    assert loaded.stdout == RULES.encode("utf-8")

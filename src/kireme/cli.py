@@ -18,8 +18,9 @@ import click
 from kireme.boundaries.presets import PRESETS
 from kireme.chunkers import DEFAULT_MAX_SIZE, STRATEGIES, Chunker, make_chunker
 from kireme.document import Chunk, ConfigError, Document, LoadError
-from kireme.load import SUPPORTED_SUFFIXES, iter_paths, load
+from kireme.load import SUPPORTED_SUFFIXES, iter_paths, load, load_bytes
 
+STDIN = "-"
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
@@ -34,6 +35,7 @@ Examples:
   kireme chunk schema.sql --separators '\\n *CREATE ' '\\n *INSERT ' '\\n'
   kireme chunk notes.txt --preset markdown --min-size 100
   kireme chunk old.txt --encoding cp932 | jq -r .text
+  cat memo.txt | kireme chunk - --strategy paragraph
 
 \b
 Strategies:
@@ -74,6 +76,9 @@ class _Failures:
 def _expand_paths(paths: Sequence[str], failures: _Failures) -> list[Path]:
     files: list[Path] = []
     for raw in paths:
+        if raw == STDIN:
+            files.append(Path(STDIN))
+            continue
         p = Path(raw)
         if not p.exists():
             failures.report(f"{raw}: no such file or directory", usage=True)
@@ -93,7 +98,10 @@ def _load_documents(files: Sequence[Path], encoding: str | None, failures: _Fail
     ) as bar:
         for path in bar:
             try:
-                yield load(path, encoding=encoding)
+                if str(path) == STDIN:
+                    yield load_bytes(sys.stdin.buffer.read(), "<stdin>", encoding)
+                else:
+                    yield load(path, encoding=encoding)
             except LoadError as exc:
                 failures.report(str(exc), usage=False)
 
@@ -221,7 +229,7 @@ def chunk(
     encoding: str | None,
     fmt: str | None,
 ) -> None:
-    """Cut files into chunks. PATH may be a file or a directory (its .txt/.md files, recursively)."""
+    """Cut files into chunks. PATH may be a file, a directory (its .txt/.md files, recursively) or - for stdin."""
     chunker = _build_chunker(strategy, max_size, min_size, overlap, unit, separators, preset, no_merge)
     fmt = fmt or ("text" if sys.stdout.isatty() else "jsonl")
     failures = _Failures()
@@ -299,7 +307,7 @@ Examples:
   kireme load notes.md --info        # also print the detected encoding to stderr
 """,
 )
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @click.option(
     "--encoding", default=None, metavar="NAME", help="Decode with this encoding instead of detecting it."
 )
@@ -307,7 +315,10 @@ Examples:
 def load_command(path: Path, encoding: str | None, info: bool) -> None:
     """Print the decoded text of PATH exactly (line endings kept): what chunk offsets refer to."""
     try:
-        doc = load(path, encoding=encoding)
+        if str(path) == STDIN:
+            doc = load_bytes(sys.stdin.buffer.read(), "<stdin>", encoding)
+        else:
+            doc = load(path, encoding=encoding)
     except LoadError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(EXIT_USAGE if exc.reason == "no such file" else EXIT_FAILURE)

@@ -27,6 +27,25 @@ def load_text(text: str, id: str = "", **metadata: object) -> Document:
     return Document(text=text, id=id, metadata=metadata)
 
 
+def load_bytes(data: bytes, id: str, encoding: str | None = None, format: str = "text") -> Document:
+    """Decode bytes you already have (stdin, an upload) exactly like a file; ``id`` names it in errors."""
+    try:
+        decoded = decode(data, encoding)
+    except DecodeError as exc:
+        raise LoadError(id, str(exc)) from None
+    return Document(
+        text=decoded.text,
+        id=id,
+        metadata={
+            "source": id,
+            "encoding": decoded.encoding,
+            "bom": decoded.bom,
+            "format": format,
+            "bytes": len(data),
+        },
+    )
+
+
 def load(path: str | os.PathLike[str], encoding: str | None = None) -> Document:
     """Read and decode one file; the document id is the path as given (POSIX separators).
 
@@ -42,21 +61,7 @@ def load(path: str | os.PathLike[str], encoding: str | None = None) -> Document:
         data = p.read_bytes()
     except OSError as exc:
         raise LoadError(shown, exc.strerror or str(exc)) from None
-    try:
-        decoded = decode(data, encoding)
-    except DecodeError as exc:
-        raise LoadError(shown, str(exc)) from None
-    return Document(
-        text=decoded.text,
-        id=shown,
-        metadata={
-            "source": shown,
-            "encoding": decoded.encoding,
-            "bom": decoded.bom,
-            "format": _format_of(p),
-            "bytes": len(data),
-        },
-    )
+    return load_bytes(data, shown, encoding, _format_of(p))
 
 
 def iter_paths(path: str | os.PathLike[str]) -> Iterator[Path]:
