@@ -1,11 +1,15 @@
 # Two commands set everything up on a fresh machine with Python >= 3.11 and make:
 #   make demo   install kireme into .venv and chunk the bundled sample document
-#   make test   install the dev tools too, lint, and run the whole test suite
+#   make test   install the dev tools and optional backends too, lint, and run the whole test suite
+#               (the headless-browser test also wants Debian's chromium, chromium-driver and
+#               fonts-noto-cjk: `make test` installs them where root can apt-get, else that test skips)
 PYTHON ?= python3
+# the CPU build of torch for the optional sentence-transformers tests (a plain `torch` pulls CUDA, GBs)
+TORCH_VERSION ?= 2.13.0
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint format bench clean
+.PHONY: demo test lint format bench clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,7 +20,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet torch==$(TORCH_VERSION)
+	$(BIN)/python -m pip install --quiet -e '.[dev,st]'
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed
@@ -25,9 +30,16 @@ demo: $(VENV)/.installed
 	$(BIN)/kireme chunk examples/travel-rules.txt --unit tokens --max-size 96 --format jsonl | head -n 2
 
 test: $(VENV)/.dev-installed
+	-@$(MAKE) --no-print-directory browser
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/python -m pytest
+
+browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then echo "chromium present"; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-noto-cjk >/dev/null; \
+	else echo "no chromium and no root apt-get: the browser test will be skipped"; fi
 
 format: $(VENV)/.dev-installed
 	$(BIN)/ruff check --fix src tests benchmarks

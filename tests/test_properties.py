@@ -109,3 +109,28 @@ def test_batch_equals_one_by_one(text: str) -> None:
     chunker = make_chunker("recursive", max_size=30)
     docs = [Document(text, id="a"), Document(text + "。追加の文。", id="b")]
     assert chunker.chunk_many(docs) == [chunker.chunk(d) for d in docs]
+
+
+@given(text=texts, max_size=st.integers(1, 120), data=st.data())
+def test_invariants_semantic_bigram(text: str, max_size: int, data) -> None:
+    overlap = data.draw(st.sampled_from([0, 0, max_size // 4]))
+    min_size = data.draw(st.sampled_from([0, (max_size - overlap) // 3]))
+    threshold = data.draw(st.sampled_from(["auto", "percentile:80", "stddev:1", "gradient", "auto:otsu"]))
+    _check(
+        text,
+        "semantic",
+        "chars",
+        max_size,
+        overlap,
+        min_size,
+        similarity="bigram",
+        threshold=threshold,
+        cache_dir=False,
+        buffer=data.draw(st.integers(1, 3)),
+    )
+
+
+@settings(max_examples=40)
+@given(text=texts, max_size=st.integers(4, 80))
+def test_invariants_semantic_tokens(text: str, max_size: int) -> None:
+    _check(text, "semantic", "tokens", max_size, 0, similarity="bigram", cache_dir=False)

@@ -8,18 +8,17 @@ Japanese first, English equally well. Every chunk is an exact slice of its docum
 """
 
 from kireme.chunkers import (
-    STRATEGIES,
     Chunker,
     FixedChunker,
     ParagraphChunker,
     RecursiveChunker,
     SentenceChunker,
-    chunk,
-    make_chunker,
 )
 from kireme.document import Chunk, ConfigError, Document, KiremeError, LoadError
 from kireme.length import Chars, Tokens, get_measure
 from kireme.load import load, load_text
+from kireme.semantic.chunker import SemanticAnalysis, SemanticChunker
+from kireme.strategies import STRATEGIES, chunk, make_chunker
 
 __all__ = [
     "STRATEGIES",
@@ -33,6 +32,8 @@ __all__ = [
     "LoadError",
     "ParagraphChunker",
     "RecursiveChunker",
+    "SemanticAnalysis",
+    "SemanticChunker",
     "SentenceChunker",
     "Tokens",
     "chunk",

@@ -16,7 +16,7 @@ from kireme.boundaries.levels import CLAUSE, PARAGRAPH, SCRIPT, SENTENCE, WORD, 
 from kireme.boundaries.presets import PRESETS, PROSE_PRESETS, preset_levels
 from kireme.document import Chunk, ConfigError, Document, chunk_id
 from kireme.length import Measure, get_measure
-from kireme.pack import pack
+from kireme.pack import PackedSpan, pack
 
 DEFAULT_MAX_SIZE = 512
 
@@ -82,6 +82,19 @@ class Chunker:
         """The chunker to use for this document (a strategy may adapt to its format)."""
         return self
 
+    def _pack(self, doc: Document) -> list[PackedSpan]:
+        """Step 1 + 2 for one document: this strategy's levels through the one packer."""
+        return pack(
+            doc.text,
+            self.levels(),
+            self.measure.for_text(doc.text),
+            max_size=self.max_size,
+            min_size=self.min_size,
+            overlap=self.overlap,
+            merge=self._merge(),
+            keep_headings=self.keep_headings(),
+        )
+
     # --------------------------------------------------------------------- public API
     @property
     def config(self) -> dict[str, Any]:
@@ -106,18 +119,12 @@ class Chunker:
         if not doc.text or doc.text.isspace():
             return []
         chunker = self.for_document(doc)
-        spans = pack(
-            doc.text,
-            chunker.levels(),
-            chunker.measure.for_text(doc.text),
-            max_size=chunker.max_size,
-            min_size=chunker.min_size,
-            overlap=chunker.overlap,
-            merge=chunker._merge(),
-            keep_headings=chunker.keep_headings(),
-        )
-        config_hash = chunker.config_hash
-        unit = chunker.measure.name
+        return chunker._chunks(doc, chunker._pack(doc))
+
+    def _chunks(self, doc: Document, spans: list[PackedSpan]) -> list[Chunk]:
+        """Packed spans of ``doc`` as `Chunk`s with their deterministic ids."""
+        config_hash = self.config_hash
+        unit = self.measure.name
         return [
             Chunk(
                 text=doc.text[s.start : s.end],
@@ -236,32 +243,3 @@ class ParagraphChunker(Chunker):
 
     def options(self) -> dict[str, Any]:
         return {"merge": self.merge_paragraphs}
-
-
-STRATEGIES: dict[str, type[Chunker]] = {
-    "fixed": FixedChunker,
-    "recursive": RecursiveChunker,
-    "sentence": SentenceChunker,
-    "paragraph": ParagraphChunker,
-}
-
-
-def make_chunker(strategy: str = "recursive", **options: Any) -> Chunker:
-    """A chunker by strategy name; options are the strategy class's fields."""
-    try:
-        cls = STRATEGIES[strategy]
-    except KeyError:
-        raise ConfigError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}") from None
-    try:
-        return cls(**options)
-    except TypeError as exc:
-        raise ConfigError(f"strategy {strategy!r}: {exc}") from None
-
-
-def chunk(document: Document | str, strategy: str = "recursive", **options: Any) -> list[Chunk]:
-    """Cut a document (or string) with the named strategy.
-
-    >>> [c.text for c in chunk("今日は晴れ。明日は雨。", strategy="sentence", max_size=6)]
-    ['今日は晴れ。', '明日は雨。']
-    """
-    return make_chunker(strategy, **options).chunk(document)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import logging
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kireme.boundaries.levels import Level
@@ -52,9 +52,11 @@ class _Packer:
         overlap: int,
         merge: bool,
         keep_headings: bool = True,
+        gap_cost: Callable[[int], float] | None = None,
     ) -> None:
         self.text = text
         self.keep_headings = keep_headings
+        self.gap_cost = gap_cost
         self.levels = list(levels)
         self.sizer = sizer
         self.max_size = max_size
@@ -252,12 +254,12 @@ class _Packer:
             if est(a, b) >= self.min_size:
                 i += 1
                 continue
-            options = []
+            options = []  # (preference, index of the left span of the pair to merge)
             if i > 0:
-                options.append((est(spans[i - 1][0], b), i - 1))
+                options.append((self._merge_preference(spans[i - 1][0], a, b), i - 1))
             if i + 1 < len(spans):
-                options.append((est(a, spans[i + 1][1]), i))
-            options = [o for o in options if o[0] <= self.budget]
+                options.append((self._merge_preference(a, spans[i + 1][0], spans[i + 1][1]), i))
+            options = [o for o in options if est(spans[o[1]][0], spans[o[1] + 1][1]) <= self.budget]
             if not options:
                 i += 1
                 continue
@@ -265,6 +267,12 @@ class _Packer:
             spans[left : left + 2] = [(spans[left][0], spans[left + 1][1])]
             i = max(left, 0)
         return spans
+
+    def _merge_preference(self, start: int, gap: int, end: int) -> float:
+        """Lower is better: the distance across the gap when known (semantic), else the merged size."""
+        if self.gap_cost is not None:
+            return self.gap_cost(gap)
+        return float(self.sizer.estimate(start, end))
 
     # ------------------------------------------------------------------------------ exact sizes
     def enforce(self, spans: list[Span], budget: int) -> tuple[list[Span], list[int]]:
@@ -386,11 +394,13 @@ def pack(
     overlap: int = 0,
     merge: bool = True,
     keep_headings: bool = True,
+    gap_cost: Callable[[int], float] | None = None,
 ) -> list[PackedSpan]:
     """Cut ``text`` at the strongest available boundaries into spans of at most ``max_size``.
 
     ``keep_headings`` keeps a prose heading line (``第2条（宿泊費）``, ``## 手順``) with the start of its
-    body; code presets turn it off because short code lines are not headings.
+    body; code presets turn it off because short code lines are not headings. ``gap_cost(position)``
+    tells ``min_size`` merging which neighbour is closer (semantic distance); by default the smaller.
     """
     return _Packer(
         text,
@@ -401,4 +411,5 @@ def pack(
         overlap=overlap,
         merge=merge,
         keep_headings=keep_headings,
+        gap_cost=gap_cost,
     ).run()

@@ -1,0 +1,5 @@
+"""``python -m kireme.cli`` runs the ``kireme`` command."""
+
+from kireme.cli import main
+
+main()

