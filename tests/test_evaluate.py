@@ -260,3 +260,12 @@ def test_compare_cli_pareto_and_budget(tmp_path: Path) -> None:
         and "best within 200 characters: --strategy paragraph" in result.stdout
     )
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_question_with_several_evidence_passages_needs_them_all() -> None:
+    from kireme.evaluate.metrics import answered_by
+
+    q = Question("q", "", doc_id="d", references=((0, 5), (50, 55)))
+    assert not answered_by(q, [_chunk("d", 0, 10)])
+    assert answered_by(q, [_chunk("d", 0, 10), _chunk("d", 45, 60)])
+    assert not answered_by(q, [_chunk("d", 0, 10), _chunk("e", 45, 60)])

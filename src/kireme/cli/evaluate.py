@@ -34,6 +34,8 @@ Examples:
   kireme eval docs/ --questions qa.jsonl --retriever bm25 -k 3 --format csv > results.csv
   kireme eval --segments topics.jsonl -s semantic -s fixed --max-size 300
   kireme eval --segments choi/3-11/ -s semantic --similarity bigram
+  kireme eval --squad jsquad/valid-v1.3.json --limit 10 -s paragraph -s semantic --retriever bm25 -k 5
+  kireme eval --chroma chroma-chunking-eval/ --max-size 400 --max-size 800
 
 \b
 questions JSONL: {"question", "answer", "doc"?, "terms"?, "answer_start"?} per line. A question hits when one
@@ -146,6 +148,22 @@ def _show_misses(rows: Sequence[RetrievalRow]) -> None:
 )
 @click.option("--segments", type=click.Path(exists=True, path_type=Path), help="Gold-segmented documents.")
 @click.option(
+    "--squad",
+    type=click.Path(exists=True, path_type=Path),
+    help="A SQuAD-format file or folder (JSQuAD, JaQuAD): articles are the documents.",
+)
+@click.option(
+    "--chroma",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Chroma's chunking-evaluation folder (corpora/ + questions_df.csv).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help="--squad: first N articles only; --segments: first N documents.",
+)
+@click.option(
     "--strategy",
     "-s",
     "strategies",
@@ -183,6 +201,9 @@ def eval_command(
     paths: tuple[str, ...],
     questions: Path | None,
     segments: Path | None,
+    squad: Path | None,
+    chroma: Path | None,
+    limit: int | None,
     strategies: tuple[str, ...],
     sizes: tuple[int, ...],
     unit: str,
@@ -194,8 +215,22 @@ def eval_command(
     **semantic: Any,
 ) -> None:
     """Measure chunkings: answer hit rate on questions, or boundaries and topic purity on gold segments."""
-    if bool(questions) == bool(segments):
-        raise click.UsageError("give --questions Q.jsonl (with PATH...) or --segments FILE, one of them")
+    sources = [
+        name
+        for name, given in (
+            ("--questions", questions),
+            ("--segments", segments),
+            ("--squad", squad),
+            ("--chroma", chroma),
+        )
+        if given
+    ]
+    if len(sources) != 1:
+        raise click.UsageError(
+            "give exactly one of --questions Q.jsonl (with PATH...), --segments FILE, --squad FILE, --chroma DIR"
+        )
+    if (squad or chroma) and paths:
+        raise click.UsageError(f"{sources[0]} brings its own documents: drop PATH")
     if "semantic" not in (strategies or ()) and any(v != SEMANTIC_DEFAULTS[n] for n, v in semantic.items()):
         raise click.UsageError("--similarity/--threshold/... apply when -s semantic is compared")
     grid = _chunker_grid(strategies or ("recursive",), sizes or (512,), unit, semantic)
@@ -204,16 +239,26 @@ def eval_command(
         if segments:
             if paths:
                 raise click.UsageError("--segments brings its own documents: drop PATH")
-            segmented = _load_segments(segments)
+            segmented = _load_segments(segments)[:limit] if limit else _load_segments(segments)
             rows_s = [evaluate_segmentation(ch, segmented) for ch in grid]
             write(_format_rows(rows_s, SEGMENT_COLUMNS, fmt if fmt != "csv" else "csv"))
             sys.exit(failures.exit_code)
-        if not paths:
-            raise click.UsageError("--questions needs the documents: kireme eval PATH... --questions Q.jsonl")
-        documents = list(load_documents(expand_paths(paths, failures), encoding, failures, label="loading"))
-        if not documents:
-            sys.exit(failures.exit_code or 2)
-        qs = _load_questions(questions, documents)  # type: ignore[arg-type]
+        if squad or chroma:
+            from kireme.evaluate.datasets import load_chroma, load_squad
+
+            qaset = load_squad(squad, limit_articles=limit) if squad else load_chroma(chroma)  # type: ignore[arg-type]
+            documents, qs = qaset.documents, qaset.questions
+        else:
+            if not paths:
+                raise click.UsageError(
+                    "--questions needs the documents: kireme eval PATH... --questions Q.jsonl"
+                )
+            documents = list(
+                load_documents(expand_paths(paths, failures), encoding, failures, label="loading")
+            )
+            if not documents:
+                sys.exit(failures.exit_code or 2)
+            qs = _load_questions(questions, documents)  # type: ignore[arg-type]
         rows = [evaluate_retrieval(ch, documents, qs, lambda: make_retriever(retriever), k=k) for ch in grid]
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)

@@ -192,7 +192,7 @@ class _DocumentIndex:
         """The id that ``name`` means; `LookupError` with the reason when there is none or several.
 
         A relative path is tried as given, from the working directory, and from ``base`` (the folder of
-        the file that names it), in that order.
+        the file that names it), in that order. A bare file name matches any document with that name.
         """
         if name in self.ids:
             return name
@@ -200,7 +200,9 @@ class _DocumentIndex:
             found = self.by_path.get(key, set())
             if len(found) == 1:
                 return next(iter(found))
-        found = self.by_name.get(PurePosixPath(name.replace("\\", "/")).name, set())
+        if "/" in name.replace("\\", "/"):  # a path that matched nothing: never fall back to its file name
+            raise LookupError(f"unknown doc {name!r} (no document has that id or path)")
+        found = self.by_name.get(name, set())
         if len(found) == 1:
             return next(iter(found))
         if found:

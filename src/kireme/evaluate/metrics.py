@@ -10,9 +10,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kireme.document import Chunk, Document
 from kireme.text.sentences import sentence_spans
+
+if TYPE_CHECKING:
+    from kireme.evaluate.datasets import Question
 
 Span = tuple[int, int]
 
@@ -28,6 +32,15 @@ def contains_answer(question, chunk: Chunk) -> bool:
             return False
         return question.answer in chunk.text
     return False
+
+
+def answered_by(question: Question, chunks: Sequence[Chunk]) -> bool:
+    """The top-k chunks answer a question when every reference span lies whole inside one of them (a
+    question with several evidence passages needs them all), or, without offsets, one holds the answer."""
+    if question.references and question.doc_id is not None:
+        mine = [c for c in chunks if c.doc_id == question.doc_id]
+        return all(any(c.start <= s and e <= c.end for c in mine) for s, e in question.references)
+    return any(contains_answer(question, c) for c in chunks)
 
 
 def _union(spans: Iterable[Span]) -> list[Span]:

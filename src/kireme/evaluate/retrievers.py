@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -74,7 +75,13 @@ class BM25Retriever:
 
         self._model = bm25s.BM25()
         corpus = [tokenize(c.text) or ["\x00"] for c in chunks]
-        self._model.index(corpus, show_progress=False)
+        quiet = logging.getLogger("bm25s")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)  # bm25s announces every index build
+        try:
+            self._model.index(corpus, show_progress=False)
+        finally:
+            quiet.setLevel(level)
         self._vocab = set(self._model.vocab_dict)
         self._n = len(chunks)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from kireme.chunkers import Chunker
 from kireme.document import Chunk, Document
-from kireme.evaluate.metrics import contains_answer, span_scores, topic_purity
+from kireme.evaluate.metrics import answered_by, contains_answer, span_scores, topic_purity
 from kireme.evaluate.segmentation import boundary_scores, pk, windowdiff
 from kireme.length import Tokens
 from kireme.text.sentences import sentence_spans
@@ -80,7 +80,7 @@ def evaluate_retrieval(
         top = [chunks[i] for i in retriever.search(q.question, k, q.terms)]  # type: ignore[attr-defined]
         chars += sum(len(c.text) for c in top)
         tokens += sum(counter(c.text) for c in top)
-        if any(contains_answer(q, c) for c in top):
+        if answered_by(q, top):
             hits += 1
         else:
             holder = next((c.text for c in chunks if contains_answer(q, c)), None)
