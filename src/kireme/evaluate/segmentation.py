@@ -15,7 +15,7 @@ A segmentation is the set of *gap indices* where it places a boundary: gap ``i``
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 
@@ -32,34 +32,29 @@ def _check(boundaries: Iterable[int], n: int) -> set[int]:
     return out
 
 
-def pk(reference: Iterable[int], hypothesis: Iterable[int], n: int, k: int | None = None) -> float:
-    """Pk error (0 best) of ``hypothesis`` against ``reference`` over ``n`` units."""
+def _window_errors(
+    reference: Iterable[int], hypothesis: Iterable[int], n: int, k: int | None, differ: Callable[..., bool]
+) -> float:
+    """Share of the ``n - k`` windows ``(i, i + k)`` where ``differ(ref_i, ref_i+k, hyp_i, hyp_i+k)``."""
     ref, hyp = _check(reference, n), _check(hypothesis, n)
     if n < 2:
         return 0.0
     k = k or _k(ref, n)
     if k >= n:
         return 0.0
-    ref_seg = _segment_ids(ref, n)
-    hyp_seg = _segment_ids(hyp, n)
+    r, h = _segment_ids(ref, n), _segment_ids(hyp, n)
     windows = n - k
-    errors = sum((ref_seg[i] == ref_seg[i + k]) != (hyp_seg[i] == hyp_seg[i + k]) for i in range(windows))
-    return errors / windows
+    return sum(differ(r[i], r[i + k], h[i], h[i + k]) for i in range(windows)) / windows
+
+
+def pk(reference: Iterable[int], hypothesis: Iterable[int], n: int, k: int | None = None) -> float:
+    """Pk error (0 best): windows whose ends are in one segment for one side but not the other."""
+    return _window_errors(reference, hypothesis, n, k, lambda r0, r1, h0, h1: (r0 == r1) != (h0 == h1))
 
 
 def windowdiff(reference: Iterable[int], hypothesis: Iterable[int], n: int, k: int | None = None) -> float:
-    """WindowDiff error (0 best) of ``hypothesis`` against ``reference`` over ``n`` units."""
-    ref, hyp = _check(reference, n), _check(hypothesis, n)
-    if n < 2:
-        return 0.0
-    k = k or _k(ref, n)
-    if k >= n:
-        return 0.0
-    ref_seg = _segment_ids(ref, n)
-    hyp_seg = _segment_ids(hyp, n)
-    windows = n - k
-    errors = sum((ref_seg[i + k] - ref_seg[i]) != (hyp_seg[i + k] - hyp_seg[i]) for i in range(windows))
-    return errors / windows
+    """WindowDiff error (0 best): windows holding a different number of boundaries on the two sides."""
+    return _window_errors(reference, hypothesis, n, k, lambda r0, r1, h0, h1: (r1 - r0) != (h1 - h0))
 
 
 def _segment_ids(boundaries: set[int], n: int) -> list[int]:
