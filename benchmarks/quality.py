@@ -8,9 +8,10 @@ Retrieval sets (from ``../shared/corpora``, ``--corpora`` to move; skipped clean
 
 Every configuration chunks the first ``--articles`` documents of a set, all chunks go into one index, and
 every question about those documents (first ``--questions``) is asked of it. The reference is the answer
-span (JSQuAD/JaQuAD) or Chroma's evidence spans: a hit is a retrieved chunk that holds every reference span;
-``chars`` is the mean number of characters handed to the reader per question; IoU@5 is the character IoU
-of the top-5 chunks' union against the references. Retriever: ``--retriever`` (default ``bm25``).
+span (JSQuAD/JaQuAD) or Chroma's evidence spans: a hit is a retrieved chunk that holds every reference span
+(``cover``: some chunk holds it at all, the ceiling for any retriever); ``chars`` is the mean number of
+characters handed to the reader per question; IoU@5 is the character IoU of the top-5 chunks' union
+against the references. Retriever: ``--retriever`` (default ``bm25``).
 
 Segmentation sets: Choi's 3-11 sets (first ``--limit`` documents) and ``join_articles`` of JSQuAD valid and
 JaQuAD dev (``--limit`` documents of 4 articles, 2 paragraphs each, seeded), scored by
@@ -42,6 +43,7 @@ not be placed is dropped and counted.
 from __future__ import annotations
 
 import argparse
+import bisect
 import importlib.metadata
 import json
 import sys
@@ -115,7 +117,9 @@ def _scan(text: str, pieces: Sequence[str], placement: Placement) -> list[tuple[
     return spans
 
 
-def _verified(text: str, pieces: Sequence[tuple[int, int, str]], placement: Placement) -> list[tuple[int, int]]:
+def _verified(
+    text: str, pieces: Sequence[tuple[int, int, str]], placement: Placement
+) -> list[tuple[int, int]]:
     """The library's own (start, end, chunk) offsets, each checked to slice exactly its chunk's text; one
     that does not is placed by the forward search instead."""
     spans: list[tuple[int, int]] = []
@@ -237,7 +241,9 @@ def _peer_factories() -> tuple[dict[str, Callable[[int], PeerChunker]], list[str
 
             def split(text: str) -> list[tuple[int, int]]:
                 pieces, offsets = chunker(text, offsets=True)
-                return _verified(text, [(s, e, p) for p, (s, e) in zip(pieces, offsets, strict=True)], placement)
+                return _verified(
+                    text, [(s, e, p) for p, (s, e) in zip(pieces, offsets, strict=True)], placement
+                )
 
             return PeerChunker("semchunk", size, split, placement=placement)
 
@@ -278,7 +284,9 @@ def configurations(
         options: dict[str, Any] = {"similarity": sim}
         if cache_dir and sim != "bigram":
             options["cache_dir"] = cache_dir
-        out.append((f"kireme semantic-{sim}", make_chunker("semantic", max_size=size, unit="chars", **options)))
+        out.append(
+            (f"kireme semantic-{sim}", make_chunker("semantic", max_size=size, unit="chars", **options))
+        )
     out += [(name, factory(size)) for name, factory in peers.items()]
     if wanted:
         out = [(label, c) for label, c in out if any(w in label for w in wanted)]
@@ -303,14 +311,18 @@ def evaluate(chunker: Any, qaset: QASet, retriever_name: str) -> dict[str, Any]:
     top-1 is the first of the top-5), without its per-miss search and token counting.
     """
     t0 = time.perf_counter()
-    chunks = [c for doc in qaset.documents for c in chunker.chunk(doc)]
+    per_doc = {doc.id: chunker.chunk(doc) for doc in qaset.documents}
     chunk_s = time.perf_counter() - t0
+    chunks = [c for doc_chunks in per_doc.values() for c in doc_chunks]
+    covered = _coverage(per_doc)
     retriever = make_retriever(retriever_name)
     retriever.fit(chunks)
     hits = dict.fromkeys(KS, 0)
     chars = dict.fromkeys(KS, 0)
     ious: dict[int, list[float]] = {k: [] for k in KS}
+    cover = 0
     for q in qaset.questions:
+        cover += covered(q)
         top = [chunks[i] for i in retriever.search(q.question, max(KS), q.terms)]
         for k in KS:
             mine = top[:k]
@@ -324,6 +336,7 @@ def evaluate(chunker: Any, qaset: QASet, retriever_name: str) -> dict[str, Any]:
         "avg_chars": sum(len(c.text) for c in chunks) / max(len(chunks), 1),
         "max_chars": max((len(c.text) for c in chunks), default=0),
         "questions": len(qaset.questions),
+        "cover": cover / n,
         "chunk_s": chunk_s,
         "total_s": time.perf_counter() - t0,
     }
@@ -333,6 +346,28 @@ def evaluate(chunker: Any, qaset: QASet, retriever_name: str) -> dict[str, Any]:
         row[f"iou@{k}"] = sum(ious[k]) / len(ious[k]) if ious[k] else None
     row["offsets"] = _offsets(chunker)
     return row
+
+
+def _coverage(per_doc: dict[str, list[Chunk]]) -> Callable[[Any], bool]:
+    """Whether some chunk holds a question's whole reference (the ceiling of any retriever's hit rate)."""
+    index = {}
+    for doc_id, doc_chunks in per_doc.items():
+        ordered = sorted(doc_chunks, key=lambda c: (c.start, c.end))
+        reach, ends = -1, []
+        for c in ordered:  # the furthest end of any chunk that starts at or before this one
+            reach = max(reach, c.end)
+            ends.append(reach)
+        index[doc_id] = ([c.start for c in ordered], ends)
+
+    def covered(q: Any) -> bool:
+        if not (q.references and q.doc_id in index):
+            return any(contains_answer(q, c) for c in per_doc.get(q.doc_id, ()))
+        starts, ends = index[q.doc_id]
+        lo, hi = min(s for s, _ in q.references), max(e for _, e in q.references)
+        i = bisect.bisect_right(starts, lo) - 1
+        return i >= 0 and ends[i] >= hi
+
+    return covered
 
 
 def pareto(rows: list[dict[str, Any]]) -> None:
@@ -397,7 +432,20 @@ def _f(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-RET_HEADER = ["config", "size", "chunks", "avg", "hit@1", "hit@5", "chars@1", "chars@5", "IoU@5", "front", "offsets"]
+RET_HEADER = [
+    "config",
+    "size",
+    "chunks",
+    "avg",
+    "cover",
+    "hit@1",
+    "hit@5",
+    "chars@1",
+    "chars@5",
+    "IoU@5",
+    "front",
+    "offsets",
+]
 SEG_HEADER = ["config", "size", "chunks", "Pk", "WindowDiff", "boundary F1", "pure/topics", "offsets"]
 
 
@@ -407,6 +455,7 @@ def _ret_cells(r: dict[str, Any]) -> list[str]:
         str(r["size"]),
         str(r["chunks"]),
         f"{r['avg_chars']:.0f}",
+        _f(r["cover"]),
         _f(r["hit@1"]),
         _f(r["hit@5"]),
         f"{r['chars@1']:.0f}",
@@ -438,10 +487,27 @@ def print_table(title: str, header: list[str], rows: list[list[str]], markdown: 
         for cells in rows:
             print("| " + " | ".join(cells) + " |")
         return
-    widths = [max(len(h), *(len(c[i]) for c in rows)) for i, h in enumerate(header)]
+    widths = [max([len(h), *(len(c[i]) for c in rows)]) for i, h in enumerate(header)]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     for cells in rows:
         print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
+
+
+def summary(rows: list[dict[str, Any]]) -> str:
+    """Which kireme and peer configurations are on the front, and the peer ones no kireme one dominates."""
+    front = [f"{r['config']} {r['size']}" for r in rows if r["front"]]
+    kireme = [f.removeprefix("kireme ") for f in front if f.startswith("kireme")]
+    peers = [f for f in front if not f.startswith("kireme")]
+    free = [
+        f"{r['config']} {r['size']}"
+        for r in rows
+        if not r["config"].startswith("kireme") and not r["dominated_by_kireme"]
+    ]
+    return f"front: kireme {', '.join(kireme) or 'none'}; peers {', '.join(peers) or 'none'}. " + (
+        "Every peer configuration is dominated by a kireme one."
+        if not free
+        else f"Peer configurations no kireme configuration dominates: {', '.join(free)}."
+    )
 
 
 def versions(peers: Sequence[str]) -> dict[str, str]:
@@ -516,12 +582,18 @@ def main() -> int:
                     file=sys.stderr,
                 )
                 if not checked:  # once: this loop agrees with kireme's own evaluate_retrieval
-                    ref = evaluate_retrieval(chunker, qa.documents, qa.questions, lambda: make_retriever(args.retriever), k=5)
+                    ref = evaluate_retrieval(
+                        chunker, qa.documents, qa.questions, lambda: make_retriever(args.retriever), k=5
+                    )
                     assert abs(ref.hit_rate - row["hit@5"]) < 1e-12, (ref.hit_rate, row["hit@5"])
                     assert abs(ref.chars_passed - row["chars@5"]) < 1e-9, (ref.chars_passed, row["chars@5"])
                     checked = True
         pareto(rows)
-        results["retrieval"][name] = {"documents": len(qa.documents), "questions": len(qa.questions), "rows": rows}
+        results["retrieval"][name] = {
+            "documents": len(qa.documents),
+            "questions": len(qa.questions),
+            "rows": rows,
+        }
 
     for name in [s for s in args.sets if s in SEGMENTATION_SETS]:
         docs = load_segmentation(args.corpora, name, args.limit)
@@ -550,6 +622,8 @@ def main() -> int:
             "* = Pareto front of hit@5 vs chars@5"
         )
         print_table(title, RET_HEADER, [_ret_cells(r) for r in block["rows"]], args.markdown)
+        block["summary"] = summary(block["rows"])
+        print(f"\n{block['summary']}")
     for name, block in results["segmentation"].items():
         title = f"{name}: {block['documents']} documents, size {args.seg_size} chars"
         print_table(title, SEG_HEADER, [_seg_cells(r) for r in block["rows"]], args.markdown)

@@ -115,6 +115,8 @@ def test_rules_document_paragraphs_hit_six_of_six_and_fixed_cuts_amounts() -> No
     assert paragraph.hits == 6 and recursive.hits == 6
     assert paragraph.chars_passed < recursive.chars_passed  # same hits, far fewer characters to read
     assert fixed.hits <= 5
+    assert (paragraph.limit_violations, paragraph.chars_lost, paragraph.mid_sentence_end_share) == (0, 0, 0.0)
+    assert fixed.mid_sentence_end_share > 0.5 and fixed.chars_lost == 0
     cut_amounts = [m for m in fixed.misses if m.answer_chunk is None]
     assert cut_amounts, "an amount split over two fixed windows is held whole by no chunk"
 

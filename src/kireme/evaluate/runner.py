@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from kireme.chunkers import Chunker
 from kireme.document import Chunk, Document
-from kireme.evaluate.metrics import answered_by, contains_answer, span_scores, topic_purity
+from kireme.evaluate.metrics import answered_by, contains_answer, intrinsic, span_scores, topic_purity
 from kireme.evaluate.segmentation import boundary_scores, pk, windowdiff
 from kireme.length import Tokens
 from kireme.text.sentences import sentence_spans
@@ -44,6 +44,9 @@ class RetrievalRow:
     span_recall: float | None = None
     span_precision: float | None = None
     span_iou: float | None = None
+    mid_sentence_end_share: float = 0.0
+    limit_violations: int = 0
+    chars_lost: int = 0
     misses: tuple[Miss, ...] = field(default=(), repr=False)
 
     def to_dict(self) -> dict:
@@ -67,6 +70,7 @@ def evaluate_retrieval(
     """Chunk every document, index all chunks together, ask every question, score the top-k."""
     per_doc = chunk_corpus(chunker, documents)
     chunks = [c for doc_chunks in per_doc for c in doc_chunks]
+    checks = intrinsic(documents, per_doc, chunker.max_size)
     retriever = retriever_factory()
     retriever.fit(chunks)  # type: ignore[attr-defined]
     counter = Tokens()
@@ -111,6 +115,9 @@ def evaluate_retrieval(
         span_recall=mean(recalls),
         span_precision=mean(precisions),
         span_iou=mean(ious),
+        mid_sentence_end_share=checks.mid_sentence_end_share,
+        limit_violations=checks.limit_violations,
+        chars_lost=checks.chars_lost,
         misses=tuple(misses),
     )
 
