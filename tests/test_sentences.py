@@ -79,3 +79,11 @@ def test_paragraphs_blank_lines_and_rule_items() -> None:
 def test_crlf_paragraphs() -> None:
     text = "一つ目の段落。\r\n\r\n二つ目の段落。"
     assert [text[s:e] for s, e in paragraph_spans(text)] == ["一つ目の段落。", "二つ目の段落。"]
+
+
+def test_tokenised_english_with_a_space_before_the_period() -> None:
+    text = "The games were released in 2003 . When the sequel came out , sales rose . version 3 . 5 is out"
+    assert sentences(text) == [
+        "The games were released in 2003 .",
+        "When the sequel came out , sales rose . version 3 . 5 is out",
+    ]

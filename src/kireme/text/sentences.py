@@ -128,6 +128,7 @@ _CANDIDATE = regex.compile(
     rf"[{regex.escape(_HARD_END)}]+[{regex.escape(_CLOSERS)}]*"
     rf"|(?<![0-9０-９])．[{regex.escape(_CLOSERS)}]*"
     rf"|(?<=\S)\.+[{regex.escape(_CLOSERS)}]*(?=\s|$)"
+    rf"|(?<=\w[ \t])\.(?=[ \t]+[\p{{Lu}}\"'“(\[])"  # tokenised text: "games . When"
     rf"|{_BLANK_LINE}"
     rf"|\r?\n(?={ITEM_MARKER})"
     rf"|\r?\n"
