@@ -66,7 +66,7 @@ from kireme.evaluate.datasets import (  # noqa: E402
     load_chroma,
     load_squad,
 )
-from kireme.evaluate.metrics import contains_answer, span_scores  # noqa: E402
+from kireme.evaluate.metrics import answered_by, contains_answer, span_scores  # noqa: E402
 from kireme.evaluate.retrievers import make_retriever  # noqa: E402
 from kireme.evaluate.runner import evaluate_retrieval, evaluate_segmentation  # noqa: E402
 from kireme.length import Chars  # noqa: E402
@@ -327,7 +327,7 @@ def evaluate(chunker: Any, qaset: QASet, retriever_name: str) -> dict[str, Any]:
         for k in KS:
             mine = top[:k]
             chars[k] += sum(len(c.text) for c in mine)
-            hits[k] += any(contains_answer(q, c) for c in mine)
+            hits[k] += answered_by(q, mine)
             if q.references and q.doc_id is not None:
                 ious[k].append(span_scores(mine, q.references, q.doc_id).iou)
     n = len(qaset.questions) or 1
