@@ -87,3 +87,11 @@ def test_tokenised_english_with_a_space_before_the_period() -> None:
         "The games were released in 2003 .",
         "When the sequel came out , sales rose . version 3 . 5 is out",
     ]
+
+
+def test_lower_cased_corpora_still_have_sentences() -> None:
+    sentence = "revenue increased by 4% (4%) due to higher volume in the retail segment"
+    text = ". ".join([sentence] * 12) + "."
+    assert len(sentences(text)) == 12
+    # ordinary text keeps the rule that a lower-case word after a period continues the sentence
+    assert len(sentences("We met Dr. smith there. It rained.")) == 2

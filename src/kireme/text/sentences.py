@@ -147,8 +147,12 @@ _NEXT_START = regex.compile(r"\s*([\p{Lu}\p{N}\"'“‘(\[「『（]|[^\p{L}\p{N
 _LOWER_NEXT = regex.compile(r"\s*\p{Ll}")
 
 
-def _period_ends(text: str, dot: int, after: int) -> bool:
-    """Decide an English '.' at ``dot`` (the candidate match ends at ``after``)."""
+def _period_ends(text: str, dot: int, after: int, caseless: bool = False) -> bool:
+    """Decide an English '.' at ``dot`` (the candidate match ends at ``after``).
+
+    ``caseless``: the text has (almost) no capitals, as in lower-cased corpora, so a lower-case word
+    after the period may start a sentence.
+    """
     m = _WORD_BEFORE.search(text, max(0, dot - 40), dot)
     word = m.group(1).lower() if m else ""
     if _ONLY_SPACE_LEFT.match(text, after):
@@ -157,7 +161,10 @@ def _period_ends(text: str, dot: int, after: int) -> bool:
     at_line_start = text[text.rfind("\n", 0, word_start) + 1 : word_start].strip() == ""
     if word.isdigit() and len(word) <= 3 and at_line_start:  # "1. " list marker
         return False
-    next_is_start = _NEXT_START.match(text, after) is not None and not _LOWER_NEXT.match(text, after)
+    if caseless:
+        next_is_start = _NEXT_START.match(text, after) is not None or _LOWER_NEXT.match(text, after) is not None
+    else:
+        next_is_start = _NEXT_START.match(text, after) is not None and not _LOWER_NEXT.match(text, after)
     if not next_is_start:
         return False
     if not word:
@@ -231,10 +238,19 @@ def _ends_item_line(text: str, s: int, e: int, b: int) -> bool:
     return _ITEM_LINE.match(text[line_start:s]) is not None
 
 
+def _is_caseless(text: str, a: int, b: int) -> bool:
+    """Lower-cased text (a corpus that was lower-cased): cased letters, but not a single capital."""
+    if b - a < 200:
+        return False
+    segment = text[a:b]
+    return segment == segment.lower() and segment != segment.upper()
+
+
 def sentence_cuts(text: str, a: int = 0, b: int | None = None) -> list[int]:
     """Positions strictly inside ``(a, b)`` where a new sentence starts (after any whitespace)."""
     b = len(text) if b is None else b
     quoted = _quoted_spans(text, a, b)
+    caseless = _is_caseless(text, a, b)
     qi = 0
     cuts: list[int] = []
     for m in _CANDIDATE.finditer(text, a, b):
@@ -251,7 +267,7 @@ def sentence_cuts(text: str, a: int = 0, b: int | None = None) -> list[int]:
                 closes_quote = e == quoted[qi][1] + 1
                 if not closes_quote or (e < b and _QUOTE_CONTINUES.match(text, e)):
                     continue
-            if first == "." and not _period_ends(text, s, e):
+            if first == "." and not _period_ends(text, s, e, caseless):
                 continue
             if first == "．" and _LABEL_BEFORE_DOT.search(text, max(0, s - 2), s):
                 continue  # "Ｑ．" / "A．" labels at a line start
