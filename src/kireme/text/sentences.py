@@ -162,7 +162,9 @@ def _period_ends(text: str, dot: int, after: int, caseless: bool = False) -> boo
     if word.isdigit() and len(word) <= 3 and at_line_start:  # "1. " list marker
         return False
     if caseless:
-        next_is_start = _NEXT_START.match(text, after) is not None or _LOWER_NEXT.match(text, after) is not None
+        next_is_start = (
+            _NEXT_START.match(text, after) is not None or _LOWER_NEXT.match(text, after) is not None
+        )
     else:
         next_is_start = _NEXT_START.match(text, after) is not None and not _LOWER_NEXT.match(text, after)
     if not next_is_start:
