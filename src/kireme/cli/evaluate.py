@@ -259,7 +259,12 @@ def eval_command(
             if not documents:
                 sys.exit(failures.exit_code or 2)
             qs = _load_questions(questions, documents)  # type: ignore[arg-type]
-        rows = [evaluate_retrieval(ch, documents, qs, lambda: make_retriever(retriever), k=k) for ch in grid]
+        with click.progressbar(
+            grid, label="configurations", file=sys.stderr, hidden=len(grid) < 2 or not sys.stderr.isatty()
+        ) as bar:
+            rows = [
+                evaluate_retrieval(ch, documents, qs, lambda: make_retriever(retriever), k=k) for ch in bar
+            ]
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(1)
