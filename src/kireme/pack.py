@@ -114,8 +114,7 @@ class _Packer:
         """Greedy: each chunk takes as many whole pieces as fit; oversized pieces go one level down.
 
         A chunk never ends with a heading line: the cut moves back before the heading, or, when the
-        heading is all the chunk would hold, heading and the next piece are split together one level
-        down so the heading lands with the start of its body.
+        heading is all the chunk would hold, `heading_with_body` emits it with the start of its body.
         """
         text = self.text
         n = len(bounds)
