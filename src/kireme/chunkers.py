@@ -13,10 +13,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from kireme.boundaries.levels import CLAUSE, PARAGRAPH, SCRIPT, SENTENCE, WORD, Level, levels_for_separators
-from kireme.boundaries.presets import PRESETS, PROSE_PRESETS, preset_levels
+from kireme.boundaries.presets import PRESETS, PROSE_PRESETS, markdown_levels, preset_levels
 from kireme.document import Chunk, ConfigError, Document, chunk_id
 from kireme.length import Measure, get_measure
 from kireme.pack import PackedSpan, pack
+from kireme.text.markdown import HeadingPaths, markdown_headings
 
 DEFAULT_MAX_SIZE = 512
 
@@ -125,6 +126,7 @@ class Chunker:
         """Packed spans of ``doc`` as `Chunk`s with their deterministic ids."""
         config_hash = self.config_hash
         unit = self.measure.name
+        paths = _heading_paths(doc)
         return [
             Chunk(
                 text=doc.text[s.start : s.end],
@@ -135,6 +137,7 @@ class Chunker:
                 id=chunk_id(doc, config_hash, s.start, s.end),
                 size=s.size,
                 unit=unit,
+                headings=paths.at(s.start) if paths is not None else (),
             )
             for i, s in enumerate(spans)
         ]
@@ -144,6 +147,13 @@ class Chunker:
         return [self.chunk(d) for d in documents]
 
     __call__ = chunk
+
+
+def _heading_paths(doc: Document) -> HeadingPaths | None:
+    """Heading paths for Markdown documents (loaded from .md, or metadata format "markdown")."""
+    if doc.metadata.get("format") != "markdown":
+        return None
+    return HeadingPaths(markdown_headings(doc.text))
 
 
 def _require_str(value: object) -> str:
@@ -195,6 +205,20 @@ class RecursiveChunker(Chunker):
         if self.separators is not None:
             return levels_for_separators(self.separators)
         return preset_levels("default" if self.preset == "auto" else self.preset)
+
+    def _pack(self, doc: Document) -> list[PackedSpan]:
+        if self.separators is None and self.preset == "markdown":  # headings from the parser
+            return pack(
+                doc.text,
+                markdown_levels(doc.text),
+                self.measure.for_text(doc.text),
+                max_size=self.max_size,
+                min_size=self.min_size,
+                overlap=self.overlap,
+                merge=True,
+                keep_headings=True,
+            )
+        return super()._pack(doc)
 
     def keep_headings(self) -> bool:
         return self.separators is None and (self.preset == "auto" or self.preset in PROSE_PRESETS)

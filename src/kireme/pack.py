@@ -176,11 +176,13 @@ class _Packer:
         """Split pieces ``i..stop`` one level down; their last part may still take following pieces.
 
         Returns the bound index to continue from. Without this, every over-long sentence would leave
-        a small remainder chunk behind ("を" alone) instead of sharing it with the next sentence.
+        a small remainder chunk behind ("を" alone) instead of sharing it with the next sentence. Across a
+        *hard* level (a Markdown heading: a new section) the remainder stays alone.
         """
         parts: list[Span] = []
         self.split(bounds[i], bounds[stop], j + 1, budget, parts)
-        if len(parts) < 2 or stop >= len(bounds) - 1:
+        hard = j < len(self.levels) and getattr(self.levels[j], "hard", False)
+        if len(parts) < 2 or stop >= len(bounds) - 1 or hard:
             out.extend(parts)
             return stop
         out.extend(parts[:-1])

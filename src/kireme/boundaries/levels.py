@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -68,6 +69,19 @@ class ParagraphLevel:
 
     def cuts(self, text: str, a: int, b: int) -> list[int]:
         return paragraph_cuts(text, a, b)
+
+
+@dataclass(frozen=True)
+class PositionLevel:
+    """Cuts at known positions (headings found by a parser, topic changes found by embeddings)."""
+
+    positions: Sequence[int]
+    name: str = "positions"
+    hard: bool = False  # a new section starts here: the packer never joins text across it by absorption
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        lo, hi = bisect_right(self.positions, a), bisect_left(self.positions, b)
+        return list(self.positions[lo:hi])
 
 
 # Built-in levels shared by strategies and presets.
