@@ -83,11 +83,15 @@ class Chunker:
         """The chunker to use for this document (a strategy may adapt to its format)."""
         return self
 
+    def document_levels(self, doc: Document) -> list[Level]:
+        """The levels for this document (a strategy may need the text, e.g. parsed headings)."""
+        return self.levels()
+
     def _pack(self, doc: Document) -> list[PackedSpan]:
         """Step 1 + 2 for one document: this strategy's levels through the one packer."""
         return pack(
             doc.text,
-            self.levels(),
+            self.document_levels(doc),
             self.measure.for_text(doc.text),
             max_size=self.max_size,
             min_size=self.min_size,
@@ -206,19 +210,10 @@ class RecursiveChunker(Chunker):
             return levels_for_separators(self.separators)
         return preset_levels("default" if self.preset == "auto" else self.preset)
 
-    def _pack(self, doc: Document) -> list[PackedSpan]:
+    def document_levels(self, doc: Document) -> list[Level]:
         if self.separators is None and self.preset == "markdown":  # headings from the parser
-            return pack(
-                doc.text,
-                markdown_levels(doc.text),
-                self.measure.for_text(doc.text),
-                max_size=self.max_size,
-                min_size=self.min_size,
-                overlap=self.overlap,
-                merge=True,
-                keep_headings=True,
-            )
-        return super()._pack(doc)
+            return markdown_levels(doc.text)
+        return self.levels()
 
     def keep_headings(self) -> bool:
         return self.separators is None and (self.preset == "auto" or self.preset in PROSE_PRESETS)

@@ -145,9 +145,7 @@ def unit_ends(text: str) -> list[int]:
     ends = {e for _, e in sentence_spans(text)}
     pos = text.find("\n")
     while pos != -1:
-        end = pos
-        while end > 0 and text[end - 1].isspace():
-            end -= 1
+        end = _content_end(text, pos)
         if end > 0:
             ends.add(end)
         pos = text.find("\n", pos + 1)

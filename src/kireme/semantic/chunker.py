@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kireme.boundaries.levels import CLAUSE, SCRIPT, WORD, Level
+from kireme.boundaries.levels import CLAUSE, SCRIPT, WORD, Level, PositionLevel
 from kireme.chunkers import Chunker
 from kireme.document import Chunk, ConfigError, Document
 from kireme.embed.base import Embedder
@@ -88,15 +88,6 @@ class _GapLevel:
             keep = max(1, round(len(idx) * self.fraction))
             idx = sorted(sorted(idx, key=lambda i: -self.distances[i])[:keep])
         return [self.positions[i] for i in idx]
-
-
-@dataclass(frozen=True)
-class _Cuts:
-    positions: Sequence[int]
-    name: str = "topic"
-
-    def cuts(self, text: str, a: int, b: int) -> list[int]:
-        return [p for p in self.positions if a < p < b]
 
 
 @dataclass(frozen=True)
@@ -203,7 +194,7 @@ class SemanticChunker(Chunker):
         distances = analysis.distances.tolist()
         by_position = dict(zip(positions, distances, strict=True))
         levels: list[Level] = [
-            _Cuts([positions[i] for i in analysis.cut_gaps]),
+            PositionLevel([positions[i] for i in analysis.cut_gaps], "topic"),
             _GapLevel(positions, distances, 0.25, "top quarter"),
             _GapLevel(positions, distances, 0.5, "top half"),
             _GapLevel(positions, distances, 1.0, "any unit gap"),
