@@ -14,9 +14,11 @@ from typing import Any, ClassVar
 
 from kireme.boundaries.levels import CLAUSE, PARAGRAPH, SCRIPT, SENTENCE, WORD, Level, levels_for_separators
 from kireme.boundaries.presets import PRESETS, PROSE_PRESETS, markdown_levels, preset_levels
-from kireme.document import Chunk, ConfigError, Document, chunk_id
+from kireme.context import ContextBuilder, check_context_mode
+from kireme.document import Chunk, ConfigError, Document, RegionIndex, chunk_id
 from kireme.length import Measure, get_measure
 from kireme.pack import PackedSpan, pack
+from kireme.structure.layout import MARKDOWN_FORMATS
 from kireme.text.markdown import HeadingPaths, markdown_headings
 
 DEFAULT_MAX_SIZE = 512
@@ -30,17 +32,28 @@ class Chunker:
 
     ``max_size`` and ``overlap`` are in ``unit`` (``"chars"``, ``"tokens"`` or a callable). Overlap is
     part of ``max_size``: a chunk with its overlap never exceeds the limit.
+
+    ``context`` (``none``, ``title``, ``headings``) puts the document title and heading path in front of
+    each chunk's ``embed_text``; with ``context_in_budget`` (default: on for tokens, where an embedding
+    model's input limit is what ``max_size`` usually means) that context counts toward ``max_size``.
     """
 
     max_size: int = DEFAULT_MAX_SIZE
     min_size: int = 0
     overlap: int = 0
     unit: Unit = "chars"
+    context: str = "none"
+    context_in_budget: bool | None = None
     strategy: ClassVar[str] = ""
     measure: Measure = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "measure", get_measure(self.unit))
+        check_context_mode(self.context)
+        if self.context_in_budget is not None and not isinstance(self.context_in_budget, bool):
+            raise ConfigError(
+                f"context_in_budget must be True, False or None, not {self.context_in_budget!r}"
+            )
         for name in ("max_size", "min_size", "overlap"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
@@ -87,13 +100,40 @@ class Chunker:
         """The levels for this document (a strategy may need the text, e.g. parsed headings)."""
         return self.levels()
 
+    @property
+    def context_counts(self) -> bool:
+        """Whether the context prefix takes part of ``max_size``."""
+        if self.context == "none":
+            return False
+        return self.context_in_budget if self.context_in_budget is not None else self.measure.name == "tokens"
+
+    def context_builder(
+        self, doc: Document, paths: HeadingPaths | None = None, title: str = ""
+    ) -> ContextBuilder:
+        """The context prefixes for this document; at most half of what a chunk may hold."""
+        if paths is None and self.context == "headings":
+            paths = _heading_paths(doc)
+        return ContextBuilder(
+            self.context,
+            title or doc.title,
+            paths,
+            self.measure,
+            (self.max_size - self.overlap) // 2,
+        )
+
+    def text_max_size(self, doc: Document) -> int:
+        """``max_size`` less the largest context prefix when the context counts toward it."""
+        if not self.context_counts:
+            return self.max_size
+        return self.max_size - self.context_builder(doc).largest()
+
     def _pack(self, doc: Document) -> list[PackedSpan]:
         """Step 1 + 2 for one document: this strategy's levels through the one packer."""
         return pack(
             doc.text,
             self.document_levels(doc),
             self.measure.for_text(doc.text),
-            max_size=self.max_size,
+            max_size=self.text_max_size(doc),
             min_size=self.min_size,
             overlap=self.overlap,
             merge=self._merge(),
@@ -104,7 +144,7 @@ class Chunker:
     @property
     def config(self) -> dict[str, Any]:
         """Everything that determines the chunks, as plain data."""
-        return {
+        config = {
             "strategy": self.strategy,
             "max_size": self.max_size,
             "min_size": self.min_size,
@@ -112,6 +152,10 @@ class Chunker:
             "unit": self.measure.name,
             **self.options(),
         }
+        if self.context != "none":
+            config["context"] = self.context
+            config["context_in_budget"] = self.context_counts
+        return config
 
     @property
     def config_hash(self) -> str:
@@ -126,25 +170,46 @@ class Chunker:
         chunker = self.for_document(doc)
         return chunker._chunks(doc, chunker._pack(doc))
 
-    def _chunks(self, doc: Document, spans: list[PackedSpan]) -> list[Chunk]:
-        """Packed spans of ``doc`` as `Chunk`s with their deterministic ids."""
+    def _chunks(
+        self,
+        doc: Document,
+        spans: list[PackedSpan],
+        paths: HeadingPaths | None = None,
+        title: str = "",
+        embed: Callable[[int, int], str] | None = None,
+    ) -> list[Chunk]:
+        """Packed spans of ``doc`` as `Chunk`s with their deterministic ids, headings and context.
+
+        ``embed(start, end)`` gives a strategy's own ``embed_text`` (tables made readable alone);
+        by default it is the context prefix and the text.
+        """
         config_hash = self.config_hash
         unit = self.measure.name
-        paths = _heading_paths(doc)
-        return [
-            Chunk(
-                text=doc.text[s.start : s.end],
-                start=s.start,
-                end=s.end,
-                doc_id=doc.id,
-                index=i,
-                id=chunk_id(doc, config_hash, s.start, s.end),
-                size=s.size,
-                unit=unit,
-                headings=paths.at(s.start) if paths is not None else (),
+        if paths is None:
+            paths = _heading_paths(doc)
+        title = title or doc.title
+        context = self.context_builder(doc, paths, title)
+        regions = RegionIndex(doc.regions)
+        out = []
+        for i, s in enumerate(spans):
+            text = doc.text[s.start : s.end]
+            out.append(
+                Chunk(
+                    text=text,
+                    start=s.start,
+                    end=s.end,
+                    doc_id=doc.id,
+                    index=i,
+                    id=chunk_id(doc, config_hash, s.start, s.end),
+                    size=s.size,
+                    unit=unit,
+                    headings=paths.at(s.start) if paths is not None else (),
+                    metadata=regions.metadata(s.start, s.end),
+                    title=title,
+                    embed_text=embed(s.start, s.end) if embed is not None else context.prefix(s.start) + text,
+                )
             )
-            for i, s in enumerate(spans)
-        ]
+        return out
 
     def chunk_many(self, documents: Iterable[Document | str]) -> list[list[Chunk]]:
         """Chunk several documents; the same as calling `chunk` on each."""
@@ -154,8 +219,8 @@ class Chunker:
 
 
 def _heading_paths(doc: Document) -> HeadingPaths | None:
-    """Heading paths for Markdown documents (loaded from .md, or metadata format "markdown")."""
-    if doc.metadata.get("format") != "markdown":
+    """Heading paths for documents whose text is Markdown (.md, and HTML/docx/notebooks rendered)."""
+    if doc.format not in MARKDOWN_FORMATS:
         return None
     return HeadingPaths(markdown_headings(doc.text))
 
@@ -202,8 +267,7 @@ class RecursiveChunker(Chunker):
         """``preset="auto"``: Markdown files get the markdown preset, everything else the prose one."""
         if self.separators is not None or self.preset != "auto":
             return self
-        fmt = doc.metadata.get("format")
-        return replace(self, preset="markdown" if fmt == "markdown" else "default")
+        return replace(self, preset="markdown" if doc.format in MARKDOWN_FORMATS else "default")
 
     def levels(self) -> list[Level]:
         if self.separators is not None:

@@ -7,6 +7,7 @@ same text with the same settings gives the same ids.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -37,12 +38,37 @@ def content_hash(text: str) -> str:
 
 
 @dataclass(frozen=True)
+class Region:
+    """A span of `Document.text` the loader knows more about: a PDF page, a notebook cell, a table.
+
+    Chunks that overlap a region carry its ``metadata`` (``{"page": 3}``, ``{"cell": 5}``); ``kind``
+    says what the region is (``"page"``, ``"cell"``, ``"table"``).
+    """
+
+    start: int
+    end: int
+    kind: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.start <= self.end:
+            raise ValueError(f"Region span must satisfy 0 <= start <= end, got [{self.start}, {self.end})")
+        object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
+
+
+@dataclass(frozen=True)
 class Document:
-    """Decoded text plus where it came from. All chunk offsets refer to ``text``."""
+    """Decoded text plus where it came from. All chunk offsets refer to ``text``.
+
+    ``metadata`` holds ``source``, ``format`` (``text``, ``markdown``, ``html``, ``ipynb``, ``pdf``,
+    ``docx``, ``csv``, ``tsv``), ``title`` when known, and how the bytes were decoded. ``regions`` are
+    spans the loader knows more about (pages, cells), sorted by ``start``.
+    """
 
     text: str
     id: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    regions: tuple[Region, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
@@ -50,6 +76,23 @@ class Document:
         if not self.id:
             object.__setattr__(self, "id", "sha256:" + content_hash(self.text)[:16])
         object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
+        regions = tuple(sorted(self.regions, key=lambda r: (r.start, r.end)))
+        for r in regions:
+            if r.end > len(self.text):
+                raise ValueError(
+                    f"Region [{r.start}, {r.end}) lies outside the text ({len(self.text)} chars)"
+                )
+        object.__setattr__(self, "regions", regions)
+
+    @property
+    def format(self) -> str:
+        """The loader's format name (``"text"`` when not known)."""
+        return str(self.metadata.get("format") or "text")
+
+    @property
+    def title(self) -> str:
+        """The document title when the loader found one (front matter, ``<title>``, PDF info), else ``""``."""
+        return str(self.metadata.get("title") or "")
 
     @property
     def sha256(self) -> str:
@@ -63,7 +106,11 @@ class Document:
 
 @dataclass(frozen=True)
 class Chunk:
-    """One exact slice ``[start, end)`` of a document, with its measured size."""
+    """One exact slice ``[start, end)`` of a document, with its measured size.
+
+    ``embed_text`` is what to embed: ``text`` with context in front (title, heading path, a table's
+    header) or a table row made readable alone; equal to ``text`` when nothing was added.
+    """
 
     text: str
     start: int
@@ -75,10 +122,14 @@ class Chunk:
     unit: str
     headings: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    title: str = ""
+    embed_text: str = None  # type: ignore[assignment]  # None: the same as text
 
     def __post_init__(self) -> None:
         if not isinstance(self.metadata, MappingProxyType):
             object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
+        if self.embed_text is None:
+            object.__setattr__(self, "embed_text", self.text)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSONL row written by ``kireme chunk`` (a stable contract: extend, never rename)."""
@@ -93,6 +144,8 @@ class Chunk:
             "unit": self.unit,
             "headings": list(self.headings),
             "metadata": dict(self.metadata),
+            "title": self.title,
+            "embed_text": self.embed_text,
         }
 
 
@@ -100,3 +153,35 @@ def chunk_id(doc: Document, config_hash: str, start: int, end: int) -> str:
     """Deterministic id from (doc id, doc content, chunking config, span)."""
     key = "\x1f".join((doc.id, doc.sha256, config_hash, str(start), str(end)))
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+class RegionIndex:
+    """Finds the regions a chunk overlaps and turns them into chunk metadata.
+
+    The first overlapping region of each kind gives its metadata (``{"page": 3}``); when a chunk spans
+    several regions of one kind, the list of their values is added under the plural
+    (``{"page": 3, "pages": [3, 4]}``).
+    """
+
+    def __init__(self, regions: tuple[Region, ...]) -> None:
+        self._by_kind: dict[str, tuple[list[int], list[Region]]] = {}
+        for r in regions:
+            starts, items = self._by_kind.setdefault(r.kind, ([], []))
+            starts.append(r.start)
+            items.append(r)
+
+    def metadata(self, start: int, end: int) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for kind, (starts, items) in self._by_kind.items():
+            hi = bisect.bisect_left(starts, end)
+            lo = hi
+            while lo > 0 and items[lo - 1].end > start:
+                lo -= 1
+            hits = [r for r in items[lo:hi] if r.end > start or r.start == start]
+            if not hits:
+                continue
+            for key, value in hits[0].metadata.items():
+                out.setdefault(key, value)
+            if len(hits) > 1:
+                out[kind + "s"] = [r.metadata.get(kind) for r in hits]
+        return out

@@ -53,8 +53,10 @@ class _Packer:
         merge: bool,
         keep_headings: bool = True,
         gap_cost: Callable[[int], float] | None = None,
+        span: Span | None = None,
     ) -> None:
         self.text = text
+        self.span = span if span is not None else (0, len(text))
         self.keep_headings = keep_headings
         self.gap_cost = gap_cost
         self.levels = list(levels)
@@ -345,7 +347,7 @@ class _Packer:
     # ------------------------------------------------------------------------------ run
     def run(self) -> list[PackedSpan]:
         spans: list[Span] = []
-        self.split(0, len(self.text), 0, self.budget, spans)
+        self.split(self.span[0], self.span[1], 0, self.budget, spans)
         spans = self.merge_small(spans)
         spans, sizes = self.enforce(spans, self.budget)
         if self.overlap > 0 and len(spans) > 1:
@@ -396,12 +398,14 @@ def pack(
     merge: bool = True,
     keep_headings: bool = True,
     gap_cost: Callable[[int], float] | None = None,
+    span: Span | None = None,
 ) -> list[PackedSpan]:
     """Cut ``text`` at the strongest available boundaries into spans of at most ``max_size``.
 
     ``keep_headings`` keeps a prose heading line (``第2条（宿泊費）``, ``## 手順``) with the start of its
     body; code presets turn it off because short code lines are not headings. ``gap_cost(position)``
     tells ``min_size`` merging which neighbour is closer (semantic distance); by default the smaller.
+    ``span=(a, b)`` packs only ``text[a:b]`` (one section), with offsets still into ``text``.
     """
     return _Packer(
         text,
@@ -413,4 +417,5 @@ def pack(
         merge=merge,
         keep_headings=keep_headings,
         gap_cost=gap_cost,
+        span=span,
     ).run()

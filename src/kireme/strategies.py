@@ -7,6 +7,7 @@ from typing import Any
 from kireme.chunkers import Chunker, FixedChunker, ParagraphChunker, RecursiveChunker, SentenceChunker
 from kireme.document import Chunk, ConfigError, Document
 from kireme.semantic.chunker import SemanticChunker
+from kireme.structure.chunker import StructureChunker
 
 STRATEGIES: dict[str, type[Chunker]] = {
     "fixed": FixedChunker,
@@ -14,6 +15,8 @@ STRATEGIES: dict[str, type[Chunker]] = {
     "sentence": SentenceChunker,
     "paragraph": ParagraphChunker,
     "semantic": SemanticChunker,
+    "markdown": StructureChunker,
+    "structure": StructureChunker,  # the same strategy: it reads HTML, notebooks, PDF, docx and CSV too
 }
 
 

@@ -16,11 +16,13 @@ from kireme.cli.common import (
     Failures,
     exit_quietly_on_broken_pipe,
     expand_paths,
+    input_options,
     load_documents,
     semantic_options,
     semantic_settings,
     write,
 )
+from kireme.context import CONTEXT_MODES
 from kireme.document import Chunk, ConfigError, KiremeError
 from kireme.strategies import STRATEGIES, make_chunker
 
@@ -36,6 +38,9 @@ Examples:
   cat memo.txt | kireme chunk - --strategy paragraph
   kireme chunk report.txt --strategy semantic --max-size 600      # bundled model, cut at topic changes
   kireme chunk report.txt --strategy semantic --similarity bigram --threshold percentile:90
+  kireme chunk manual.md guide.html spec.docx --strategy markdown --unit tokens --max-size 512
+  kireme chunk 料金表.csv --strategy markdown --table group-by:区分 | jq -r .embed_text
+  kireme chunk analysis.ipynb --strategy markdown --outputs text
 
 \b
 Strategies:
@@ -46,9 +51,15 @@ Strategies:
   semantic   cut where adjacent sentences stop being similar (--similarity, --threshold; see
              `kireme inspect` to choose a threshold); topics over --max-size split at their weakest gaps.
   fixed      windows of --max-size units cut between grapheme clusters; a baseline.
+  markdown   (alias structure) along the document's structure: a heading's section whole when it fits,
+             lists, code blocks and table rows never cut while they fit; big tables split between rows
+             with the header repeated in embed_text (--table); title and heading path in embed_text
+             (--context). For Markdown, HTML, notebooks, PDF, Word and CSV alike.
 
-Each JSONL row: id, doc_id, index, start, end, text, size, unit, headings, metadata.
-doc.text[start:end] == text, where doc.text is what `kireme load PATH` prints.
+Each JSONL row: id, doc_id, index, start, end, text, size, unit, headings, metadata (page, pages, cell,
+cell_type, table where known), title, embed_text (text plus context; equal to text when none).
+doc.text[start:end] == text, where doc.text is what `kireme load PATH` prints (HTML, PDF, notebooks and
+.docx are read as the Markdown/text kireme extracts from them).
 """
 
 
@@ -110,11 +121,27 @@ def format_text_chunk(chunk: Chunk) -> str:
 @click.option("--no-merge", is_flag=True, help="paragraph: one paragraph per chunk.")
 @semantic_options
 @click.option(
-    "--encoding",
+    "--context",
+    type=click.Choice(CONTEXT_MODES),
     default=None,
-    metavar="NAME",
-    help="Decode input with this encoding instead of detecting it (e.g. cp932, euc_jp).",
+    help="What goes in front of embed_text: the document title, or title and heading path "
+    "[default: headings for markdown/structure, none otherwise]. text and offsets never change.",
 )
+@click.option(
+    "--context-in-budget/--no-context-in-budget",
+    default=None,
+    help="Count the context toward --max-size, so embed_text fits it [default: on for --unit tokens].",
+)
+@click.option(
+    "--table",
+    "table_mode",
+    default=None,
+    metavar="MODE",
+    help="markdown/structure: rows (default: split between rows, header repeated), fill-down (blank "
+    "cells filled from above), group-by:COLUMN (one table per value), records (one row per chunk as "
+    "'column: value' lines). Changes embed_text only.",
+)
+@input_options
 @click.option(
     "--format",
     "fmt",
@@ -132,20 +159,38 @@ def chunk(
     separators: tuple[str, ...],
     preset: str | None,
     no_merge: bool,
+    context: str | None,
+    context_in_budget: bool | None,
+    table_mode: str | None,
     encoding: str | None,
+    format_in: str | None,
+    outputs: str,
     fmt: str | None,
     **semantic: Any,
 ) -> None:
-    """Cut files into chunks. PATH may be a file, a directory (its .txt/.md files, recursively) or - for stdin."""
+    """Cut files into chunks. PATH may be a file, a directory (its readable files, recursively) or - for stdin.
+
+    Reads text, Markdown, HTML, Jupyter notebooks, PDF, Word .docx and CSV/TSV. Every JSONL row has the
+    exact text with its offsets, and embed_text: the text to embed (with --context, table headers...).
+    """
     chunker = build_chunker(
-        strategy, max_size, min_size, overlap, unit, separators, preset, no_merge, semantic
+        strategy,
+        max_size,
+        min_size,
+        overlap,
+        unit,
+        separators,
+        preset,
+        no_merge,
+        semantic,
+        structure={"context": context, "context_in_budget": context_in_budget, "table": table_mode},
     )
     fmt = fmt or ("text" if sys.stdout.isatty() else "jsonl")
     failures = Failures()
     files = expand_paths(paths, failures)
     n_docs = n_chunks = total = largest = 0
     try:
-        for doc in load_documents(files, encoding, failures):
+        for doc in load_documents(files, encoding, failures, format=format_in, outputs=outputs):
             try:
                 chunks = chunker.chunk(doc)
             except KiremeError as exc:  # an embedder that cannot be reached, a model that is missing
@@ -184,6 +229,7 @@ def build_chunker(
     preset: str | None,
     no_merge: bool,
     semantic: dict[str, Any],
+    structure: dict[str, Any] | None = None,
 ) -> Chunker:
     """The chunker the options describe; options that do not apply to the strategy are usage errors."""
     options: dict[str, object] = {
@@ -192,6 +238,14 @@ def build_chunker(
         "overlap": overlap,
         "unit": unit,
     }
+    for key, value in (structure or {}).items():
+        if value is None:
+            continue
+        if key == "table" and strategy not in ("markdown", "structure"):
+            raise click.UsageError("--table applies to --strategy markdown (or structure)")
+        if key == "context_in_budget" and (structure or {}).get("context") == "none":
+            continue
+        options[key] = value
     if separators or preset:
         if strategy != "recursive":
             raise click.UsageError("--separators and --preset apply to --strategy recursive")

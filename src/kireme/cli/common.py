@@ -13,6 +13,7 @@ import click
 
 from kireme.document import Document, LoadError
 from kireme.load import SUPPORTED_SUFFIXES, iter_paths, load, load_bytes
+from kireme.load.registry import FORMATS, sniff_format
 from kireme.semantic.backends import SIMILARITY_HELP
 from kireme.semantic.thresholds import AUTO_RULES
 
@@ -63,14 +64,20 @@ def expand_paths(paths: Sequence[str], failures: Failures) -> list[Path]:
     return files
 
 
-def load_one(path: Path, encoding: str | None) -> Document:
+def load_one(path: Path, encoding: str | None, format: str | None = None, outputs: str = "none") -> Document:
     if str(path) == STDIN:
-        return load_bytes(sys.stdin.buffer.read(), "<stdin>", encoding)
-    return load(path, encoding=encoding)
+        data = sys.stdin.buffer.read()
+        return load_bytes(data, "<stdin>", encoding, sniff_format(data, format or "text"), outputs=outputs)
+    return load(path, encoding=encoding, format=format, outputs=outputs)
 
 
 def load_documents(
-    files: Sequence[Path], encoding: str | None, failures: Failures, label: str = "chunking"
+    files: Sequence[Path],
+    encoding: str | None,
+    failures: Failures,
+    label: str = "chunking",
+    format: str | None = None,
+    outputs: str = "none",
 ) -> Iterable[Document]:
     """Decode each file; a file that fails is reported and skipped, the others still come."""
     show_progress = len(files) > 1 and sys.stderr.isatty()
@@ -79,9 +86,38 @@ def load_documents(
     ) as bar:
         for path in bar:
             try:
-                yield load_one(path, encoding)
+                yield load_one(path, encoding, format, outputs)
             except LoadError as exc:
                 failures.report(str(exc), usage=False)
+
+
+def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--encoding``, ``--format-in`` and ``--outputs``: how input files are read."""
+    options = [
+        click.option(
+            "--encoding",
+            default=None,
+            metavar="NAME",
+            help="Decode text input with this encoding instead of detecting it (e.g. cp932, euc_jp).",
+        ),
+        click.option(
+            "--format-in",
+            type=click.Choice(FORMATS),
+            default=None,
+            help="Read every input as this format [default: by extension and content: .md .html .ipynb "
+            ".pdf .docx .csv .tsv; anything else is text].",
+        ),
+        click.option(
+            "--outputs",
+            type=click.Choice(["none", "text"]),
+            default="none",
+            show_default=True,
+            help="Notebooks: keep the text outputs of code cells (text) or only the code (none).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
 
 
 def write(text: str) -> None:

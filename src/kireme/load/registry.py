@@ -1,25 +1,63 @@
-"""Which files kireme reads, and `load`: a path to a `Document`."""
+"""Which files kireme reads, and `load`: a path to a `Document`.
+
+The format comes from the extension, checked against the content (a PDF or .docx named ``.txt`` is read
+as what it is; HTML named ``.txt`` stays text unless ``format`` says otherwise), and ``format`` overrides
+both. Every text format goes through the same encoding detection.
+"""
 
 from __future__ import annotations
 
+import io
 import os
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from kireme.document import Document, LoadError
+from kireme.document import ConfigError, Document, LoadError
 from kireme.load.encoding import DecodeError, decode
 
-# Formats this version reads as text. Structure-aware loaders (HTML, notebooks, PDF...) plug in here.
 SUPPORTED_SUFFIXES: dict[str, str] = {
     ".txt": "text",
     ".text": "text",
     ".md": "markdown",
     ".markdown": "markdown",
+    ".mdx": "markdown",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".ipynb": "ipynb",
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
 }
+FORMATS = ("text", "markdown", "html", "ipynb", "pdf", "docx", "csv", "tsv")
 
 
-def _format_of(path: Path) -> str:
-    return SUPPORTED_SUFFIXES.get(path.suffix.lower(), "text")
+def format_of(path: str | os.PathLike[str]) -> str:
+    """The format an extension names (``text`` for anything unknown)."""
+    return SUPPORTED_SUFFIXES.get(Path(path).suffix.lower(), "text")
+
+
+def sniff_format(data: bytes, guess: str) -> str:
+    """Correct an extension's guess by the content: PDF and .docx files are recognised by their bytes."""
+    if data.startswith(b"%PDF-"):
+        return "pdf"
+    if data.startswith(b"PK\x03\x04") and guess != "docx":
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                if "word/document.xml" in zf.namelist():
+                    return "docx"
+        except zipfile.BadZipFile:
+            pass
+    return guess
+
+
+def check_format(format: str) -> str:
+    if format not in FORMATS:
+        raise ConfigError(f"unknown input format {format!r}: choose one of {', '.join(FORMATS)}")
+    return format
 
 
 def load_text(text: str, id: str = "", **metadata: object) -> Document:
@@ -27,8 +65,7 @@ def load_text(text: str, id: str = "", **metadata: object) -> Document:
     return Document(text=text, id=id, metadata=metadata)
 
 
-def load_bytes(data: bytes, id: str, encoding: str | None = None, format: str = "text") -> Document:
-    """Decode bytes you already have (stdin, an upload) exactly like a file; ``id`` names it in errors."""
+def _decoded(data: bytes, id: str, encoding: str | None, format: str, **extra: object) -> Document:
     try:
         decoded = decode(data, encoding)
     except DecodeError as exc:
@@ -42,14 +79,73 @@ def load_bytes(data: bytes, id: str, encoding: str | None = None, format: str = 
             "bom": decoded.bom,
             "format": format,
             "bytes": len(data),
+            **extra,
         },
     )
 
 
-def load(path: str | os.PathLike[str], encoding: str | None = None) -> Document:
-    """Read and decode one file; the document id is the path as given (POSIX separators).
+def load_bytes(
+    data: bytes,
+    id: str,
+    encoding: str | None = None,
+    format: str = "text",
+    *,
+    outputs: str = "none",
+) -> Document:
+    """Read bytes you already have (stdin, an upload) exactly like a file; ``id`` names it in errors.
 
-    Raises `LoadError` naming the file and the reason (missing, a directory, binary, undecodable).
+    ``format`` is one of `FORMATS`; ``outputs`` (``none``/``text``) says whether notebook cell outputs
+    are kept.
+    """
+    check_format(format)
+    if format == "pdf":
+        from kireme.load.pdf import load_pdf
+
+        return load_pdf(data, id)
+    if format == "docx":
+        from kireme.load.docx import load_docx
+
+        return load_docx(data, id)
+    if format == "html":
+        from kireme.load.html import load_html
+
+        return load_html(data, id, encoding=encoding)
+    if format == "ipynb":
+        from kireme.load.notebook import load_notebook
+
+        return load_notebook(data, id, outputs=outputs, encoding=encoding)
+    if format in ("csv", "tsv"):
+        return _table(data, id, encoding, format)
+    return _decoded(data, id, encoding, format)
+
+
+def _table(data: bytes, id: str, encoding: str | None, format: str) -> Document:
+    """A CSV/TSV file: the decoded text as it is; its name is the table's name and the title."""
+    name = Path(id).stem if id and not id.startswith("<") else ""
+    doc = _decoded(data, id, encoding, format, title=name)
+    if not doc.text.strip():
+        return doc
+    from kireme.document import Region
+
+    return Document(
+        text=doc.text,
+        id=doc.id,
+        metadata=doc.metadata,
+        regions=(Region(0, len(doc.text), "table", {"table": name}),) if name else (),
+    )
+
+
+def load(
+    path: str | os.PathLike[str],
+    encoding: str | None = None,
+    *,
+    format: str | None = None,
+    outputs: str = "none",
+) -> Document:
+    """Read one file; the document id is the path as given (POSIX separators).
+
+    The format comes from the extension and the content unless ``format`` is given. Raises `LoadError`
+    naming the file and the reason (missing, a directory, binary, undecodable, not a valid PDF...).
     """
     p = Path(path)
     shown = p.as_posix()
@@ -61,7 +157,8 @@ def load(path: str | os.PathLike[str], encoding: str | None = None) -> Document:
         data = p.read_bytes()
     except OSError as exc:
         raise LoadError(shown, exc.strerror or str(exc)) from None
-    return load_bytes(data, shown, encoding, _format_of(p))
+    fmt = check_format(format) if format else sniff_format(data, format_of(p))
+    return load_bytes(data, shown, encoding, fmt, outputs=outputs)
 
 
 def iter_paths(path: str | os.PathLike[str]) -> Iterator[Path]:

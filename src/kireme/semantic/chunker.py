@@ -206,7 +206,7 @@ class SemanticChunker(Chunker):
             doc.text,
             levels,
             self.measure.for_text(doc.text),
-            max_size=self.max_size,
+            max_size=self.text_max_size(doc),
             min_size=self.min_size,
             overlap=self.overlap,
             merge=False,

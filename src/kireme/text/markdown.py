@@ -1,16 +1,22 @@
-"""Markdown headings found by a real parser (markdown-it-py, CommonMark), with exact character offsets.
+"""Markdown structure found by a real parser (markdown-it-py: CommonMark + GFM tables), with exact offsets.
 
 Regexes get Markdown wrong where it matters for chunking: a ``#`` line inside a code fence is not a
-heading, a setext heading (``Title`` over ``=====``) is. markdown-it-py reports each block's line range;
-lines are mapped back to offsets in the exact text (``\\r\\n`` kept), so headings line up with chunks.
+heading, a setext heading (``Title`` over ``=====``) is, a ``---`` front-matter block is not a rule
+followed by a heading. markdown-it-py reports each block's line range; lines are mapped back to offsets
+in the exact text (``\\r\\n`` kept), so headings, fences and table rows line up with chunks.
 """
 
 from __future__ import annotations
 
+import logging
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
+
+import regex
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -23,14 +29,74 @@ class Heading:
     title: str
 
 
+@dataclass(frozen=True)
+class CodeBlock:
+    """A fenced or indented code block. ``body`` is the span of the code lines between the fences."""
+
+    start: int
+    end: int
+    info: str
+    body: tuple[int, int]
+    opening: str = ""  # the opening fence line ("```python"); "" for indented code
+    closing: str = ""  # the closing fence line; "" when the fence is never closed
+    closed: bool = True
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One table row (a line of a Markdown table, a record of a CSV file) and its cell values."""
+
+    start: int
+    end: int
+    cells: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table: the header (span and cell names) and its body rows, all with exact offsets.
+
+    ``dialect`` is ``"markdown"`` (pipe table), ``"csv"`` or ``"tsv"``; it decides how a transformed row
+    is written back (`kireme.structure.tables`).
+    """
+
+    start: int
+    end: int
+    header: tuple[int, int]  # the header line(s), delimiter row included for Markdown
+    columns: tuple[str, ...]
+    rows: tuple[TableRow, ...]
+    dialect: str = "markdown"
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Outline:
+    """What a structure-aware chunker needs to know about a document's layout."""
+
+    headings: tuple[Heading, ...] = ()
+    block_starts: tuple[int, ...] = ()  # starts of top-level blocks (paragraphs, lists, fences, tables)
+    item_starts: tuple[int, ...] = ()  # starts of list items, at any depth
+    code_blocks: tuple[CodeBlock, ...] = ()
+    tables: tuple[Table, ...] = ()
+    title: str = ""
+    front_matter_end: int = 0
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    def protected(self) -> list[tuple[int, int]]:
+        """Spans no structural cut may fall inside while they fit: code blocks and tables."""
+        spans = [(c.start, c.end) for c in self.code_blocks if c.closed]
+        spans += [(t.start, t.end) for t in self.tables]
+        return sorted(spans)
+
+
 @lru_cache(maxsize=1)
 def _parser():
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark")
+    return MarkdownIt("commonmark").enable("table")
 
 
-def _line_starts(text: str) -> list[int]:
+def line_starts(text: str) -> list[int]:
+    """Offset of the first character of every line (``\\n``-terminated; ``\\r\\n`` counts as one)."""
     starts = [0]
     pos = text.find("\n")
     while pos != -1:
@@ -39,23 +105,37 @@ def _line_starts(text: str) -> list[int]:
     return starts
 
 
-def markdown_headings(text: str) -> list[Heading]:
-    """Every ATX and setext heading of ``text``, in order."""
-    tokens = _parser().parse(text)
-    lines = _line_starts(text)
-    out: list[Heading] = []
-    for i, token in enumerate(tokens):
-        if token.type != "heading_open" or token.map is None:
-            continue
-        first, last = token.map
-        start = lines[first]
-        end = lines[last] if last < len(lines) else len(text)
-        while end > start and text[end - 1] in "\r\n":
-            end -= 1
-        inline = tokens[i + 1] if i + 1 < len(tokens) else None
-        title = _plain(inline) if inline is not None and inline.type == "inline" else ""
-        out.append(Heading(start, end, int(token.tag[1]), title))
-    return out
+_FRONT_MATTER = regex.compile(
+    r"\A(?:\ufeff)?---[ \t]*\r?\n(.*?)(?:\r?\n)(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", regex.S
+)
+_TITLE_LINE = regex.compile(r"^title[ \t]*:[ \t]*(.+?)[ \t]*$", regex.M)
+
+
+def front_matter(text: str) -> tuple[int, str]:
+    """End offset of a leading YAML front-matter block (0 when there is none) and its ``title:``."""
+    m = _FRONT_MATTER.match(text)
+    if not m:
+        return 0, ""
+    t = _TITLE_LINE.search(m.group(1))
+    title = t.group(1).strip().strip("\"'") if t else ""
+    return m.end(), title
+
+
+def _parse(text: str, fm_end: int):
+    """Tokens of ``text`` with the front matter blanked out (same line numbers, nothing parsed there)."""
+    if fm_end:
+        head = regex.sub(r"[^\r\n]", "", text[:fm_end])
+        text = head + text[fm_end:]
+    return _parser().parse(text)
+
+
+def _line_span(text: str, lines: list[int], first: int, last: int) -> tuple[int, int]:
+    """Character span of lines ``[first, last)`` without the final line break."""
+    start = lines[first] if first < len(lines) else len(text)
+    end = lines[last] if last < len(lines) else len(text)
+    while end > start and text[end - 1] in "\r\n":
+        end -= 1
+    return start, end
 
 
 def _plain(inline) -> str:
@@ -64,20 +144,152 @@ def _plain(inline) -> str:
     return "".join(parts).strip() or inline.content.strip()
 
 
+def markdown_outline(text: str, source: str = "", *, warn: bool = True) -> Outline:
+    """Headings, blocks, list items, code blocks and tables of a Markdown text.
+
+    An unclosed code fence runs to the end of the file in CommonMark; it is reported (``warnings`` and
+    the log, naming ``source`` and the line) and not treated as protected code, so it cannot silently
+    swallow the rest of the document into one unsplittable block.
+    """
+    fm_end, fm_title = front_matter(text)
+    tokens = _parse(text, fm_end)
+    lines = line_starts(text)
+    headings: list[Heading] = []
+    blocks: list[int] = []
+    items: list[int] = []
+    code: list[CodeBlock] = []
+    tables: list[Table] = []
+    warnings: list[str] = []
+    i = 0
+    n = len(tokens)
+    while i < n:
+        tok = tokens[i]
+        if tok.map is None:
+            i += 1
+            continue
+        first, last = tok.map
+        if tok.level == 0 and (tok.nesting == 1 or tok.type in ("fence", "code_block", "hr", "html_block")):
+            blocks.append(_line_span(text, lines, first, last)[0])
+        if tok.type == "heading_open":
+            start, end = _line_span(text, lines, first, last)
+            inline = tokens[i + 1] if i + 1 < n else None
+            title = _plain(inline) if inline is not None and inline.type == "inline" else ""
+            headings.append(Heading(start, end, int(tok.tag[1]), title))
+        elif tok.type == "list_item_open":
+            items.append(_line_span(text, lines, first, last)[0])
+        elif tok.type in ("fence", "code_block"):
+            block = _code_block(text, lines, tok, first, last)
+            if not block.closed:
+                line_no = text.count("\n", 0, block.start) + 1
+                message = f"{source or 'document'}: code fence opened at line {line_no} is never closed"
+                warnings.append(message)
+                if warn:
+                    log.warning("%s; it is chunked as ordinary text", message)
+            code.append(block)
+        elif tok.type == "table_open":
+            i, table = _table(text, lines, tokens, i)
+            tables.append(table)
+            continue
+        i += 1
+    title = fm_title or next((h.title for h in headings if h.level == 1), "")
+    return Outline(
+        headings=tuple(headings),
+        block_starts=tuple(sorted(set(blocks))),
+        item_starts=tuple(sorted(set(items))),
+        code_blocks=tuple(code),
+        tables=tuple(tables),
+        title=title,
+        front_matter_end=fm_end,
+        warnings=tuple(warnings),
+    )
+
+
+def _code_block(text: str, lines: list[int], tok, first: int, last: int) -> CodeBlock:
+    start, end = _line_span(text, lines, first, last)
+    if tok.type == "code_block":
+        return CodeBlock(start, end, "", (start, end))
+    opening_end = _line_span(text, lines, first, first + 1)[1]
+    opening = text[start:opening_end]
+    closed = False
+    closing = ""
+    body_end = end
+    if last - 1 > first:
+        close_start, close_end = _line_span(text, lines, last - 1, last)
+        candidate = text[close_start:close_end].strip()
+        marker = tok.markup[0]
+        if candidate and set(candidate) == {marker} and len(candidate) >= len(tok.markup):
+            closed, closing = True, text[close_start:close_end]
+            body_end = close_start
+            while body_end > opening_end and text[body_end - 1] in "\r\n":
+                body_end -= 1
+    body_start = min(lines[first + 1] if first + 1 < len(lines) else end, max(body_end, opening_end))
+    return CodeBlock(
+        start, end, tok.info.strip(), (body_start, max(body_start, body_end)), opening, closing, closed
+    )
+
+
+def _table(text: str, lines: list[int], tokens, i: int) -> tuple[int, Table]:
+    """Parse the table starting at token ``i``; returns the index after ``table_close``."""
+    first, last = tokens[i].map
+    start, end = _line_span(text, lines, first, last)
+    rows: list[TableRow] = []
+    columns: tuple[str, ...] = ()
+    header = (start, start)
+    j = i + 1
+    current: list[str] = []
+    row_span: tuple[int, int] | None = None
+    in_head = False
+    while j < len(tokens) and tokens[j].type != "table_close":
+        tok = tokens[j]
+        if tok.type == "thead_open":
+            in_head = True
+        elif tok.type == "thead_close":
+            in_head = False
+        elif tok.type == "tr_open" and tok.map is not None:
+            row_span = _line_span(text, lines, tok.map[0], tok.map[1])
+            current = []
+        elif tok.type == "inline":
+            current.append(_plain(tok) if tok.children else "")
+        elif tok.type == "tr_close" and row_span is not None:
+            if in_head:
+                columns = tuple(current)
+                # the header line and the delimiter row below it
+                header = (row_span[0], _line_span(text, lines, first, min(first + 2, last))[1])
+            else:
+                rows.append(TableRow(row_span[0], row_span[1], tuple(current)))
+        j += 1
+    return j + 1, Table(start, end, header, columns, tuple(rows), "markdown")
+
+
+def markdown_headings(text: str) -> list[Heading]:
+    """Every ATX and setext heading of ``text``, in order (front matter excluded)."""
+    return list(markdown_outline(text, warn=False).headings)
+
+
 class HeadingPaths:
     """The heading path above any offset: ``("手順", "実行")`` for text under ``# 手順`` / ``## 実行``."""
 
     def __init__(self, headings: Sequence[Heading]) -> None:
         self._starts = [h.start for h in headings]
-        self._paths: list[tuple[str, ...]] = []
+        self._chains: list[tuple[Heading, ...]] = []
         stack: list[Heading] = []
         for h in headings:
             while stack and stack[-1].level >= h.level:
                 stack.pop()
             stack.append(h)
-            self._paths.append(tuple(x.title for x in stack))
+            self._chains.append(tuple(stack))
+        self._paths = [tuple(h.title for h in chain) for chain in self._chains]
 
     def at(self, position: int) -> tuple[str, ...]:
         """Headings that start at or before ``position`` and are still open there."""
         i = bisect_right(self._starts, position) - 1
         return self._paths[i] if i >= 0 else ()
+
+    def chain(self, position: int) -> tuple[Heading, ...]:
+        """Like `at`, with the heading objects (their offsets tell whether a chunk holds the line)."""
+        i = bisect_right(self._starts, position) - 1
+        return self._chains[i] if i >= 0 else ()
+
+    def all_chains(self) -> list[tuple[Heading, ...]]:
+        """Every distinct chain in the document (``()`` for text before the first heading included)."""
+        return [(), *self._chains]

@@ -1,0 +1,885 @@
+"""Structure-aware chunking of real Markdown and notebooks: kireme against peer libraries, same text, same size.
+
+Corpora (from ``../shared/corpora``, ``--corpora`` to move; skipped cleanly when absent; read only):
+
+* ``markdown``: ``ja-techdocs-md/`` (rust-book-ja, react-dev-ja, vite-docs-ja), every ``.md`` file except
+  licence files (``LICENSE*``, ``COPYRIGHT*``) and ``SOURCE.md``, loaded with `kireme.load.load`.
+* ``notebooks``: ``notebooks/`` (tensorflow-docs-ja, Japanese; langchain-docs, English), every ``.ipynb``,
+  rendered as Markdown by `kireme.load.notebook.load_notebook` (cells in order, Markdown and raw cells
+  verbatim, code cells as fenced blocks, no outputs, cells joined by a blank line); where that module does
+  not exist the benchmark renders the same way itself.
+
+``--limit`` keeps the first N documents (sorted paths) of each source folder. The HTML corpus is not used.
+Every configuration gets exactly the same ``Document.text`` for a document (rendered once).
+
+Configurations, all at ``--sizes`` characters (default 800), overlap 0:
+
+* kireme ``markdown`` (the structure strategy, alias ``structure``) via ``make_chunker("markdown",
+  max_size=N, unit="chars")``; while it is not registered, ``recursive`` stands in and the row says so.
+* kireme ``recursive`` (``preset="auto"``: the markdown preset for ``.md`` documents; the row records which
+  preset each corpus resolved to).
+* LangChain: ``MarkdownHeaderTextSplitter`` on ``#``..``######`` (``strip_headers=False``), then
+  ``RecursiveCharacterTextSplitter.from_language(Language.MARKDOWN, chunk_size=N, chunk_overlap=0)
+  .split_documents`` (the documented two-stage recipe). Heading path: metadata ``h1``..``h6`` in order.
+* LlamaIndex: ``MarkdownNodeParser`` (``header_path_separator="\\x1f"`` so that a ``/`` in a title does
+  not split it), then ``SentenceSplitter(chunk_size=N, chunk_overlap=0, tokenizer=list)`` on each of its
+  nodes (one token per character, so the size is in characters). Heading path: the node's
+  ``header_path`` holds only the *ancestors* of its section; the section's own heading is the first line of
+  the node text, so the reported path is ``header_path`` + that heading (every sub-chunk inherits both).
+* chonkie ``RecursiveChunker.from_recipe("markdown", lang="ja"|"en", tokenizer="character")`` when the
+  recipe can be loaded (it comes from the Hugging Face hub); otherwise the default ``RecursiveChunker
+  (tokenizer="character", chunk_size=N)`` and the row says so. No heading metadata.
+* semantic-text-splitter ``MarkdownSplitter(N)`` with ``chunk_indices`` (character offsets, each checked).
+  No heading metadata.
+
+Placing chunks: kireme chunks carry exact offsets; chonkie (``start_index``/``end_index``) and
+semantic-text-splitter give offsets, each verified to slice exactly the chunk's text. LangChain and
+LlamaIndex give none, so each chunk is searched forward from the end of the previous one (never from 0):
+first exactly, then, for text the library altered (LangChain strips every line, drops blank lines and
+joins lines with ``"  \\n"``; LlamaIndex rewrites heading lines and strips sections), ignoring whitespace
+and non-printable characters, the span running from the first to the last matched character. The
+``offsets`` column counts each kind; a chunk that cannot be placed is dropped from the metrics and counted.
+Chunk sizes are the lengths of the texts the library returned (what would be embedded).
+
+Gold structure, per document, on that exact text: markdown-it-py (``MarkdownIt("commonmark")
+.enable("table")``), token ``.map`` line ranges mapped to character offsets (``\\r\\n``, ``\\r``, ``\\n`` all
+end a line, as markdown-it normalises them). A YAML front matter block (``---`` first line to the next
+``---``/``...`` line) is blanked before parsing, so its ``key: value`` line over ``---`` is not read as a
+setext heading. Spans are trimmed to their first and last non-whitespace character (a list indent is not
+"inside"):
+
+* headings (ATX and setext; headings in HTML blocks or comments are not headings) with level and title;
+* code blocks (fenced and indented), opening fence line through closing fence line;
+* table rows: every line of a pipe table (header, delimiter and body rows);
+* the heading path at an offset: the stack of headings that start at or before it (a heading closes every
+  open heading of the same or a deeper level).
+
+Titles are compared after normalising both sides alike: a trailing ``{#id}``/``{/*id*/}`` and closing
+``#``s removed, links and images reduced to their text, HTML tags, backslash escapes and the emphasis/code
+marks ``* _ ~ ` `` removed, whitespace collapsed.
+
+Metrics, over all placed chunks of all documents of a corpus kind. A *cut* is a chunk's start or end; cuts
+with only whitespace between them and the start or end of the document do not count.
+
+* ``mid_sent``: share of chunks with a cut inside a sentence. A cut is clean when the whitespace around it
+  (from the last non-space character before it to the next one after it) contains a line break, or when
+  the last non-space character before it, past any closing brackets/quotes (``」』）)】］〕”’"'``), is
+  sentence-final: ``。．！？：`` always, ``. ! ? :`` only when whitespace follows the cut's side (so
+  ``server.|host`` is mid-sentence). Inside code blocks and table rows only a line break is clean. This is
+  deliberately not kireme's sentence splitter.
+* ``in_row``: share of chunks with a cut strictly inside a table row line.
+* ``in_fence``: share of chunks with a cut strictly inside a code block (anywhere but its first or last
+  character); ``in_fence_fit``: the same, counting only code blocks whose whole span fits in N characters
+  (a block longer than N has to be cut somewhere).
+* ``heading_ok``: share of chunks whose reported heading path equals the gold path at the chunk's first
+  non-space character. Peers without heading metadata report an empty path, so their figure is the share of
+  chunks whose gold path is empty and is marked ``†`` (no heading metadata).
+* ``lonely_head``: share of chunks whose last non-space character lies on a heading line while
+  non-space text follows the chunk (a heading separated from its body).
+* ``chunks``, mean and max size (characters), ``>N`` (share of chunks over N), ``s`` (seconds spent in the
+  chunker itself, placing and scoring excluded).
+
+    .venv-bench/bin/python benchmarks/structure_quality.py --markdown
+    .venv-bench/bin/python benchmarks/structure_quality.py --limit 20 --sizes 400 800
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import importlib.metadata
+import json
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT / "src") not in sys.path:
+    sys.path.insert(0, str(ROOT / "src"))
+
+from kireme.document import Document  # noqa: E402
+from kireme.load import load  # noqa: E402
+from kireme.strategies import STRATEGIES, make_chunker  # noqa: E402
+
+DEFAULT_CORPORA = ROOT.parent / "shared" / "corpora"
+RESULTS = ROOT / "benchmarks" / "results"
+KINDS = ("markdown", "notebooks")
+PEER_PACKAGES = {
+    "langchain": "langchain-text-splitters",
+    "llamaindex": "llama-index-core",
+    "chonkie": "chonkie",
+    "text-splitter": "semantic-text-splitter",
+}
+SKIP_NAMES = re.compile(r"^(LICENSE|COPYRIGHT|SOURCE\.md$)", re.IGNORECASE)
+NOTEBOOK_LANG = {"tensorflow-docs-ja": "ja", "langchain-docs": "en"}
+
+# ------------------------------------------------------------------------------------------- documents
+
+
+@dataclass
+class Source:
+    kind: str  # "markdown" | "notebooks"
+    name: str  # the source folder, e.g. "rust-book-ja"
+    lang: str
+    documents: list[Document]
+
+
+def _render_notebook(data: bytes, id: str) -> Document:
+    """The fallback rendering (same rules as kireme's loader, no outputs) when it does not exist yet."""
+    nb = json.loads(data.decode("utf-8-sig"))
+    cells = nb.get("cells") or (nb.get("worksheets") or [{}])[0].get("cells", [])
+    pieces = []
+    for cell in cells:
+        src = cell.get("source", cell.get("input", ""))
+        src = "".join(src) if isinstance(src, list) else str(src)
+        src = src.rstrip()
+        if not src.strip():
+            continue
+        if cell.get("cell_type") == "code":
+            longest = max((len(m) for m in re.findall(r"`{3,}", src)), default=0)
+            fence = "`" * max(3, longest + 1)
+            src = f"{fence}python\n{src}\n{fence}"
+        pieces.append(src)
+    text = "\n\n".join(pieces) + ("\n" if pieces else "")
+    return Document(text=text, id=id, metadata={"source": id, "format": "ipynb"})
+
+
+def notebook_loader() -> tuple[Callable[[bytes, str], Document], str]:
+    try:
+        from kireme.load.notebook import load_notebook
+    except ImportError:
+        return _render_notebook, "benchmark's own rendering (kireme.load.notebook absent)"
+    return load_notebook, "kireme.load.notebook.load_notebook (outputs='none')"
+
+
+def load_sources(root: Path, limit: int | None) -> tuple[list[Source], str]:
+    sources: list[Source] = []
+    md_root = root / "ja-techdocs-md"
+    if md_root.is_dir():
+        for folder in sorted(p for p in md_root.iterdir() if p.is_dir()):
+            found = (p for p in folder.rglob("*.md") if p.is_file() and not SKIP_NAMES.match(p.name))
+            paths = sorted(found)[:limit]
+            docs = [load(p) for p in paths]
+            sources.append(Source("markdown", folder.name, "ja", docs))
+    nb_root = root / "notebooks"
+    render, how = notebook_loader()
+    if nb_root.is_dir():
+        for folder in sorted(p for p in nb_root.iterdir() if p.is_dir()):
+            paths = sorted(p for p in folder.rglob("*.ipynb") if p.is_file())[:limit]
+            docs = [render(p.read_bytes(), p.relative_to(nb_root).as_posix()) for p in paths]
+            sources.append(Source("notebooks", folder.name, NOTEBOOK_LANG.get(folder.name, "en"), docs))
+    return sources, how
+
+
+# ------------------------------------------------------------------------------------------------ gold
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_FRONT_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$")
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    """(start, end-without-line-break) of every line, splitting like markdown-it does."""
+    out, pos = [], 0
+    for m in _LINE_END.finditer(text):
+        out.append((pos, m.start()))
+        pos = m.end()
+    out.append((pos, len(text)))
+    return out
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+_ATTR = re.compile(r"\s*\{[#/][^{}]*\}\s*$")  # {#id}, {/*id*/} (or {/id/} once emphasis is gone)
+_CLOSING_HASHES = re.compile(r"\s+#+\s*$")
+_IMAGE_LINK = re.compile(r"!?\[([^\]]*)\](?:\([^)]*\)|\[[^\]]*\])")
+_TAG = re.compile(r"</?[A-Za-z][^>]*>")
+_ESCAPE = re.compile(r"\\(.)")
+
+
+def norm_title(title: str) -> str:
+    t = _CLOSING_HASHES.sub("", title.strip())
+    t = _IMAGE_LINK.sub(r"\1", t)
+    t = _TAG.sub("", t)
+    t = _ESCAPE.sub(r"\1", t)
+    t = re.sub(r"[*_~`]", "", t)
+    t = _ATTR.sub("", t)
+    return " ".join(t.split())
+
+
+def norm_path(path: Iterable[str]) -> tuple[str, ...]:
+    return tuple(norm_title(t) for t in path)
+
+
+@dataclass
+class Gold:
+    text: str
+    headings: list[tuple[int, int, int, str]]  # start, end, level, normalised title
+    code: list[tuple[int, int]]
+    rows: list[tuple[int, int]]
+    heading_starts: list[int] = field(default_factory=list)
+    heading_paths: list[tuple[str, ...]] = field(default_factory=list)
+    code_starts: list[int] = field(default_factory=list)
+    row_starts: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        stack: list[tuple[int, str]] = []
+        for start, _, level, title in self.headings:
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+            self.heading_starts.append(start)
+            self.heading_paths.append(tuple(t for _, t in stack))
+        self.code_starts = [s for s, _ in self.code]
+        self.row_starts = [s for s, _ in self.rows]
+
+    def path_at(self, position: int) -> tuple[str, ...]:
+        i = bisect.bisect_right(self.heading_starts, position) - 1
+        return self.heading_paths[i] if i >= 0 else ()
+
+    @staticmethod
+    def _inside(spans: list[tuple[int, int]], starts: list[int], c: int) -> tuple[int, int] | None:
+        i = bisect.bisect_left(starts, c) - 1  # the last span starting strictly before c
+        if i >= 0 and c < spans[i][1]:
+            return spans[i]
+        return None
+
+    def in_code(self, c: int) -> tuple[int, int] | None:
+        return self._inside(self.code, self.code_starts, c)
+
+    def in_row(self, c: int) -> tuple[int, int] | None:
+        return self._inside(self.rows, self.row_starts, c)
+
+    def on_heading(self, position: int) -> bool:
+        i = bisect.bisect_right(self.heading_starts, position) - 1
+        return i >= 0 and position < self.headings[i][1]
+
+
+_MD = None
+
+
+def _parser():
+    global _MD
+    if _MD is None:
+        from markdown_it import MarkdownIt
+
+        _MD = MarkdownIt("commonmark").enable("table")
+    return _MD
+
+
+def gold_structure(text: str) -> Gold:
+    lines = _lines(text)
+    # Blank a YAML front matter block (keeping the line count) so markdown-it does not see a setext heading.
+    parse_lines = [text[s:e] for s, e in lines]
+    if parse_lines and parse_lines[0].rstrip() == "---":
+        for j in range(1, min(len(parse_lines), 200)):
+            if _FRONT_CLOSE.match(parse_lines[j]):
+                for k in range(j + 1):
+                    parse_lines[k] = ""
+                break
+    tokens = _parser().parse("\n".join(parse_lines))
+
+    def span(first: int, last: int) -> tuple[int, int]:
+        last = min(last, len(lines)) - 1
+        return _trim(text, lines[first][0], lines[last][1])
+
+    headings, code, rows = [], [], []
+    for i, tok in enumerate(tokens):
+        if tok.map is None:
+            continue
+        if tok.type == "heading_open":
+            s, e = span(*tok.map)
+            inline = tokens[i + 1]
+            headings.append((s, e, int(tok.tag[1]), norm_title(inline.content)))
+        elif tok.type in ("fence", "code_block"):
+            code.append(span(*tok.map))
+        elif tok.type == "table_open":
+            first, last = tok.map
+            for line in range(first, min(last, len(lines))):
+                s, e = _trim(text, *lines[line])
+                if e > s:
+                    rows.append((s, e))
+    return Gold(text, headings, sorted(code), sorted(rows))
+
+
+# ---------------------------------------------------------------------------------------------- scoring
+
+FULL_STOPS = set("。．！？：")
+ASCII_STOPS = set(".!?:")
+CLOSERS = set("」』）)】］〕”’\"'")
+
+
+def clean_cut(gold: Gold, c: int) -> bool:
+    """Whether a cut at ``c`` falls between sentences (or lines); see the module docstring."""
+    text = gold.text
+    a = c
+    while a > 0 and text[a - 1].isspace():
+        a -= 1
+    b = c
+    n = len(text)
+    while b < n and text[b].isspace():
+        b += 1
+    if a == 0 or b == n:
+        return True
+    if "\n" in text[a:b] or "\r" in text[a:b]:
+        return True
+    if gold.in_code(c) or gold.in_row(c):
+        return False
+    k = a
+    while k > 0 and text[k - 1] in CLOSERS:
+        k -= 1
+    if k == 0:
+        return False
+    ch = text[k - 1]
+    if ch in FULL_STOPS:
+        return True
+    return ch in ASCII_STOPS and a < b
+
+
+def edge_cut(text: str, c: int) -> bool:
+    """A cut with only whitespace between it and the document's start or end: not counted."""
+    return not text[:c].strip() or not text[c:].strip()
+
+
+SUMMED = (
+    "chunks",
+    "chars",
+    "over",
+    "mid_sentence",
+    "in_row",
+    "in_fence",
+    "in_fence_fit",
+    "heading_ok",
+    "lonely_heading",
+    "seconds",
+    "exact",
+    "found",
+    "fuzzy",
+    "dropped",
+)
+
+
+@dataclass
+class Tally:
+    chunks: int = 0
+    chars: int = 0
+    max_chars: int = 0
+    over: int = 0
+    mid_sentence: int = 0
+    in_row: int = 0
+    in_fence: int = 0
+    in_fence_fit: int = 0
+    heading_ok: int = 0
+    lonely_heading: int = 0
+    seconds: float = 0.0
+    exact: int = 0
+    found: int = 0
+    fuzzy: int = 0
+    dropped: int = 0
+    has_headings: bool = True
+    notes: set[str] = field(default_factory=set)
+    examples: dict[str, list[Any]] = field(default_factory=dict)
+
+    def add(self, other: Tally) -> None:
+        for name in SUMMED:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.max_chars = max(self.max_chars, other.max_chars)
+        self.has_headings = self.has_headings and other.has_headings
+        self.notes |= other.notes
+
+    def row(self, size: int) -> dict[str, Any]:
+        n = max(self.chunks, 1)
+        offsets = ", ".join(
+            f"{v} {k}" for k, v in (("exact", self.exact), ("found", self.found), ("fuzzy", self.fuzzy)) if v
+        )
+        return {
+            "chunks": self.chunks,
+            "mean_chars": self.chars / n,
+            "max_chars": self.max_chars,
+            "over_n": self.over / n,
+            "mid_sentence": self.mid_sentence / n,
+            "in_row": self.in_row / n,
+            "in_fence": self.in_fence / n,
+            "in_fence_fit": self.in_fence_fit / n,
+            "heading_ok": self.heading_ok / n,
+            "heading_metadata": self.has_headings,
+            "lonely_heading": self.lonely_heading / n,
+            "seconds": self.seconds,
+            "offsets": offsets + (f", {self.dropped} dropped" if self.dropped else ""),
+            "placed": {
+                "exact": self.exact,
+                "found": self.found,
+                "fuzzy": self.fuzzy,
+                "dropped": self.dropped,
+            },
+            "notes": sorted(self.notes),
+            "size": size,
+        }
+
+
+@dataclass
+class Piece:
+    """One chunk as a library returned it, placed in the document."""
+
+    start: int
+    end: int
+    size: int  # len of the library's own text
+    headings: tuple[str, ...] | None  # None: the library reports no heading path
+
+
+def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: int = 0) -> None:
+    text = gold.text
+    for p in pieces:
+        tally.chunks += 1
+        tally.chars += p.size
+        tally.max_chars = max(tally.max_chars, p.size)
+        tally.over += p.size > size
+        cuts = [c for c in (p.start, p.end) if not edge_cut(text, c)]
+        bad = [c for c in cuts if not clean_cut(gold, c)]
+        if bad:
+            tally.mid_sentence += 1
+            if keep and len(tally.examples.setdefault("mid_sentence", [])) < keep:
+                c = bad[0]
+                tally.examples["mid_sentence"].append(text[max(0, c - 30) : c] + "‖" + text[c : c + 30])
+        if any(gold.in_row(c) for c in cuts):
+            tally.in_row += 1
+        fences = [f for f in (gold.in_code(c) for c in cuts) if f]
+        if fences:
+            tally.in_fence += 1
+            if any(e - s <= size for s, e in fences):
+                tally.in_fence_fit += 1
+                if keep and len(tally.examples.setdefault("in_fence_fit", [])) < keep:
+                    c = next(c for c in cuts if gold.in_code(c))
+                    tally.examples["in_fence_fit"].append(text[max(0, c - 30) : c] + "‖" + text[c : c + 30])
+        first = p.start
+        while first < p.end and text[first].isspace():
+            first += 1
+        want = gold.path_at(first)
+        got = norm_path(p.headings) if p.headings is not None else ()
+        if got == want:
+            tally.heading_ok += 1
+        elif keep and len(tally.examples.setdefault("heading", [])) < keep:
+            tally.examples["heading"].append({"want": want, "got": got, "at": text[first : first + 40]})
+        last = p.end
+        while last > p.start and text[last - 1].isspace():
+            last -= 1
+        if last > p.start and gold.on_heading(last - 1) and text[p.end :].strip():
+            tally.lonely_heading += 1
+
+
+# ---------------------------------------------------------------------------------------------- placing
+
+
+def _ignorable(ch: str) -> bool:
+    return ch.isspace() or not ch.isprintable()
+
+
+class Placer:
+    """Puts a library's chunk texts back into the document: own offsets verified, else a forward search."""
+
+    def __init__(self, text: str, tally: Tally) -> None:
+        self.text = text
+        self.tally = tally
+        self.position = 0
+        self._compact: str | None = None
+        self._index: list[int] = []
+
+    def _compacted(self) -> tuple[str, list[int]]:
+        if self._compact is None:
+            keep = [i for i, ch in enumerate(self.text) if not _ignorable(ch)]
+            self._index = keep
+            self._compact = "".join(self.text[i] for i in keep)
+        return self._compact, self._index
+
+    def place(self, piece: str, start: int | None = None, end: int | None = None) -> tuple[int, int] | None:
+        text = self.text
+        if start is not None and end is not None and text[start:end] == piece and piece:
+            self.tally.exact += 1
+            self.position = end
+            return start, end
+        stripped = piece.strip()
+        if not stripped:
+            return None
+        found = text.find(stripped, self.position)
+        if found >= 0:
+            self.tally.found += 1
+            self.position = found + len(stripped)
+            return found, self.position
+        compact, index = self._compacted()
+        key = "".join(ch for ch in stripped if not _ignorable(ch))
+        cpos = bisect.bisect_left(index, self.position)
+        hit = compact.find(key, cpos)
+        if not key or hit < 0:
+            self.tally.dropped += 1
+            return None
+        self.tally.fuzzy += 1
+        s, e = index[hit], index[hit + len(key) - 1] + 1
+        self.position = e
+        return s, e
+
+
+# ------------------------------------------------------------------------------------------ configurations
+
+
+@dataclass
+class Config:
+    label: str
+    run: Callable[[Document, Source, Tally], list[Piece]]
+    notes: list[str] = field(default_factory=list)
+
+
+def _kireme(strategy: str, size: int, label: str) -> Config:
+    chunker = make_chunker(strategy, max_size=size, unit="chars")
+
+    def run(doc: Document, source: Source, tally: Tally) -> list[Piece]:
+        t0 = time.perf_counter()
+        chunks = chunker.chunk(doc)
+        tally.seconds += time.perf_counter() - t0
+        resolved = getattr(chunker, "for_document", None)
+        if resolved is not None:
+            preset = getattr(resolved(doc), "preset", None)
+            if preset is not None:
+                tally.notes.add(f"preset={preset}")
+        out = []
+        for c in chunks:
+            assert doc.text[c.start : c.end] == c.text, (label, doc.id, c.start, c.end)
+            tally.exact += 1
+            out.append(Piece(c.start, c.end, len(c.text), tuple(c.headings)))
+        return out
+
+    return Config(label, run)
+
+
+def kireme_configs(size: int) -> list[Config]:
+    out = []
+    if "markdown" in STRATEGIES:
+        out.append(_kireme("markdown", size, "kireme markdown"))
+    else:
+        cfg = _kireme("recursive", size, "kireme markdown→recursive")
+        cfg.notes.append("strategy 'markdown' not registered yet: recursive stands in")
+        out.append(cfg)
+    out.append(_kireme("recursive", size, "kireme recursive"))
+    return out
+
+
+def peer_configs(size: int) -> tuple[list[Config], list[str]]:
+    configs: list[Config] = []
+    missing: list[str] = []
+
+    try:
+        from langchain_core.documents import Document as LCDocument
+        from langchain_text_splitters import (
+            Language,
+            MarkdownHeaderTextSplitter,
+            RecursiveCharacterTextSplitter,
+        )
+
+        headers = [("#" * i, f"h{i}") for i in range(1, 7)]
+
+        def langchain(doc: Document, source: Source, tally: Tally) -> list[Piece]:
+            t0 = time.perf_counter()
+            header = MarkdownHeaderTextSplitter(headers_to_split_on=headers, strip_headers=False)
+            splitter = RecursiveCharacterTextSplitter.from_language(
+                Language.MARKDOWN, chunk_size=size, chunk_overlap=0
+            )
+            sections = header.split_text(doc.text)
+            if sections and not isinstance(sections[0], LCDocument):  # very old versions return dicts
+                sections = [LCDocument(page_content=s["content"], metadata=s["metadata"]) for s in sections]
+            parts = splitter.split_documents(sections)
+            tally.seconds += time.perf_counter() - t0
+            placer = Placer(doc.text, tally)
+            out = []
+            for part in parts:
+                span = placer.place(part.page_content)
+                if span:
+                    path = tuple(part.metadata[f"h{i}"] for i in range(1, 7) if f"h{i}" in part.metadata)
+                    out.append(Piece(*span, len(part.page_content), path))
+            return out
+
+        configs.append(Config("LangChain MarkdownHeader+Recursive(md)", langchain))
+    except ImportError:
+        missing.append("langchain")
+
+    try:
+        from llama_index.core import Document as LIDocument
+        from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter
+
+        heading_line = re.compile(r"^(#+)\s(.*)")
+
+        def llamaindex(doc: Document, source: Source, tally: Tally) -> list[Piece]:
+            t0 = time.perf_counter()
+            parser = MarkdownNodeParser(header_path_separator="\x1f")
+            splitter = SentenceSplitter(chunk_size=size, chunk_overlap=0, tokenizer=list)
+            sections = parser.get_nodes_from_documents([LIDocument(text=doc.text)])
+            parts = []
+            for node in sections:
+                ancestors = [t for t in node.metadata.get("header_path", "").split("\x1f") if t]
+                m = heading_line.match(node.text)
+                path = (*ancestors, m.group(2)) if m else tuple(ancestors)
+                parts += [(sub.text, path) for sub in splitter.get_nodes_from_documents([node])]
+            tally.seconds += time.perf_counter() - t0
+            placer = Placer(doc.text, tally)
+            out = []
+            for piece, path in parts:
+                span = placer.place(piece)
+                if span:
+                    out.append(Piece(*span, len(piece), path))
+            return out
+
+        configs.append(Config("LlamaIndex MarkdownNode+Sentence", llamaindex))
+    except ImportError:
+        missing.append("llamaindex")
+
+    try:
+        import chonkie
+
+        recipes: dict[str, Any] = {}
+        fallback_reason: list[str] = []
+
+        def chonkie_chunker(lang: str) -> Any:
+            if lang not in recipes:
+                try:
+                    recipes[lang] = chonkie.RecursiveChunker.from_recipe(
+                        "markdown", lang=lang, tokenizer="character", chunk_size=size
+                    )
+                except Exception as exc:  # the recipe store is online only
+                    fallback_reason.append(f"{type(exc).__name__}: {exc}")
+                    recipes[lang] = chonkie.RecursiveChunker(tokenizer="character", chunk_size=size)
+            return recipes[lang]
+
+        def chonkie_run(doc: Document, source: Source, tally: Tally) -> list[Piece]:
+            chunker = chonkie_chunker(source.lang)
+            if fallback_reason:
+                tally.notes.add("markdown recipe unavailable, default rules: " + fallback_reason[0][:80])
+            else:
+                tally.notes.add(f"recipe markdown/{source.lang}")
+            t0 = time.perf_counter()
+            chunks = chunker.chunk(doc.text)
+            tally.seconds += time.perf_counter() - t0
+            placer = Placer(doc.text, tally)
+            out = []
+            for c in chunks:
+                span = placer.place(c.text, c.start_index, c.end_index)
+                if span:
+                    out.append(Piece(*span, len(c.text), None))
+            return out
+
+        configs.append(Config("chonkie Recursive", chonkie_run))
+    except ImportError:
+        missing.append("chonkie")
+
+    try:
+        from semantic_text_splitter import MarkdownSplitter
+
+        md_splitter = MarkdownSplitter(size)
+
+        def text_splitter(doc: Document, source: Source, tally: Tally) -> list[Piece]:
+            t0 = time.perf_counter()
+            chunks = md_splitter.chunk_indices(doc.text)
+            tally.seconds += time.perf_counter() - t0
+            placer = Placer(doc.text, tally)
+            out = []
+            for offset, piece in chunks:
+                span = placer.place(piece, offset, offset + len(piece))
+                if span:
+                    out.append(Piece(*span, len(piece), None))
+            return out
+
+        configs.append(Config("text-splitter MarkdownSplitter", text_splitter))
+    except ImportError:
+        missing.append("text-splitter")
+    return configs, missing
+
+
+# ---------------------------------------------------------------------------------------------- output
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+HEADER = [
+    "config",
+    "chunks",
+    "mean",
+    "max",
+    ">N %",
+    "mid_sent %",
+    "in_row %",
+    "in_fence %",
+    "in_fence_fit %",
+    "heading_ok %",
+    "lonely_head %",
+    "s",
+    "offsets",
+]
+
+
+def _cells(r: dict[str, Any]) -> list[str]:
+    return [
+        r["config"],
+        str(r["chunks"]),
+        f"{r['mean_chars']:.0f}",
+        str(r["max_chars"]),
+        _pct(r["over_n"]),
+        _pct(r["mid_sentence"]),
+        _pct(r["in_row"]),
+        _pct(r["in_fence"]),
+        _pct(r["in_fence_fit"]),
+        _pct(r["heading_ok"]) + ("" if r["heading_metadata"] else " †"),
+        _pct(r["lonely_heading"]),
+        f"{r['seconds']:.1f}",
+        r["offsets"],
+    ]
+
+
+def print_table(title: str, rows: list[dict[str, Any]], markdown: bool) -> None:
+    cells = [_cells(r) for r in rows]
+    print(f"\n### {title}\n" if markdown else f"\n== {title}")
+    if markdown:
+        print("| " + " | ".join(HEADER) + " |")
+        print("|" + "|".join("---" if i == 0 else "---:" for i in range(len(HEADER))) + "|")
+        for c in cells:
+            print("| " + " | ".join(c) + " |")
+        return
+    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(HEADER)]
+    print("  ".join(h.ljust(w) for h, w in zip(HEADER, widths, strict=True)))
+    for c in cells:
+        print("  ".join(x.ljust(w) for x, w in zip(c, widths, strict=True)))
+
+
+def versions(peers: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for name in ("kireme", "markdown-it-py", *(PEER_PACKAGES[p] for p in peers)):
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "?"
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
+    ap.add_argument("--sizes", nargs="+", type=int, default=[800], help="chunk sizes in characters")
+    ap.add_argument("--limit", type=int, default=None, help="first N documents of each source folder (all)")
+    ap.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
+    ap.add_argument("--configs", nargs="+", default=None, help="only labels containing one of these")
+    ap.add_argument("--examples", type=int, default=0, help="keep N failure examples per config in the JSON")
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--no-save", action="store_true")
+    args = ap.parse_args()
+    if not args.corpora.exists():
+        print(f"corpora not found at {args.corpora}: nothing to measure", file=sys.stderr)
+        return 0
+    try:
+        import markdown_it  # noqa: F401
+    except ImportError:
+        print("markdown-it-py is needed for the gold structure: pip install markdown-it-py", file=sys.stderr)
+        return 1
+    sources, rendering = load_sources(args.corpora, args.limit)
+    sources = [s for s in sources if s.kind in args.kinds and s.documents]
+    if not sources:
+        print(f"no Markdown or notebook corpora under {args.corpora}: nothing to measure", file=sys.stderr)
+        return 0
+    started = time.perf_counter()
+    golds = {(s.name, d.id): gold_structure(d.text) for s in sources for d in s.documents}
+    _, missing = peer_configs(args.sizes[0])
+    peers = [p for p in PEER_PACKAGES if p not in missing]
+    info: dict[str, Any] = {
+        "sizes": args.sizes,
+        "limit": args.limit,
+        "notebook_rendering": rendering,
+        "kireme_strategies": list(STRATEGIES),
+        "versions": versions(peers),
+        "missing_peers": missing,
+        "gold_seconds": time.perf_counter() - started,
+    }
+    print(f"# {json.dumps(info, ensure_ascii=False)}", file=sys.stderr)
+    results: dict[str, Any] = {"info": info, "corpora": {}, "tables": {}}
+    for kind in KINDS:
+        kind_sources = [s for s in sources if s.kind == kind]
+        if not kind_sources:
+            continue
+        block: dict[str, Any] = {"sources": {}}
+        for s in kind_sources:
+            g = [golds[(s.name, d.id)] for d in s.documents]
+            block["sources"][s.name] = {
+                "documents": len(s.documents),
+                "chars": sum(len(d.text) for d in s.documents),
+                "headings": sum(len(x.headings) for x in g),
+                "code_blocks": sum(len(x.code) for x in g),
+                "table_rows": sum(len(x.rows) for x in g),
+            }
+        results["corpora"][kind] = block
+        print(f"# {kind}: {json.dumps(block['sources'], ensure_ascii=False)}", file=sys.stderr)
+
+    for size in args.sizes:
+        peer_list, _ = peer_configs(size)
+        configs = kireme_configs(size) + peer_list
+        if args.configs:
+            configs = [c for c in configs if any(w in c.label for w in args.configs)]
+        for kind in KINDS:
+            kind_sources = [s for s in sources if s.kind == kind]
+            if not kind_sources:
+                continue
+            rows = []
+            for cfg in configs:
+                total = Tally()
+                per_source = {}
+                for s in kind_sources:
+                    tally = Tally(notes=set(cfg.notes))
+                    for doc in s.documents:
+                        pieces = cfg.run(doc, s, tally)
+                        if pieces and pieces[0].headings is None:
+                            tally.has_headings = False
+                        score(golds[(s.name, doc.id)], pieces, size, tally, args.examples)
+                    per_source[s.name] = tally.row(size) | {"examples": tally.examples}
+                    total.add(tally)
+                row = {"config": cfg.label, **total.row(size), "per_source": per_source}
+                rows.append(row)
+                print(
+                    f"#   {kind:9} {size:5} {cfg.label:40} chunks={row['chunks']:6} "
+                    f"mid={_pct(row['mid_sentence'])}% fence={_pct(row['in_fence'])}% "
+                    f"head={_pct(row['heading_ok'])}% {row['seconds']:.1f}s",
+                    file=sys.stderr,
+                )
+            results["tables"][f"{kind}-{size}"] = rows
+
+    elapsed = time.perf_counter() - started
+    info["seconds"] = elapsed
+    for key, rows in results["tables"].items():
+        kind, size = key.rsplit("-", 1)
+        src = results["corpora"][kind]["sources"]
+        title = (
+            f"{kind}, {size} chars: {sum(v['documents'] for v in src.values())} documents "
+            f"({', '.join(src)}), {sum(v['chars'] for v in src.values()):,} chars, "
+            f"{sum(v['headings'] for v in src.values())} headings, "
+            f"{sum(v['code_blocks'] for v in src.values())} code blocks, "
+            f"{sum(v['table_rows'] for v in src.values())} table rows"
+        )
+        print_table(title, rows, args.markdown)
+        notes = {r["config"]: r["notes"] for r in rows if r["notes"]}
+        if notes:
+            print("\n" + "; ".join(f"{k}: {', '.join(v)}" for k, v in notes.items()))
+    print("\n† no heading metadata: the share of chunks whose gold heading path is empty.")
+    print(f"versions: {info['versions']}; missing peers: {missing or 'none'}; {elapsed:.0f}s")
+    if not args.no_save:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        out = RESULTS / f"structure-{time.strftime('%Y%m%d-%H%M%S')}.json"
+        out.write_text(json.dumps(results, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+        print(f"saved {out.relative_to(ROOT)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""PDF text with one `Region` per page, read with pypdf (the optional ``kireme[pdf]`` extra).
+
+PDF has no paragraphs, only positioned lines: `load_pdf` keeps pypdf's extracted text as it is (line ends
+normalised, trailing spaces and blank lines dropped) so offsets stay exact, joins pages with a blank line
+and records a ``"page"`` region per page so chunks can cite ``{"page": n}``. Because every visual line
+ends in ``"\\n"`` although the paragraph goes on, `pdf_paragraph_starts` tells the chunker where the real
+paragraph breaks are, without changing the text.
+
+Broken files fail as `LoadError` with a one-line reason; a page that fails on its own is skipped with one
+warning. pypdf's own log chatter about damaged files is silenced while reading.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import re
+import statistics
+import warnings
+from collections.abc import Iterator
+
+from kireme.document import Document, LoadError, Region
+
+__all__ = ["load_pdf", "pdf_paragraph_starts"]
+
+logger = logging.getLogger(__name__)
+
+_NEEDS_PYPDF = "reading PDF needs pypdf: pip install 'kireme[pdf]'"
+
+# A line that ends a sentence: final punctuation, then any closing brackets or quotes.
+_SENTENCE_END = re.compile(r"[。．！？.!?」』）][」』）)\]］】〕〉》”’\"']*$")
+# A line that starts a list item or a numbered heading.
+_MARKER = re.compile(
+    r"[・•●■□◆◇○▪▶※]"
+    r"|[-‐－]\s"
+    r"|第[0-9０-９一二三四五六七八九十百千]+[条章節項款編]"
+    r"|[（(][0-9０-９一二三四五六七八九十]+[)）]"
+    r"|[0-9]+\.\s|[0-9０-９]+．"
+)
+# Titles that PDF producers write when nobody set one (reportlab: "untitled").
+_PLACEHOLDER_TITLES = frozenset({"untitled", "untitled document", "無題"})
+_SHORT_RATIO = 0.8
+_MEDIAN_MIN_LEN = 10
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one short line: its type, and its message when it has one."""
+    msg = " ".join(str(exc).split())
+    if len(msg) > 200:
+        msg = msg[:197] + "..."
+    return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _quiet_pypdf() -> Iterator[None]:
+    """Silence pypdf's log records and warnings about damaged files while reading one."""
+    quiet = logging.getLogger("pypdf")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        quiet.setLevel(level)
+
+
+def _normalise_page(raw: str) -> str:
+    """Unify line ends, drop trailing spaces of lines and blank lines at both ends."""
+    text = raw.replace("\r\n", "\n").replace("\r", "\n")
+    lines = [line.rstrip() for line in text.split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def _title(reader: object) -> str:
+    try:
+        info = reader.metadata  # type: ignore[attr-defined]
+        title = info.title if info is not None else None
+    except Exception:  # a broken info dictionary is no reason to refuse the text
+        return ""
+    if not title:
+        return ""
+    title = " ".join(str(title).replace("\x00", "").split())
+    return "" if title.casefold() in _PLACEHOLDER_TITLES else title
+
+
+def load_pdf(data: bytes, id: str) -> Document:
+    """Extract the text of every page of a PDF; one ``"page"`` region (``{"page": n}``, 1-based) per page.
+
+    Pages are joined with a blank line and the text ends with ``"\\n"``; pages without text get no region.
+    A PDF with no extractable text at all (scanned images) gives an empty document and one warning.
+    Raises `LoadError` for encrypted (non-empty password), truncated or corrupt files, or when pypdf is
+    not installed.
+    """
+    try:
+        import pypdf
+    except ImportError:
+        raise LoadError(id, _NEEDS_PYPDF) from None
+
+    with _quiet_pypdf():
+        try:
+            reader = pypdf.PdfReader(io.BytesIO(data))
+            if reader.is_encrypted:
+                try:
+                    opened = reader.decrypt("")
+                except Exception as exc:
+                    raise LoadError(id, f"encrypted PDF ({_one_line(exc)})") from None
+                if not opened:
+                    raise LoadError(id, "encrypted PDF (a password is needed)")
+            pages = reader.pages
+            count = len(pages)
+        except LoadError:
+            raise
+        except Exception as exc:  # pypdf raises many types on damaged files (PdfReadError, KeyError, ...)
+            raise LoadError(id, f"not a readable PDF ({_one_line(exc)})") from None
+        title = _title(reader)
+
+        texts: list[str] = []
+        failures: list[BaseException] = []
+        for n in range(1, count + 1):
+            try:
+                raw = pages[n - 1].extract_text()
+            except Exception as exc:  # errors surface lazily, page by page
+                failures.append(exc)
+                texts.append("")
+                logger.warning(
+                    "%s: page %d: text extraction failed (%s); page skipped", id, n, _one_line(exc)
+                )
+                continue
+            texts.append(_normalise_page(raw or ""))
+
+    if count and len(failures) == count:
+        raise LoadError(id, f"not a readable PDF ({_one_line(failures[0])})")
+
+    parts: list[str] = []
+    regions: list[Region] = []
+    pos = 0
+    for n, page_text in enumerate(texts, start=1):
+        if not page_text:
+            continue
+        if parts:
+            pos += 2  # the blank line between pages
+        regions.append(Region(pos, pos + len(page_text), "page", {"page": n}))
+        parts.append(page_text)
+        pos += len(page_text)
+    text = "\n\n".join(parts)
+    if text:
+        text += "\n"
+    else:
+        logger.warning("%s: no extractable text (scanned?)", id)
+
+    return Document(
+        text=text,
+        id=id,
+        metadata={"source": id, "format": "pdf", "bytes": len(data), "title": title, "pages": count},
+        regions=tuple(regions),
+    )
+
+
+def pdf_paragraph_starts(text: str) -> list[int]:
+    """Offsets where a new paragraph starts in hard-wrapped PDF text (each offset begins a line).
+
+    A paragraph starts after a blank line; after a line that ends a sentence (``。！？.!?`` and closing
+    brackets) and is clearly shorter (< 0.8 x) than the median non-blank line of length >= 10; and at a
+    line that starts with a list or heading marker (``・``, ``•``, ``- ``, ``第3条``, ``（1）``, ``1. ``,
+    ``■``...). Never 0 nor ``len(text)``; sorted and unique. The text itself is not changed.
+
+    >>> pdf_paragraph_starts("line one\\n\\nnext paragraph\\n・item\\n")
+    [10, 25]
+    """
+    starts: list[int] = []
+    offsets: list[int] = []
+    lines: list[str] = []
+    pos = 0
+    for line in text.split("\n"):
+        offsets.append(pos)
+        lines.append(line.rstrip())
+        pos += len(line) + 1
+    if text.endswith("\n"):  # the empty "line" after the final newline is not a line
+        offsets.pop()
+        lines.pop()
+
+    lengths = [len(line.strip()) for line in lines]
+    typical = [n for n in lengths if n >= _MEDIAN_MIN_LEN]
+    median = statistics.median(typical) if typical else None
+
+    for i in range(1, len(lines)):
+        current = lines[i].strip()
+        if not current:
+            continue
+        previous = lines[i - 1].strip()
+        if (
+            not previous
+            or _MARKER.match(current)
+            or (_SENTENCE_END.search(previous) and (median is None or lengths[i - 1] < _SHORT_RATIO * median))
+        ):
+            starts.append(offsets[i])
+    return sorted({s for s in starts if 0 < s < len(text)})

@@ -1,0 +1,338 @@
+"""The ``markdown`` strategy (alias ``structure``): cut along a document's own structure.
+
+Sections are the unit: a heading with everything under it stays one chunk when it fits ``max_size``;
+otherwise the heading's own text is packed alone and each subsection is tried the same way. Inside a
+section the structure levels of `kireme.structure.layout` decide the cuts, so lists, paragraphs, code
+blocks and tables stay whole when they fit. A table or code block larger than the limit becomes its own
+section, cut between rows or lines, and every piece repeats the table header (or reopens the fence) in its
+``embed_text``. The title and heading path go in front of ``embed_text`` (``context``) and count toward
+``max_size`` when ``context_in_budget``. ``text`` and offsets are never changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+from kireme.chunkers import Chunker
+from kireme.context import ContextBuilder
+from kireme.document import Chunk, ConfigError, Document
+from kireme.length import SpanSizer
+from kireme.pack import PackedSpan, pack
+from kireme.structure.layout import document_outline, structure_levels
+from kireme.structure.tables import (
+    TableMode,
+    column_index,
+    group_runs,
+    render_record,
+    render_row,
+    row_values,
+)
+from kireme.text.markdown import CodeBlock, HeadingPaths, Outline, Table
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Section:
+    """A span packed on its own, with the budget left after its context and block prefix."""
+
+    start: int
+    end: int
+    max_size: int
+    table: Table | None = None
+    code: CodeBlock | None = None
+    group_line: str = ""  # group-by: "区分: 役員", in front of every piece of the group
+    repeat: str = ""  # the header (or opening fence) for pieces that do not hold it
+    repeat_after: int = 0  # pieces starting after this offset get ``repeat``
+    close: str = ""  # the closing fence for pieces that end before it
+    close_before: int = 0
+
+
+@dataclass(frozen=True)
+class StructureChunker(Chunker):
+    """Chunks that follow headings, lists, code blocks and tables; each carries its heading path.
+
+    ``table``: ``rows`` (default), ``fill-down``, ``group-by:COLUMN`` or ``records`` (see
+    `kireme.structure.tables`). ``context`` defaults to ``headings``.
+    """
+
+    context: str = "headings"
+    table: str = "rows"
+    strategy: ClassVar[str] = "markdown"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "table", TableMode.parse(self.table).spec())
+
+    @property
+    def table_mode(self) -> TableMode:
+        return TableMode.parse(self.table)
+
+    def options(self) -> dict[str, Any]:
+        return {"table": self.table}
+
+    def levels(self) -> list:
+        raise ConfigError("the markdown strategy's levels depend on the document: call chunk()")
+
+    # ------------------------------------------------------------------------------ public
+    def chunk(self, document: Document | str) -> list[Chunk]:
+        doc = document if isinstance(document, Document) else Document(_require_str(document))
+        if not doc.text or doc.text.isspace():
+            return []
+        outline = document_outline(doc)
+        paths = HeadingPaths(outline.headings)
+        title = doc.title or outline.title
+        context = self.context_builder(doc, paths, title)
+        sizer = self.measure.for_text(doc.text)
+        paragraphs = None
+        if doc.format == "pdf":
+            from kireme.load.pdf import pdf_paragraph_starts
+
+            paragraphs = pdf_paragraph_starts(doc.text)
+        levels = structure_levels(doc, outline, paragraphs)
+        spans: list[PackedSpan] = []
+        owner: list[Section] = []
+        for section in self._sections(doc, outline, paths, context, sizer):
+            packed = pack(
+                doc.text,
+                levels,
+                sizer,
+                max_size=section.max_size,
+                min_size=min(self.min_size, section.max_size - self.overlap),
+                overlap=self.overlap,
+                keep_headings=True,
+                span=(section.start, section.end),
+            )
+            spans.extend(packed)
+            owner.extend([section] * len(packed))
+        by_start = {(s.start, s.end): sec for s, sec in zip(spans, owner, strict=True)}
+
+        def embed(start: int, end: int) -> str:
+            return self._embed_text(doc, outline, context, by_start[(start, end)], start, end)
+
+        return self._chunks(doc, spans, paths, title, embed)
+
+    # ------------------------------------------------------------------------------ sections
+    def _budget(self, context: ContextBuilder, start: int, extra: str = "") -> int:
+        """``max_size`` less what goes in front of this section's pieces, when that counts."""
+        if not self.context_counts:
+            return self.max_size
+        taken = context.largest(start) + (self.measure(extra) if extra else 0)
+        floor = self.overlap + max(1, self.max_size // 4)
+        return max(self.max_size - taken, min(self.max_size, floor))
+
+    def _sections(
+        self, doc: Document, outline: Outline, paths: HeadingPaths, context: ContextBuilder, sizer: SpanSizer
+    ) -> list[Section]:
+        """Heading sections (whole subtrees when they fit), then oversized blocks carved out of them."""
+        text = doc.text
+        heads = outline.headings
+        starts = [h.start for h in heads]
+        bounds: list[tuple[int, int]] = []
+        first = heads[0].start if heads else len(text)
+        if text[outline.front_matter_end : first].strip() or (not heads and text.strip()):
+            bounds.append((0, first))
+        elif outline.front_matter_end and heads:  # front matter alone goes with the first section
+            starts[0] = 0
+        i = 0
+        while i < len(heads):
+            end_of_own = starts[i + 1] if i + 1 < len(heads) else len(text)
+            j = i + 1
+            while j < len(heads) and heads[j].level > heads[i].level:
+                j += 1
+            subtree_end = starts[j] if j < len(heads) else len(text)
+            if j > i + 1 and sizer.estimate(starts[i], subtree_end) <= self._budget(context, starts[i]):
+                bounds.append((starts[i], subtree_end))
+                i = j
+            else:
+                bounds.append((starts[i], end_of_own))
+                i += 1
+        sections: list[Section] = []
+        for a, b in bounds:
+            sections.extend(self._carve(doc, outline, context, sizer, a, b))
+        return sections
+
+    def _carve(
+        self,
+        doc: Document,
+        outline: Outline,
+        context: ContextBuilder,
+        sizer: SpanSizer,
+        a: int,
+        b: int,
+    ) -> list[Section]:
+        """Split a section around the tables and code blocks in it that need pieces of their own."""
+        budget = self._budget(context, a)
+        mode = self.table_mode
+        blocks: list[tuple[int, int, list[Section]]] = []
+        for table in outline.tables:
+            if a <= table.start and table.end <= b:
+                own = self._table_sections(doc.text, table, context, sizer, budget, mode, doc.id)
+                if own:
+                    blocks.append((table.start, table.end, own))
+        for code in outline.code_blocks:
+            if (
+                code.closed
+                and a <= code.start
+                and code.end <= b
+                and sizer.estimate(code.start, code.end) > budget
+            ):
+                repeat = code.opening + "\n"
+                close = "\n" + code.closing
+                blocks.append(
+                    (
+                        code.start,
+                        code.end,
+                        [
+                            Section(
+                                code.start,
+                                code.end,
+                                self._budget(context, code.start, repeat + close),
+                                code=code,
+                                repeat=repeat,
+                                repeat_after=code.body[0],
+                                close=close,
+                                close_before=code.body[1],
+                            )
+                        ],
+                    )
+                )
+        out: list[Section] = []
+        pos = a
+        for start, end, own in sorted(blocks, key=lambda x: x[0]):
+            if start < pos:  # a block nested in one already carved out (a fence in a table cell)
+                continue
+            if doc.text[pos:start].strip():
+                if sizer.estimate(pos, start) <= own[0].max_size // 2:
+                    # a short lead-in ("料金は次のとおり。") goes with the block's first piece
+                    own = [replace(own[0], start=pos), *own[1:]]
+                else:
+                    out.append(Section(pos, start, budget))
+            out.extend(own)
+            pos = end
+        if doc.text[pos:b].strip() or not out:
+            out.append(Section(pos, b, budget))
+        return out
+
+    def _table_sections(
+        self,
+        text: str,
+        table: Table,
+        context: ContextBuilder,
+        sizer: SpanSizer,
+        budget: int,
+        mode: TableMode,
+        source: str,
+    ) -> list[Section]:
+        """Sections for a table that must be cut: too large, or one per group / per row by mode."""
+        if not table.rows:
+            return []
+        repeat = text[table.header[0] : table.header[1]] + "\n"
+        if mode.mode == "records":
+            sections = []
+            for k, row in enumerate(table.rows):
+                start = table.start if k == 0 else row.start
+                end = table.end if k == len(table.rows) - 1 else table.rows[k + 1].start
+                sections.append(Section(start, end, self._budget(context, table.start), table=table))
+            return sections
+        if mode.mode == "group-by":
+            col = column_index(table, mode.column)
+            if col is None:
+                log.warning(
+                    "%s: table has no column %r (columns: %s); its rows are not grouped",
+                    source,
+                    mode.column,
+                    ", ".join(table.columns),
+                )
+            else:
+                values = row_values(table, True, also=col)
+                sections = []
+                runs = group_runs(values, col)
+                for n, (lo, hi, value) in enumerate(runs):
+                    start = table.start if n == 0 else table.rows[lo].start
+                    end = table.end if n == len(runs) - 1 else table.rows[hi].start
+                    line = f"{table.columns[col]}: {value}\n" if value else ""
+                    sections.append(
+                        Section(
+                            start,
+                            end,
+                            self._budget(context, table.start, line + repeat),
+                            table=table,
+                            group_line=line,
+                            repeat=repeat,
+                            repeat_after=table.header[1],
+                        )
+                    )
+                return sections
+        if sizer.estimate(table.start, table.end) <= budget:
+            return []
+        return [
+            Section(
+                table.start,
+                table.end,
+                self._budget(context, table.start, repeat),
+                table=table,
+                repeat=repeat,
+                repeat_after=table.header[1],
+            )
+        ]
+
+    # ------------------------------------------------------------------------------ embed text
+    def _embed_text(
+        self, doc: Document, outline: Outline, context: ContextBuilder, section: Section, start: int, end: int
+    ) -> str:
+        body = self._table_text(doc, outline, start, end)
+        parts = [context.prefix(start), section.group_line]
+        if section.repeat and start >= section.repeat_after:
+            parts.append(section.repeat)
+        parts.append(body)
+        if section.close and end <= section.close_before:
+            parts.append(section.close)
+        return "".join(parts)
+
+    def _table_text(self, doc: Document, outline: Outline, start: int, end: int) -> str:
+        """The chunk text with whole table rows rewritten by the table mode (filled, as records)."""
+        mode = self.table_mode
+        text = doc.text
+        if not (mode.fills or mode.mode == "records") or not outline.tables:
+            return text[start:end]
+        edits: list[tuple[int, int, str]] = []
+        for table in outline.tables:
+            if table.end <= start or table.start >= end:
+                continue
+            col = column_index(table, mode.column) if mode.mode == "group-by" else None
+            values = row_values(table, True, also=col)
+            inside = [
+                (row, cells)
+                for row, cells in zip(table.rows, values, strict=True)
+                if start <= row.start and row.end <= end
+            ]
+            if mode.mode == "records":
+                if not inside:
+                    continue
+                a = max(start, table.start)
+                b = min(end, table.end)
+                records = "\n\n".join(render_record(table.columns, cells) for _, cells in inside)
+                edits.append((max(a, start), b, records))
+                continue
+            for row, cells in inside:
+                if cells != row.cells:
+                    edits.append((row.start, row.end, render_row(cells, table.dialect)))
+        if not edits:
+            return text[start:end]
+        out = []
+        pos = start
+        for a, b, new in sorted(edits):
+            out.append(text[pos:a])
+            out.append(new)
+            pos = b
+        out.append(text[pos:end])
+        return "".join(out)
+
+
+def _require_str(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a Document or str, not {type(value).__name__}")
+    return value

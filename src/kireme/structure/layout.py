@@ -1,0 +1,131 @@
+"""Step 1 for the structure strategy: a document's outline, and boundary levels graded by structure.
+
+Headings (by level) are the strongest boundaries, then block ends, list items, paragraphs and lines;
+table rows and code lines come only after those, so a table or a code block that fits is never cut;
+sentences, clauses and words follow; and inside a table row or code line only when that single row or
+line is larger than the limit.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+
+from kireme.boundaries.levels import (
+    CLAUSE,
+    LINE,
+    PARAGRAPH,
+    SCRIPT,
+    SENTENCE,
+    WORD,
+    Level,
+    PositionLevel,
+)
+from kireme.document import Document
+from kireme.text.csvtable import csv_outline
+from kireme.text.markdown import Outline, line_starts, markdown_outline
+
+# Formats whose loaders give Markdown text (headings, fences and tables a Markdown parser reads back).
+MARKDOWN_FORMATS = frozenset({"markdown", "html", "docx", "ipynb"})
+
+
+def document_outline(doc: Document) -> Outline:
+    """The outline of any loaded document: parsed Markdown, a CSV/TSV table, or nothing (plain text)."""
+    fmt = doc.format
+    if fmt in MARKDOWN_FORMATS:
+        return markdown_outline(doc.text, doc.id)
+    if fmt in ("csv", "tsv"):
+        return csv_outline(doc.text, fmt, doc.title)
+    return Outline()
+
+
+@dataclass(frozen=True)
+class Outside:
+    """A level whose cuts inside protected spans (tables, code blocks) are dropped."""
+
+    level: Level
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+    name: str = ""
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        cuts = self.level.cuts(text, a, b)
+        if not self.starts:
+            return cuts
+        out = []
+        for c in cuts:
+            i = bisect_left(self.starts, c) - 1  # the last protected span starting before c
+            if i >= 0 and c < self.ends[i]:
+                continue
+            out.append(c)
+        return out
+
+
+def structure_levels(
+    doc: Document, outline: Outline, paragraph_starts: list[int] | None = None
+) -> list[Level]:
+    """Levels strongest first for this document's structure (see the module docstring)."""
+    text = doc.text
+    protected = outline.protected()
+    starts = tuple(s for s, _ in protected)
+    ends = tuple(e for _, e in protected)
+
+    def outside(level: Level) -> Level:
+        return Outside(level, starts, ends, getattr(level, "name", "") + " (outside tables and code)")
+
+    headings = outline.headings
+
+    def heading_starts(levels: tuple[int, ...]) -> list[int]:
+        return [h.start for h in headings if h.level in levels]
+
+    levels: list[Level] = []
+    if headings:
+        levels += [
+            PositionLevel(heading_starts((1,)), "h1", hard=True),
+            PositionLevel(heading_starts((2,)), "h2", hard=True),
+            PositionLevel(heading_starts((3,)), "h3", hard=True),
+            PositionLevel(heading_starts((4, 5, 6)), "h4-h6", hard=True),
+        ]
+    if outline.block_starts:
+        levels.append(PositionLevel(list(outline.block_starts), "block"))
+    if outline.item_starts:
+        levels.append(outside(PositionLevel(list(outline.item_starts), "list item")))
+    if paragraph_starts is not None:  # hard-wrapped text (PDF): lines are not boundaries
+        levels.append(PositionLevel(paragraph_starts, "paragraph"))
+    else:
+        levels += [outside(PARAGRAPH), outside(LINE)]
+    rows = table_row_cuts(outline)
+    if rows:
+        levels.append(PositionLevel(rows, "table row"))
+    blank, lines = code_line_cuts(text, outline)
+    if blank:
+        levels.append(PositionLevel(blank, "code blank line"))
+    if lines:
+        levels.append(PositionLevel(lines, "code line"))
+    levels += [outside(SENTENCE), outside(CLAUSE), outside(WORD), outside(SCRIPT)]
+    if protected:  # a single row or code line larger than the limit
+        levels += [SENTENCE, CLAUSE, WORD, SCRIPT]
+    return levels
+
+
+def table_row_cuts(outline: Outline) -> list[int]:
+    """Row starts of every table, except the first body row: a header never ends a chunk alone."""
+    return sorted(r.start for t in outline.tables for r in t.rows[1:])
+
+
+def code_line_cuts(text: str, outline: Outline) -> tuple[list[int], list[int]]:
+    """Inside closed code blocks: lines after a blank line, and every line start."""
+    lines = line_starts(text)
+    blank: list[int] = []
+    every: list[int] = []
+    for block in outline.code_blocks:
+        if not block.closed:
+            continue
+        a, b = block.body
+        lo, hi = bisect_right(lines, a), bisect_left(lines, b)
+        for k in range(lo, hi):
+            pos = lines[k]
+            every.append(pos)
+            if k > 0 and not text[lines[k - 1] : pos].strip():
+                blank.append(pos)
+    return blank, every

@@ -1,0 +1,65 @@
+"""CSV and TSV files as one table whose rows keep exact offsets into the decoded text.
+
+Python's `csv` module gives cell values but no positions, so records are found here first (a line break
+ends a record unless it is inside double quotes, where RFC 4180 allows it) and each record's text is
+then handed to `csv` for its cells. The first non-blank record is the header.
+"""
+
+from __future__ import annotations
+
+import csv
+
+from kireme.text.markdown import Outline, Table, TableRow
+
+
+def record_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every non-blank record, line breaks excluded; quoted line breaks stay inside."""
+    spans: list[tuple[int, int]] = []
+    in_quotes = False
+    start = 0
+    n = len(text)
+    i = 0
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            in_quotes = not in_quotes  # "" inside a quoted field toggles twice: no net change
+        elif ch == "\n" and not in_quotes:
+            _add(text, start, i, spans)
+            start = i + 1
+        i += 1
+    _add(text, start, n, spans)
+    return spans
+
+
+def _add(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+    while end > start and text[end - 1] == "\r":
+        end -= 1
+    if text[start:end].strip():
+        spans.append((start, end))
+
+
+def _cells(record: str, delimiter: str) -> tuple[str, ...]:
+    try:
+        row = next(csv.reader([record], delimiter=delimiter, strict=False), [])
+    except csv.Error:
+        row = record.split(delimiter)
+    return tuple(cell.strip() for cell in row)
+
+
+def csv_outline(text: str, dialect: str = "csv", name: str = "") -> Outline:
+    """The whole text as one table (``dialect`` ``"csv"`` or ``"tsv"``); no table when it is empty."""
+    delimiter = "\t" if dialect == "tsv" else ","
+    spans = record_spans(text)
+    if not spans:
+        return Outline()
+    header, *body = spans
+    table = Table(
+        start=header[0],
+        end=spans[-1][1],
+        header=header,
+        columns=_cells(text[header[0] : header[1]], delimiter),
+        rows=tuple(TableRow(s, e, _cells(text[s:e], delimiter)) for s, e in body),
+        dialect=dialect,
+        name=name,
+    )
+    return Outline(block_starts=(header[0],), tables=(table,), title=name)

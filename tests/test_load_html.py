@@ -1,0 +1,216 @@
+"""HTML pages to Markdown: exact output, furniture dropped, tables as regions, lenient but loud parsing."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from markdown_it import MarkdownIt
+
+from kireme import LoadError
+from kireme.load.html import escape_line, load_html
+
+PAGE = """<!DOCTYPE html>
+<html lang="ja">
+<head><meta charset="utf-8"><title> 旅費規程 </title>
+<script>var tracker = "<table>";</script><style>p { color: red; }</style></head>
+<body>
+<nav><a href="/">ホーム</a> &gt; <a href="/rules">社内規程</a></nav>
+<h1>旅費規程</h1>
+<!-- 改訂履歴は別ページ -->
+<p>この規程は<b>東京</b>都
+  本社に勤務する社員の出張に適用する。</p>
+<h2>第3条 宿泊費</h2>
+<p>宿泊費は実費を支給する。<br>ただし上限を超える分は自己負担とする。</p>
+<ul>
+  <li>領収書を提出すること</li>
+  <li>例外:
+    <ul><li>会社が手配した宿泊</li><li>研修施設</li></ul>
+  </li>
+</ul>
+<ol><li>申請する</li><li>承認を受ける</li></ol>
+<pre><code class="language-python"># 上限の計算
+def limit(grade):
+    return {"部長": 15000}.get(grade, 11000)
+</code></pre>
+<p>Use <code>limit()</code> for checks. 1. This is not a list.</p>
+<p># not a heading either</p>
+<table>
+  <caption>宿泊費の上限</caption>
+  <thead><tr><th>役職</th><th>上限（円）</th><th>備考</th></tr></thead>
+  <tbody>
+    <tr><td>部長</td><td>15,000</td><td>東京 | 大阪</td></tr>
+    <tr><td>一般</td><td>11,000</td></tr>
+  </tbody>
+</table>
+<blockquote><p>規程は予告なく改定される。</p></blockquote>
+<footer>© Example Co.</footer>
+<script>console.log("dropped")</script>
+</body>
+</html>
+"""
+
+EXPECTED = """# 旅費規程
+
+この規程は東京都本社に勤務する社員の出張に適用する。
+
+## 第3条 宿泊費
+
+宿泊費は実費を支給する。
+ただし上限を超える分は自己負担とする。
+
+- 領収書を提出すること
+- 例外:
+  - 会社が手配した宿泊
+  - 研修施設
+
+1. 申請する
+2. 承認を受ける
+
+```python
+# 上限の計算
+def limit(grade):
+    return {"部長": 15000}.get(grade, 11000)
+```
+
+Use `limit()` for checks. 1. This is not a list.
+
+\\# not a heading either
+
+宿泊費の上限
+
+| 役職 | 上限（円） | 備考 |
+| --- | --- | --- |
+| 部長 | 15,000 | 東京 \\| 大阪 |
+| 一般 | 11,000 |  |
+
+> 規程は予告なく改定される。
+"""
+
+
+def _md() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable("table")
+
+
+def test_page_renders_to_exact_markdown() -> None:
+    doc = load_html(PAGE.encode("utf-8"), "rules.html")
+    assert doc.text == EXPECTED
+    assert doc.title == "旅費規程"
+    assert doc.format == "html"
+    assert doc.metadata["source"] == "rules.html"
+    assert doc.metadata["encoding"] == "utf-8" and doc.metadata["bom"] is False
+    assert doc.metadata["bytes"] == len(PAGE.encode("utf-8"))
+    assert "ホーム" not in doc.text and "dropped" not in doc.text and "Example Co." not in doc.text
+
+
+def test_table_region_covers_the_table_lines() -> None:
+    doc = load_html(PAGE.encode("utf-8"), "rules.html")
+    (region,) = doc.regions
+    assert region.kind == "table" and dict(region.metadata) == {"table": "宿泊費の上限"}
+    table = doc.text[region.start : region.end]
+    assert table.startswith("| 役職 | 上限（円） | 備考 |")
+    assert table.endswith("| 一般 | 11,000 |  |")
+    assert doc.text[region.end] == "\n"
+
+
+def test_markdown_parser_reads_the_structure_back() -> None:
+    doc = load_html(PAGE.encode("utf-8"), "rules.html")
+    tokens = _md().parse(doc.text)
+    headings = [(t.tag, tokens[i + 1].content) for i, t in enumerate(tokens) if t.type == "heading_open"]
+    assert headings == [("h1", "旅費規程"), ("h2", "第3条 宿泊費")]
+    kinds = [t.type for t in tokens if t.level == 0 and not t.type.endswith("_close")]
+    assert "table_open" in kinds and "fence" in kinds
+    assert "bullet_list_open" in kinds and "ordered_list_open" in kinds
+    fence = next(t for t in tokens if t.type == "fence")
+    assert fence.info == "python" and fence.content.startswith("# 上限の計算\n")
+    header = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "th_open"]
+    assert header == ["役職", "上限（円）", "備考"]
+
+
+def test_main_is_preferred_and_tables_without_caption_are_numbered() -> None:
+    html = """<html><body><header>サイト名</header>
+    <main><h1>Q&amp;A</h1><table><tr><td>a</td><td>b</td></tr><tr><td>c</td></tr></table>
+    <table><tr><th>x</th></tr></table></main><div>sidebar text</div></body></html>"""
+    doc = load_html(html.encode(), "qa.html")
+    assert doc.text == "# Q&A\n\n| a | b |\n| --- | --- |\n| c |  |\n\n| x |\n| --- |\n"
+    assert doc.title == "Q&A"  # no <title>: the first <h1>
+    assert [dict(r.metadata) for r in doc.regions] == [{"table": "table 1"}, {"table": "table 2"}]
+    assert [doc.text[r.start : r.end].split("\n")[0] for r in doc.regions] == ["| a | b |", "| x |"]
+
+
+def test_japanese_split_across_inline_elements_stays_joined() -> None:
+    doc = load_html("<p><b>東京</b>都の<a href='#'>支社</a>\n  へ出張</p>".encode(), "a.html")
+    assert doc.text == "東京都の支社へ出張\n"
+    english = load_html(b"<p>Tokyo\n  branch <i>office</i></p>", "b.html")
+    assert english.text == "Tokyo branch office\n"
+
+
+def test_unclosed_table_loads_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+    truncated = (
+        "<html><body><h1>経費</h1><table><tr><th>項目</th><th>金額</th></tr><tr><td>交通費</td><td>1,2"
+    )
+    with caplog.at_level(logging.WARNING, logger="kireme.load.html"):
+        doc = load_html(truncated.encode(), "cut.html")
+    assert doc.text == "# 経費\n\n| 項目 | 金額 |\n| --- | --- |\n| 交通費 | 1,2 |\n"
+    assert len(doc.regions) == 1
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert (
+        warnings[0].getMessage() == "cut.html: HTML is not well-formed (unclosed <table>); parsed leniently"
+    )
+
+
+def test_well_formed_page_does_not_warn(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="kireme.load.html"):
+        load_html(PAGE.encode(), "rules.html")
+    assert not caplog.records
+
+
+def test_shift_jis_page_decodes() -> None:
+    html = '<html><head><meta charset="shift_jis"><title>経費精算</title></head><body><p>①締め切りは２５日</p></body></html>'
+    doc = load_html(html.encode("cp932"), "sjis.html")
+    assert doc.text == "①締め切りは２５日\n"
+    assert doc.title == "経費精算"
+    assert doc.metadata["encoding"] == "cp932"
+    explicit = load_html(html.encode("cp932"), "sjis.html", encoding="cp932")
+    assert explicit.text == doc.text
+    with pytest.raises(LoadError, match=r"sjis.html: not valid utf-8"):
+        load_html(html.encode("cp932"), "sjis.html", encoding="utf-8")
+
+
+def test_empty_and_non_html_input() -> None:
+    empty = load_html(b"<html></html>", "empty.html")
+    assert empty.text == "" and empty.regions == () and empty.title == ""
+    for data in (b"", b"   \n", b"just some words"):
+        with pytest.raises(LoadError) as info:
+            load_html(data, "x.html")
+        assert "\n" not in str(info.value) and str(info.value).startswith("x.html: ")
+
+
+def test_lines_that_look_like_markdown_are_escaped() -> None:
+    html = "<p>- 箇条書きではない<br>===<br>2) 番号でもない<br>&gt; 引用でもない</p><p>| 表でもない</p>"
+    doc = load_html(html.encode(), "esc.html")
+    assert doc.text == "\\- 箇条書きではない\n\\===\n2\\) 番号でもない\n\\> 引用でもない\n\n\\| 表でもない\n"
+    tokens = _md().parse(doc.text)
+    assert [t.type for t in tokens if t.level == 0] == ["paragraph_open", "paragraph_close"] * 2
+    assert escape_line("10. x") == "10\\. x" and escape_line("10.5 kg") == "10.5 kg"
+
+
+def test_pre_with_backticks_gets_a_longer_fence_and_nested_lists_indent() -> None:
+    html = (
+        "<pre>```\nraw  \n```</pre>"
+        "<ol start='9'><li>九</li><li>十<ul><li>下位</li></ul></li></ol>"
+        "<dl><dt>用語</dt><dd>説明文</dd></dl>"
+    )
+    doc = load_html(html.encode(), "misc.html")
+    assert doc.text == "````\n```\nraw\n```\n````\n\n9. 九\n10. 十\n    - 下位\n\n**用語**\n\n説明文\n"
+    tokens = _md().parse(doc.text)
+    assert next(t.type for t in tokens if t.level == 0) == "fence"
+    assert sum(t.type == "bullet_list_open" for t in tokens) == 1
+
+
+def test_every_line_is_clean() -> None:
+    doc = load_html(PAGE.encode(), "rules.html")
+    assert doc.text.endswith("\n") and not doc.text.endswith("\n\n")
+    assert "\n\n\n" not in doc.text
+    assert all(line == line.rstrip() for line in doc.text.split("\n"))

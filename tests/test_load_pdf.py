@@ -1,0 +1,250 @@
+"""PDF pages to text with page regions (`kireme.load.pdf`), on PDFs generated here with reportlab."""
+
+from __future__ import annotations
+
+import io
+import logging
+import sys
+
+import pytest
+
+from kireme.document import LoadError
+from kireme.load.pdf import load_pdf, pdf_paragraph_starts
+
+JA_FONT = "HeiseiKakuGo-W5"
+
+
+def _pdf(pages: list[list[str]], *, title: str = "", font: str = "Helvetica") -> bytes:
+    """A PDF with one page per list of lines, drawn top-down in ``font``."""
+    pytest.importorskip("pypdf")
+    pytest.importorskip("reportlab")
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf)
+    if title:
+        c.setTitle(title)
+    for lines in pages:
+        c.setFont(font, 11)
+        y = 760
+        for line in lines:
+            if line:
+                c.drawString(72, y, line)
+            y -= 16
+        c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+EN_PAGES = [
+    ["Chunking guide", "Split documents at paragraph ends.", "Keep offsets exact."],
+    ["Second page starts here.", "It has two lines."],
+    ["Last page."],
+]
+
+
+def test_english_pages_become_page_regions() -> None:
+    data = _pdf(EN_PAGES, title="Chunking Guide")
+    doc = load_pdf(data, "docs/guide.pdf")
+    expected = ["\n".join(lines) for lines in EN_PAGES]
+    assert doc.text == "\n\n".join(expected) + "\n"
+    assert [r.kind for r in doc.regions] == ["page", "page", "page"]
+    assert [dict(r.metadata) for r in doc.regions] == [{"page": 1}, {"page": 2}, {"page": 3}]
+    assert [doc.text[r.start : r.end] for r in doc.regions] == expected
+    assert doc.title == "Chunking Guide"
+    assert dict(doc.metadata) == {
+        "source": "docs/guide.pdf",
+        "format": "pdf",
+        "bytes": len(data),
+        "title": "Chunking Guide",
+        "pages": 3,
+    }
+
+
+def test_title_is_empty_when_not_set() -> None:
+    # reportlab writes the placeholder "untitled" into the info dictionary; that is no title.
+    assert load_pdf(_pdf([["Only text."]]), "a.pdf").title == ""
+
+
+def test_japanese_text_from_a_cid_font() -> None:
+    pytest.importorskip("reportlab")
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+
+    pdfmetrics.registerFont(UnicodeCIDFont(JA_FONT))
+    pages = [
+        [
+            "第1章　概要",
+            "本書は文書を検索用の断片に分ける方法を説明する。",
+            "段落の終わりで切ることが大切だ。",
+        ],
+        ["第2章　設定", "・文字数の上限", "・重なりの長さ（トークン）"],
+    ]
+    data = _pdf(pages, title="分割の手引き", font=JA_FONT)
+    doc = load_pdf(data, "手引き.pdf")
+    expected = ["\n".join(lines) for lines in pages]
+    if doc.text != "\n\n".join(expected) + "\n":  # pragma: no cover - depends on the pypdf version
+        pytest.skip(f"this pypdf does not extract reportlab CID text exactly: {doc.text!r}")
+    assert [doc.text[r.start : r.end] for r in doc.regions] == expected
+    assert [r.metadata["page"] for r in doc.regions] == [1, 2]
+    assert doc.title == "分割の手引き"
+    assert doc.metadata["pages"] == 2
+
+
+def test_blank_pages_count_but_get_no_region() -> None:
+    data = _pdf([["First."], [], ["Third."]])
+    doc = load_pdf(data, "gap.pdf")
+    assert doc.text == "First.\n\nThird.\n"
+    assert [dict(r.metadata) for r in doc.regions] == [{"page": 1}, {"page": 3}]
+    assert doc.metadata["pages"] == 3
+
+
+def test_no_text_at_all_warns_once(caplog: pytest.LogCaptureFixture) -> None:
+    data = _pdf([[], []])
+    with caplog.at_level(logging.WARNING):
+        doc = load_pdf(data, "scan.pdf")
+    assert doc.text == ""
+    assert doc.regions == ()
+    assert doc.metadata["pages"] == 2
+    messages = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert messages == ["scan.pdf: no extractable text (scanned?)"]
+
+
+def test_truncated_pdf_is_a_one_line_load_error(caplog: pytest.LogCaptureFixture) -> None:
+    # pypdf 7 cannot recover a file cut in half (no xref, no trailer): it raises, and so do we.
+    data = _pdf(EN_PAGES)
+    with caplog.at_level(logging.WARNING), pytest.raises(LoadError) as info:
+        load_pdf(data[: len(data) // 2], "cut.pdf")
+    assert info.value.path == "cut.pdf"
+    assert info.value.reason.startswith("not a readable PDF (")
+    assert "\n" not in str(info.value)
+    assert not [r for r in caplog.records if r.name.startswith("pypdf")]  # pypdf's chatter is silenced
+
+
+@pytest.mark.parametrize("data", [b"this is not a pdf at all\n" * 20, b"", b"%PDF-1.4\n%garbage"])
+def test_garbage_is_a_one_line_load_error(data: bytes) -> None:
+    pytest.importorskip("pypdf")
+    with pytest.raises(LoadError) as info:
+        load_pdf(data, "junk.pdf")
+    assert info.value.reason.startswith("not a readable PDF (")
+    assert "\n" not in str(info.value)
+
+
+def test_encrypted_with_empty_password_is_read_and_with_a_password_refused() -> None:
+    pypdf = pytest.importorskip("pypdf")
+
+    def encrypt(user_password: str) -> bytes:
+        reader = pypdf.PdfReader(io.BytesIO(_pdf([["Secret page."]])))
+        writer = pypdf.PdfWriter(clone_from=reader)
+        writer.encrypt(user_password, "owner", algorithm="RC4-128")
+        out = io.BytesIO()
+        writer.write(out)
+        return out.getvalue()
+
+    assert load_pdf(encrypt(""), "open.pdf").text == "Secret page.\n"
+    with pytest.raises(LoadError, match="encrypted PDF"):
+        load_pdf(encrypt("pw"), "locked.pdf")
+
+
+def test_a_failing_page_is_skipped_with_one_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    pypdf = pytest.importorskip("pypdf")
+
+    original = pypdf.PageObject.extract_text
+
+    def flaky(self: pypdf.PageObject, *args: object, **kwargs: object) -> str:
+        text = original(self, *args, **kwargs)
+        if text.startswith("Second"):
+            raise KeyError("/Contents")
+        return text
+
+    monkeypatch.setattr(pypdf.PageObject, "extract_text", flaky)
+    with caplog.at_level(logging.WARNING):
+        doc = load_pdf(_pdf(EN_PAGES), "flaky.pdf")
+    assert [r.metadata["page"] for r in doc.regions] == [1, 3]
+    assert "Second" not in doc.text
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1
+    assert "flaky.pdf" in warnings[0]
+    assert "page 2" in warnings[0]
+
+
+def test_every_page_failing_is_a_load_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    pypdf = pytest.importorskip("pypdf")
+
+    def broken(self: pypdf.PageObject, *args: object, **kwargs: object) -> str:
+        raise ValueError("bad stream")
+
+    monkeypatch.setattr(pypdf.PageObject, "extract_text", broken)
+    with pytest.raises(LoadError, match=r"not a readable PDF \(ValueError: bad stream\)"):
+        load_pdf(_pdf(EN_PAGES), "broken.pdf")
+
+
+def test_missing_pypdf_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pypdf", None)  # makes `import pypdf` raise ImportError
+    with pytest.raises(LoadError) as info:
+        load_pdf(b"%PDF-1.4", "x.pdf")
+    assert info.value.reason == "reading PDF needs pypdf: pip install 'kireme[pdf]'"
+
+
+# Hard-wrapped Japanese as a PDF extracts it: lines of about 30 characters, paragraphs end on a short line.
+WRAPPED = (
+    "文書を検索用に分割するときは、段落の途中で切らないことが大切である。途中\n"  # 0
+    "で切ると、前後の文脈が失われて検索の精度が下がるからだ。そのため、行末\n"
+    "の改行だけで段落を判断してはいけない。\n"  # a short line that ends with 。
+    "PDFから取り出した文字列では、見た目の行ごとに改行が入っている。これは\n"  # new paragraph
+    "段落の終わりを意味しない。短い行が句点で終わるときだけ、段落の終わりと\n"
+    "みなすのがよい（例外もある）。\n"  # short, ends with ）after 。
+    "・箇条書きの行\n"  # list marker
+    "・次の項目\n"
+    "\n"
+    "第3条　見出しの行は新しい段落として扱い、その後に続く本文も同じ規則で\n"
+    "判断する。\n"
+)
+
+
+def _line_start(text: str, line: str) -> int:
+    index = text.index(line)
+    assert index == 0 or text[index - 1] == "\n"
+    return index
+
+
+def test_paragraph_starts_in_hard_wrapped_japanese() -> None:
+    starts = pdf_paragraph_starts(WRAPPED)
+    assert starts == [
+        _line_start(WRAPPED, "PDFから"),
+        _line_start(WRAPPED, "・箇条書き"),
+        _line_start(WRAPPED, "・次の項目"),
+        _line_start(WRAPPED, "第3条"),
+    ]
+
+
+def test_a_full_line_ending_in_a_period_is_not_a_paragraph_end() -> None:
+    text = (
+        "これは長い一行で、たまたま行末が句点になっている文章の例です。\n"
+        "続きの行もほぼ同じ長さで、ここで段落が切れるわけではありません。\n"
+        "最後の行は短く終わる。\n"
+        "次の段落はここから始まり、その長さも普通の行と同じくらいになる。\n"
+    )
+    assert pdf_paragraph_starts(text) == [_line_start(text, "次の段落")]
+
+
+def test_paragraph_starts_in_english_and_edge_cases() -> None:
+    text = (
+        "Chunkers should not split a paragraph just because a PDF\n"
+        "line ends; the visual line break carries no meaning at all\n"
+        "for the reader.\n"
+        "A new paragraph begins on this line and wraps around again\n"
+        "1. First item\n"
+        "- second item\n"
+    )
+    assert pdf_paragraph_starts(text) == [
+        _line_start(text, "A new"),
+        _line_start(text, "1. First"),
+        _line_start(text, "- second"),
+    ]
+    assert pdf_paragraph_starts("") == []
+    assert pdf_paragraph_starts("・one\n・two\n") == [5]  # never 0, even for a marker on the first line
+    assert pdf_paragraph_starts("\n\n・only\n") == [2]
+    assert pdf_paragraph_starts("end.\n\n") == []  # never len(text)
