@@ -71,3 +71,38 @@ any_chars = st.characters(blacklist_categories=("Cs",))
 texts = st.lists(st.one_of(atoms, atoms, atoms, long_runs, st.text(any_chars, max_size=8)), max_size=60).map(
     "".join
 )
+
+# Markdown blocks (headings, tables with blank cells, fences, lists, front matter) mixed with the atoms above,
+# so the structure strategy meets unclosed fences, tables next to headings and headings inside code.
+_MARKDOWN_ATOMS = [
+    "# 旅費規程\n",
+    "## 第3条 宿泊費\n",
+    "### 細則\n",
+    "Title\n=====\n",
+    "\n\n",
+    "| 区分 | 金額 |\n| --- | --- |\n| 役員 | 15,000円 |\n|  | 12,000円 |\n| 社員 | 9,000円 |\n",
+    "| a | b |\n|---|---|\n| 1 | 2 |\r\n",
+    "```python\n# not a heading\nprint('x')\n\ndef f():\n    return 1\n```\n",
+    "```\n",
+    "~~~\ncode\n~~~\n",
+    "- 項目A\n- 項目B\n  1. 入れ子\n",
+    "> 引用です。\n",
+    "---\ntitle: 規程\n---\n",
+    "<!-- # コメント -->\n",
+    "    indented code\n",
+]
+markdown_texts = st.lists(
+    st.one_of(st.sampled_from(_MARKDOWN_ATOMS), atoms, atoms, long_runs), max_size=40
+).map("".join)
+
+# CSV records: quoted cells with commas and line breaks, blank cells, CRLF.
+_CSV_ATOMS = [
+    "区分,地域,金額\n",
+    "役員,東京,15000\n",
+    ",大阪,12000\n",
+    '"社員, 一般","福岡\n博多",9000\r\n',
+    '"""引用""",x,1\n',
+    "\n",
+    ",,\n",
+]
+csv_texts = st.lists(st.one_of(st.sampled_from(_CSV_ATOMS), atoms), max_size=30).map("".join)

@@ -7,7 +7,7 @@ import itertools
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.strategies import texts
+from tests.strategies import csv_texts, markdown_texts, texts
 
 from kireme import Document, Tokens, make_chunker
 from kireme.text.graphemes import boundaries
@@ -22,18 +22,25 @@ def _largest_grapheme(text: str, measure) -> int:
 
 
 def _check(
-    text: str, strategy: str, unit: str, max_size: int, overlap: int, min_size: int = 0, **extra
-) -> None:
+    text: str,
+    strategy: str,
+    unit: str,
+    max_size: int,
+    overlap: int,
+    min_size: int = 0,
+    format: str = "text",
+    **extra,
+) -> list:
     chunker = make_chunker(
         strategy, max_size=max_size, overlap=overlap, min_size=min_size, unit=unit, **extra
     )
-    doc = Document(text, id="doc")
+    doc = Document(text, id="doc", metadata={"format": format})
     chunks = chunker.chunk(doc)
     measure = chunker.measure
 
     if not text.strip():
         assert chunks == []
-        return
+        return chunks
     # 1. exact offsets, by construction
     for c in chunks:
         assert doc.text[c.start : c.end] == c.text
@@ -64,9 +71,11 @@ def _check(
     else:
         assert all(c.size <= max_size for c in chunks)
     # 5. deterministic, ids included
-    again = chunker.chunk(Document(text, id="doc"))
+    again = chunker.chunk(Document(text, id="doc", metadata={"format": format}))
     assert [(c.id, c.start, c.end) for c in again] == [(c.id, c.start, c.end) for c in chunks]
+    assert [c.embed_text for c in again] == [c.embed_text for c in chunks]
     assert len({c.id for c in chunks}) == len(chunks)
+    return chunks
 
 
 @pytest.mark.parametrize("strategy", STRATEGY_NAMES)
@@ -134,3 +143,36 @@ def test_invariants_semantic_bigram(text: str, max_size: int, data) -> None:
 @given(text=texts, max_size=st.integers(4, 80))
 def test_invariants_semantic_tokens(text: str, max_size: int) -> None:
     _check(text, "semantic", "tokens", max_size, 0, similarity="bigram", cache_dir=False)
+
+
+TABLE_MODES = ["rows", "fill-down", "group-by:区分", "records"]
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "text", "html"])
+@given(text=st.one_of(markdown_texts, texts), max_size=st.integers(1, 150), data=st.data())
+def test_invariants_structure(fmt: str, text: str, max_size: int, data) -> None:
+    overlap = data.draw(st.sampled_from([0, 0, max_size // 4]))
+    min_size = data.draw(st.sampled_from([0, 0, (max_size - overlap) // 3]))
+    table = data.draw(st.sampled_from(TABLE_MODES))
+    context = data.draw(st.sampled_from(["none", "title", "headings"]))
+    chunks = _check(text, "markdown", "chars", max_size, overlap, min_size, fmt, table=table, context=context)
+    for c in chunks:
+        if context == "none" and table == "rows":
+            assert c.text in c.embed_text  # only a repeated header or a reopened fence is added
+
+
+@settings(max_examples=60)
+@given(text=st.one_of(markdown_texts, texts), max_size=st.integers(4, 100), data=st.data())
+def test_invariants_structure_tokens(text: str, max_size: int, data) -> None:
+    overlap = data.draw(st.sampled_from([0, 0, max_size // 4]))
+    table = data.draw(st.sampled_from(TABLE_MODES))
+    _check(text, "structure", "tokens", max_size, overlap, 0, "markdown", table=table)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv"])
+@given(text=csv_texts, max_size=st.integers(1, 100), data=st.data())
+def test_invariants_structure_tables(fmt: str, text: str, max_size: int, data) -> None:
+    if fmt == "tsv":
+        text = text.replace(",", "\t")
+    table = data.draw(st.sampled_from(TABLE_MODES))
+    _check(text, "markdown", "chars", max_size, 0, 0, fmt, table=table)

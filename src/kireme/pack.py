@@ -51,13 +51,14 @@ class _Packer:
         min_size: int,
         overlap: int,
         merge: bool,
-        keep_headings: bool = True,
+        keep_headings: bool | Callable[[str, int], bool] = True,
         gap_cost: Callable[[int], float] | None = None,
         span: Span | None = None,
     ) -> None:
         self.text = text
         self.span = span if span is not None else (0, len(text))
-        self.keep_headings = keep_headings
+        self.keep_headings = bool(keep_headings)
+        self.ends_with_heading = keep_headings if callable(keep_headings) else ends_with_heading
         self.gap_cost = gap_cost
         self.levels = list(levels)
         self.sizer = sizer
@@ -128,7 +129,7 @@ class _Packer:
                 i = self.split_and_absorb(bounds, i, i + 1, j, budget, out)
                 continue
             if k < n - 1:
-                while self.keep_headings and k > i and ends_with_heading(text, bounds[k]):
+                while self.keep_headings and k > i and self.ends_with_heading(text, bounds[k]):
                     k -= 1
                 if k == i:
                     i = self.heading_with_body(bounds, i, j, budget, out)
@@ -146,7 +147,9 @@ class _Packer:
         est = self.sizer.estimate
         h = i + 1  # the heading block is bounds[i]..bounds[h]
         while (
-            h < n - 1 and ends_with_heading(text, bounds[h + 1]) and est(bounds[i], bounds[h + 1]) <= budget
+            h < n - 1
+            and self.ends_with_heading(text, bounds[h + 1])
+            and est(bounds[i], bounds[h + 1]) <= budget
         ):
             h += 1
         if h >= n - 1:  # the text ends with headings
@@ -396,14 +399,16 @@ def pack(
     min_size: int = 0,
     overlap: int = 0,
     merge: bool = True,
-    keep_headings: bool = True,
+    keep_headings: bool | Callable[[str, int], bool] = True,
     gap_cost: Callable[[int], float] | None = None,
     span: Span | None = None,
 ) -> list[PackedSpan]:
     """Cut ``text`` at the strongest available boundaries into spans of at most ``max_size``.
 
     ``keep_headings`` keeps a prose heading line (``第2条（宿泊費）``, ``## 手順``) with the start of its
-    body; code presets turn it off because short code lines are not headings. ``gap_cost(position)``
+    body; code presets turn it off because short code lines are not headings. A callable
+    ``keep_headings(text, position)`` says itself whether the text before a cut ends with a heading (the
+    structure strategy knows its headings from the parser). ``gap_cost(position)``
     tells ``min_size`` merging which neighbour is closer (semantic distance); by default the smaller.
     ``span=(a, b)`` packs only ``text[a:b]`` (one section), with offsets still into ``text``.
     """

@@ -20,7 +20,7 @@ from kireme.context import ContextBuilder
 from kireme.document import Chunk, ConfigError, Document
 from kireme.length import SpanSizer
 from kireme.pack import PackedSpan, pack
-from kireme.structure.layout import document_outline, structure_levels
+from kireme.structure.layout import document_outline, heading_end_test, structure_levels
 from kireme.structure.tables import (
     TableMode,
     column_index,
@@ -92,19 +92,37 @@ class StructureChunker(Chunker):
 
             paragraphs = pdf_paragraph_starts(doc.text)
         levels = structure_levels(doc, outline, paragraphs)
+        headings_end = heading_end_test(doc, outline)
         spans: list[PackedSpan] = []
         owner: list[Section] = []
+        warned = False
         for section in self._sections(doc, outline, paths, context, sizer):
-            packed = pack(
-                doc.text,
-                levels,
-                sizer,
-                max_size=section.max_size,
-                min_size=min(self.min_size, section.max_size - self.overlap),
-                overlap=self.overlap,
-                keep_headings=True,
-                span=(section.start, section.end),
-            )
+            budget = section.max_size
+            while True:
+                packed = pack(
+                    doc.text,
+                    levels,
+                    sizer,
+                    max_size=budget,
+                    min_size=min(self.min_size, budget - self.overlap),
+                    overlap=self.overlap,
+                    keep_headings=headings_end,
+                    span=(section.start, section.end),
+                )
+                over = self._embed_excess(doc, outline, context, section, packed)
+                floor = self._floor()
+                if over <= 0 or budget <= floor:
+                    break
+                budget = max(floor, budget - over)  # filled-in cells or a join took more: pack tighter
+            if over > 0 and not warned:
+                warned = True
+                log.warning(
+                    "%s: some embed_text is longer than max_size %d %s: a table header and the context "
+                    "leave too little room for one row (raise --max-size or use --context title)",
+                    doc.id,
+                    self.max_size,
+                    self.measure.name,
+                )
             spans.extend(packed)
             owner.extend([section] * len(packed))
         by_start = {(s.start, s.end): sec for s, sec in zip(spans, owner, strict=True)}
@@ -114,14 +132,39 @@ class StructureChunker(Chunker):
 
         return self._chunks(doc, spans, paths, title, embed)
 
+    def _floor(self) -> int:
+        """The smallest budget a section gets, however much context and header it carries."""
+        return min(self.max_size, self.overlap + max(1, self.max_size // 4))
+
+    def _embed_excess(
+        self, doc: Document, outline: Outline, context: ContextBuilder, section: Section, packed: list
+    ) -> int:
+        """How far the largest ``embed_text`` of these pieces is over ``max_size`` (when context counts)."""
+        if not self.context_counts or not packed:
+            return 0
+        sizes = [
+            self.measure(self._embed_text(doc, outline, context, section, p.start, p.end)) for p in packed
+        ]
+        return max(sizes) - self.max_size
+
     # ------------------------------------------------------------------------------ sections
     def _budget(self, context: ContextBuilder, start: int, extra: str = "") -> int:
         """``max_size`` less what goes in front of this section's pieces, when that counts."""
         if not self.context_counts:
             return self.max_size
         taken = context.largest(start) + (self.measure(extra) if extra else 0)
-        floor = self.overlap + max(1, self.max_size // 4)
-        return max(self.max_size - taken, min(self.max_size, floor))
+        floor = self._floor()
+        if self.max_size - taken < floor:
+            log.warning(
+                "max_size %d %s leaves too little room after a table header or fence and the context "
+                "(%d %s): some embed_text will be longer than max_size",
+                self.max_size,
+                self.measure.name,
+                taken,
+                self.measure.name,
+            )
+            return floor
+        return self.max_size - taken
 
     def _sections(
         self, doc: Document, outline: Outline, paths: HeadingPaths, context: ContextBuilder, sizer: SpanSizer
@@ -229,7 +272,6 @@ class StructureChunker(Chunker):
         """Sections for a table that must be cut: too large, or one per group / per row by mode."""
         if not table.rows:
             return []
-        repeat = text[table.header[0] : table.header[1]] + "\n"
         if mode.mode == "records":
             sections = []
             for k, row in enumerate(table.rows):
@@ -254,29 +296,51 @@ class StructureChunker(Chunker):
                     start = table.start if n == 0 else table.rows[lo].start
                     end = table.end if n == len(runs) - 1 else table.rows[hi].start
                     line = f"{table.columns[col]}: {value}\n" if value else ""
-                    sections.append(
-                        Section(
-                            start,
-                            end,
-                            self._budget(context, table.start, line + repeat),
-                            table=table,
-                            group_line=line,
-                            repeat=repeat,
-                            repeat_after=table.header[1],
-                        )
+                    sections += self._header_first(
+                        text, table, sizer, context, start, end, lo, hi, line, with_header=n == 0
                     )
                 return sections
         if sizer.estimate(table.start, table.end) <= budget:
             return []
+        return self._header_first(text, table, sizer, context, table.start, table.end, 0, len(table.rows), "")
+
+    def _header_first(
+        self,
+        text: str,
+        table: Table,
+        sizer: SpanSizer,
+        context: ContextBuilder,
+        start: int,
+        end: int,
+        lo: int,
+        hi: int,
+        line: str,
+        with_header: bool = True,
+    ) -> list[Section]:
+        """Rows ``lo..hi`` of a table as sections: the first holds the header itself (as many rows as
+        fit with it), the rest repeat it in their ``embed_text`` and leave room for it."""
+        repeat = text[table.header[0] : table.header[1]] + "\n"
+        rest = Section(
+            start,
+            end,
+            self._budget(context, table.start, line + repeat),
+            table=table,
+            group_line=line,
+            repeat=repeat,
+            repeat_after=table.header[1],
+        )
+        if not with_header:
+            return [rest]
+        full = self._budget(context, table.start, line)
+        k = lo
+        while k < hi and sizer.estimate(start, table.rows[k].end) <= full:
+            k += 1
+        k = max(k, lo + 1)  # the header never goes without its first row
+        if k >= hi:
+            return [replace(rest, max_size=full, repeat="")]
         return [
-            Section(
-                table.start,
-                table.end,
-                self._budget(context, table.start, repeat),
-                table=table,
-                repeat=repeat,
-                repeat_after=table.header[1],
-            )
+            Section(start, table.rows[k].start, full, table=table, group_line=line),
+            replace(rest, start=table.rows[k].start),
         ]
 
     # ------------------------------------------------------------------------------ embed text

@@ -108,6 +108,22 @@ def structure_levels(
     return levels
 
 
+def heading_end_test(doc: Document, outline: Outline):
+    """Whether the text before a cut ends with a heading: parsed headings for Markdown-like formats
+    (a ``# comment`` in a code block is not one), the prose heuristic for plain text and PDF."""
+    if doc.format not in MARKDOWN_FORMATS:
+        return True
+    ends = frozenset(h.end for h in outline.headings)
+    text = doc.text
+
+    def ends_with_heading(_text: str, pos: int) -> bool:
+        while pos > 0 and text[pos - 1].isspace():
+            pos -= 1
+        return pos in ends
+
+    return ends_with_heading
+
+
 def table_row_cuts(outline: Outline) -> list[int]:
     """Row starts of every table, except the first body row: a header never ends a chunk alone."""
     return sorted(r.start for t in outline.tables for r in t.rows[1:])

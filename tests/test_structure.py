@@ -1,0 +1,307 @@
+"""The markdown/structure strategy: sections, tables, code blocks, context, on documents written for kireme."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from kireme import Document, make_chunker
+from kireme.document import ConfigError, Region
+from kireme.length import Tokens
+from kireme.structure.tables import TableMode, fill_down_columns
+from kireme.text.csvtable import csv_outline, record_spans
+from kireme.text.markdown import markdown_outline
+
+RULES = """\
+---
+title: 出張旅費規程
+---
+
+# 出張旅費規程
+
+この規程は、社員が業務のために出張する場合の旅費について定める。
+
+## 第1章 総則
+
+### 第1条 目的
+
+出張の手続きと費用の精算を公正に行うことを目的とする。
+
+### 第2条 適用範囲
+
+正社員、契約社員およびパートタイム社員に適用する。
+
+## 第2章 宿泊
+
+宿泊費の上限は次の表のとおりとする。
+
+| 区分 | 地域 | 上限額 | 備考 |
+| --- | --- | --- | --- |
+| 役員 | 東京 | 18,000円 | 朝食込み |
+|  | 大阪 | 15,000円 |  |
+|  | 福岡 | 13,000円 |  |
+| 管理職 | 東京 | 14,000円 | 朝食込み |
+|  | 大阪 | 12,000円 |  |
+|  | 福岡 | 11,000円 |  |
+| 一般社員 | 東京 | 11,000円 |  |
+|  | 大阪 | 10,000円 |  |
+|  | 福岡 | 9,000円 |  |
+
+## 第3章 精算
+
+精算は帰着後10日以内に行う。計算は次のスクリプトで確認できる。
+
+```python
+# 日当の計算（# で始まる行は見出しではない）
+def daily_allowance(days: int, same_day: bool) -> int:
+    if same_day:
+        return 1_000
+
+    return 2_000 * days
+```
+
+領収書のない支出は原則として認めない。
+"""
+
+
+def doc(text: str, fmt: str = "markdown", **metadata) -> Document:
+    return Document(text, id="rules.md", metadata={"format": fmt, **metadata})
+
+
+def chunk(text: str, fmt: str = "markdown", **options):
+    return make_chunker("markdown", **options).chunk(doc(text, fmt))
+
+
+def cuts(chunks) -> set[int]:
+    return {c.start for c in chunks} | {c.end for c in chunks}
+
+
+def test_outline_sees_front_matter_tables_fences_and_no_fake_headings() -> None:
+    outline = markdown_outline(RULES)
+    assert outline.title == "出張旅費規程"
+    assert [h.title for h in outline.headings] == [
+        "出張旅費規程",
+        "第1章 総則",
+        "第1条 目的",
+        "第2条 適用範囲",
+        "第2章 宿泊",
+        "第3章 精算",
+    ]
+    (table,) = outline.tables
+    assert table.columns == ("区分", "地域", "上限額", "備考")
+    assert len(table.rows) == 9
+    assert RULES[table.rows[1].start : table.rows[1].end] == "|  | 大阪 | 15,000円 |  |"
+    (code,) = outline.code_blocks
+    assert code.info == "python" and code.closed
+    assert RULES[code.body[0] : code.body[1]].startswith("# 日当の計算")
+
+
+def test_heading_paths_title_and_exact_offsets() -> None:
+    chunks = chunk(RULES, max_size=160)
+    for c in chunks:
+        assert RULES[c.start : c.end] == c.text
+        assert c.title == "出張旅費規程"
+    by_text = {c.text.splitlines()[0]: c for c in chunks}
+    assert by_text["## 第2章 宿泊"].headings == ("出張旅費規程", "第2章 宿泊")
+    first_article = next(c for c in chunks if "出張の手続き" in c.text)
+    assert first_article.headings[:2] == ("出張旅費規程", "第1章 総則")
+
+
+def test_a_section_with_its_subsections_stays_whole_when_it_fits() -> None:
+    chunks = chunk(RULES, max_size=160)
+    chapter = next(c for c in chunks if c.text.startswith("## 第1章 総則"))
+    assert "### 第1条 目的" in chapter.text and "### 第2条 適用範囲" in chapter.text
+    # sibling chapters are never merged into one chunk
+    assert not any("第1章" in c.text and "第2章" in c.text for c in chunks)
+
+
+def test_no_cut_inside_a_table_row_and_every_piece_repeats_the_header() -> None:
+    chunks = chunk(RULES, max_size=120)
+    (table,) = markdown_outline(RULES).tables
+    header = RULES[table.header[0] : table.header[1]]
+    inside_rows = {p for r in table.rows for p in range(r.start + 1, r.end)}
+    assert not cuts(chunks) & inside_rows
+    pieces = [c for c in chunks if table.start <= c.start < table.end or c.start < table.start < c.end]
+    assert len(pieces) > 1
+    for c in pieces:
+        assert header in c.embed_text
+        assert c.size <= 120
+    lead = next(c for c in chunks if "宿泊費の上限は" in c.text)
+    assert lead.text.startswith("## 第2章 宿泊")  # the heading stays with its body
+
+
+def test_a_code_block_that_fits_is_never_cut_and_a_large_one_is_reopened() -> None:
+    (code,) = markdown_outline(RULES).code_blocks
+    fits = chunk(RULES, max_size=260)
+    assert any(c.start <= code.start and code.end <= c.end for c in fits)
+    small = chunk(RULES, max_size=70)
+    pieces = [c for c in small if code.start <= c.start < code.end]
+    assert len(pieces) >= 2
+    lines = set()
+    pos = 0
+    for line in RULES.splitlines(keepends=True):
+        lines.add(pos)
+        pos += len(line)
+    for c in pieces:
+        line_start = max(p for p in lines if p <= c.start)
+        assert not RULES[line_start : c.start].strip()  # between code lines, never inside one
+        assert c.embed_text.count("```") == 2, c.embed_text  # every piece is a complete fence
+        assert "```python" in c.embed_text
+    assert "# 日当の計算" not in {h for c in small for h in c.headings}
+
+
+def test_unclosed_fence_is_reported_and_does_not_swallow_the_rest(caplog) -> None:
+    text = "# 手順\n\n```sh\nmake build\n\n## 次の節\n\n本文です。" + "説明が続く。" * 30
+    with caplog.at_level(logging.WARNING):
+        chunks = chunk(text, max_size=60)
+    assert any("never closed" in r.getMessage() and "rules.md" in r.getMessage() for r in caplog.records)
+    assert len(chunks) > 2 and all(c.size <= 60 for c in chunks)
+
+
+def test_fill_down_completes_rows_without_touching_text() -> None:
+    rows = chunk(RULES, max_size=120, table="rows")
+    filled = chunk(RULES, max_size=120, table="fill-down")
+    assert [(c.start, c.end, c.text) for c in rows] == [(c.start, c.end, c.text) for c in filled]
+    joined = "\n".join(c.embed_text for c in filled)
+    assert "| 管理職 | 大阪 | 12,000円 |  |" in joined
+    assert "| 一般社員 | 福岡 | 9,000円 |  |" in joined
+    assert "|  | 大阪 |" not in joined
+    # the 備考 column has blanks too, but it is not a "same as above" column
+    (table,) = markdown_outline(RULES).tables
+    assert fill_down_columns(table) == {0}
+
+
+def test_group_by_gives_one_table_per_value_with_its_header() -> None:
+    chunks = chunk(RULES, max_size=400, table="group-by:区分", context="none")
+    groups = [c for c in chunks if "区分: " in c.embed_text]
+    assert [c.embed_text.split("\n", 1)[0] for c in groups] == [
+        "区分: 役員",
+        "区分: 管理職",
+        "区分: 一般社員",
+    ]
+    for c in groups:
+        assert "| 区分 | 地域 | 上限額 | 備考 |" in c.embed_text
+        value = c.embed_text.split("\n", 1)[0].removeprefix("区分: ")
+        body_rows = [ln for ln in c.embed_text.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
+        assert body_rows and all(row.startswith(f"| {value} |") for row in body_rows)
+
+
+def test_records_give_one_row_per_chunk_as_column_value_lines() -> None:
+    chunks = chunk(RULES, max_size=400, table="records", context="none")
+    records = [c for c in chunks if "上限額: " in c.embed_text]
+    assert len(records) == 9
+    osaka = records[4]
+    assert "区分: 管理職\n地域: 大阪\n上限額: 12,000円" in osaka.embed_text
+    assert osaka.text == "|  | 大阪 | 12,000円 |  |"  # text is still the exact row
+
+
+def test_group_by_unknown_column_warns_and_keeps_rows(caplog) -> None:
+    with caplog.at_level(logging.WARNING):
+        chunks = chunk(RULES, max_size=120, table="group-by:部署")
+    assert any("no column '部署'" in r.getMessage() for r in caplog.records)
+    assert all(c.size <= 120 for c in chunks)
+
+
+def test_table_mode_spec_parsing_and_errors() -> None:
+    assert TableMode.parse("group-by 区分") == TableMode("group-by", "区分")
+    assert TableMode.parse("group-by:区分").spec() == "group-by:区分"
+    with pytest.raises(ConfigError, match="group-by:COLUMN"):
+        make_chunker("markdown", table="group-by")
+    with pytest.raises(ConfigError, match="unknown table mode"):
+        make_chunker("markdown", table="columns")
+    with pytest.raises(ConfigError, match="unknown context"):
+        make_chunker("markdown", context="path")
+
+
+def test_context_prefix_drops_headings_the_chunk_already_holds() -> None:
+    chunks = chunk(RULES, max_size=160)
+    chapter = next(c for c in chunks if c.text.startswith("## 第2章 宿泊"))
+    assert chapter.embed_text.startswith("出張旅費規程\n\n## 第2章 宿泊")  # no "第2章" twice, title once
+    code_piece = next(c for c in chunk(RULES, max_size=70) if c.text.startswith("if same_day"))
+    assert code_piece.embed_text.startswith("出張旅費規程\n第3章 精算\n\n```python\n")
+    none = chunk(RULES, max_size=160, context="none")
+    assert all(c.embed_text == c.text for c in none if "|" not in c.text)
+    title_only = chunk(RULES, max_size=160, context="title")
+    assert all(c.embed_text.startswith("出張旅費規程\n\n") for c in title_only)
+
+
+@pytest.mark.parametrize("table", ["rows", "fill-down", "group-by:区分"])
+def test_embed_text_fits_a_token_limit_when_context_is_in_budget(table: str) -> None:
+    tokens = Tokens()
+    for max_size in (96, 128, 200):
+        chunks = chunk(RULES, max_size=max_size, unit="tokens", table=table)
+        for c in chunks:
+            assert tokens(c.embed_text) <= max_size, (max_size, c.embed_text)
+    without = chunk(RULES, max_size=64, unit="tokens", context_in_budget=False)
+    assert any(c.size > 40 for c in without)
+    assert any(tokens(c.embed_text) > 64 for c in without) or all(c.embed_text == c.text for c in without)
+
+
+def test_context_in_budget_for_other_strategies_too() -> None:
+    tokens = Tokens()
+    chunks = make_chunker("recursive", max_size=48, unit="tokens", context="headings").chunk(doc(RULES))
+    assert all(tokens(c.embed_text) <= 48 for c in chunks)
+    assert any(c.embed_text != c.text for c in chunks)
+
+
+CSV = (
+    "区分,品目,単価,備考\n"
+    "文具,ボールペン,120,\n"
+    ',ノート,"1,200","まとめ買い\n割引あり"\n'
+    ",付箋,300,\n"
+    "備品,椅子,15000,\n"
+    ",机,32000,組立式\n"
+)
+
+
+def test_csv_records_keep_quoted_line_breaks_inside_the_row() -> None:
+    spans = record_spans(CSV)
+    assert len(spans) == 6
+    assert CSV[spans[2][0] : spans[2][1]] == ',ノート,"1,200","まとめ買い\n割引あり"'
+    (table,) = csv_outline(CSV).tables
+    assert table.rows[1].cells == ("", "ノート", "1,200", "まとめ買い\n割引あり")
+
+
+def test_csv_split_between_records_with_header_repeated_and_filled() -> None:
+    d = Document(CSV, id="price.csv", metadata={"format": "csv", "title": "price"})
+    chunks = make_chunker("markdown", max_size=45, table="fill-down", context="none").chunk(d)
+    inside = {p for s, e in record_spans(CSV) for p in range(s + 1, e)}
+    assert not cuts(chunks) & inside
+    assert len(chunks) > 2
+    for c in chunks[1:]:
+        assert c.embed_text.startswith("区分,品目,単価,備考\n")
+    assert any("文具,付箋,300," in c.embed_text for c in chunks)
+    assert any("備品,机,32000,組立式" in c.embed_text for c in chunks)
+
+
+def test_pdf_lines_are_not_boundaries_but_paragraphs_and_pages_are_metadata() -> None:
+    page1 = (
+        "出張の申請は、出発の三日前までに所属長の承認を得て\n"
+        "行わなければならない。ただし、緊急の場合はこの限り\n"
+        "でない。\n"
+        "宿泊を伴う出張では、会社が指定する予約サイトを用い\n"
+        "て手配することを原則とする。\n"
+    )
+    page2 = "精算は帰着後十日以内に行い、領収書を添付して経理部\nへ提出する。\n"
+    text = page1 + "\n" + page2
+    regions = (
+        Region(0, len(page1) - 1, "page", {"page": 1}),
+        Region(len(page1) + 1, len(text) - 1, "page", {"page": 2}),
+    )
+    d = Document(text, id="a.pdf", metadata={"format": "pdf"}, regions=regions)
+    chunks = make_chunker("structure", max_size=60).chunk(d)
+    assert [c.text.splitlines()[0][:6] for c in chunks] == ["出張の申請は", "宿泊を伴う出", "精算は帰着後"]
+    assert [c.metadata.get("page") for c in chunks] == [1, 1, 2]
+    whole = make_chunker("structure", max_size=400).chunk(d)
+    assert whole[0].metadata["pages"] == [1, 2]
+
+
+def test_plain_text_uses_paragraph_rules() -> None:
+    text = "第1条 目的\nこの規程は旅費を定める。\n\n第2条 範囲\n全社員に適用する。"
+    chunks = make_chunker("markdown", max_size=20).chunk(Document(text, metadata={"format": "text"}))
+    assert [c.text for c in chunks] == [
+        "第1条 目的\nこの規程は旅費を定める。",
+        "第2条 範囲\n全社員に適用する。",
+    ]
+    assert all(c.headings == () and c.embed_text == c.text for c in chunks)
