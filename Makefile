@@ -28,6 +28,8 @@ demo: $(VENV)/.installed
 	$(BIN)/kireme chunk examples/travel-rules.txt --strategy recursive --max-size 120 --format text
 	@echo "--- the same as JSONL, token-sized (first two rows) ---"
 	$(BIN)/kireme chunk examples/travel-rules.txt --unit tokens --max-size 96 --format jsonl | head -n 2
+	@echo "--- a Markdown document by its structure: heading path, table header repeated in embed_text ---"
+	$(BIN)/kireme chunk examples/travel-allowance.md --strategy markdown --max-size 120 --table fill-down --format jsonl | sed -n 5p
 
 test: $(VENV)/.dev-installed
 	-@$(MAKE) --no-print-directory browser

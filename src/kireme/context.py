@@ -71,7 +71,17 @@ class ContextBuilder:
         if self.mode == "none":
             return ""
         chain = self.paths.chain(start) if self.paths is not None else ()
-        return self._fit(self._names(tuple(h for h in chain if h.start < start)))
+        names = self._names(tuple(h for h in chain if h.start < start))
+        if chain and chain[-1].start == start and chain[-1].title.strip() == self.title:
+            return self._fit_without_title(names)  # the chunk opens with the title heading itself
+        return self._fit(names)
+
+    def _fit_without_title(self, names: list[str]) -> str:
+        for drop in range(len(names) + 1):
+            prefix = self._render(names[drop:], False)
+            if not prefix or self.size(prefix) <= self.limit:
+                return prefix
+        return ""
 
     def largest(self, start: int | None = None) -> int:
         """The largest prefix size any chunk can get: in the section at ``start``, or anywhere."""

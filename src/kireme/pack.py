@@ -234,7 +234,9 @@ class _Packer:
         if cut <= start:
             cut = ceil_boundary(text, start + 1, start)
             # one cluster over a caller's reduced budget still fits the real one: keep it whole
-            if self.sizer.estimate(start, cut) > self.budget:
+            if self.sizer.estimate(start, cut) > self.budget or (
+                not self.sizer.exact_estimates and self.sizer.exact([(start, cut)])[0] > self.budget
+            ):
                 if not self.warned_cluster:
                     self.warned_cluster = True
                     log.warning(

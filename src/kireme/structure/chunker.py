@@ -134,7 +134,7 @@ class StructureChunker(Chunker):
 
     def _floor(self) -> int:
         """The smallest budget a section gets, however much context and header it carries."""
-        return min(self.max_size, self.overlap + max(1, self.max_size // 4))
+        return min(self.max_size, self.overlap + max(1, (self.max_size - self.overlap) // 2))
 
     def _embed_excess(
         self, doc: Document, outline: Outline, context: ContextBuilder, section: Section, packed: list
@@ -149,22 +149,15 @@ class StructureChunker(Chunker):
 
     # ------------------------------------------------------------------------------ sections
     def _budget(self, context: ContextBuilder, start: int, extra: str = "") -> int:
-        """``max_size`` less what goes in front of this section's pieces, when that counts."""
+        """``max_size`` less what goes in front of this section's pieces, when that counts.
+
+        Never less than half of what a chunk may hold: a table header and a deep heading path must not
+        crowd out the rows. Where they would, `_embed_text` leaves the context (then the header) out.
+        """
         if not self.context_counts:
             return self.max_size
         taken = context.largest(start) + (self.measure(extra) if extra else 0)
-        floor = self._floor()
-        if self.max_size - taken < floor:
-            log.warning(
-                "max_size %d %s leaves too little room after a table header or fence and the context "
-                "(%d %s): some embed_text will be longer than max_size",
-                self.max_size,
-                self.measure.name,
-                taken,
-                self.measure.name,
-            )
-            return floor
-        return self.max_size - taken
+        return max(self.max_size - taken, self._floor())
 
     def _sections(
         self, doc: Document, outline: Outline, paths: HeadingPaths, context: ContextBuilder, sizer: SpanSizer
@@ -180,17 +173,24 @@ class StructureChunker(Chunker):
         elif outline.front_matter_end and heads:  # front matter alone goes with the first section
             starts[0] = 0
         i = 0
+        carry: int | None = None  # a heading with no text of its own goes with the next section
         while i < len(heads):
+            start = starts[i] if carry is None else carry
             end_of_own = starts[i + 1] if i + 1 < len(heads) else len(text)
             j = i + 1
             while j < len(heads) and heads[j].level > heads[i].level:
                 j += 1
             subtree_end = starts[j] if j < len(heads) else len(text)
-            if j > i + 1 and sizer.estimate(starts[i], subtree_end) <= self._budget(context, starts[i]):
-                bounds.append((starts[i], subtree_end))
+            if j > i + 1 and sizer.estimate(start, subtree_end) <= self._budget(context, start):
+                bounds.append((start, subtree_end))
+                carry = None
                 i = j
+            elif i + 1 < len(heads) and not text[heads[i].end : end_of_own].strip():
+                carry = start
+                i += 1
             else:
-                bounds.append((starts[i], end_of_own))
+                bounds.append((start, end_of_own))
+                carry = None
                 i += 1
         sections: list[Section] = []
         for a, b in bounds:
@@ -319,7 +319,8 @@ class StructureChunker(Chunker):
     ) -> list[Section]:
         """Rows ``lo..hi`` of a table as sections: the first holds the header itself (as many rows as
         fit with it), the rest repeat it in their ``embed_text`` and leave room for it."""
-        repeat = text[table.header[0] : table.header[1]] + "\n"
+        newline = "\r\n" if text.startswith("\r\n", table.header[1]) else "\n"
+        repeat = text[table.header[0] : table.header[1]] + newline
         rest = Section(
             start,
             end,
@@ -336,6 +337,8 @@ class StructureChunker(Chunker):
         while k < hi and sizer.estimate(start, table.rows[k].end) <= full:
             k += 1
         k = max(k, lo + 1)  # the header never goes without its first row
+        # the header and first row stay whole even if the context has to make room (see _embed_text)
+        full = max(full, min(self.max_size, sizer.estimate(start, table.rows[k - 1].end)))
         if k >= hi:
             return [replace(rest, max_size=full, repeat="")]
         return [
@@ -347,14 +350,26 @@ class StructureChunker(Chunker):
     def _embed_text(
         self, doc: Document, outline: Outline, context: ContextBuilder, section: Section, start: int, end: int
     ) -> str:
+        """Context, the block's decorations (group line, repeated header, reopened fence), the text.
+
+        A piece that holds none of the section's table or code block (a lead-in sentence packed alone)
+        gets no decoration. When the context counts toward ``max_size`` and the whole would not fit,
+        the context goes first, then the repeated header or fence: the size limit is kept.
+        """
         body = self._table_text(doc, outline, start, end)
-        parts = [context.prefix(start), section.group_line]
-        if section.repeat and start >= section.repeat_after:
-            parts.append(section.repeat)
-        parts.append(body)
-        if section.close and end <= section.close_before:
-            parts.append(section.close)
-        return "".join(parts)
+        block = section.table or section.code
+        touches = block is not None and end > block.start
+        prefix = context.prefix(start)
+        group = section.group_line if touches else ""
+        repeat = section.repeat if touches and section.repeat and start >= section.repeat_after else ""
+        close = section.close if touches and section.close and end <= section.close_before else ""
+        embed = prefix + group + repeat + body + close
+        if not self.context_counts or self.measure(embed) <= self.max_size:
+            return embed
+        for fewer in (group + repeat + body + close, body + close, body):
+            if self.measure(fewer) <= self.max_size:
+                return fewer
+        return body
 
     def _table_text(self, doc: Document, outline: Outline, start: int, end: int) -> str:
         """The chunk text with whole table rows rewritten by the table mode (filled, as records)."""

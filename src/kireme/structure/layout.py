@@ -111,6 +111,8 @@ def structure_levels(
 def heading_end_test(doc: Document, outline: Outline):
     """Whether the text before a cut ends with a heading: parsed headings for Markdown-like formats
     (a ``# comment`` in a code block is not one), the prose heuristic for plain text and PDF."""
+    if doc.format in ("csv", "tsv"):  # a short record is not a heading
+        return False
     if doc.format not in MARKDOWN_FORMATS:
         return True
     ends = frozenset(h.end for h in outline.headings)
