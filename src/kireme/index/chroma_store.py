@@ -1,0 +1,205 @@
+"""A `VectorStore` on Chroma: a persistent local collection with cosine distance.
+
+Layout: ``chromadb.PersistentClient(path)`` owns the directory: ``chroma.sqlite3`` (rows, metadata,
+documents) plus one folder per collection segment holding the HNSW files. Telemetry is always off and
+no embedding function is ever attached, so Chroma never downloads a model: vectors come from kireme.
+
+Rows: the chunk ``text`` is the Chroma *document*; everything else is scalar metadata (``idx``,
+``start``, ``end`` as ints; ``headings`` and ``metadata`` as JSON strings). The embedder's description
+is kept in the collection metadata as JSON under ``kireme_info``, written when the collection is
+created.
+
+Caveats: Chroma searches an HNSW graph, so results are approximate (exact for small collections, very
+high recall beyond); ``add`` commits in batches of at most ``client.get_max_batch_size()`` rows, so a
+very large ``add`` is not atomic as a whole; adding an id that already exists is silently ignored by
+Chroma (chunk ids are meant to be unique).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from kireme.embed.base import MissingExtraError
+from kireme.index.store import FILTER_FIELDS, Hit, StoredChunk
+
+INFO_KEY = "kireme_info"
+PAGE = 1000  # rows per ``collection.get`` page
+DELETE_BATCH = 1000  # doc ids per ``$in`` filter
+
+
+def chroma_where(where: Mapping[str, str] | None) -> dict[str, Any] | None:
+    """An exact-match filter in Chroma's ``where`` syntax.
+
+    >>> chroma_where({"doc_id": "a"})
+    {'doc_id': 'a'}
+    >>> chroma_where({"doc_id": "a", "format": "markdown"})
+    {'$and': [{'doc_id': 'a'}, {'format': 'markdown'}]}
+    """
+    if not where:
+        return None
+    for key in where:
+        if key not in FILTER_FIELDS:
+            raise ValueError(f"cannot filter on {key!r}; filterable fields are {', '.join(FILTER_FIELDS)}")
+    clauses = [{key: str(value)} for key, value in where.items()]
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+class ChromaStore:
+    """Chunks and vectors in a persistent Chroma collection under ``path``."""
+
+    name = "chroma"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        collection: str = "kireme_chunks",
+        info: Mapping[str, Any] | None = None,
+    ) -> None:
+        try:
+            import chromadb
+            from chromadb.config import Settings
+        except ImportError:
+            raise MissingExtraError("Chroma store", "chroma", "chromadb") from None
+        self.path = os.fspath(path)
+        self.collection_name = collection
+        # Every client on one path in one process must use identical settings (Chroma shares them).
+        self._client = chromadb.PersistentClient(
+            path=self.path, settings=Settings(anonymized_telemetry=False)
+        )
+        metadata = {INFO_KEY: json.dumps(dict(info), ensure_ascii=False)} if info else None
+        # An existing collection keeps its metadata and configuration (they are not overwritten).
+        self._collection = self._client.get_or_create_collection(
+            collection,
+            embedding_function=None,
+            metadata=metadata,
+            configuration={"hnsw": {"space": "cosine"}},
+        )
+        self._max_batch = max(1, int(self._client.get_max_batch_size()))
+
+    # -- VectorStore ------------------------------------------------------------------------------------
+
+    def add(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> None:
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if len(chunks) != len(vectors):
+            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+        if not chunks:
+            return
+        for i in range(0, len(chunks), self._max_batch):
+            batch = chunks[i : i + self._max_batch]
+            self._collection.add(
+                ids=[c.id for c in batch],
+                embeddings=vectors[i : i + self._max_batch],
+                documents=[c.text for c in batch],
+                metadatas=[_metadata(c) for c in batch],
+            )
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> None:
+        ids = sorted(set(doc_ids))
+        for i in range(0, len(ids), DELETE_BATCH):
+            self._collection.delete(where={"doc_id": {"$in": ids[i : i + DELETE_BATCH]}})
+
+    def doc_ids(self) -> set[str]:
+        return {meta["doc_id"] for _, _, meta in self._pages(None, include=["metadatas"])}
+
+    def count(self) -> int:
+        return int(self._collection.count())
+
+    def search(self, vector: np.ndarray, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
+        filter_ = chroma_where(where)
+        n = min(k, self.count())
+        if n <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if not np.any(query):
+            # Cosine distance to a zero vector is undefined: every row scores 0 (like MemoryStore).
+            return [Hit(chunk, 0.0) for _, chunk in zip(range(n), self.chunks(where), strict=False)]
+        result = self._collection.query(
+            query_embeddings=[query],
+            n_results=n,
+            where=filter_,
+            include=["documents", "metadatas", "distances"],
+        )
+        ids, documents = result["ids"][0], (result["documents"] or [[]])[0]
+        metadatas, distances = (result["metadatas"] or [[]])[0], (result["distances"] or [[]])[0]
+        hits = [
+            Hit(_chunk(id_, doc, meta), 1.0 - float(dist))
+            for id_, doc, meta, dist in zip(ids, documents, metadatas, distances, strict=True)
+        ]
+        hits.sort(key=lambda hit: -hit.score)  # already sorted by Chroma; keep the contract explicit
+        return hits
+
+    def chunks(self, where: Mapping[str, str] | None = None) -> Iterator[StoredChunk]:
+        filter_ = chroma_where(where)
+        return (
+            _chunk(id_, doc, meta)
+            for id_, doc, meta in self._pages(filter_, include=["documents", "metadatas"])
+        )
+
+    def close(self) -> None:
+        """Release this store's reference to the shared Chroma system (idempotent)."""
+        close = getattr(self._client, "close", None)
+        if close is not None:
+            close()
+
+    # -- extras ---------------------------------------------------------------------------------------
+
+    def stored_info(self) -> dict[str, Any] | None:
+        """The info written when the collection was created, or ``None``."""
+        raw = (self._collection.metadata or {}).get(INFO_KEY)
+        return json.loads(raw) if raw else None
+
+    def optimize(self) -> None:
+        """Nothing to do: Chroma compacts on its own."""
+
+    def _pages(self, where: dict[str, Any] | None, include: list[str]) -> Iterator[tuple[str, Any, Any]]:
+        """Every matching row, a page at a time (ids, documents, metadatas)."""
+        offset = 0
+        while True:
+            page = self._collection.get(where=where, include=include, limit=PAGE, offset=offset)
+            ids = page["ids"]
+            if not ids:
+                return
+            documents = page.get("documents") or [None] * len(ids)
+            metadatas = page.get("metadatas") or [None] * len(ids)
+            yield from zip(ids, documents, metadatas, strict=True)
+            if len(ids) < PAGE:
+                return
+            offset += len(ids)
+
+
+def _metadata(chunk: StoredChunk) -> dict[str, Any]:
+    return {
+        "doc_id": chunk.doc_id,
+        "idx": int(chunk.index),
+        "start": int(chunk.start),
+        "end": int(chunk.end),
+        "embed_text": chunk.embed_text,
+        "headings": json.dumps(list(chunk.headings), ensure_ascii=False),
+        "title": chunk.title,
+        "source": chunk.source,
+        "format": chunk.format,
+        "metadata": json.dumps(dict(chunk.metadata), ensure_ascii=False),
+    }
+
+
+def _chunk(id_: str, document: str | None, meta: Mapping[str, Any]) -> StoredChunk:
+    return StoredChunk(
+        id=id_,
+        doc_id=meta["doc_id"],
+        index=int(meta["idx"]),
+        start=int(meta["start"]),
+        end=int(meta["end"]),
+        text=document or "",
+        embed_text=meta.get("embed_text", ""),
+        headings=tuple(json.loads(meta.get("headings") or "[]")),
+        title=meta.get("title", ""),
+        source=meta.get("source", ""),
+        format=meta.get("format", "text"),
+        metadata=json.loads(meta.get("metadata") or "{}"),
+    )

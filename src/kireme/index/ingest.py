@@ -1,0 +1,338 @@
+"""Incremental, idempotent, crash-safe ingestion of files into an index directory.
+
+Re-running on unchanged files embeds and writes nothing: a document is skipped when its content hash and
+the chunking configuration match its manifest entry. A changed document's rows are replaced: its entry is
+removed, its old rows deleted, the new rows added, and only then the entry written again — so whatever
+moment a run is killed at, the manifest names only documents whose rows are complete, and the next run
+deletes rows that no entry owns (leftovers) and redoes those documents. Documents are written in batches
+(one store commit per batch) to keep commits few. One writer at a time: a lock file guards the index.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kireme.chunkers import Chunker
+from kireme.document import ConfigError, Document, KiremeError, LoadError
+from kireme.embed.base import Embedder
+from kireme.index.embedders import spec_for_name
+from kireme.index.manifest import DocumentEntry, Manifest
+from kireme.index.store import StoredChunk, VectorStore
+from kireme.load import load
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DB = Path(".kireme") / "index"
+STORES = ("lancedb", "chroma")
+BATCH_ROWS = 1024
+BATCH_DOCUMENTS = 64
+
+
+class IndexBusyError(KiremeError):
+    """Another process is writing the index."""
+
+
+class IndexMismatchError(KiremeError):
+    """The index was built with another embedder or store."""
+
+
+@dataclass
+class IngestSummary:
+    """What a run did; ``to_dict`` is the ``--format json`` line."""
+
+    documents: int = 0
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    chunks_written: int = 0
+    texts_embedded: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.pop("errors")
+        return out
+
+
+def open_store(kind: str, db: Path, info: dict[str, Any]) -> VectorStore:
+    """The store of an index directory (``lancedb`` in ``db/lancedb``, ``chroma`` in ``db/chroma``)."""
+    if kind == "lancedb":
+        from kireme.index.lancedb_store import LanceDBStore
+
+        return LanceDBStore(db / "lancedb", info=info)
+    if kind == "chroma":
+        from kireme.index.chroma_store import ChromaStore
+
+        return ChromaStore(db / "chroma", info=info)
+    if kind == "memory":
+        from kireme.index.memory import MemoryStore
+
+        return MemoryStore()
+    raise ConfigError(f"unknown store {kind!r}: choose one of {', '.join(STORES)}")
+
+
+def embedder_info(embedder: Embedder) -> dict[str, Any]:
+    """What an index records about its embedder (a different one cannot search it)."""
+    dim = int(embedder.embed(["kireme"], "passage").shape[1])
+    return {"embedder": embedder.name, "dimension": dim, "normalized": True}
+
+
+class IndexLock:
+    """An exclusive lock on an index directory (a lock file; released when the process dies)."""
+
+    def __init__(self, db: Path, wait: float = 0.0) -> None:
+        from filelock import FileLock
+
+        self._lock = FileLock(str(db / "kireme.lock"))
+        self.db = db
+        self.wait = wait
+
+    def __enter__(self) -> IndexLock:
+        from filelock import Timeout
+
+        try:
+            self._lock.acquire(timeout=self.wait)
+        except Timeout:
+            raise IndexBusyError(
+                f"{self.db}: another kireme process is writing this index; "
+                "wait for it to finish (or pass --wait SECONDS)"
+            ) from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+@dataclass
+class _Pending:
+    entry: DocumentEntry
+    chunks: list[StoredChunk]
+    texts: list[str]
+    replaces: bool
+
+
+class Ingestor:
+    """Writes documents into one index directory. Use as a context manager (it holds the lock)."""
+
+    def __init__(
+        self,
+        db: str | os.PathLike[str],
+        chunker: Chunker,
+        embedder: Embedder,
+        *,
+        store: str | None = None,
+        reembed: bool = False,
+        wait: float = 0.0,
+        embedder_limit: tuple[int, Callable[[str], int]] | None = None,
+    ) -> None:
+        self.db = Path(db)
+        self.chunker = chunker
+        self.embedder = embedder
+        self.store_kind = store
+        self.reembed = reembed
+        self.limit = embedder_limit
+        self.summary = IngestSummary()
+        self._lock = IndexLock(self.db, wait)
+        self._pending: list[_Pending] = []
+        self._seen: set[str] = set()
+
+    # ------------------------------------------------------------------------------ open / close
+    def __enter__(self) -> Ingestor:
+        self.db.mkdir(parents=True, exist_ok=True)
+        self._lock.__enter__()
+        try:
+            self._open()
+        except BaseException:
+            self._lock.__exit__()
+            raise
+        return self
+
+    def __exit__(self, exc_type, *exc: object) -> None:
+        try:
+            if exc_type is None:
+                self.flush()
+                optimize = getattr(self.store, "optimize", None)
+                if optimize is not None and self.summary.chunks_written + self.summary.removed:
+                    optimize()
+            self.store.close()
+            self.manifest.close()
+        finally:
+            self._lock.__exit__()
+
+    def _open(self) -> None:
+        self.manifest = Manifest(self.db / "manifest.sqlite")
+        info = embedder_info(self.embedder)
+        stored = self.manifest.get_meta("embedder")
+        kind = self.manifest.get_meta("store")
+        if kind and self.store_kind and kind != self.store_kind:
+            raise IndexMismatchError(
+                f"{self.db}: this index uses the {kind} store, not {self.store_kind} "
+                "(use another --db for a second store)"
+            )
+        self.store_kind = kind or self.store_kind or "lancedb"
+        if stored and stored != info and not self.reembed:
+            raise IndexMismatchError(
+                f"{self.db}: built with embedder {stored['embedder']} (dimension {stored['dimension']}), "
+                f"not {info['embedder']} (dimension {info['dimension']}): pass --embedder "
+                f"{spec_for_name(stored['embedder'])} to use it, or --reembed to rebuild the index"
+            )
+        if stored and (self.reembed and stored != info):
+            self._drop_store(kind or self.store_kind)
+            self.manifest.clear()
+            stored = None
+        self.manifest.set_meta("store", self.store_kind)
+        self.manifest.set_meta("embedder", info)
+        self.store = open_store(self.store_kind, self.db, info)
+        self.entries = self.manifest.documents()
+        leftovers = sorted(self.store.doc_ids() - set(self.entries))
+        if leftovers:
+            log.info("removing rows of %d document(s) an interrupted run left unfinished", len(leftovers))
+            self.store.delete_documents(leftovers)
+
+    def _drop_store(self, kind: str) -> None:
+        import shutil
+
+        target = self.db / kind
+        if target.exists():
+            shutil.rmtree(target)
+
+    # ------------------------------------------------------------------------------ documents
+    def add(self, doc: Document) -> str:
+        """Index one document unless its manifest entry is current; returns what happened."""
+        self.summary.documents += 1
+        self._seen.add(doc.id)
+        config = self.chunker.config_hash
+        entry = self.entries.get(doc.id)
+        if entry is not None and entry.content_hash == doc.sha256 and entry.config_hash == config:
+            self.summary.unchanged += 1
+            return "unchanged"
+        chunks = self.chunker.chunk(doc)
+        texts = [c.embed_text for c in chunks]
+        if self.limit is not None:
+            max_tokens, count = self.limit
+            for c, text in zip(chunks, texts, strict=True):
+                n = count(text)
+                if n > max_tokens:
+                    raise ConfigError(
+                        f"chunk {c.index} [{c.start}:{c.end}] is {n} tokens for the embedder, which reads "
+                        f"at most {max_tokens}: use --unit tokens --max-size {max(16, max_tokens * 3 // 4)}"
+                    )
+        stored = [
+            StoredChunk(
+                id=c.id,
+                doc_id=c.doc_id,
+                index=c.index,
+                start=c.start,
+                end=c.end,
+                text=c.text,
+                embed_text=c.embed_text,
+                headings=c.headings,
+                title=c.title,
+                source=str(doc.metadata.get("source", doc.id)),
+                format=doc.format,
+                metadata=dict(c.metadata),
+            )
+            for c in chunks
+        ]
+        new = DocumentEntry(doc.id, doc.sha256, config, len(stored), str(doc.metadata.get("source", doc.id)))
+        self._pending.append(_Pending(new, stored, texts, entry is not None))
+        if sum(len(p.chunks) for p in self._pending) >= BATCH_ROWS or len(self._pending) >= BATCH_DOCUMENTS:
+            self.flush()
+        return "updated" if entry is not None else "added"
+
+    def flush(self) -> None:
+        """Embed and commit the pending documents: entries out, old rows out, rows in, entries in."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        texts = [t for p in pending for t in p.texts]
+        before = _embedded(self.embedder)
+        vectors = self.embedder.embed(texts, "passage") if texts else np.zeros((0, 1), dtype=np.float32)
+        self.summary.texts_embedded += _embedded(self.embedder) - before if before is not None else len(texts)
+        ids = [p.entry.doc_id for p in pending]
+        self.manifest.remove(ids)
+        self.store.delete_documents(ids)
+        rows = [c for p in pending for c in p.chunks]
+        if rows:
+            self.store.add(rows, vectors)
+        for p in pending:
+            self.manifest.put(p.entry)
+            self.entries[p.entry.doc_id] = p.entry
+            if p.replaces:
+                self.summary.updated += 1
+            else:
+                self.summary.added += 1
+        self.summary.chunks_written += len(rows)
+
+    def fail(self, message: str) -> None:
+        self.summary.failed += 1
+        self.summary.errors.append(message)
+
+    def prune(self, roots: Sequence[Path]) -> list[str]:
+        """Remove documents not seen in this run whose file is gone or lies under one of ``roots``."""
+        self.flush()
+        dirs = [r.resolve() for r in roots if r.is_dir()]
+        gone = []
+        for doc_id in sorted(self.entries):
+            if doc_id in self._seen:
+                continue
+            path = Path(doc_id)
+            if not path.exists() or any(_under(path.resolve(), d) for d in dirs):
+                gone.append(doc_id)
+        if gone:
+            self.manifest.remove(gone)
+            self.store.delete_documents(gone)
+            for doc_id in gone:
+                self.entries.pop(doc_id, None)
+            self.summary.removed += len(gone)
+        return gone
+
+
+def _under(path: Path, directory: Path) -> bool:
+    try:
+        path.relative_to(directory)
+    except ValueError:
+        return False
+    return True
+
+
+def _embedded(embedder: Embedder) -> int | None:
+    stats = getattr(embedder, "stats", None)
+    return getattr(stats, "embedded", None)
+
+
+def ingest_paths(
+    ingestor: Ingestor,
+    files: Sequence[Path],
+    *,
+    fail_fast: bool = False,
+    load_options: dict[str, Any] | None = None,
+    on_file: Callable[[Path, str], None] | None = None,
+) -> IngestSummary:
+    """Load and add each file; a broken file is recorded in the summary and skipped (or stops the run)."""
+    options = load_options or {}
+    for path in files:
+        try:
+            doc = load(path, **options)
+            outcome = ingestor.add(doc)
+        except (LoadError, ConfigError) as exc:
+            message = str(exc) if isinstance(exc, LoadError) else f"{path.as_posix()}: {exc}"
+            ingestor.fail(message)
+            if on_file is not None:
+                on_file(path, "failed")
+            if fail_fast:
+                break
+            continue
+        if on_file is not None:
+            on_file(path, outcome)
+    ingestor.flush()
+    return ingestor.summary

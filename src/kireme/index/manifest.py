@@ -1,0 +1,83 @@
+"""The index manifest: which documents are completely indexed, and with which embedder.
+
+A SQLite file beside the store. A document's entry is written only *after* its rows are committed to the
+store and removed *before* its rows are touched, so after a crash (even ``kill -9``) every entry names a
+document whose rows are complete, and rows without an entry are leftovers that the next run deletes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
+    chunks INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    updated REAL NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class DocumentEntry:
+    """A completely indexed document: the content and chunking config its rows were made from."""
+
+    doc_id: str
+    content_hash: str
+    config_hash: str
+    chunks: int
+    source: str
+
+
+class Manifest:
+    """Read and write the manifest (each call is its own committed transaction)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(SCHEMA)
+
+    def get_meta(self, key: str) -> Any:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self._db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, json.dumps(value, ensure_ascii=False, sort_keys=True)),
+        )
+
+    def documents(self) -> dict[str, DocumentEntry]:
+        rows = self._db.execute("SELECT doc_id, content_hash, config_hash, chunks, source FROM documents")
+        return {r[0]: DocumentEntry(*r) for r in rows}
+
+    def put(self, entry: DocumentEntry) -> None:
+        self._db.execute(
+            "INSERT INTO documents (doc_id, content_hash, config_hash, chunks, source, updated) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(doc_id) DO UPDATE SET content_hash = excluded.content_hash, "
+            "config_hash = excluded.config_hash, chunks = excluded.chunks, source = excluded.source, "
+            "updated = excluded.updated",
+            (entry.doc_id, entry.content_hash, entry.config_hash, entry.chunks, entry.source, time.time()),
+        )
+
+    def remove(self, doc_ids: list[str]) -> None:
+        self._db.executemany("DELETE FROM documents WHERE doc_id = ?", [(d,) for d in doc_ids])
+
+    def clear(self) -> None:
+        self._db.execute("DELETE FROM documents")
+        self._db.execute("DELETE FROM meta")
+
+    def close(self) -> None:
+        self._db.close()

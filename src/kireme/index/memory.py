@@ -1,0 +1,59 @@
+"""An in-memory `VectorStore` for tests and small experiments (nothing is written to disk)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+
+import numpy as np
+
+from kireme.index.store import Hit, StoredChunk, matches
+
+
+class MemoryStore:
+    """Rows in a list and vectors in a matrix; exact cosine search."""
+
+    name = "memory"
+
+    def __init__(self) -> None:
+        self._rows: list[StoredChunk] = []
+        self._vectors = np.zeros((0, 0), dtype=np.float32)
+
+    def add(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> None:
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if len(chunks) != len(vectors):
+            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+        if not chunks:
+            return
+        self._vectors = vectors.copy() if not self._rows else np.vstack([self._vectors, vectors])
+        self._rows.extend(chunks)
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> None:
+        drop = set(doc_ids)
+        keep = [i for i, c in enumerate(self._rows) if c.doc_id not in drop]
+        self._rows = [self._rows[i] for i in keep]
+        self._vectors = self._vectors[keep] if keep else np.zeros((0, 0), dtype=np.float32)
+
+    def doc_ids(self) -> set[str]:
+        return {c.doc_id for c in self._rows}
+
+    def count(self) -> int:
+        return len(self._rows)
+
+    def search(self, vector: np.ndarray, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
+        if not self._rows:
+            return []
+        scores = self._vectors @ np.asarray(vector, dtype=np.float32)
+        order = np.argsort(-scores, kind="stable")
+        hits = []
+        for i in order:
+            if matches(self._rows[i], where):
+                hits.append(Hit(self._rows[i], float(scores[i])))
+                if len(hits) == k:
+                    break
+        return hits
+
+    def chunks(self, where: Mapping[str, str] | None = None) -> Iterator[StoredChunk]:
+        return (c for c in list(self._rows) if matches(c, where))
+
+    def close(self) -> None:
+        pass

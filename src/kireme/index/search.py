@@ -1,0 +1,175 @@
+"""Search an index: dense (embeddings), BM25 (keywords) or hybrid (reciprocal rank fusion of both).
+
+BM25 tokenises like the evaluation retriever: words for spaced scripts, overlapping character bigrams for
+Japanese (no morphological analyser needed). Its index is built from the stored chunks' ``embed_text``
+(so the title and heading path count) and kept in the index directory, rebuilt only when the manifest
+changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kireme.document import ConfigError, KiremeError
+from kireme.embed.base import Embedder
+from kireme.evaluate.retrievers import tokenize
+from kireme.index.manifest import Manifest
+from kireme.index.store import FILTER_FIELDS, Hit, StoredChunk, VectorStore, matches
+
+log = logging.getLogger(__name__)
+
+MODES = ("dense", "bm25", "hybrid")
+RRF_K = 60  # the usual constant of reciprocal rank fusion
+
+
+class IndexNotFoundError(KiremeError):
+    """No index at the given path."""
+
+
+def parse_filters(items: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """``["source=規程.md", "format=pdf"]`` → a filter; unknown keys are a `ConfigError`."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or key not in FILTER_FIELDS:
+            raise ConfigError(f"filter {item!r}: use KEY=VALUE with KEY one of {', '.join(FILTER_FIELDS)}")
+        out[key] = value
+    return out
+
+
+class Searcher:
+    """Search one index directory with the embedder it was built with."""
+
+    def __init__(self, db: str | os.PathLike[str], embedder: Embedder | None = None) -> None:
+        self.db = Path(db)
+        manifest_path = self.db / "manifest.sqlite"
+        if not manifest_path.exists():
+            raise IndexNotFoundError(
+                f"{self.db}: no index here (create one with: kireme index PATH --db {self.db})"
+            )
+        manifest = Manifest(manifest_path)
+        try:
+            self.info: dict[str, Any] = manifest.get_meta("embedder") or {}
+            self.store_kind: str = manifest.get_meta("store") or "lancedb"
+            self.generation = _generation(manifest)
+        finally:
+            manifest.close()
+        from kireme.index.ingest import open_store
+
+        self.store: VectorStore = open_store(self.store_kind, self.db, self.info)
+        self._embedder = embedder
+        self._bm25: tuple[Any, list[StoredChunk]] | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from kireme.index.embedders import embedder_for_index
+
+            self._embedder = embedder_for_index(self.info.get("embedder", ""), self.db)
+        return self._embedder
+
+    def close(self) -> None:
+        self.store.close()
+
+    def search(
+        self, query: str, k: int = 5, mode: str = "hybrid", where: Mapping[str, str] | None = None
+    ) -> list[Hit]:
+        """The ``k`` best chunks for ``query``; scores are cosine (dense), BM25 or fused (hybrid)."""
+        if mode not in MODES:
+            raise ConfigError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")
+        if k < 1:
+            raise ConfigError("k must be at least 1")
+        if not query.strip():
+            raise ConfigError("the query is empty")
+        if mode == "dense":
+            return self.dense(query, k, where)
+        if mode == "bm25":
+            return self.keyword(query, k, where)
+        wide = max(50, 3 * k)
+        return fuse([self.dense(query, wide, where), self.keyword(query, wide, where)], k)
+
+    def dense(self, query: str, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
+        vector = self.embedder.embed([query], "query")[0]
+        return self.store.search(vector, k, where)
+
+    def keyword(self, query: str, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
+        model, rows = self._keyword_index()
+        tokens = [t for t in tokenize(query) if t in model.vocab_dict]
+        if not rows or not tokens:
+            return []
+        scores = np.asarray(model.get_scores(tokens), dtype=float)
+        order = np.lexsort((np.arange(len(scores)), -scores))
+        hits: list[Hit] = []
+        for i in order:
+            if scores[i] <= 0:
+                break
+            if matches(rows[i], where):
+                hits.append(Hit(rows[i], float(scores[i])))
+                if len(hits) == k:
+                    break
+        return hits
+
+    def _keyword_index(self) -> tuple[Any, list[StoredChunk]]:
+        if self._bm25 is not None:
+            return self._bm25
+        path = self.db / "bm25.pickle"
+        if path.exists():
+            try:
+                with path.open("rb") as f:
+                    generation, model, rows = pickle.load(f)
+                if generation == self.generation:
+                    self._bm25 = (model, rows)
+                    return self._bm25
+            except Exception as exc:  # a stale or unreadable cache is rebuilt, never fatal
+                log.debug("BM25 cache unreadable (%s); rebuilding", exc)
+        import bm25s
+
+        rows = sorted(self.store.chunks(), key=lambda c: (c.doc_id, c.index))
+        quiet = logging.getLogger("bm25s")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)
+        try:
+            model = bm25s.BM25()
+            model.index([tokenize(c.embed_text) or ["\x00"] for c in rows] or [["\x00"]], show_progress=False)
+        finally:
+            quiet.setLevel(level)
+        try:
+            tmp = path.with_suffix(".tmp")
+            with tmp.open("wb") as f:
+                pickle.dump((self.generation, model, rows), f)
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.debug("BM25 cache not written: %s", exc)
+        self._bm25 = (model, rows)
+        return self._bm25
+
+
+def fuse(rankings: list[list[Hit]], k: int) -> list[Hit]:
+    """Reciprocal rank fusion: each list adds ``1 / (60 + rank)`` to a chunk's score."""
+    scores: dict[str, float] = {}
+    chunks: dict[str, StoredChunk] = {}
+    for ranking in rankings:
+        for rank, hit in enumerate(ranking, start=1):
+            scores[hit.chunk.id] = scores.get(hit.chunk.id, 0.0) + 1.0 / (RRF_K + rank)
+            chunks.setdefault(hit.chunk.id, hit.chunk)
+    best = sorted(scores, key=lambda cid: (-scores[cid], chunks[cid].doc_id, chunks[cid].index))
+    return [Hit(chunks[cid], scores[cid]) for cid in best[:k]]
+
+
+def _generation(manifest: Manifest) -> str:
+    """A fingerprint of the indexed documents: the BM25 cache is valid while it is unchanged."""
+    digest = hashlib.sha256()
+    for doc_id, entry in sorted(manifest.documents().items()):
+        digest.update(
+            f"{doc_id}\x1f{entry.content_hash}\x1f{entry.config_hash}\x1e".encode("utf-8", "surrogatepass")
+        )
+    return digest.hexdigest()

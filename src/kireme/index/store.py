@@ -1,0 +1,99 @@
+"""The `VectorStore` protocol: where chunk rows and their vectors live, behind one small interface.
+
+A store only keeps rows. Which documents are complete is recorded separately, after their rows are
+committed (`kireme.index.manifest`), which is what makes ingestion crash-safe: rows of a document
+without a manifest entry are leftovers of an interrupted run and are deleted before the next one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """One indexed chunk: what search returns and what the reader is given (``text``, offsets, source)."""
+
+    id: str
+    doc_id: str
+    index: int
+    start: int
+    end: int
+    text: str
+    embed_text: str
+    headings: tuple[str, ...] = ()
+    title: str = ""
+    source: str = ""
+    format: str = "text"
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # JSON-able: page, cell, table...
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "doc_id": self.doc_id,
+            "index": self.index,
+            "start": self.start,
+            "end": self.end,
+            "text": self.text,
+            "embed_text": self.embed_text,
+            "headings": list(self.headings),
+            "title": self.title,
+            "source": self.source,
+            "format": self.format,
+            "metadata": dict(self.metadata),
+        }
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A search result: the chunk and its score (higher is better; cosine similarity for dense)."""
+
+    chunk: StoredChunk
+    score: float
+
+
+class VectorStore(Protocol):
+    """Rows of chunks with their vectors. Every method commits before it returns."""
+
+    name: str
+
+    def add(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> None:
+        """Append rows (vectors are L2-normalised float32, one row per chunk)."""
+        ...
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> None:
+        """Remove every row of these documents (no error for unknown ids)."""
+        ...
+
+    def doc_ids(self) -> set[str]:
+        """The documents that have at least one row."""
+        ...
+
+    def count(self) -> int:
+        """Number of rows."""
+        ...
+
+    def search(self, vector: np.ndarray, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
+        """The ``k`` rows nearest to ``vector`` by cosine similarity, best first.
+
+        ``where`` filters on exact values of ``doc_id``, ``source``, ``format`` or ``title``.
+        """
+        ...
+
+    def chunks(self, where: Mapping[str, str] | None = None) -> Iterator[StoredChunk]:
+        """Every row (without its vector), for keyword search and exports; order not guaranteed."""
+        ...
+
+    def close(self) -> None: ...
+
+
+FILTER_FIELDS = ("doc_id", "source", "format", "title")
+
+
+def matches(chunk: StoredChunk, where: Mapping[str, str] | None) -> bool:
+    """Whether a chunk passes an exact-match filter (the reference semantics every store follows)."""
+    return not where or all(str(getattr(chunk, key)) == value for key, value in where.items())
