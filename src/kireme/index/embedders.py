@@ -54,8 +54,10 @@ def spec_for_name(name: str) -> str:
     if name.startswith("st/"):
         return "st:" + name[3:]
     if name.startswith("http/"):
-        parts = name.split("/")
-        return "http:" + parts[2] if len(parts) > 2 else "http"
+        parts = name.split("/")[2:]  # http/HOST/MODEL.../dN: the host comes from the environment
+        if parts and parts[-1].startswith("d") and parts[-1][1:].isdigit():
+            parts = parts[:-1]
+        return "http:" + "/".join(parts) if parts else "http"
     raise ConfigError(f"this index was built with embedder {name!r}, which kireme cannot recreate")
 
 

@@ -80,6 +80,19 @@ def open_store(kind: str, db: Path, info: dict[str, Any]) -> VectorStore:
     raise ConfigError(f"unknown store {kind!r}: choose one of {', '.join(STORES)}")
 
 
+def recorded_embedder(db: str | os.PathLike[str]) -> str | None:
+    """The embedder spec an existing index was built with (``None`` when there is no index yet)."""
+    path = Path(db) / "manifest.sqlite"
+    if not path.exists():
+        return None
+    manifest = Manifest(path)
+    try:
+        info = manifest.get_meta("embedder")
+    finally:
+        manifest.close()
+    return spec_for_name(info["embedder"]) if info else None
+
+
 def embedder_info(embedder: Embedder) -> dict[str, Any]:
     """What an index records about its embedder (a different one cannot search it)."""
     dim = int(embedder.embed(["kireme"], "passage").shape[1])
@@ -152,6 +165,9 @@ class Ingestor:
         try:
             self._open()
         except BaseException:
+            manifest = getattr(self, "manifest", None)
+            if manifest is not None:
+                manifest.close()
             self._lock.__exit__()
             raise
         return self
@@ -163,10 +179,12 @@ class Ingestor:
                 optimize = getattr(self.store, "optimize", None)
                 if optimize is not None and self.summary.chunks_written + self.summary.removed:
                     optimize()
-            self.store.close()
-            self.manifest.close()
         finally:
-            self._lock.__exit__()
+            try:
+                self.store.close()
+                self.manifest.close()
+            finally:
+                self._lock.__exit__()
 
     def _open(self) -> None:
         self.manifest = Manifest(self.db / "manifest.sqlite")
@@ -186,6 +204,9 @@ class Ingestor:
                 f"{spec_for_name(stored['embedder'])} to use it, or --reembed to rebuild the index"
             )
         if stored and (self.reembed and stored != info):
+            # entries out first, as for any replaced document: a kill anywhere below leaves no entry
+            # claiming rows that are gone (the old embedder stays recorded until the rows are)
+            self.manifest.remove(list(self.manifest.documents()))
             self._drop_store(kind or self.store_kind)
             self.manifest.clear()
             stored = None
@@ -202,12 +223,21 @@ class Ingestor:
         import shutil
 
         target = self.db / kind
+        trash = self.db / f".{kind}.dropped"
+        if trash.exists():  # a drop that was killed midway
+            shutil.rmtree(trash)
         if target.exists():
-            shutil.rmtree(target)
+            os.replace(target, trash)  # gone at once: never a half-deleted store to open
+            shutil.rmtree(trash)
 
     # ------------------------------------------------------------------------------ documents
     def add(self, doc: Document) -> str:
-        """Index one document unless its manifest entry is current; returns what happened."""
+        """Index one document unless its manifest entry is current; returns what happened.
+
+        A document this run already saw (the same file under two of the given paths) is ignored.
+        """
+        if doc.id in self._seen:
+            return "duplicate"
         self.summary.documents += 1
         self._seen.add(doc.id)
         config = self.chunker.config_hash
@@ -273,9 +303,17 @@ class Ingestor:
                 self.summary.added += 1
         self.summary.chunks_written += len(rows)
 
-    def fail(self, message: str) -> None:
+    def fail(self, message: str, doc_id: str | None = None) -> None:
+        """Record a document that could not be indexed; its entry (if any) stays and is never pruned."""
+        if doc_id is not None and doc_id not in self._seen:  # not counted yet: it failed before `add`
+            self._seen.add(doc_id)
+            self.summary.documents += 1
         self.summary.failed += 1
         self.summary.errors.append(message)
+
+    def keep(self, doc_ids: Sequence[str]) -> None:
+        """Documents this run did not get to (``--fail-fast``): `prune` must not take them for deleted."""
+        self._seen.update(doc_ids)
 
     def prune(self, roots: Sequence[Path]) -> list[str]:
         """Remove documents not seen in this run whose file is gone or lies under one of ``roots``."""
@@ -320,16 +358,17 @@ def ingest_paths(
 ) -> IngestSummary:
     """Load and add each file; a broken file is recorded in the summary and skipped (or stops the run)."""
     options = load_options or {}
-    for path in files:
+    for position, path in enumerate(files):
         try:
             doc = load(path, **options)
             outcome = ingestor.add(doc)
         except (LoadError, ConfigError) as exc:
             message = str(exc) if isinstance(exc, LoadError) else f"{path.as_posix()}: {exc}"
-            ingestor.fail(message)
+            ingestor.fail(message, path.as_posix())  # the id `load` gives it
             if on_file is not None:
                 on_file(path, "failed")
             if fail_fast:
+                ingestor.keep([p.as_posix() for p in files[position + 1 :]])
                 break
             continue
         if on_file is not None:

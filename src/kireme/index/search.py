@@ -61,6 +61,9 @@ class Searcher:
             self.info: dict[str, Any] = manifest.get_meta("embedder") or {}
             self.store_kind: str = manifest.get_meta("store") or "lancedb"
             self.generation = _generation(manifest)
+            # Only documents the manifest names are committed: rows of others are leftovers of a killed
+            # run (or of a run still writing) and are never returned.
+            self.documents: set[str] = set(manifest.documents())
         finally:
             manifest.close()
         from kireme.index.ingest import open_store
@@ -74,7 +77,17 @@ class Searcher:
         if self._embedder is None:
             from kireme.index.embedders import embedder_for_index
 
-            self._embedder = embedder_for_index(self.info.get("embedder", ""), self.db)
+            recorded = self.info.get("embedder", "")
+            embedder = embedder_for_index(recorded, self.db)
+            if embedder.name != recorded:  # e.g. an http embedder whose URL now comes from elsewhere
+                from kireme.index.ingest import IndexMismatchError
+
+                raise IndexMismatchError(
+                    f"{self.db}: built with embedder {recorded}, but queries would be embedded by "
+                    f"{embedder.name}; point KIREME_EMBED_BASE_URL (and KIREME_EMBED_MODEL) at the "
+                    "server the index was built with"
+                )
+            self._embedder = embedder
         return self._embedder
 
     def close(self) -> None:
@@ -99,7 +112,13 @@ class Searcher:
 
     def dense(self, query: str, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
         vector = self.embedder.embed([query], "query")[0]
-        return self.store.search(vector, k, where)
+        want = k
+        while True:
+            hits = self.store.search(vector, want, where)
+            kept = [h for h in hits if h.chunk.doc_id in self.documents]
+            if len(kept) >= k or len(hits) < want:  # enough, or the store has no more
+                return kept[:k]
+            want *= 4
 
     def keyword(self, query: str, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
         model, rows = self._keyword_index()
@@ -133,7 +152,9 @@ class Searcher:
                 log.debug("BM25 cache unreadable (%s); rebuilding", exc)
         import bm25s
 
-        rows = sorted(self.store.chunks(), key=lambda c: (c.doc_id, c.index))
+        rows = sorted(
+            (c for c in self.store.chunks() if c.doc_id in self.documents), key=lambda c: (c.doc_id, c.index)
+        )
         quiet = logging.getLogger("bm25s")
         level = quiet.level
         quiet.setLevel(logging.ERROR)

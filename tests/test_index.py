@@ -1,0 +1,649 @@
+"""Ingestion and search through the Python API, on LanceDB and Chroma, with the model-free hash embedder.
+
+A small folder of made-up company documents (Markdown with headings and a table, plain text, HTML) is
+indexed; each question must find the chunk that holds its answer. Then the incremental contract:
+re-running embeds and writes nothing, an edited file replaces exactly its own rows, the same text in two
+files stays two documents, ``prune`` forgets deleted files, rows an interrupted run left behind are
+removed, a different embedder is refused (``reembed`` rebuilds), chunks the embedder cannot read are
+refused per file, and a second writer is turned away while the lock is held.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kireme.embed.hashed import HashedNgramEmbedder
+from kireme.index.embedders import cached
+from kireme.index.ingest import (
+    IndexBusyError,
+    IndexLock,
+    IndexMismatchError,
+    Ingestor,
+    IngestSummary,
+    ingest_paths,
+    open_store,
+)
+from kireme.index.manifest import DocumentEntry, Manifest
+from kireme.index.search import Searcher, fuse, parse_filters
+from kireme.index.store import Hit, StoredChunk
+from kireme.load.registry import iter_paths, load
+from kireme.strategies import make_chunker
+
+DOCS = {
+    "旅費規程.md": """\
+# 旅費規程
+
+## 第1章 総則
+
+### 第1条 目的
+
+この規程は、社員が業務のために出張する場合の旅費の支給基準を定める。
+
+## 第2章 国内出張
+
+### 第2条 日当
+
+国内出張の日当は次の表のとおりとする。
+
+| 区分 | 日当 |
+|---|---|
+| 日帰り出張 | 1,000円 |
+| 宿泊を伴う出張 | 2,500円 |
+
+### 第3条 宿泊費
+
+宿泊費は1泊につき11,000円を上限とし、精算時に領収書を提出する。
+
+### 第4条 交通費
+
+新幹線は片道100km以上の区間に限り指定席を利用できる。
+""",
+    "就業規則.md": """\
+# 就業規則
+
+## 第1条 始業・終業時刻
+
+始業時刻は午前9時30分、終業時刻は午後6時とする。休憩は正午から60分とする。
+
+## 第2条 年次有給休暇
+
+入社後6か月を経過した社員には、年次有給休暇を10日付与する。
+
+## 第3条 在宅勤務
+
+在宅勤務は週3日まで認める。申請は前週の金曜日までに上長へ提出する。
+""",
+    "情報セキュリティ.txt": """\
+情報セキュリティ基本方針
+
+パスワードは14文字以上とし、英大文字・英小文字・数字を組み合わせること。
+
+業務用パソコンを社外に持ち出す場合は、情報システム部の許可を得ること。
+
+不審なメールを受信した場合は、添付ファイルを開かずに内線4410へ連絡すること。
+""",
+    "経費精算マニュアル.html": """\
+<!DOCTYPE html>
+<html lang="ja"><head><meta charset="utf-8"><title>経費精算マニュアル</title></head><body>
+<h1>経費精算マニュアル</h1>
+<h2>申請期限</h2>
+<p>経費の精算は、支出した月の翌月10日までに経費精算システムから申請してください。</p>
+<h2>接待交際費</h2>
+<p>接待交際費が1人あたり5,000円を超える場合は、事前に部長の承認を得てください。</p>
+</body></html>
+""",
+    "よくある質問.md": """\
+# 社内FAQ
+
+## 社員証を紛失したときは？
+
+総務部に紛失届を提出してください。再発行手数料は2,000円です。
+
+## 健康診断はいつですか？
+
+定期健康診断は毎年10月に本社3階の会議室で実施します。
+""",
+}
+
+# (question, file that answers it, phrase of the chunk that answers it)
+QUESTIONS = [
+    ("日帰り出張の日当はいくら？", "旅費規程.md", "1,000円"),
+    ("宿泊費の上限は？", "旅費規程.md", "11,000円"),
+    ("年次有給休暇は何日付与される？", "就業規則.md", "10日付与"),
+    ("在宅勤務は週何日まで？", "就業規則.md", "週3日"),
+    ("パスワードは何文字以上必要？", "情報セキュリティ.txt", "14文字以上"),
+    ("経費精算の申請期限はいつ？", "経費精算マニュアル.html", "翌月10日"),
+    ("社員証を紛失したら再発行手数料は？", "よくある質問.md", "2,000円"),
+]
+
+DIM = 256
+
+
+class CountingEmbedder(HashedNgramEmbedder):
+    """The hash embedder, counting what it is really asked to embed (behind the cache)."""
+
+    def __init__(self, dim: int = DIM) -> None:
+        super().__init__(dim)
+        self.calls = 0
+        self.texts = 0
+
+    def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:  # type: ignore[override]
+        self.calls += 1
+        self.texts += len(texts)
+        return super().embed(texts, kind)  # type: ignore[arg-type]
+
+
+def chunker() -> Any:
+    # small chunks, so that every document has several and the answer must be found among them
+    return make_chunker("markdown", max_size=60, unit="tokens")
+
+
+@pytest.fixture(params=["lancedb", "chroma"])
+def store(request: pytest.FixtureRequest) -> str:
+    pytest.importorskip({"lancedb": "lancedb", "chroma": "chromadb"}[request.param])
+    return request.param
+
+
+@pytest.fixture()
+def docs(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in DOCS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def files(folder: Path) -> list[Path]:
+    return list(iter_paths(folder))
+
+
+def run(
+    db: Path,
+    store: str,
+    paths: Sequence[Path],
+    inner: HashedNgramEmbedder | None = None,
+    *,
+    prune: Sequence[Path] = (),
+    **kwargs: Any,
+) -> IngestSummary:
+    """One indexing run, like ``kireme index`` does it (the embedder behind the index's own cache)."""
+    embedder = cached(inner if inner is not None else CountingEmbedder(), db)
+    with Ingestor(db, chunker(), embedder, store=store, **kwargs) as ingestor:
+        ingest_paths(ingestor, list(paths))
+        if prune:
+            ingestor.prune(list(prune))
+    return ingestor.summary
+
+
+def state(db: Path) -> tuple[dict[str, DocumentEntry], list[StoredChunk]]:
+    """The manifest entries and every stored row, checked for the invariants a run must keep."""
+    manifest = Manifest(db / "manifest.sqlite")
+    try:
+        entries = manifest.documents()
+        kind = manifest.get_meta("store")
+        info = manifest.get_meta("embedder")
+    finally:
+        manifest.close()
+    s = open_store(kind, db, info)
+    try:
+        rows = list(s.chunks())
+        count = s.count()
+    finally:
+        s.close()
+    ids = Counter(c.id for c in rows)
+    assert [i for i, n in ids.items() if n > 1] == [], "duplicate chunk ids"
+    assert count == len(rows) == sum(e.chunks for e in entries.values())
+    per_doc = Counter(c.doc_id for c in rows)
+    assert dict(per_doc) == {d: e.chunks for d, e in entries.items() if e.chunks}
+    for doc_id in per_doc:
+        indexes = sorted(c.index for c in rows if c.doc_id == doc_id)
+        assert indexes == list(range(len(indexes))), doc_id
+    return entries, rows
+
+
+def ids_by_doc(rows: Sequence[StoredChunk]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for c in rows:
+        out.setdefault(c.doc_id, set()).add(c.id)
+    return out
+
+
+def lance_version(db: Path) -> int | None:
+    if not (db / "lancedb").exists():
+        return None
+    import lancedb
+
+    return int(lancedb.connect(str(db / "lancedb")).open_table("chunks").version)
+
+
+# ------------------------------------------------------------------------------------------- search
+
+
+def test_each_question_finds_its_answer(docs: Path, store: str, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    summary = run(db, store, files(docs))
+    assert (summary.documents, summary.added, summary.failed) == (5, 5, 0)
+    entries, rows = state(db)
+    assert summary.chunks_written == summary.texts_embedded == len(rows)
+    assert all(e.chunks >= 2 for e in entries.values())  # every answer is one chunk among several
+    searcher = Searcher(db)
+    try:
+        for question, name, phrase in QUESTIONS:
+            for mode in ("hybrid", "bm25", "dense"):  # dense works too: the hash embedder is lexical
+                hits = searcher.search(question, 3, mode)
+                assert len(hits) <= 3
+                found = [h for h in hits if phrase in h.chunk.text]
+                assert found, (mode, question, [h.chunk.text for h in hits])
+                assert Path(found[0].chunk.source).name == name
+                assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        # a filter keeps to one source, in every mode
+        source = (docs / "就業規則.md").as_posix()
+        for mode in ("hybrid", "bm25", "dense"):
+            hits = searcher.search("出張の日当と有給休暇", 5, mode, {"source": source})
+            assert hits and {h.chunk.source for h in hits} == {source}
+    finally:
+        searcher.close()
+
+
+def test_stored_rows_keep_offsets_headings_and_format(docs: Path, store: str, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    run(db, store, files(docs))
+    _, rows = state(db)
+    formats = {Path(c.source).name: c.format for c in rows}
+    assert formats["旅費規程.md"] == "markdown"
+    assert formats["経費精算マニュアル.html"] == "html"
+    travel = (docs / "旅費規程.md").read_text(encoding="utf-8")
+    for c in rows:
+        if Path(c.source).name == "旅費規程.md":
+            assert travel[c.start : c.end] == c.text  # offsets point into the loaded text
+    table = next(c for c in rows if "1,000円" in c.text)
+    assert table.headings[-1] == "第2条 日当"
+    assert "| 区分 | 日当 |" in table.text  # the table header travels with its row
+
+
+# ------------------------------------------------------------------------------------ incremental
+
+
+def test_rerun_on_unchanged_files_embeds_and_writes_nothing(docs: Path, store: str, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    first = CountingEmbedder()
+    run(db, store, files(docs), first)
+    assert first.calls >= 2  # the dimension probe, then the chunks
+    _, before = state(db)
+    version = lance_version(db)
+
+    again = CountingEmbedder()
+    summary = run(db, store, files(docs), again)
+    assert summary.to_dict() == {
+        "documents": 5,
+        "added": 0,
+        "updated": 0,
+        "removed": 0,
+        "unchanged": 5,
+        "failed": 0,
+        "chunks_written": 0,
+        "texts_embedded": 0,
+    }
+    assert again.calls == 0  # not even the dimension probe: it is in the index's cache
+    _, after = state(db)
+    assert sorted(c.id for c in after) == sorted(c.id for c in before)
+    assert lance_version(db) == version  # not one LanceDB commit
+
+
+def test_edited_file_replaces_exactly_its_own_rows(docs: Path, store: str, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    run(db, store, files(docs))
+    _, before = state(db)
+    old_ids = ids_by_doc(before)
+    old_texts = {c.embed_text for c in before}
+    edited = docs / "就業規則.md"
+    edited.write_text(
+        DOCS["就業規則.md"].replace("10日付与", "12日付与") + "\n## 第4条 副業\n\n副業は届出により認める。\n",
+        encoding="utf-8",
+    )
+    inner = CountingEmbedder()
+    summary = run(db, store, files(docs), inner)
+    assert (summary.updated, summary.added, summary.unchanged, summary.removed) == (1, 0, 4, 0)
+    entries, after = state(db)
+    new_ids = ids_by_doc(after)
+    doc_id = edited.as_posix()
+    for other, ids in old_ids.items():
+        if other != doc_id:
+            assert new_ids[other] == ids  # untouched
+    assert new_ids[doc_id].isdisjoint(old_ids[doc_id])  # every old row of the file is gone
+    assert summary.chunks_written == entries[doc_id].chunks == len(new_ids[doc_id])
+    # only chunks whose text is new were embedded (the others came from the cache)
+    fresh = {c.embed_text for c in after if c.doc_id == doc_id} - old_texts
+    assert summary.texts_embedded == inner.texts == len(fresh) >= 1
+    texts = [c.text for c in after if c.doc_id == doc_id]
+    assert any("12日付与" in t for t in texts) and not any("10日付与" in t for t in texts)
+    assert any("副業" in t for t in texts)
+    searcher = Searcher(db)
+    try:
+        hits = searcher.search("副業は認められる？", 3, "hybrid")
+        assert any("届出" in h.chunk.text for h in hits)
+    finally:
+        searcher.close()
+
+
+def test_same_text_in_two_files_stays_two_documents(docs: Path, store: str, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    run(db, store, files(docs))
+    shutil.copyfile(docs / "就業規則.md", docs / "就業規則_写し.md")
+    summary = run(db, store, files(docs))
+    assert (summary.added, summary.unchanged) == (1, 5)
+    assert summary.texts_embedded == 0  # same texts: their vectors come from the cache
+    entries, rows = state(db)
+    a, b = (docs / "就業規則.md").as_posix(), (docs / "就業規則_写し.md").as_posix()
+    assert entries[a].content_hash == entries[b].content_hash and entries[a].chunks == entries[b].chunks
+    ids = ids_by_doc(rows)
+    assert ids[a].isdisjoint(ids[b]) and len(ids[a]) == len(ids[b])
+    searcher = Searcher(db)
+    try:
+        hits = searcher.search("在宅勤務は週何日まで？", 4, "bm25")
+        assert {h.chunk.doc_id for h in hits if "週3日" in h.chunk.text} == {a, b}
+    finally:
+        searcher.close()
+
+
+def test_a_file_given_twice_in_one_run_is_indexed_once(docs: Path, store: str, tmp_path: Path) -> None:
+    """``kireme index docs docs/就業規則.md``: before the fix its rows were written twice, same ids."""
+    db = tmp_path / "db"
+    twice = [*files(docs), docs / "就業規則.md"]
+    summary = run(db, store, twice)
+    assert (summary.documents, summary.added) == (5, 5)
+    entries, rows = state(db)  # no duplicate id, rows == sum of entries
+    assert len(entries) == 5 and summary.chunks_written == len(rows)
+
+
+def test_prune_removes_deleted_files(docs: Path, store: str, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    run(db, store, files(docs))
+    gone = docs / "よくある質問.md"
+    gone.unlink()
+    kept = run(db, store, files(docs))  # without prune, a deleted file's rows stay
+    assert kept.removed == 0 and gone.as_posix() in state(db)[0]
+    summary = run(db, store, files(docs), prune=[docs])
+    assert (summary.removed, summary.unchanged, summary.chunks_written) == (1, 4, 0)
+    entries, rows = state(db)
+    assert gone.as_posix() not in entries and all(c.doc_id != gone.as_posix() for c in rows)
+    assert len(entries) == 4
+    searcher = Searcher(db)
+    try:
+        assert all("2,000円" not in h.chunk.text for h in searcher.search("社員証の再発行手数料", 5, "bm25"))
+    finally:
+        searcher.close()
+
+
+def test_leftovers_of_an_interrupted_run_are_removed(docs: Path, store: str, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    run(db, store, files(docs))
+    entries, rows = state(db)
+    # an interrupted run: rows committed for a document whose entry was never written, and a document
+    # whose entry was removed before its old rows were deleted
+    victim = (docs / "旅費規程.md").as_posix()
+    ghost = [
+        StoredChunk(
+            id=f"ghost-{i}", doc_id="ghost.md", index=i, start=0, end=4, text="幽霊行", embed_text="幽霊行"
+        )
+        for i in range(3)
+    ]
+    manifest = Manifest(db / "manifest.sqlite")
+    info = manifest.get_meta("embedder")
+    manifest.remove([victim])
+    manifest.close()
+    s = open_store(store, db, info)
+    s.add(ghost, HashedNgramEmbedder(DIM).embed([c.embed_text for c in ghost]))
+    assert "ghost.md" in s.doc_ids()
+    s.close()
+
+    with Ingestor(db, chunker(), cached(CountingEmbedder(), db), store=store):
+        pass  # opening is enough
+    entries, rows = state(db)  # the invariants hold again
+    assert "ghost.md" not in {c.doc_id for c in rows}
+    assert victim not in {c.doc_id for c in rows}
+
+    summary = run(db, store, files(docs))  # the next run redoes the unfinished document
+    assert (summary.added, summary.unchanged, summary.texts_embedded) == (1, 4, 0)
+    entries, rows = state(db)
+    assert entries[victim].chunks == sum(c.doc_id == victim for c in rows) > 0
+
+
+def test_search_never_returns_rows_without_a_manifest_entry(docs: Path, store: str, tmp_path: Path) -> None:
+    """After a kill between a batch's rows and its entries, readers see the last committed state.
+
+    Before the fix the leftover rows were searchable, and the BM25 cache built from them outlived their
+    deletion (its key, the manifest, had not changed).
+    """
+    db = tmp_path / "db"
+    run(db, store, files(docs))
+    draft = (docs / "下書き.md").as_posix()  # a new file whose run was killed before its entry was written
+    text = "新製品のコードネームは青嵐である。"
+    manifest = Manifest(db / "manifest.sqlite")
+    info = manifest.get_meta("embedder")
+    manifest.close()
+    s = open_store(store, db, info)
+    s.add(
+        [
+            StoredChunk(
+                id="draft-0", doc_id=draft, index=0, start=0, end=len(text), text=text, embed_text=text
+            )
+        ],
+        HashedNgramEmbedder(DIM).embed([text]),
+    )
+    s.close()
+    for _ in range(2):  # before the next run, then after it (the draft was deleted meanwhile)
+        searcher = Searcher(db)
+        try:
+            for mode in ("dense", "bm25", "hybrid"):
+                hits = searcher.search("新製品のコードネームは？", 3, mode)
+                assert all(h.chunk.doc_id != draft for h in hits), mode
+            # the dense search still fills k with committed rows
+            assert len(searcher.search("新製品のコードネームは？", 3, "dense")) == 3
+        finally:
+            searcher.close()
+        run(db, store, files(docs))
+    assert all(c.doc_id != draft for c in state(db)[1])
+
+
+# ------------------------------------------------------------------------------------------ refusals
+
+
+def test_another_embedder_is_refused_unless_reembed(docs: Path, store: str, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    run(db, store, files(docs))
+    with pytest.raises(IndexMismatchError, match="--reembed") as caught:
+        run(db, store, files(docs), CountingEmbedder(128))
+    assert "hash:256" in str(caught.value)  # and how to keep using the index's own embedder
+    other = "chroma" if store == "lancedb" else "lancedb"
+    with pytest.raises(IndexMismatchError, match=f"uses the {store} store"):
+        run(db, other, files(docs))
+    state(db)  # nothing was touched
+
+    summary = run(db, store, files(docs), CountingEmbedder(128), reembed=True)
+    assert (summary.added, summary.unchanged, summary.updated) == (5, 0, 0)
+    entries, _ = state(db)
+    assert len(entries) == 5
+    manifest = Manifest(db / "manifest.sqlite")
+    assert manifest.get_meta("embedder")["dimension"] == 128
+    manifest.close()
+    searcher = Searcher(db)
+    try:
+        assert searcher.embedder.name == "hash/char-ngrams-128"
+        hits = searcher.search("日帰り出張の日当はいくら？", 3, "dense")
+        assert any("1,000円" in h.chunk.text for h in hits)
+    finally:
+        searcher.close()
+
+
+class Killed(BaseException):
+    """Stands for ``kill -9`` at one exact point (nothing after it runs, no cleanup is relied on)."""
+
+
+def test_reembed_killed_after_the_store_was_dropped(
+    docs: Path, store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "db"
+    run(db, store, files(docs))
+
+    def killed(self: Manifest) -> None:
+        raise Killed
+
+    monkeypatch.setattr(Manifest, "clear", killed)  # the old rows are gone, the manifest not yet cleared
+    with pytest.raises(Killed):
+        run(db, store, files(docs), CountingEmbedder(128), reembed=True)
+    monkeypatch.undo()
+    # whatever the next run is, no entry may claim rows that are not there
+    state(db)
+    summary = run(db, store, files(docs))  # back to the index's own embedder
+    assert (summary.added, summary.unchanged) == (5, 0)
+    assert len(state(db)[1]) == summary.chunks_written > 0
+
+
+def test_chunks_too_long_for_the_embedder_fail_their_file_only(store: str, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a_短い.txt").write_text("出張は事前申請。", encoding="utf-8")
+    (folder / "b_長い.txt").write_text(
+        "経費精算の申請は支出した月の翌月十日までに行うこと。", encoding="utf-8"
+    )
+    (folder / "c_短い.txt").write_text("有給休暇は十日。", encoding="utf-8")
+    db = tmp_path / "db"
+    embedder = cached(CountingEmbedder(), db)
+    with Ingestor(
+        db,
+        make_chunker("markdown", max_size=200, unit="chars"),
+        embedder,
+        store=store,
+        embedder_limit=(20, len),
+    ) as ingestor:
+        summary = ingest_paths(ingestor, files(folder))
+    assert (summary.failed, summary.added) == (1, 2)
+    [message] = summary.errors
+    assert "b_長い.txt" in message and "--max-size" in message and "at most 20" in message
+    entries, _ = state(db)
+    assert sorted(Path(d).name for d in entries) == ["a_短い.txt", "c_短い.txt"]
+
+
+def test_fail_fast_stops_at_the_first_broken_file(store: str, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\n最初の文書。\n", encoding="utf-8")
+    (folder / "b.ipynb").write_text("{これは JSON ではない", encoding="utf-8")
+    (folder / "c.md").write_text("# C\n\n最後の文書。\n", encoding="utf-8")
+    db = tmp_path / "db"
+    with Ingestor(db, chunker(), cached(CountingEmbedder(), db), store=store) as ingestor:
+        summary = ingest_paths(ingestor, files(folder), fail_fast=True)
+    assert (summary.documents, summary.added, summary.failed) == (2, 1, 1)  # c.md never read
+    assert "b.ipynb" in summary.errors[0]
+    assert [Path(d).name for d in state(db)[0]] == ["a.md"]
+
+
+def test_prune_keeps_broken_files_and_files_a_fail_fast_run_never_reached(
+    docs: Path, store: str, tmp_path: Path
+) -> None:
+    db = tmp_path / "db"
+    run(db, store, files(docs))
+    broken = docs / "就業規則.md"
+    broken.write_bytes(b"\x00\x01binary now\x00")  # the file is still there, only unreadable
+    (docs / "よくある質問.md").unlink()  # this one is really gone
+    summary = run(db, store, files(docs), prune=[docs])
+    assert (summary.documents, summary.failed, summary.unchanged, summary.removed) == (4, 1, 3, 1)
+    assert summary.documents == summary.added + summary.updated + summary.unchanged + summary.failed
+    entries, _ = state(db)
+    assert broken.as_posix() in entries  # its last good version stays searchable
+
+    # a run stopped by fail_fast: the files after the broken one were not read, so they are not "deleted"
+    embedder = cached(CountingEmbedder(), db)
+    with Ingestor(db, chunker(), embedder, store=store) as ingestor:
+        ordered = sorted(files(docs), key=lambda p: p != broken)  # the broken file first
+        ingest_paths(ingestor, ordered, fail_fast=True)
+        removed = ingestor.prune([docs])
+    assert removed == [] and (ingestor.summary.documents, ingestor.summary.failed) == (1, 1)
+    assert len(state(db)[0]) == 4
+
+
+def test_a_second_writer_is_refused_while_the_lock_is_held(docs: Path, store: str, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    db.mkdir()
+    with IndexLock(db), pytest.raises(IndexBusyError, match="another kireme process"):
+        run(db, store, files(docs), wait=0)
+    assert not (db / "manifest.sqlite").exists()  # refused before anything was opened
+    assert run(db, store, files(docs), wait=0).added == 5  # released: the next writer gets in
+
+
+def test_an_exception_drops_pending_documents(docs: Path, store: str, tmp_path: Path) -> None:
+    """An exception inside the ``with`` (not a crash): documents not yet flushed are not written."""
+    db = tmp_path / "db"
+    run(db, store, files(docs)[:2])
+    with (
+        pytest.raises(RuntimeError),
+        Ingestor(db, chunker(), cached(CountingEmbedder(), db), store=store) as ing,
+    ):
+        for path in files(docs)[2:]:
+            assert ing.add(load(path)) == "added"  # pending, below the batch size
+        raise RuntimeError("interrupted")
+    entries, _ = state(db)
+    assert len(entries) == 2
+    summary = run(db, store, files(docs))
+    assert (summary.added, summary.unchanged) == (3, 2)
+    assert len(state(db)[0]) == 5
+
+
+# ----------------------------------------------------------------------------------- search helpers
+
+
+def _hit(doc: str, index: int) -> Hit:
+    return Hit(
+        StoredChunk(id=f"{doc}#{index}", doc_id=doc, index=index, start=0, end=1, text="x", embed_text="x"),
+        1.0,
+    )
+
+
+def test_fuse_is_reciprocal_rank_fusion() -> None:
+    a, b, c = _hit("d", 0), _hit("d", 1), _hit("d", 2)
+    fused = fuse([[a, b], [b, c]], 3)
+    assert [h.chunk.id for h in fused] == ["d#1", "d#0", "d#2"]
+    assert fused[0].score == pytest.approx(1 / 62 + 1 / 61)
+    assert fused[1].score == pytest.approx(1 / 61)
+    assert fuse([[a, b], [b, c]], 1) == fused[:1]
+    assert fuse([], 3) == []
+
+
+def test_parse_filters() -> None:
+    assert parse_filters(["source=規程/旅費.md", "format=markdown"]) == {
+        "source": "規程/旅費.md",
+        "format": "markdown",
+    }
+    assert parse_filters(["title=a=b"]) == {"title": "a=b"}  # the first = splits
+    from kireme.document import ConfigError
+
+    for bad in (["bad=1"], ["source"], ["=x"]):
+        with pytest.raises(ConfigError, match="KEY=VALUE"):
+            parse_filters(bad)
+
+
+def test_searcher_refuses_empty_query_bad_mode_and_missing_index(docs: Path, tmp_path: Path) -> None:
+    pytest.importorskip("lancedb")
+    from kireme.document import ConfigError
+    from kireme.index.search import IndexNotFoundError
+
+    with pytest.raises(IndexNotFoundError, match="kireme index"):
+        Searcher(tmp_path / "nowhere")
+    db = tmp_path / "db"
+    run(db, "lancedb", files(docs))
+    searcher = Searcher(db)
+    try:
+        for kwargs in ({"query": "  "}, {"query": "日当", "mode": "fuzzy"}, {"query": "日当", "k": 0}):
+            with pytest.raises(ConfigError):
+                searcher.search(**{"k": 3, **kwargs})  # type: ignore[arg-type]
+        assert searcher.search("zzzz", 3, "bm25") == []  # no known token: nothing, not an error
+    finally:
+        searcher.close()

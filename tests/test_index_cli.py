@@ -1,0 +1,546 @@
+"""``kireme index``, ``kireme search`` and ``kireme ask`` as real subprocesses.
+
+Servers are local (stdlib ``http.server`` on 127.0.0.1, started here): an OpenAI-compatible embeddings
+endpoint that answers with the hash embedder's vectors, slowly enough that ``kill -9`` can land in the
+middle of a run, and a chat completions endpoint that records what it was asked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.test_index import DOCS
+
+from kireme.embed.hashed import HashedNgramEmbedder
+from kireme.index.ingest import IndexLock, open_store
+from kireme.index.manifest import Manifest
+from kireme.index.search import Searcher
+from kireme.length import Tokens
+from kireme.load.registry import iter_paths, load
+from kireme.strategies import make_chunker
+
+pytest.importorskip("lancedb")
+
+ENV_PREFIXES = ("KIREME_", "OPENAI_")
+PROXIES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+
+
+def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment without chat/embedding settings or proxies (a proxy would swallow 127.0.0.1)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIXES) and k.lower() not in PROXIES}
+    env["KIREME_CACHE_DIR"] = str(tmp_path / "user-cache")
+    env.update(extra)
+    return env
+
+
+def kireme(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kireme.cli", *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        timeout=timeout,
+    )
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("kireme: error:")]
+
+
+# ------------------------------------------------------------------------------------------ servers
+
+
+class Server:
+    """A ThreadingHTTPServer on 127.0.0.1 with one POST handler."""
+
+    def __init__(self, handle: Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                status, payload = handle(self.path, body)
+                raw = json.dumps(payload, ensure_ascii=False).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):  # the client was killed meanwhile
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+class EmbedServer(Server):
+    """``/v1/embeddings`` with `HashedNgramEmbedder` (dimension 64) vectors, ``delay`` seconds a request."""
+
+    def __init__(self, delay: float) -> None:
+        self.embedder = HashedNgramEmbedder(64)
+        self.delay = delay
+        self.requests = 0
+        self.answered = 0
+        self.texts = 0
+        self._lock = threading.Lock()
+        super().__init__(self._handle)
+
+    def _handle(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if path != "/v1/embeddings":
+            return 404, {"error": {"message": f"no route {path}"}}
+        with self._lock:
+            self.requests += 1
+            self.texts += len(body["input"])
+        time.sleep(self.delay)
+        vectors = self.embedder.embed(body["input"])
+        with self._lock:
+            self.answered += 1
+        data = [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]
+        return 200, {"object": "list", "data": data, "model": body["model"]}
+
+
+ANSWER = "日帰り出張の日当は1,000円です [1]。"
+
+
+class ChatServer(Server):
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        super().__init__(self._handle)
+
+    def _handle(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        self.bodies.append(body)
+        if path != "/v1/chat/completions":
+            return 404, {"error": {"message": f"no route {path}"}}
+        message = {"role": "assistant", "content": ANSWER}
+        return 200, {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+
+
+@pytest.fixture()
+def embed_server() -> Iterator[EmbedServer]:
+    server = EmbedServer(delay=0.1)
+    yield server
+    server.close()
+
+
+@pytest.fixture()
+def chat_server() -> Iterator[ChatServer]:
+    server = ChatServer()
+    yield server
+    server.close()
+
+
+# ------------------------------------------------------------------------------------- index checks
+
+
+def manifest_count(db: Path) -> int:
+    path = db / "manifest.sqlite"
+    if not path.exists():
+        return 0
+    try:
+        con = sqlite3.connect(path, timeout=5)
+        try:
+            return con.execute("SELECT count(*) FROM documents").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.OperationalError:  # the table is not created yet
+        return 0
+
+
+def check_index(db: Path, query_embedder: HashedNgramEmbedder | None = None) -> dict[str, Any]:
+    """Open the index like a reader and check it is consistent; returns what it holds.
+
+    Every manifest document must have exactly its recorded number of rows and no chunk id may appear
+    twice. Rows of documents without an entry (leftovers of a killed run) are allowed and counted:
+    the next run deletes them.
+    """
+    manifest = Manifest(db / "manifest.sqlite")
+    try:
+        entries = manifest.documents()
+        kind = manifest.get_meta("store")
+        info = manifest.get_meta("embedder")
+    finally:
+        manifest.close()
+    if kind is None:
+        assert not entries
+        return {"entries": entries, "rows": [], "leftovers": set()}
+    store = open_store(kind, db, info)
+    try:
+        rows = list(store.chunks())
+        assert store.count() == len(rows)
+    finally:
+        store.close()
+    duplicates = [i for i, n in Counter(c.id for c in rows).items() if n > 1]
+    assert duplicates == []
+    per_doc = Counter(c.doc_id for c in rows)
+    for doc_id, entry in entries.items():
+        assert per_doc.get(doc_id, 0) == entry.chunks, doc_id
+    leftovers = set(per_doc) - set(entries)
+    searcher = Searcher(db, embedder=query_embedder or HashedNgramEmbedder(64))
+    try:  # a reader sees the committed documents only, never the leftovers
+        for mode in ("dense", "bm25", "hybrid"):
+            hits = searcher.search("規程の出張と休暇", 20, mode)
+            assert all(h.chunk.doc_id in entries for h in hits), mode
+            assert bool(hits) == bool(entries) or mode == "bm25", mode
+    finally:
+        searcher.close()
+    return {"entries": entries, "rows": rows, "leftovers": leftovers}
+
+
+# --------------------------------------------------------------------------------------- kill -9
+
+
+SECTION = "第{n}条 {topic}について、担当部署は申請書を受理した日から{days}日以内に回答する。{extra}\n"
+TOPICS = ["出張", "経費", "休暇", "在宅勤務", "備品", "研修", "採用", "福利厚生"]
+
+
+def make_corpus(folder: Path, n: int = 150) -> list[Path]:
+    """``n`` small Markdown files, every tenth long enough to make several chunks."""
+    folder.mkdir()
+    for i in range(n):
+        topic = TOPICS[i % len(TOPICS)]
+        sections = 12 if i % 10 == 0 else 1
+        body = "".join(
+            f"## 第{s + 1}条\n\n"
+            + SECTION.format(n=s + 1, topic=topic, days=(i + s) % 30 + 1, extra="規程番号" + str(i) * 3)
+            for s in range(sections)
+        )
+        (folder / f"規程{i:03d}.md").write_text(f"# 社内規程 {i:03d}（{topic}）\n\n{body}", encoding="utf-8")
+    return list(iter_paths(folder))
+
+
+def test_kill_9_at_any_moment_then_finish(tmp_path: Path, embed_server: EmbedServer) -> None:
+    files = make_corpus(tmp_path / "corpus")
+    chunker = make_chunker("markdown", max_size=320, unit="tokens")  # the CLI's defaults
+
+    def chunk_counts() -> dict[str, tuple[str, int]]:
+        docs = [load(p) for p in files]
+        return {d.id: (d.sha256, len(chunker.chunk(d))) for d in docs}
+
+    versions = chunk_counts()  # every version a file had: (doc_id, content hash) -> chunks
+    counts = {(d, h): n for d, (h, n) in versions.items()}
+    assert sum(n for _, n in versions.values()) > len(files)  # some documents have several chunks
+    db = tmp_path / "db"
+    env = clean_env(tmp_path, KIREME_EMBED_BASE_URL=embed_server.base_url)
+    command = [sys.executable, "-m", "kireme.cli", "index", str(tmp_path / "corpus"), "--db", str(db)]
+    command += ["--embedder", "http:test", "--format", "json"]
+
+    def kill_when(condition: Callable[[], bool], after: float = 0.0) -> None:
+        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        try:
+            while not condition():
+                assert process.poll() is None, process.communicate()[1].decode()
+                assert time.monotonic() < deadline, "the kill moment never came"
+                time.sleep(0.002)
+            time.sleep(after)
+            process.send_signal(signal.SIGKILL)
+            process.communicate(timeout=10)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        assert process.returncode == -signal.SIGKILL  # killed, not finished
+
+    moments: list[tuple[str, Callable[[], bool], float]] = [
+        # very early: the dimension probe is in flight, nothing is written yet
+        ("probe in flight", lambda: embed_server.requests >= 1, 0.0),
+        # the first rows are being committed (the manifest is written document by document after them)
+        ("first entries", lambda: manifest_count(db) > 0, 0.0),
+        # right after an answer: the batch may be embedding, deleting, adding or recording
+        ("after an answer", lambda: embed_server.answered >= answered + 2, 0.03),
+        ("later entries", lambda: manifest_count(db) > indexed + 10, 0.005),
+    ]
+    seen: list[tuple[str, int, int]] = []
+    for name, condition, after in moments:
+        answered, indexed = embed_server.answered, manifest_count(db)
+        kill_when(condition, after)
+        found = check_index(db)
+        seen.append((name, len(found["entries"]), len(found["leftovers"])))
+        for doc_id, entry in found["entries"].items():
+            assert entry.chunks == counts[doc_id, entry.content_hash]
+        if name == "first entries":  # edit indexed files: the next runs replace their rows
+            for doc_id in sorted(found["entries"])[:2]:
+                path = Path(doc_id)
+                path.write_text(
+                    path.read_text(encoding="utf-8") * 2 + "追記：改定しました。\n", encoding="utf-8"
+                )
+            versions = chunk_counts()
+            counts.update({(d, h): n for d, (h, n) in versions.items()})
+    expected = {d: n for d, (_, n) in versions.items()}
+    assert seen[-1][1] < len(files), seen  # every kill interrupted a run that had work left
+
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["documents"] == len(files) and summary["failed"] == 0
+    assert summary["added"] + summary["updated"] + summary["unchanged"] == len(files)
+    found = check_index(db)
+    assert found["leftovers"] == set()
+    # each file once, complete, in its last version
+    assert {d: (e.content_hash, e.chunks) for d, e in found["entries"].items()} == versions
+    assert len(found["rows"]) == sum(expected.values())
+    assert {e.config_hash for e in found["entries"].values()} == {chunker.config_hash}
+
+    requests = embed_server.requests
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    summary = json.loads(again.stdout)
+    assert summary["unchanged"] == len(files)
+    assert summary["texts_embedded"] == summary["chunks_written"] == summary["added"] == 0
+    assert embed_server.requests == requests  # not one request: even the probe came from the cache
+    print("kill moments (name, complete documents, leftover documents):", seen)
+
+
+# ---------------------------------------------------------------------------------- partial failure
+
+
+def write_mixed(folder: Path) -> None:
+    folder.mkdir()
+    (folder / "a_旅費規程.md").write_text(DOCS["旅費規程.md"], encoding="utf-8")
+    (folder / "b_壊れた.ipynb").write_text('{"cells": [', encoding="utf-8")
+    (folder / "c_就業規則.md").write_text(DOCS["就業規則.md"], encoding="utf-8")
+    (folder / "d_バイナリ.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x01")
+    (folder / "e_よくある質問.md").write_text(DOCS["よくある質問.md"], encoding="utf-8")
+
+
+def test_broken_files_are_reported_and_skipped(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    write_mixed(folder)
+    env = clean_env(tmp_path)
+    db = tmp_path / "db"
+    result = kireme("index", str(folder), "--db", str(db), "--embedder", "hash", "--format", "json", env=env)
+    assert result.returncode == 3, result.stderr
+    errors = error_lines(result.stderr)
+    assert len(errors) == 2 and "Traceback" not in result.stderr
+    assert "b_壊れた.ipynb" in errors[0] and "d_バイナリ.md" in errors[1]
+    summary = json.loads(result.stdout)
+    assert set(summary) == {
+        "documents", "added", "updated", "removed", "unchanged", "failed", "chunks_written", "texts_embedded"
+    }  # fmt: skip
+    assert (summary["added"], summary["failed"]) == (3, 2)
+    assert summary["documents"] == summary["added"] + summary["failed"]
+    hits = kireme("search", "在宅勤務は週何日まで？", "--db", str(db), "-k", "1", env=env)
+    assert hits.returncode == 0 and "週3日" in json.loads(hits.stdout)["text"]
+
+    # --fail-fast stops at the first broken file, and a prune after an early stop forgets nothing
+    fast = kireme(
+        "index", str(folder), "--db", str(db), "--embedder", "hash", "--format", "json", "--fail-fast", "--prune",
+        env=env,
+    )  # fmt: skip
+    assert fast.returncode == 3
+    assert len(error_lines(fast.stderr)) == 1
+    summary = json.loads(fast.stdout)
+    assert (summary["unchanged"], summary["failed"], summary["removed"]) == (1, 1, 0)
+    assert len(check_index(db, HashedNgramEmbedder(512))["entries"]) == 3
+
+    fresh = tmp_path / "fresh"
+    fast = kireme("index", str(folder), "--db", str(fresh), "--embedder", "hash", "--fail-fast", env=env)
+    assert fast.returncode == 3 and len(error_lines(fast.stderr)) == 1
+    assert [Path(d).name for d in check_index(fresh, HashedNgramEmbedder(512))["entries"]] == [
+        "a_旅費規程.md"
+    ]
+
+
+# -------------------------------------------------------------------------------------------- lock
+
+
+def test_second_writer_fails_cleanly_or_waits(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "就業規則.md").write_text(DOCS["就業規則.md"], encoding="utf-8")
+    db = tmp_path / "db"
+    db.mkdir()
+    env = clean_env(tmp_path)
+    args = ("index", str(folder), "--db", str(db), "--embedder", "hash", "--format", "json")
+    with IndexLock(db):
+        busy = kireme(*args, env=env)
+    assert busy.returncode == 2
+    assert "another kireme process" in busy.stderr and "--wait" in busy.stderr
+    assert "Traceback" not in busy.stderr and busy.stdout == ""
+    assert not (db / "manifest.sqlite").exists()
+
+    # the lock is taken and released by one thread (file locks are per thread)
+    held, hold_for = threading.Event(), 2.5
+    released_at: list[float] = []
+
+    def hold() -> None:
+        with IndexLock(db):
+            held.set()
+            time.sleep(hold_for)
+            released_at.append(time.monotonic())
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    try:
+        waited = kireme(*args, "--wait", "10", env=env)
+        finished = time.monotonic()
+    finally:
+        holder.join()
+    assert waited.returncode == 0, waited.stderr
+    assert finished >= released_at[0]
+    assert json.loads(waited.stdout)["added"] == 1
+
+
+# ------------------------------------------------------------------------------------ search and ask
+
+
+@pytest.fixture(scope="module")
+def company(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
+    """The company documents in a hash-embedder index built by the CLI (chunks of at most 80 tokens)."""
+    root = tmp_path_factory.mktemp("company")
+    folder = root / "docs"
+    folder.mkdir()
+    for name, text in DOCS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    db = root / "db"
+    env = clean_env(root)
+    result = kireme("index", str(folder), "--db", str(db), "--embedder", "hash", "--max-size", "80", env=env)
+    assert result.returncode == 0, result.stderr
+    return folder, db, env
+
+
+SEARCH_FIELDS = {"score", "id", "doc_id", "start", "end", "headings", "text", "source", "title", "metadata"}
+
+
+def test_search_jsonl_and_filters(company: tuple[Path, Path, dict[str, str]]) -> None:
+    folder, db, env = company
+    result = kireme("search", "日帰り出張の日当はいくら？", "--db", str(db), "-k", "3", env=env)
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(rows) == 3
+    for row in rows:
+        assert set(row) == SEARCH_FIELDS
+        text = (folder / Path(row["source"]).name).read_text(encoding="utf-8")
+        if row["source"].endswith(".md"):
+            assert text[row["start"] : row["end"]] == row["text"]
+    assert "1,000円" in rows[0]["text"] and rows[0]["headings"][-1] == "第2条 日当"
+    assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
+
+    source = (folder / "就業規則.md").as_posix()
+    for mode in ("hybrid", "bm25", "dense"):
+        only = kireme(
+            "search", "日帰り出張の日当", "--db", str(db), "-k", "5", "--mode", mode, "--filter", f"source={source}",
+            env=env,
+        )  # fmt: skip
+        assert only.returncode == 0, only.stderr
+        sources = {json.loads(line)["source"] for line in only.stdout.splitlines()}
+        assert sources <= {source}, mode
+
+    bad = kireme("search", "日当", "--db", str(db), "--filter", "bad=1", env=env)
+    assert bad.returncode == 2 and "KEY=VALUE" in bad.stderr and "Traceback" not in bad.stderr
+
+    missing = kireme("search", "日当", "--db", str(db.parent / "nowhere"), env=env)
+    assert missing.returncode == 2
+    assert missing.stderr.strip().count("\n") == 0 and missing.stderr.startswith("kireme: error:")
+    assert "kireme index" in missing.stderr and "Traceback" not in missing.stderr
+    assert not (db.parent / "nowhere").exists()  # searching does not create an index
+
+
+def _context_of(prompt: str) -> str:
+    return prompt.split("# 資料\n", 1)[1].split("\n\n# 質問\n", 1)[0]
+
+
+def _budget_line(stderr: str) -> tuple[int, int]:
+    line = next(x for x in stderr.splitlines() if x.startswith("kireme: context "))
+    used, budget = line.split()[2].split("/")
+    return int(used), int(budget)
+
+
+@pytest.mark.parametrize("budget", [None, 200])
+def test_ask_show_prompt_without_a_model(
+    company: tuple[Path, Path, dict[str, str]], budget: int | None
+) -> None:
+    _, db, env = company
+    question = "日帰り出張の日当はいくら？"
+    extra = ["--budget", str(budget)] if budget else []
+    result = kireme("ask", question, "--db", str(db), "--show-prompt", *extra, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "no chat model configured" in result.stderr and "KIREME_CHAT_BASE_URL" in result.stderr
+    prompt, _, _ = result.stdout.partition("\n" + "─" * 40)
+    tokens = Tokens()
+    context = _context_of(prompt)
+    used, shown_budget = _budget_line(result.stderr)
+    assert tokens(context) == used <= shown_budget
+    if budget:
+        assert shown_budget == budget
+    assert tokens(prompt) + 512 <= 4096
+    assert question in prompt and "1,000円" in context
+    assert "[1] " in context
+
+
+def test_ask_a_local_chat_server(company: tuple[Path, Path, dict[str, str]], chat_server: ChatServer) -> None:
+    _, db, env = company
+    env = {**env, "KIREME_CHAT_BASE_URL": chat_server.base_url, "KIREME_CHAT_MODEL": "local-test"}
+    question = "日帰り出張の日当はいくら？"
+    result = kireme("ask", question, "--db", str(db), "-k", "3", env=env)
+    assert result.returncode == 0, result.stderr
+    [body] = chat_server.bodies
+    assert body["model"] == "local-test" and body["max_tokens"] == 512
+    [message] = body["messages"]
+    assert message["role"] == "user"
+    assert question in message["content"] and "| 日帰り出張 | 1,000円 |" in message["content"]
+    answer, _, sources = result.stdout.partition("\n\n")
+    assert answer == ANSWER
+    lines = sources.splitlines()
+    assert lines and all(line.startswith(f"[{i}] ") for i, line in enumerate(lines, start=1))
+    assert lines[0].endswith("旅費規程.md")
+
+
+def test_search_refuses_a_query_embedder_other_than_the_index_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An http index searched with KIREME_EMBED_BASE_URL pointing elsewhere (in-process, fast)."""
+    from kireme.embed.http import OpenAIEmbedder
+    from kireme.index.embedders import cached
+    from kireme.index.ingest import IndexMismatchError, Ingestor, ingest_paths
+
+    for name in (*PROXIES, *(p.upper() for p in PROXIES)):
+        monkeypatch.delenv(name, raising=False)
+    server = EmbedServer(delay=0)
+    try:
+        folder = tmp_path / "docs"
+        folder.mkdir()
+        (folder / "旅費規程.md").write_text(DOCS["旅費規程.md"], encoding="utf-8")
+        db = tmp_path / "db"
+        embedder = cached(OpenAIEmbedder(model="test", base_url=server.base_url), db)
+        with Ingestor(db, make_chunker("markdown", max_size=60, unit="tokens"), embedder) as ingestor:
+            ingest_paths(ingestor, list(iter_paths(folder)))
+        monkeypatch.setenv("KIREME_EMBED_BASE_URL", server.base_url)
+        searcher = Searcher(db)
+        assert any("1,000円" in h.chunk.text for h in searcher.search("日帰り出張の日当", 3, "dense"))
+        searcher.close()
+        requests = server.requests
+        monkeypatch.setenv("KIREME_EMBED_BASE_URL", "http://127.0.0.1:9/v1")  # another server
+        searcher = Searcher(db)
+        with pytest.raises(IndexMismatchError, match="KIREME_EMBED_BASE_URL"):
+            searcher.search("日帰り出張の日当", 3, "hybrid")
+        assert searcher.search("日帰り出張の日当", 3, "bm25")  # keywords need no embedder
+        searcher.close()
+        assert server.requests == requests
+    finally:
+        server.close()
