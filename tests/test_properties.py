@@ -107,7 +107,7 @@ def test_invariants_callable_unit(text: str, max_size: int) -> None:
     _check(text, "recursive", utf8_bytes, max(max_size, 4), 0)
 
 
-@pytest.mark.parametrize("preset", ["markdown", "python", "sql"])
+@pytest.mark.parametrize("preset", ["markdown", "python", "sql", "javascript"])
 @given(text=texts, max_size=st.integers(1, 80))
 def test_invariants_presets(preset: str, text: str, max_size: int) -> None:
     _check(text, "recursive", "chars", max_size, 0, preset=preset)

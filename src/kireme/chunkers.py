@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from kireme.boundaries.levels import CLAUSE, PARAGRAPH, SCRIPT, SENTENCE, WORD, Level, levels_for_separators
-from kireme.boundaries.presets import PRESETS, PROSE_PRESETS, markdown_levels, preset_levels
+from kireme.boundaries.presets import PRESET_ALIASES, PRESETS, PROSE_PRESETS, markdown_levels, preset_levels
 from kireme.context import ContextBuilder, check_context_mode
 from kireme.document import Chunk, ConfigError, Document, RegionIndex, chunk_id
 from kireme.length import Measure, get_measure
@@ -246,7 +246,8 @@ class RecursiveChunker(Chunker):
     """Separators tried strongest first; pieces merged up to ``max_size``. The general-purpose default.
 
     ``separators`` is a list of regular expressions (a match stays with the text after it); ``preset``
-    picks a built-in list (``default``, ``markdown``, ``python``, ``sql``; ``auto``, the default, uses
+    picks a built-in list (``default``, ``markdown``, ``python``, ``javascript`` (``typescript``),
+    ``sql``; ``auto``, the default, uses
     ``markdown`` for Markdown documents and ``default`` otherwise). Grapheme clusters are always the
     last resort.
     """
@@ -262,6 +263,7 @@ class RecursiveChunker(Chunker):
             levels_for_separators(self.separators)  # validate the regexes now, not mid-run
         elif self.preset != "auto" and self.preset not in PRESETS:
             preset_levels(self.preset)  # raises a ConfigError naming the choices
+        object.__setattr__(self, "preset", PRESET_ALIASES.get(self.preset, self.preset))
 
     def for_document(self, doc: Document) -> Chunker:
         """``preset="auto"``: Markdown files get the markdown preset, everything else the prose one."""

@@ -1,6 +1,15 @@
-"""Separator presets for the recursive strategy: good defaults for prose, Markdown, Python and SQL."""
+"""Separator presets for the recursive strategy: good defaults for prose, Markdown and code.
+
+Code presets cut before declarations. A comment, JSDoc block or decorator directly above a declaration
+(no blank line between) belongs to it: the cut goes before the first of those lines, never between them
+and the declaration (see `AttachedLevel`).
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+import regex
 
 from kireme.boundaries.levels import (
     CLAUSE,
@@ -16,6 +25,143 @@ from kireme.boundaries.levels import (
 from kireme.document import ConfigError
 
 _PROSE_TAIL: list[Level] = [SENTENCE, CLAUSE, WORD, SCRIPT]
+_BLANK_LINE = RegexLevel(r"\r?\n[ \t]*\r?\n", "blank line")
+_BOL = r"(?:^|\n)"  # the start of a line, inside a lookbehind
+
+# A block comment, up to the first `*/`; it does not run past a line that opens another one, so an
+# unclosed `/*` costs a scan to the next comment at most.
+_BLOCK_COMMENT = r"/\*(?:[^*\n]++|\*(?!/)|\n(?![ \t]*/\*))*+\*/"
+# A block comment ending right here (for lookbehinds, which cannot use possessive repeats).
+_BLOCK_COMMENT_END = r"/\*(?:[^*]|\*(?!/))*\*/[ \t\r]*"
+# A line break inside decorator arguments: the next line is indented (and neither blank nor another
+# decorator) or closes a bracket, so unbalanced parentheses cost a short scan, not one to the end.
+_ARG_BREAK = r"\n(?=[ \t]+[^\s@]|[)\]}])"
+_QUOTED = r"'(?:[^'\\\n]|\\.)*+'|\"(?:[^\"\\\n]|\\.)*+\""
+
+
+def _args(strings: str, plain: str) -> str:
+    """Parentheses nested up to four deep (decorator arguments), across lines, quoted parentheses kept.
+
+    Spelled out instead of recursive: a recursive group in a repeated prefix makes `regex` slow down
+    with the number of decorators in a run.
+    """
+    parens = r"(?!)"
+    for _ in range(4):
+        parens = rf"\((?:[^(){plain}\n]++|{_ARG_BREAK}|{strings}|{parens})*+\)"
+    return parens
+
+
+@dataclass(frozen=True)
+class AttachedLevel:
+    """Cuts before each line that matches ``start``, or before the comment lines directly above it.
+
+    ``prefix`` matches one comment or decorator line (or a block comment), its line break included;
+    ``guard`` one that ends at a line break, where no cut may go. ``first`` is a pattern tried before the
+    others at each position, whose match start is a cut as well (the SQL ``/`` terminator line).
+
+    A run of ``prefix`` lines not followed by ``start`` is skipped whole, so long comment runs cost one
+    scan. The scan starts at the line break before the span: a span that starts with a comment above a
+    declaration (an oversized class and its JSDoc) is not cut between the two either.
+    """
+
+    start: str
+    prefix: str
+    guard: str
+    name: str
+    first: str = ""
+
+    def __post_init__(self) -> None:
+        # After the line break: the prefix run and the start line (a cut), or a prefix run alone (skipped).
+        head = rf"(?:{self.prefix})*+(?={self.start})|(?:{self.prefix})++(?P<skip>)"
+        line = rf"\r?\n(?<!{self.guard}\n)(?:{head})"
+        object.__setattr__(self, "_head", regex.compile(head))
+        object.__setattr__(self, "_compiled", regex.compile(f"{self.first}|{line}" if self.first else line))
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        scan = text.rfind("\n", 0, a)
+        if scan < 0:  # the span is on the first line: a prefix run at the start of the text is skipped
+            head = self._head.match(text, 0, b)  # type: ignore[attr-defined]
+            scan = head.end() if head else 0
+        elif scan > 0 and text[scan - 1] == "\r":
+            scan -= 1
+        out: list[int] = []
+        for m in self._compiled.finditer(text, scan, b):  # type: ignore[attr-defined]
+            s = m.start()
+            if a < s < b and m.group("skip") is None and (not out or out[-1] != s):
+                out.append(s)
+        return out
+
+
+# ----------------------------------------------------------------------------------- JavaScript / TS
+_JS_STRINGS = _QUOTED + r"|`(?:[^`\\\n]|\\.|" + _ARG_BREAK + r")*+`"
+_JS_DECORATOR = r"@[\w$.]+(?:<[^\n>]*>)?[ \t]*" + "(?:" + _args(_JS_STRINGS, r"'\"`") + ")?"
+_JS_PREFIX = rf"(?://[^\n]*|{_BLOCK_COMMENT}[ \t\r]*|{_JS_DECORATOR}[ \t\r]*)\n"
+# A comment line, the end of a block comment, or a decorator-only line just before the cut.
+_JS_GUARD = rf"(?://[^\n]*|{_BLOCK_COMMENT_END}|@[\w$.]+(?:[ \t]*\([^\n]*\))?[ \t\r]*)"
+_JS_NAME_END = r"(?![\w$])"
+# Declarations at column 0.
+_JS_DECL = (
+    r"(?:export|declare|class|interface|enum|namespace|module|function|const|let|var|exports"
+    r"|abstract[ \t]+class|async[ \t]+function|type[ \t]+[\w$]+)" + _JS_NAME_END
+)
+# Class, interface and namespace members (indented): modifiers, constructors, method signatures that
+# open a body (`foo(a) {`, `async *gen() {`, `get x(): T {`) or continue on the next line (`foo(`),
+# typed properties and interface methods ending in `;`, decorated one-line members, arrow-function
+# fields, nested declarations. Call statements (`foo(x);`) and control flow (`if (x) {`) are not members.
+_JS_KEYWORDS = (
+    r"(?:if|for|while|switch|catch|with|return|else|do|try|typeof|new|await|yield|throw|delete|void"
+    r"|super|this|case|default)" + _JS_NAME_END
+)
+_JS_MEMBER_NAME = rf"(?!{_JS_KEYWORDS})[#\w$]+"
+_JS_LINE_END = r"[ \t\r]*(?:\n|\Z)"
+_JS_MEMBER_FORMS = [
+    r"(?:public|private|protected|static|readonly|abstract|override|declare|accessor)" + _JS_NAME_END,
+    r"constructor[ \t]*\(",
+    # a method that opens its body on this line, or whose parameters start on the next one
+    r"(?:async[ \t]+)?(?:\*[ \t]*)?(?:(?:get|set)[ \t]+)?" + _JS_MEMBER_NAME + r"[ \t]*(?:<[^\n(]*>)?\("
+    r"(?:(?![^\n]*function)[^\n]*\)[^\n)]*\{)?" + _JS_LINE_END,
+    # a typed property or an interface method: `id: string;`, `name?: T;`, `greet(u: User): string;`
+    _JS_MEMBER_NAME + r"[?!]?[ \t]*(?:<[^\n(]*>)?(?:\([^\n]*\))?[ \t]*:[^\n]*;" + _JS_LINE_END,
+    # an arrow-function field: `handle = (e) => {`, `load = async () =>`
+    _JS_MEMBER_NAME + r"[ \t]*=[ \t]*(?:async[ \t]+)?(?:\([^\n]*\)|[\w$]+)[ \t]*(?::[^\n=]*)?=>",
+    r"@[\w$]",  # a decorated one-line member: `@Input() name: string;`
+    r"(?:export[ \t]+)?(?:default[ \t]+)?(?:declare[ \t]+)?(?:abstract[ \t]+)?(?:async[ \t]+)?"
+    r"(?:function|class|interface|enum|namespace|type[ \t]+[\w$]+)" + _JS_NAME_END,
+    r"export" + _JS_NAME_END,
+]
+# Lines over 400 characters (minified code) are not members; this also bounds the scans above.
+_JS_MEMBER = r"[ \t]+(?=[^\n]{0,400}(?:\n|\Z))(?:" + "|".join(_JS_MEMBER_FORMS) + ")"
+
+_JAVASCRIPT: list[Level] = [
+    # Top-level declarations, with the JSDoc, comments and decorators directly above them.
+    AttachedLevel(_JS_DECL, _JS_PREFIX, _BOL + _JS_GUARD, "declaration"),
+    # Comment blocks at column 0 that belong to no declaration (section comments, file headers).
+    RegexLevel(rf"\r?\n(?<!{_BOL}{_JS_GUARD}\n)(?=//|/\*)", "comment"),
+    # Other top-level statements: imports, `app.use(...)`, `describe(...)`, IIFEs.
+    AttachedLevel(r"[\w$(\['\"`]", _JS_PREFIX, _BOL + _JS_GUARD, "statement"),
+    # Members, with their indented JSDoc, comments and decorators.
+    AttachedLevel(_JS_MEMBER, rf"[ \t]*{_JS_PREFIX}", rf"{_BOL}[ \t]*{_JS_GUARD}", "member"),
+    _BLANK_LINE,
+    LINE,
+    WORD,
+]
+
+# -------------------------------------------------------------------------------------------- Python
+_PY_DECORATOR = r"@(?:[\w.]+[ \t]*" + _args(_QUOTED, r"'\"") + r"[ \t\r]*\n|[^\n]*\n)"
+_PY_PREFIX = rf"(?:#[^\n]*\n|{_PY_DECORATOR})"
+_PY_GUARD = r"[#@][^\n]*"
+
+# ----------------------------------------------------------------------------------------------- SQL
+_SQL_PREFIX = rf"[ \t]*(?:--[^\n]*|{_BLOCK_COMMENT}[ \t\r]*)\n"
+_SQL_GUARD = rf"{_BOL}[ \t]*(?:--[^\n]*|{_BLOCK_COMMENT_END})"
+# A line that is only `/` (the SQL*Plus / PL/SQL terminator) or `GO` (T-SQL batches).
+_SQL_TERMINATOR = r"\r?\n(?<=" + _BOL + r"[ \t]*(?:/|(?i:go))[ \t\r]*\n)"
+
+
+def _sql(keywords: str, name: str, first: str = "") -> AttachedLevel:
+    """Lines that start with one of ``keywords``, with the comments directly above them."""
+    return AttachedLevel(rf"[ \t]*(?i:{keywords})\b", _SQL_PREFIX, _SQL_GUARD, name, first)
+
 
 PRESETS: dict[str, list[Level]] = {
     # Paragraphs, lines, sentences (Japanese and English), clause marks, spaces, kana/kanji changes.
@@ -32,25 +178,38 @@ PRESETS: dict[str, list[Level]] = {
         LINE,
         *_PROSE_TAIL,
     ],
+    # Classes, then functions, then methods; comments and decorators directly above go with them.
     "python": [
-        RegexLevel(r"\r?\n(?=class )", "class"),
-        RegexLevel(r"\r?\n(?=(?:async )?def |@)", "def"),
-        RegexLevel(r"\r?\n(?=[ \t]+(?:async )?def |[ \t]+@)", "method"),
-        RegexLevel(r"\r?\n[ \t]*\r?\n", "blank line"),
+        AttachedLevel(r"class[ \t]", _PY_PREFIX, _BOL + _PY_GUARD, "class"),
+        AttachedLevel(r"(?:async[ \t]+)?def[ \t]", _PY_PREFIX, _BOL + _PY_GUARD, "def"),
+        AttachedLevel(
+            r"[ \t]+(?:(?:async[ \t]+)?def|class)[ \t]",
+            rf"[ \t]*{_PY_PREFIX}",
+            rf"{_BOL}[ \t]*{_PY_GUARD}",
+            "method",
+        ),
+        _BLANK_LINE,
         LINE,
         WORD,
     ],
+    # Statements (DDL and `/`/`GO` terminators strongest), with the comments directly above them.
     "sql": [
-        RegexLevel(r"\r?\n(?=[ \t]*(?i:create|alter|drop|grant|revoke)\b)", "ddl"),
-        RegexLevel(r"\r?\n(?=[ \t]*(?i:begin|declare|procedure|function)\b)", "block"),
-        RegexLevel(r"\r?\n(?=[ \t]*(?i:insert|update|delete|merge|select|with)\b)", "dml"),
-        RegexLevel(r"\r?\n(?=[ \t]*(?:--|/\*))", "comment"),
-        RegexLevel(r"(?<=;)[ \t]*\r?\n", "statement end"),
-        RegexLevel(r"\r?\n[ \t]*\r?\n", "blank line"),
+        _sql("create|alter|drop|grant|revoke", "ddl", first=_SQL_TERMINATOR),
+        _sql("begin|declare|procedure|function", "block"),
+        _sql("insert|update|delete|merge|select|with", "dml"),
+        RegexLevel(rf"\r?\n(?<!{_BOL}[ \t]*--[^\n]*\n)(?=[ \t]*(?:--|/\*))", "comment"),
+        # After `;` at a line end, except `END;` before its `/` terminator line.
+        RegexLevel(r"(?<=;)[ \t]*\r?\n(?![ \t]*/[ \t]*(?:\r?\n|\Z))", "statement end"),
+        _BLANK_LINE,
         LINE,
         WORD,
     ],
+    "javascript": _JAVASCRIPT,
 }
+# Other names for the same list: JavaScript levels read TypeScript as well.
+PRESETS.update({"js": _JAVASCRIPT, "typescript": _JAVASCRIPT, "ts": _JAVASCRIPT})
+# Other names of the same level lists: chunkers store the canonical name, so ids do not depend on the alias.
+PRESET_ALIASES = {"js": "javascript", "typescript": "javascript", "ts": "javascript"}
 
 
 # Presets for prose, where a short line without punctuation is a heading that belongs with its body.
@@ -80,7 +239,8 @@ def markdown_levels(text: str) -> list[Level]:
 
 
 def preset_levels(name: str) -> list[Level]:
-    """The levels of a named preset (``default``, ``markdown``, ``python``, ``sql``)."""
+    """The levels of a named preset (``default``, ``markdown``, ``python``, ``sql``, ``javascript``,
+    also called ``js``, ``typescript`` and ``ts``)."""
     try:
         return list(PRESETS[name])
     except KeyError:

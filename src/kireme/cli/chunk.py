@@ -45,7 +45,8 @@ Examples:
 \b
 Strategies:
   recursive  separators strongest first (paragraphs, lines, sentences, clauses, spaces), pieces merged
-             up to --max-size; the general default. --preset markdown|python|sql, or --separators.
+             up to --max-size; the general default. --preset markdown|python|javascript|typescript|sql
+             (a comment or decorator stays with the declaration below it), or --separators.
   sentence   whole sentences packed up to --max-size (Japanese 。！？ and English rules).
   paragraph  whole paragraphs packed (--no-merge: one per chunk); long ones cut between sentences.
   semantic   cut where adjacent sentences stop being similar (--similarity, --threshold; see
