@@ -1,4 +1,4 @@
-"""Structure-aware chunking of real Markdown and notebooks: kireme against peer libraries, same text, same size.
+"""Structure-aware chunking of real Markdown, HTML and notebooks: kireme against peers, same text, same size.
 
 Corpora (from ``../shared/corpora``, ``--corpora`` to move; skipped cleanly when absent; read only):
 
@@ -9,7 +9,13 @@ Corpora (from ``../shared/corpora``, ``--corpora`` to move; skipped cleanly when
   verbatim, code cells as fenced blocks, no outputs, cells joined by a blank line); where that module does
   not exist the benchmark renders the same way itself.
 
-``--limit`` keeps the first N documents (sorted paths) of each source folder. The HTML corpus is not used.
+* ``html``: ``ja-techdocs-html/`` (rust-book-ja-html), every ``.html`` page, extracted by
+  `kireme.load.html.load_html` (navigation, scripts and styles dropped; headings, lists, ``<pre>`` and tables
+  rendered as Markdown). The peers get that same extracted text: this measures the cutting, not the
+  extraction (LangChain's ``HTMLHeaderTextSplitter`` reads raw HTML and returns no offsets into any text
+  kireme could score, so it is not compared).
+
+``--limit`` keeps the first N documents (sorted paths) of each source folder.
 Every configuration gets exactly the same ``Document.text`` for a document (rendered once).
 
 Configurations, all at ``--sizes`` characters (default 800), overlap 0:
@@ -107,7 +113,7 @@ from kireme.strategies import STRATEGIES, make_chunker  # noqa: E402
 
 DEFAULT_CORPORA = ROOT.parent / "shared" / "corpora"
 RESULTS = ROOT / "benchmarks" / "results"
-KINDS = ("markdown", "notebooks")
+KINDS = ("markdown", "html", "notebooks")
 PEER_PACKAGES = {
     "langchain": "langchain-text-splitters",
     "llamaindex": "llama-index-core",
@@ -122,7 +128,7 @@ NOTEBOOK_LANG = {"tensorflow-docs-ja": "ja", "langchain-docs": "en"}
 
 @dataclass
 class Source:
-    kind: str  # "markdown" | "notebooks"
+    kind: str  # "markdown" | "html" | "notebooks"
     name: str  # the source folder, e.g. "rust-book-ja"
     lang: str
     documents: list[Document]
@@ -165,6 +171,12 @@ def load_sources(root: Path, limit: int | None) -> tuple[list[Source], str]:
             paths = sorted(found)[:limit]
             docs = [load(p) for p in paths]
             sources.append(Source("markdown", folder.name, "ja", docs))
+    html_root = root / "ja-techdocs-html"
+    if html_root.is_dir():
+        for folder in sorted(p for p in html_root.iterdir() if p.is_dir()):
+            paths = sorted(p for p in folder.rglob("*.html") if p.is_file())[:limit]
+            docs = [load(p) for p in paths]
+            sources.append(Source("html", folder.name, "ja", [d for d in docs if d.text.strip()]))
     nb_root = root / "notebooks"
     render, how = notebook_loader()
     if nb_root.is_dir():

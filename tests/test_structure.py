@@ -305,3 +305,18 @@ def test_plain_text_uses_paragraph_rules() -> None:
         "第2条 範囲\n全社員に適用する。",
     ]
     assert all(c.headings == () and c.embed_text == c.text for c in chunks)
+
+
+def test_fences_inside_block_quotes_and_list_items_are_closed_and_kept_whole(caplog) -> None:
+    text = (
+        "# エラーの読み方\n\n"
+        "> ```text\n> error[E0106]: missing lifetime specifier\n>\n>  --> src/main.rs:9:33\n> ```\n\n"
+        "1. 手順\n\n   ```sh\n   cargo build\n\n   cargo test\n   ```\n"
+    )
+    with caplog.at_level(logging.WARNING):
+        outline = markdown_outline(text, "quote.md")
+    assert [c.closed for c in outline.code_blocks] == [True, True]
+    assert not [r for r in caplog.records if "never closed" in r.getMessage()]
+    for c in chunk(text, max_size=100):
+        for block in outline.code_blocks:
+            assert not (block.start < c.start < block.end or block.start < c.end < block.end)

@@ -140,8 +140,11 @@ def load_html(data: bytes, id: str, *, encoding: str | None = None) -> Document:
     text = _XML_DECL.sub("", text, count=1)
     _warn_if_truncated(text, id)
 
-    import lxml.etree
-    import lxml.html
+    try:
+        import lxml.etree
+        import lxml.html
+    except ImportError:  # pragma: no cover - lxml is a default dependency
+        raise LoadError(id, "reading HTML needs lxml: pip install lxml") from None
 
     try:
         tree = lxml.html.document_fromstring(text)

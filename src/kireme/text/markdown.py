@@ -215,7 +215,8 @@ def _code_block(text: str, lines: list[int], tok, first: int, last: int) -> Code
     body_end = end
     if last - 1 > first:
         close_start, close_end = _line_span(text, lines, last - 1, last)
-        candidate = text[close_start:close_end].strip()
+        # inside a block quote or a list item the closing fence carries the container's prefix ("> ```")
+        candidate = text[close_start:close_end].lstrip(" \t>").strip()
         marker = tok.markup[0]
         if candidate and set(candidate) == {marker} and len(candidate) >= len(tok.markup):
             closed, closing = True, text[close_start:close_end]
