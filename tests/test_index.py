@@ -248,6 +248,10 @@ def test_each_question_finds_its_answer(docs: Path, store: str, tmp_path: Path) 
         for mode in ("hybrid", "bm25", "dense"):
             hits = searcher.search("出張の日当と有給休暇", 5, mode, {"source": source})
             assert hits and {h.chunk.source for h in hits} == {source}
+        # a heading filter keeps to the chunks under that heading, at any level
+        for mode in ("hybrid", "bm25", "dense"):
+            hits = searcher.search("出張の日当", 5, mode, {"heading": "第2章 国内出張"})
+            assert hits and all("第2章 国内出張" in h.chunk.headings for h in hits)
     finally:
         searcher.close()
 
@@ -623,6 +627,7 @@ def test_parse_filters() -> None:
         "format": "markdown",
     }
     assert parse_filters(["title=a=b"]) == {"title": "a=b"}  # the first = splits
+    assert parse_filters(["heading=第2章 国内出張"]) == {"heading": "第2章 国内出張"}
     from kireme.document import ConfigError
 
     for bad in (["bad=1"], ["source"], ["=x"]):

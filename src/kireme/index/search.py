@@ -22,7 +22,15 @@ from kireme.document import ConfigError, KiremeError
 from kireme.embed.base import Embedder
 from kireme.evaluate.retrievers import tokenize
 from kireme.index.manifest import Manifest
-from kireme.index.store import FILTER_FIELDS, Hit, StoredChunk, VectorStore, matches
+from kireme.index.store import (
+    FILTER_FIELDS,
+    POST_FILTER_FIELDS,
+    Hit,
+    StoredChunk,
+    VectorStore,
+    matches,
+    split_filter,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +48,10 @@ def parse_filters(items: list[str] | tuple[str, ...]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         key = key.strip()
-        if not sep or key not in FILTER_FIELDS:
-            raise ConfigError(f"filter {item!r}: use KEY=VALUE with KEY one of {', '.join(FILTER_FIELDS)}")
+        if not sep or key not in FILTER_FIELDS + POST_FILTER_FIELDS:
+            raise ConfigError(
+                f"filter {item!r}: use KEY=VALUE with KEY one of {', '.join(FILTER_FIELDS + POST_FILTER_FIELDS)}"
+            )
         out[key] = value
     return out
 
@@ -112,10 +122,11 @@ class Searcher:
 
     def dense(self, query: str, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
         vector = self.embedder.embed([query], "query")[0]
-        want = k
+        store_where, post = split_filter(where)
+        want = k if not post else 4 * k
         while True:
-            hits = self.store.search(vector, want, where)
-            kept = [h for h in hits if h.chunk.doc_id in self.documents]
+            hits = self.store.search(vector, want, store_where)
+            kept = [h for h in hits if h.chunk.doc_id in self.documents and matches(h.chunk, post)]
             if len(kept) >= k or len(hits) < want:  # enough, or the store has no more
                 return kept[:k]
             want *= 4

@@ -91,9 +91,28 @@ class VectorStore(Protocol):
     def close(self) -> None: ...
 
 
-FILTER_FIELDS = ("doc_id", "source", "format", "title")
+FILTER_FIELDS = ("doc_id", "source", "format", "title")  # what every store filters on itself
+# Filters applied after the store's search: ``heading=第3条 宿泊費`` keeps chunks under that heading (any level).
+POST_FILTER_FIELDS = ("heading",)
 
 
 def matches(chunk: StoredChunk, where: Mapping[str, str] | None) -> bool:
     """Whether a chunk passes an exact-match filter (the reference semantics every store follows)."""
-    return not where or all(str(getattr(chunk, key)) == value for key, value in where.items())
+    if not where:
+        return True
+    for key, value in where.items():
+        if key == "heading":
+            if value not in chunk.headings:
+                return False
+        elif str(getattr(chunk, key)) != value:
+            return False
+    return True
+
+
+def split_filter(where: Mapping[str, str] | None) -> tuple[dict[str, str] | None, dict[str, str]]:
+    """The part of a filter the store applies, and the part applied to its results afterwards."""
+    if not where:
+        return None, {}
+    store = {k: v for k, v in where.items() if k in FILTER_FIELDS}
+    post = {k: v for k, v in where.items() if k in POST_FILTER_FIELDS}
+    return store or None, post
