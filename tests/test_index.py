@@ -10,7 +10,9 @@ refused per file, and a second writer is turned away while the lock is held.
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -402,6 +404,7 @@ def test_leftovers_of_an_interrupted_run_are_removed(docs: Path, store: str, tmp
     manifest = Manifest(db / "manifest.sqlite")
     info = manifest.get_meta("embedder")
     manifest.remove([victim])
+    manifest.set_meta("clean", False)  # what the interrupted run recorded when it opened the index
     manifest.close()
     s = open_store(store, db, info)
     s.add(ghost, HashedNgramEmbedder(DIM).embed([c.embed_text for c in ghost]))
@@ -432,6 +435,7 @@ def test_search_never_returns_rows_without_a_manifest_entry(docs: Path, store: s
     text = "新製品のコードネームは青嵐である。"
     manifest = Manifest(db / "manifest.sqlite")
     info = manifest.get_meta("embedder")
+    manifest.set_meta("clean", False)  # what the killed run recorded when it opened the index
     manifest.close()
     s = open_store(store, db, info)
     s.add(
@@ -652,3 +656,61 @@ def test_searcher_refuses_empty_query_bad_mode_and_missing_index(docs: Path, tmp
         assert searcher.search("zzzz", 3, "bm25") == []  # no known token: nothing, not an error
     finally:
         searcher.close()
+
+
+def test_unchanged_files_are_not_even_read_and_a_touch_is_not_a_change(
+    docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kireme.index.ingest as ingest_module
+
+    db = tmp_path / "db"
+    run(db, "lancedb", files(docs))
+    reads: list[Path] = []
+    real_load = ingest_module.load
+
+    def counting_load(path, **options):
+        reads.append(Path(path))
+        return real_load(path, **options)
+
+    monkeypatch.setattr(ingest_module, "load", counting_load)
+    summary = run(db, "lancedb", files(docs))
+    assert (summary.unchanged, reads) == (5, [])  # size and mtime match: nothing is read
+    touched = docs / "就業規則.md"
+    os.utime(touched, ns=(time.time_ns(), time.time_ns() + 5_000_000_000))
+    summary = run(db, "lancedb", files(docs))
+    assert (summary.unchanged, summary.updated, reads) == (5, 0, [touched])  # read, same content
+    reads.clear()
+    summary = run(db, "lancedb", files(docs))
+    assert (summary.unchanged, reads) == (5, [])  # the new mtime was recorded
+    touched.write_text(DOCS["就業規則.md"] + "\n第99条 この規則は改定できる。\n", encoding="utf-8")
+    summary = run(db, "lancedb", files(docs))
+    assert (summary.updated, reads) == (1, [touched])
+
+
+def test_changed_load_options_reread_every_file(docs: Path, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    embedder = cached(CountingEmbedder(), db)
+    with Ingestor(db, chunker(), embedder, store="lancedb") as ingestor:
+        ingest_paths(ingestor, files(docs), load_options={"outputs": "none"})
+    with Ingestor(db, chunker(), embedder, store="lancedb") as ingestor:
+        summary = ingest_paths(ingestor, files(docs), load_options={"outputs": "text"})
+    assert summary.updated + summary.unchanged == 5
+    assert summary.updated == 5  # a different way of reading files is a different configuration
+
+
+def test_a_clean_index_is_not_scanned_for_leftovers(
+    docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kireme.index.lancedb_store import LanceDBStore
+
+    db = tmp_path / "db"
+    run(db, "lancedb", files(docs))
+    manifest = Manifest(db / "manifest.sqlite")
+    assert manifest.get_meta("clean") is True
+    manifest.close()
+
+    def no_scan(self):  # listing every row's document is what a clean index avoids
+        raise AssertionError("scanned a cleanly closed index")
+
+    monkeypatch.setattr(LanceDBStore, "doc_ids", no_scan)
+    assert run(db, "lancedb", files(docs)).unchanged == 5

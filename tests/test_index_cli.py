@@ -25,7 +25,7 @@ import pytest
 from tests.test_index import DOCS
 
 from kireme.embed.hashed import HashedNgramEmbedder
-from kireme.index.ingest import IndexLock, open_store
+from kireme.index.ingest import IndexLock, entry_config_hash, open_store
 from kireme.index.manifest import Manifest
 from kireme.index.search import Searcher
 from kireme.length import Tokens
@@ -303,7 +303,10 @@ def test_kill_9_at_any_moment_then_finish(tmp_path: Path, embed_server: EmbedSer
     # each file once, complete, in its last version
     assert {d: (e.content_hash, e.chunks) for d, e in found["entries"].items()} == versions
     assert len(found["rows"]) == sum(expected.values())
-    assert {e.config_hash for e in found["entries"].values()} == {chunker.config_hash}
+    options = {"encoding": None, "format": None, "outputs": "none"}  # the CLI's defaults
+    assert {e.config_hash for e in found["entries"].values()} == {
+        entry_config_hash(chunker.config_hash, options)
+    }
 
     requests = embed_server.requests
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)

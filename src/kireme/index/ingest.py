@@ -10,10 +10,12 @@ deletes rows that no entry owns (leftovers) and redoes those documents. Document
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +159,7 @@ class Ingestor:
         self._lock = IndexLock(self.db, wait)
         self._pending: list[_Pending] = []
         self._seen: set[str] = set()
+        self.load_options: dict[str, Any] = {}
 
     # ------------------------------------------------------------------------------ open / close
     def __enter__(self) -> Ingestor:
@@ -179,6 +182,7 @@ class Ingestor:
                 optimize = getattr(self.store, "optimize", None)
                 if optimize is not None and self.summary.chunks_written + self.summary.removed:
                     optimize()
+                self.manifest.set_meta("clean", True)
         finally:
             try:
                 self.store.close()
@@ -214,10 +218,14 @@ class Ingestor:
         self.manifest.set_meta("embedder", info)
         self.store = open_store(self.store_kind, self.db, info)
         self.entries = self.manifest.documents()
-        leftovers = sorted(self.store.doc_ids() - set(self.entries))
-        if leftovers:
-            log.info("removing rows of %d document(s) an interrupted run left unfinished", len(leftovers))
-            self.store.delete_documents(leftovers)
+        # Only a run that did not finish can have left rows without an entry; listing every row's
+        # document is slow on large stores, so it is done only then.
+        if self.manifest.get_meta("clean") is not True:
+            leftovers = sorted(self.store.doc_ids() - set(self.entries))
+            if leftovers:
+                log.info("removing rows of %d document(s) an interrupted run left unfinished", len(leftovers))
+                self.store.delete_documents(leftovers)
+        self.manifest.set_meta("clean", False)
 
     def _drop_store(self, kind: str) -> None:
         import shutil
@@ -231,19 +239,47 @@ class Ingestor:
             shutil.rmtree(trash)
 
     # ------------------------------------------------------------------------------ documents
-    def add(self, doc: Document) -> str:
+    @property
+    def config_hash(self) -> str:
+        """What an entry must match besides the content: the chunking config and how files are read."""
+        return entry_config_hash(self.chunker.config_hash, self.load_options)
+
+    def unchanged_on_disk(self, path: Path) -> bool:
+        """Whether ``path`` has the size and modification time it had when indexed with this config
+        (what make and rsync trust): then it is not even read. Counts it as unchanged."""
+        doc_id = path.as_posix()
+        entry = self.entries.get(doc_id)
+        if entry is None or doc_id in self._seen or entry.config_hash != self.config_hash or entry.size < 0:
+            return False
+        try:
+            st = path.stat()
+        except OSError:
+            return False
+        if (st.st_size, st.st_mtime_ns) != (entry.size, entry.mtime_ns):
+            return False
+        self._seen.add(doc_id)
+        self.summary.documents += 1
+        self.summary.unchanged += 1
+        return True
+
+    def add(self, doc: Document, stat: os.stat_result | None = None) -> str:
         """Index one document unless its manifest entry is current; returns what happened.
 
-        A document this run already saw (the same file under two of the given paths) is ignored.
+        ``stat`` is the file's state when it was read (recorded so an unchanged file is not read next
+        time). A document this run already saw (the same file under two of the given paths) is ignored.
         """
         if doc.id in self._seen:
             return "duplicate"
         self.summary.documents += 1
         self._seen.add(doc.id)
-        config = self.chunker.config_hash
+        config = self.config_hash
+        size, mtime_ns = (stat.st_size, stat.st_mtime_ns) if stat is not None else (-1, -1)
         entry = self.entries.get(doc.id)
         if entry is not None and entry.content_hash == doc.sha256 and entry.config_hash == config:
             self.summary.unchanged += 1
+            if (size, mtime_ns) != (entry.size, entry.mtime_ns) and size >= 0:  # touched, same content
+                self.entries[doc.id] = replace(entry, size=size, mtime_ns=mtime_ns)
+                self.manifest.put(self.entries[doc.id])
             return "unchanged"
         chunks = self.chunker.chunk(doc)
         texts = [c.embed_text for c in chunks]
@@ -273,7 +309,8 @@ class Ingestor:
             )
             for c in chunks
         ]
-        new = DocumentEntry(doc.id, doc.sha256, config, len(stored), str(doc.metadata.get("source", doc.id)))
+        source = str(doc.metadata.get("source", doc.id))
+        new = DocumentEntry(doc.id, doc.sha256, config, len(stored), source, size, mtime_ns)
         self._pending.append(_Pending(new, stored, texts, entry is not None))
         if sum(len(p.chunks) for p in self._pending) >= BATCH_ROWS or len(self._pending) >= BATCH_DOCUMENTS:
             self.flush()
@@ -335,6 +372,14 @@ class Ingestor:
         return gone
 
 
+def entry_config_hash(chunker_config_hash: str, load_options: dict[str, Any] | None = None) -> str:
+    """The configuration a manifest entry records: the chunker's and the load options (format, outputs,
+    encoding) — a change of either re-reads and re-chunks every file."""
+    options = {k: v for k, v in (load_options or {}).items() if v is not None}
+    raw = chunker_config_hash + "\x1f" + json.dumps(options, sort_keys=True, default=str)
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+
+
 def _under(path: Path, directory: Path) -> bool:
     try:
         path.relative_to(directory)
@@ -358,10 +403,15 @@ def ingest_paths(
 ) -> IngestSummary:
     """Load and add each file; a broken file is recorded in the summary and skipped (or stops the run)."""
     options = load_options or {}
+    ingestor.load_options = {k: v for k, v in options.items() if v is not None}
     for position, path in enumerate(files):
         try:
-            doc = load(path, **options)
-            outcome = ingestor.add(doc)
+            if ingestor.unchanged_on_disk(path):
+                outcome = "unchanged"
+            else:
+                stat = path.stat() if path.exists() else None
+                doc = load(path, **options)
+                outcome = ingestor.add(doc, stat)
         except (LoadError, ConfigError) as exc:
             message = str(exc) if isinstance(exc, LoadError) else f"{path.as_posix()}: {exc}"
             ingestor.fail(message, path.as_posix())  # the id `load` gives it

@@ -37,6 +37,8 @@ class DocumentEntry:
     config_hash: str
     chunks: int
     source: str
+    size: int = -1  # the file's size and modification time when it was read (-1: unknown)
+    mtime_ns: int = -1
 
 
 class Manifest:
@@ -48,6 +50,10 @@ class Manifest:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(documents)")}
+        for column in ("size", "mtime_ns"):  # manifests written before these columns existed
+            if column not in columns:
+                self._db.execute(f"ALTER TABLE documents ADD COLUMN {column} INTEGER NOT NULL DEFAULT -1")
 
     def get_meta(self, key: str) -> Any:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -60,16 +66,28 @@ class Manifest:
         )
 
     def documents(self) -> dict[str, DocumentEntry]:
-        rows = self._db.execute("SELECT doc_id, content_hash, config_hash, chunks, source FROM documents")
+        rows = self._db.execute(
+            "SELECT doc_id, content_hash, config_hash, chunks, source, size, mtime_ns FROM documents"
+        )
         return {r[0]: DocumentEntry(*r) for r in rows}
 
     def put(self, entry: DocumentEntry) -> None:
         self._db.execute(
-            "INSERT INTO documents (doc_id, content_hash, config_hash, chunks, source, updated) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(doc_id) DO UPDATE SET content_hash = excluded.content_hash, "
-            "config_hash = excluded.config_hash, chunks = excluded.chunks, source = excluded.source, "
-            "updated = excluded.updated",
-            (entry.doc_id, entry.content_hash, entry.config_hash, entry.chunks, entry.source, time.time()),
+            "INSERT INTO documents (doc_id, content_hash, config_hash, chunks, source, updated, size, mtime_ns) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(doc_id) DO UPDATE SET "
+            "content_hash = excluded.content_hash, config_hash = excluded.config_hash, "
+            "chunks = excluded.chunks, source = excluded.source, updated = excluded.updated, "
+            "size = excluded.size, mtime_ns = excluded.mtime_ns",
+            (
+                entry.doc_id,
+                entry.content_hash,
+                entry.config_hash,
+                entry.chunks,
+                entry.source,
+                time.time(),
+                entry.size,
+                entry.mtime_ns,
+            ),
         )
 
     def remove(self, doc_ids: list[str]) -> None:
