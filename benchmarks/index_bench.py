@@ -254,23 +254,7 @@ def base_chunks(root: Path, limit: int | None) -> list[StoredChunk]:
                 doc = load(path)
             except Exception:
                 continue
-            for c in chunker.chunk(doc):
-                out.append(
-                    StoredChunk(
-                        id=c.id,
-                        doc_id=c.doc_id,
-                        index=c.index,
-                        start=c.start,
-                        end=c.end,
-                        text=c.text,
-                        embed_text=c.embed_text,
-                        headings=c.headings,
-                        title=c.title,
-                        source=str(doc.metadata.get("source", doc.id)),
-                        format=doc.format,
-                        metadata=dict(c.metadata),
-                    )
-                )
+            out.extend(StoredChunk.from_chunk(c, doc) for c in chunker.chunk(doc))
     return out
 
 

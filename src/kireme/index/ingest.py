@@ -292,23 +292,7 @@ class Ingestor:
                         f"chunk {c.index} [{c.start}:{c.end}] is {n} tokens for the embedder, which reads "
                         f"at most {max_tokens}: use --unit tokens --max-size {max(16, max_tokens * 3 // 4)}"
                     )
-        stored = [
-            StoredChunk(
-                id=c.id,
-                doc_id=c.doc_id,
-                index=c.index,
-                start=c.start,
-                end=c.end,
-                text=c.text,
-                embed_text=c.embed_text,
-                headings=c.headings,
-                title=c.title,
-                source=str(doc.metadata.get("source", doc.id)),
-                format=doc.format,
-                metadata=dict(c.metadata),
-            )
-            for c in chunks
-        ]
+        stored = [StoredChunk.from_chunk(c, doc) for c in chunks]
         source = str(doc.metadata.get("source", doc.id))
         new = DocumentEntry(doc.id, doc.sha256, config, len(stored), source, size, mtime_ns)
         self._pending.append(_Pending(new, stored, texts, entry is not None))

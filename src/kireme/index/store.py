@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kireme.document import Chunk, Document
+
 
 @dataclass(frozen=True)
 class StoredChunk:
@@ -30,6 +32,24 @@ class StoredChunk:
     source: str = ""
     format: str = "text"
     metadata: Mapping[str, Any] = field(default_factory=dict)  # JSON-able: page, cell, table...
+
+    @classmethod
+    def from_chunk(cls, chunk: Chunk, doc: Document) -> StoredChunk:
+        """The row for a chunk of ``doc`` (its source path and format come from the document)."""
+        return cls(
+            id=chunk.id,
+            doc_id=chunk.doc_id,
+            index=chunk.index,
+            start=chunk.start,
+            end=chunk.end,
+            text=chunk.text,
+            embed_text=chunk.embed_text,
+            headings=chunk.headings,
+            title=chunk.title,
+            source=str(doc.metadata.get("source", doc.id)),
+            format=doc.format,
+            metadata=dict(chunk.metadata),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
