@@ -1,0 +1,231 @@
+"""POST JSON to an OpenAI-compatible endpoint and get JSON back, with retries and one-line errors.
+
+The embeddings client (`kireme.embed.http`) and the chat client (`kireme.index.chat`) speak to the
+same kind of server over the same transport: ``urllib`` only (no HTTP client dependency), a bearer
+key only when one is set, HTTP 429/5xx and dropped connections retried with exponential backoff (or
+the server's ``Retry-After``), and every other failure turned into one line that says what to fix,
+with the API key blanked out of anything the server echoes. `JsonEndpoint` is that transport, once;
+each client keeps its payload, its response parsing, its settings and its own wording, passed in as
+`Hints` together with the error class to raise.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import os
+import socket
+import ssl
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+MAX_SLEEP = 10.0  # one wait, in seconds, even when Retry-After asks for more: a CLI must not hang
+DETAIL_CHARS = 200  # how much of the server's own error message a message quotes
+
+
+def env(*names: str) -> str | None:
+    """The first of ``names`` set to a non-empty value (an empty variable counts as unset)."""
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+@dataclass(frozen=True)
+class Hints:
+    """What one client's error messages say beyond the shared wording (each is the tail of a sentence).
+
+    ``unreachable`` follows "cannot reach URL: why — "; ``key`` follows the 401/403 message;
+    ``rejected_key`` is what a 401/403 with a key set says the server did; ``timeout`` follows "did
+    not answer within Ns; "; ``not_found`` follows the URL on a 404 ("has no ... endpoint or no model
+    ..."), ``not_found_hint`` ends that message; ``too_large``, when set, ends a 413 message (else a
+    413 is a plain refusal); ``api`` names what a non-JSON answer was expected to come from.
+    """
+
+    unreachable: str
+    key: str
+    timeout: str
+    not_found: str
+    not_found_hint: str
+    api: str
+    rejected_key: str = "rejected the API key"
+    too_large: str | None = None
+
+
+class _Retryable(Exception):
+    """A failure worth another try (HTTP 429/5xx, a dropped connection); ``message`` is the final error."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retry_after = retry_after
+
+
+class JsonEndpoint:
+    """One URL that takes a JSON body by POST and answers JSON, failing as ``error_class`` only.
+
+    ``max_retries`` is how many times a 429/5xx answer or a dropped connection is retried; the n-th
+    retry waits ``backoff * 2**n`` seconds, or the server's numeric ``Retry-After``, at most
+    `MAX_SLEEP`, through ``sleep`` (injectable so tests need not wait). Retries are logged to ``log``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None,
+        timeout: float,
+        *,
+        error_class: type[Exception],
+        hints: Hints,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+        log: logging.Logger = logger,
+    ) -> None:
+        self.url = url
+        self._api_key = api_key
+        self.timeout = timeout
+        self.error_class = error_class
+        self.hints = hints
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self._sleep = sleep
+        self._log = log
+
+    def __repr__(self) -> str:  # never show the key
+        return f"JsonEndpoint(url={self.url!r})"
+
+    def post(self, payload: Any) -> Any:
+        """The decoded JSON answer to ``payload``, retried as the class says; any failure is one error."""
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        return self.decode(self.post_bytes(body))
+
+    def post_bytes(self, body: bytes) -> bytes:
+        """The raw answer to an already encoded ``body``, with the retries of `post`."""
+        attempts = self.max_retries + 1
+        for attempt in range(attempts):
+            try:
+                return self._post_once(body)
+            except _Retryable as exc:
+                if attempt == attempts - 1:
+                    raise self.error_class(
+                        f"{exc.message} (gave up after {attempts} attempt{'s' if attempts > 1 else ''})"
+                    ) from None
+                wait = exc.retry_after if exc.retry_after is not None else self.backoff * 2**attempt
+                wait = min(max(wait, 0.0), MAX_SLEEP)
+                self._log.info(
+                    "%s; retrying in %.1fs (attempt %d of %d)", exc.message, wait, attempt + 2, attempts
+                )
+                self._sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def decode(self, raw: bytes) -> Any:
+        """``raw`` as JSON, or an error that quotes its start (redacted) and asks whether this is the API."""
+        try:
+            return json.loads(raw)
+        except ValueError:
+            snippet = self.redact(" ".join(raw[:80].decode("utf-8", "replace").split()))
+            raise self.error_class(
+                f"{self.url} did not answer with JSON (it began {snippet!r}); is it {self.hints.api}?"
+            ) from None
+
+    def redact(self, text: str) -> str:
+        """``text`` with the API key, if any, replaced by ``***``."""
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+    # -- one attempt ---------------------------------------------------------------------------------
+
+    def _post_once(self, body: bytes) -> bytes:
+        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "kireme"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return response.read()
+        except urllib.error.HTTPError as exc:
+            with exc:
+                raise self._http_error(exc) from None
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            if isinstance(reason, TimeoutError):
+                raise self._timeout() from None
+            if isinstance(reason, ssl.SSLError):
+                raise self.error_class(f"TLS error talking to {self.url}: {reason}") from None
+            raise self._unreachable(reason) from None
+        except TimeoutError:  # the read timed out after the connection was made
+            raise self._timeout() from None
+        except (http.client.RemoteDisconnected, ConnectionResetError, http.client.IncompleteRead) as exc:
+            raise _Retryable(f"{self.url} dropped the connection: {describe(exc)}") from None
+        except OSError as exc:
+            raise self._unreachable(exc) from None
+
+    def _unreachable(self, reason: object) -> Exception:
+        return self.error_class(f"cannot reach {self.url}: {describe(reason)} — {self.hints.unreachable}")
+
+    def _timeout(self) -> Exception:
+        return self.error_class(f"{self.url} did not answer within {self.timeout:g}s; {self.hints.timeout}")
+
+    def _http_error(self, exc: urllib.error.HTTPError) -> Exception:
+        status = exc.code
+        detail = self._detail(exc)
+        said = f"HTTP {status}" + (f": {detail}" if detail else "")
+        hints = self.hints
+        if status in (401, 403):
+            if not self._api_key:
+                return self.error_class(f"{self.url} needs an API key ({said}); {hints.key}")
+            return self.error_class(f"{self.url} {hints.rejected_key} ({said}); {hints.key}")
+        if status == 404:
+            return self.error_class(f"{self.url} {hints.not_found} ({said}); {hints.not_found_hint}")
+        if status == 413 and hints.too_large is not None:
+            return self.error_class(f"{self.url} refused a request as too large ({said}); {hints.too_large}")
+        if status == 429 or status >= 500:
+            return _Retryable(f"{self.url} answered {said}", retry_after(exc.headers.get("Retry-After")))
+        return self.error_class(f"{self.url} refused the request ({said})")
+
+    def _detail(self, exc: urllib.error.HTTPError) -> str:
+        """The server's own error message, on one short line, with the API key blanked out."""
+        try:
+            raw = exc.read(4096).decode("utf-8", "replace")
+        except (OSError, http.client.HTTPException):
+            return ""
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            text = raw
+        else:
+            error = data.get("error", data) if isinstance(data, dict) else data
+            if isinstance(error, dict):
+                error = error.get("message") or error.get("detail") or error
+            text = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
+        return self.redact(" ".join(text.split()))[:DETAIL_CHARS]
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds from a numeric ``Retry-After``; an HTTP date or garbage means "use the backoff"."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 and seconds == seconds else None
+
+
+def describe(error: object) -> str:
+    """A connection failure in words (``[Errno 111] Connection refused`` becomes ``connection refused``)."""
+    if isinstance(error, socket.gaierror):
+        return f"unknown host ({error.strerror or error})"
+    if isinstance(error, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error) or type(error).__name__
