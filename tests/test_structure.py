@@ -320,3 +320,10 @@ def test_fences_inside_block_quotes_and_list_items_are_closed_and_kept_whole(cap
     for c in chunk(text, max_size=100):
         for block in outline.code_blocks:
             assert not (block.start < c.start < block.end or block.start < c.end < block.end)
+
+
+def test_a_short_lead_in_goes_with_the_table_header_and_first_rows() -> None:
+    chunks = chunk(RULES, max_size=200)
+    lead = next(c for c in chunks if "宿泊費の上限は" in c.text)
+    assert lead.text.startswith("## 第2章 宿泊")
+    assert "| 区分 | 地域 | 上限額 | 備考 |" in lead.text and "| 役員 | 東京 | 18,000円 | 朝食込み |" in lead.text

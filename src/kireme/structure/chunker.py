@@ -12,6 +12,7 @@ section, cut between rows or lines, and every piece repeats the table header (or
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -209,12 +210,19 @@ class StructureChunker(Chunker):
         """Split a section around the tables and code blocks in it that need pieces of their own."""
         budget = self._budget(context, a)
         mode = self.table_mode
-        blocks: list[tuple[int, int, list[Section]]] = []
+        text = doc.text
+        # (start, end, sections) per block needing its own sections; build(lead) gives the same sections
+        # with the first one starting at ``lead`` (a short lead-in sentence joins the block's first piece)
+        blocks: list[tuple[int, int, list[Section], Callable[[int], list[Section]]]] = []
         for table in outline.tables:
             if a <= table.start and table.end <= b:
-                own = self._table_sections(doc.text, table, context, sizer, budget, mode, doc.id)
+
+                def build(lead: int, table: Table = table) -> list[Section]:
+                    return self._table_sections(text, table, context, sizer, budget, mode, doc.id, lead)
+
+                own = build(table.start)
                 if own:
-                    blocks.append((table.start, table.end, own))
+                    blocks.append((table.start, table.end, own, build))
         for code in outline.code_blocks:
             if (
                 code.closed
@@ -222,40 +230,37 @@ class StructureChunker(Chunker):
                 and code.end <= b
                 and sizer.estimate(code.start, code.end) > budget
             ):
-                repeat = code.opening + "\n"
-                close = "\n" + code.closing
-                blocks.append(
-                    (
-                        code.start,
-                        code.end,
-                        [
-                            Section(
-                                code.start,
-                                code.end,
-                                self._budget(context, code.start, repeat + close),
-                                code=code,
-                                repeat=repeat,
-                                repeat_after=code.body[0],
-                                close=close,
-                                close_before=code.body[1],
-                            )
-                        ],
-                    )
-                )
+
+                def build_code(lead: int, code: CodeBlock = code) -> list[Section]:
+                    repeat = code.opening + "\n"
+                    close = "\n" + code.closing
+                    return [
+                        Section(
+                            lead,
+                            code.end,
+                            self._budget(context, code.start, repeat + close),
+                            code=code,
+                            repeat=repeat,
+                            repeat_after=code.body[0],
+                            close=close,
+                            close_before=code.body[1],
+                        )
+                    ]
+
+                blocks.append((code.start, code.end, build_code(code.start), build_code))
         out: list[Section] = []
         pos = a
-        for start, end, own in sorted(blocks, key=lambda x: x[0]):
+        for start, end, own, rebuild in sorted(blocks, key=lambda x: x[0]):
             if start < pos:  # a block nested in one already carved out (a fence in a table cell)
                 continue
-            if doc.text[pos:start].strip():
+            if text[pos:start].strip():
                 if sizer.estimate(pos, start) <= own[0].max_size // 2:
-                    # a short lead-in ("料金は次のとおり。") goes with the block's first piece
-                    own = [replace(own[0], start=pos), *own[1:]]
+                    own = rebuild(pos)  # "料金は次のとおり。" goes with the header and first rows
                 else:
                     out.append(Section(pos, start, budget))
             out.extend(own)
             pos = end
-        if doc.text[pos:b].strip() or not out:
+        if text[pos:b].strip() or not out:
             out.append(Section(pos, b, budget))
         return out
 
@@ -268,14 +273,19 @@ class StructureChunker(Chunker):
         budget: int,
         mode: TableMode,
         source: str,
+        lead: int | None = None,
     ) -> list[Section]:
-        """Sections for a table that must be cut: too large, or one per group / per row by mode."""
+        """Sections for a table that must be cut: too large, or one per group / per row by mode.
+
+        The first section starts at ``lead`` (a lead-in before the table) or at the table.
+        """
         if not table.rows:
             return []
+        first = table.start if lead is None else lead
         if mode.mode == "records":
             sections = []
             for k, row in enumerate(table.rows):
-                start = table.start if k == 0 else row.start
+                start = first if k == 0 else row.start
                 end = table.end if k == len(table.rows) - 1 else table.rows[k + 1].start
                 sections.append(Section(start, end, self._budget(context, table.start), table=table))
             return sections
@@ -293,7 +303,7 @@ class StructureChunker(Chunker):
                 sections = []
                 runs = group_runs(values, col)
                 for n, (lo, hi, value) in enumerate(runs):
-                    start = table.start if n == 0 else table.rows[lo].start
+                    start = first if n == 0 else table.rows[lo].start
                     end = table.end if n == len(runs) - 1 else table.rows[hi].start
                     line = f"{table.columns[col]}: {value}\n" if value else ""
                     sections += self._header_first(
@@ -302,7 +312,7 @@ class StructureChunker(Chunker):
                 return sections
         if sizer.estimate(table.start, table.end) <= budget:
             return []
-        return self._header_first(text, table, sizer, context, table.start, table.end, 0, len(table.rows), "")
+        return self._header_first(text, table, sizer, context, first, table.end, 0, len(table.rows), "")
 
     def _header_first(
         self,
