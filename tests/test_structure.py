@@ -326,4 +326,7 @@ def test_a_short_lead_in_goes_with_the_table_header_and_first_rows() -> None:
     chunks = chunk(RULES, max_size=200)
     lead = next(c for c in chunks if "宿泊費の上限は" in c.text)
     assert lead.text.startswith("## 第2章 宿泊")
-    assert "| 区分 | 地域 | 上限額 | 備考 |" in lead.text and "| 役員 | 東京 | 18,000円 | 朝食込み |" in lead.text
+    assert (
+        "| 区分 | 地域 | 上限額 | 備考 |" in lead.text
+        and "| 役員 | 東京 | 18,000円 | 朝食込み |" in lead.text
+    )
