@@ -738,3 +738,39 @@ def test_the_default_embedder_finds_the_answers(docs: Path, tmp_path: Path) -> N
         assert found == len(QUESTIONS)
     finally:
         searcher.close()
+
+
+def test_the_keyword_index_is_cached_on_disk_and_rebuilt_after_a_change(
+    docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kireme.index.lancedb_store import LanceDBStore
+
+    db = tmp_path / "db"
+    run(db, "lancedb", files(docs))
+    first = Searcher(db)
+    try:
+        hits = first.search("日帰り出張の日当", 3, "bm25")
+    finally:
+        first.close()
+    assert (db / "bm25" / "generation").exists() and hits
+
+    def no_scan(self, where=None):
+        raise AssertionError("rebuilt a current keyword index")
+
+    with monkeypatch.context() as patch:  # a new process loads the cache: rows come by id, no scan
+        patch.setattr(LanceDBStore, "chunks", no_scan)
+        again = Searcher(db)
+        try:
+            assert [h.chunk.id for h in again.search("日帰り出張の日当", 3, "bm25")] == [
+                h.chunk.id for h in hits
+            ]
+        finally:
+            again.close()
+    (docs / "新規.md").write_text("# 新しい規程\n\n在宅勤務の通信費は月3,000円とする。\n", encoding="utf-8")
+    run(db, "lancedb", files(docs))
+    later = Searcher(db)
+    try:
+        found = later.search("在宅勤務の通信費", 3, "bm25")
+        assert found and "3,000円" in found[0].chunk.text  # the new document is in the rebuilt index
+    finally:
+        later.close()

@@ -317,6 +317,14 @@ def test_chunks_round_trip_every_field(store: VectorStore) -> None:
     assert stored["travel#1"].metadata["lines"] == [3, 4]
 
 
+def test_get_by_id_keeps_the_order_asked_and_skips_unknown_ids(store: VectorStore) -> None:
+    wanted = [CHUNKS[2].id, "no-such-id", CHUNKS[0].id, CHUNKS[2].id]
+    assert store.get(wanted) == [CHUNKS[2], CHUNKS[0], CHUNKS[2]]
+    assert store.get([]) == []
+    quoted = [c.id for c in CHUNKS if "'" in c.id or "'" in c.doc_id]
+    assert [c.id for c in store.get(quoted)] == quoted
+
+
 def test_reopen_sees_the_same_rows(open_store) -> None:
     persistent(open_store)
     first = open_store()

@@ -171,6 +171,14 @@ def index_command(
     except KiremeError as exc:  # an embedder that fails or cannot be reached: nothing more was committed
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(EXIT_FAILURE)
+    if summary.added + summary.updated + summary.removed:
+        from kireme.index.search import Searcher
+
+        searcher = Searcher(db, embedder=embed)  # the keyword index, built now so searches need not wait
+        try:
+            searcher.keyword_index()
+        finally:
+            searcher.close()
     for message in summary.errors:
         click.echo(f"kireme: error: {message}", err=True)
     if fmt == "json":

@@ -141,6 +141,19 @@ class ChromaStore:
             for id_, doc, meta in self._pages(filter_, include=["documents", "metadatas"])
         )
 
+    def get(self, ids: Sequence[str]) -> list[StoredChunk]:
+        if not ids:
+            return []
+        found: dict[str, StoredChunk] = {}
+        unique = sorted(set(ids))
+        for i in range(0, len(unique), DELETE_BATCH):
+            page = self._collection.get(ids=unique[i : i + DELETE_BATCH], include=["documents", "metadatas"])
+            documents = page.get("documents") or [None] * len(page["ids"])
+            metadatas = page.get("metadatas") or [None] * len(page["ids"])
+            for id_, doc, meta in zip(page["ids"], documents, metadatas, strict=True):
+                found[id_] = _chunk(id_, doc, meta)
+        return [found[i] for i in ids if i in found]
+
     def close(self) -> None:
         """Release this store's reference to the shared Chroma system (idempotent)."""
         close = getattr(self._client, "close", None)

@@ -242,6 +242,17 @@ class LanceDBStore:
             return iter(())
         return (chunk for batch in self._scan(_ROW_COLUMNS, predicate) for chunk in _rows(batch))
 
+    def get(self, ids: Sequence[str]) -> list[StoredChunk]:
+        if self._opened() is None or not ids:
+            return []
+        found: dict[str, StoredChunk] = {}
+        unique = sorted(set(ids))
+        for i in range(0, len(unique), DELETE_BATCH):
+            predicate = f"id IN ({', '.join(sql_string(x) for x in unique[i : i + DELETE_BATCH])})"
+            for batch in self._scan(_ROW_COLUMNS, predicate):
+                found.update((c.id, c) for c in _rows(batch))
+        return [found[i] for i in ids if i in found]
+
     def close(self) -> None:
         """Nothing to release (LanceDB keeps no open handles between calls); the store stays usable."""
 

@@ -55,5 +55,9 @@ class MemoryStore:
     def chunks(self, where: Mapping[str, str] | None = None) -> Iterator[StoredChunk]:
         return (c for c in list(self._rows) if matches(c, where))
 
+    def get(self, ids: Sequence[str]) -> list[StoredChunk]:
+        by_id = {c.id: c for c in self._rows}
+        return [by_id[i] for i in ids if i in by_id]
+
     def close(self) -> None:
         pass

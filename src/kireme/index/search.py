@@ -9,9 +9,9 @@ changed.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
-import pickle
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -81,7 +81,7 @@ class Searcher:
 
         self.store: VectorStore = open_store(self.store_kind, self.db, self.info)
         self._embedder = embedder
-        self._bm25: tuple[Any, list[StoredChunk]] | None = None
+        self._bm25: tuple[Any, list[str]] | None = None
 
     @property
     def embedder(self) -> Embedder:
@@ -133,57 +133,81 @@ class Searcher:
             want *= 4
 
     def keyword(self, query: str, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
-        model, rows = self._keyword_index()
+        model, ids = self.keyword_index()
         tokens = [t for t in tokenize(query) if t in model.vocab_dict]
-        if not rows or not tokens:
+        if not ids or not tokens:
             return []
         scores = np.asarray(model.get_scores(tokens), dtype=float)
         order = np.lexsort((np.arange(len(scores)), -scores))
+        order = order[scores[order] > 0]
         hits: list[Hit] = []
-        for i in order:
-            if scores[i] <= 0:
-                break
-            if matches(rows[i], where):
-                hits.append(Hit(rows[i], float(scores[i])))
-                if len(hits) == k:
-                    break
+        step = max(4 * k, 50)  # rows are read from the store only for the best candidates
+        for lo in range(0, len(order), step):
+            batch = order[lo : lo + step]
+            for chunk, i in zip(self.store.get([ids[i] for i in batch]), batch, strict=False):
+                if chunk.doc_id in self.documents and matches(chunk, where):
+                    hits.append(Hit(chunk, float(scores[i])))
+                    if len(hits) == k:
+                        return hits
         return hits
 
-    def _keyword_index(self) -> tuple[Any, list[StoredChunk]]:
+    def keyword_index(self) -> tuple[Any, list[str]]:
+        """The BM25 index over the committed chunks (and their ids), from the index directory's cache.
+
+        The cache is a memory-mapped bm25s index plus the chunk ids, valid while the manifest is unchanged;
+        `kireme index` builds it after every change, so searches do not wait for it.
+        """
         if self._bm25 is not None:
             return self._bm25
-        path = self.db / "bm25.pickle"
-        if path.exists():
-            try:
-                with path.open("rb") as f:
-                    generation, model, rows = pickle.load(f)
-                if generation == self.generation:
-                    self._bm25 = (model, rows)
-                    return self._bm25
-            except Exception as exc:  # a stale or unreadable cache is rebuilt, never fatal
-                log.debug("BM25 cache unreadable (%s); rebuilding", exc)
         import bm25s
 
-        rows = sorted(
-            (c for c in self.store.chunks() if c.doc_id in self.documents), key=lambda c: (c.doc_id, c.index)
-        )
+        folder = self.db / "bm25"
         quiet = logging.getLogger("bm25s")
         level = quiet.level
-        quiet.setLevel(logging.ERROR)
+        quiet.setLevel(logging.ERROR)  # bm25s announces every build and load
         try:
+            try:
+                if (folder / "generation").read_text(encoding="utf-8") == self.generation:
+                    ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
+                    model = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
+                    self._bm25 = (model, ids)
+                    return self._bm25
+            except (OSError, ValueError) as exc:  # absent, stale or unreadable: rebuilt, never fatal
+                log.debug("BM25 cache not used (%s); building it", exc)
+            rows = sorted(
+                (c for c in self.store.chunks() if c.doc_id in self.documents),
+                key=lambda c: (c.doc_id, c.index),
+            )
             model = bm25s.BM25()
             model.index([tokenize(c.embed_text) or ["\x00"] for c in rows] or [["\x00"]], show_progress=False)
+            ids = [c.id for c in rows]
+            self._save(folder, model, ids)
         finally:
             quiet.setLevel(level)
-        try:
-            tmp = path.with_suffix(".tmp")
-            with tmp.open("wb") as f:
-                pickle.dump((self.generation, model, rows), f)
-            os.replace(tmp, path)
-        except OSError as exc:
-            log.debug("BM25 cache not written: %s", exc)
-        self._bm25 = (model, rows)
+        self._bm25 = (model, ids)
         return self._bm25
+
+    def _save(self, folder: Path, model: Any, ids: list[str]) -> None:
+        """Write the cache beside the old one, then swap it in (readers see the old or the new)."""
+        import shutil
+
+        fresh = folder.with_name(f"bm25.building-{os.getpid()}")  # per process: searches may race
+        stale = folder.with_name(f"bm25.stale-{os.getpid()}")
+        try:
+            for path in (fresh, stale):
+                if path.exists():
+                    shutil.rmtree(path)
+            model.save(str(fresh), show_progress=False)
+            (fresh / "ids.json").write_text(json.dumps(ids), encoding="utf-8")
+            (fresh / "generation").write_text(self.generation, encoding="utf-8")
+            if folder.exists():
+                os.replace(folder, stale)
+            os.replace(fresh, folder)
+            shutil.rmtree(stale, ignore_errors=True)
+            (self.db / "bm25.pickle").unlink(missing_ok=True)  # the cache of earlier versions
+        except OSError as exc:  # another process swapped its own in first: keep that one
+            log.debug("BM25 cache not written: %s", exc)
+            shutil.rmtree(fresh, ignore_errors=True)
 
 
 def fuse(rankings: list[list[Hit]], k: int) -> list[Hit]:

@@ -108,6 +108,10 @@ class VectorStore(Protocol):
         """Every row (without its vector), for keyword search and exports; order not guaranteed."""
         ...
 
+    def get(self, ids: Sequence[str]) -> list[StoredChunk]:
+        """The rows with these chunk ids, in the order asked (unknown ids are left out)."""
+        ...
+
     def close(self) -> None: ...
 
 
