@@ -266,13 +266,18 @@ class LanceDBStore:
         return json.loads(raw) if raw else None
 
     def optimize(self, cleanup_older_than: timedelta | None = None) -> None:
-        """Compact small files and drop old versions (LanceDB's default keeps 7 days of them).
+        """Index the chunk ids, compact small files and drop old versions (LanceDB keeps 7 days of them).
 
         Never raises: a failure here only costs disk space, so it is logged as a warning.
         """
         if self._opened() is None:
             return
         try:
+            if not any(getattr(ix, "columns", None) == ["id"] for ix in self._table.list_indices()):
+                # rows fetched by chunk id (keyword search) then read an index instead of scanning
+                from lancedb.index import BTree
+
+                self._table.create_index("id", config=BTree())  # the column comes first
             self._table.optimize(cleanup_older_than=cleanup_older_than)
         except Exception as exc:
             log.warning("LanceDB optimize of %s failed: %s", self.path, exc)
