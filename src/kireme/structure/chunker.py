@@ -118,8 +118,8 @@ class StructureChunker(Chunker):
             if over > 0 and not warned:
                 warned = True
                 log.warning(
-                    "%s: some embed_text is longer than max_size %d %s: a table header and the context "
-                    "leave too little room for one row (raise --max-size or use --context title)",
+                    "%s: some embed_text is longer than max_size %d %s: a table row rewritten by --table "
+                    "(filled-in cells, records) is longer than the row itself (raise --max-size)",
                     doc.id,
                     self.max_size,
                     self.measure.name,
