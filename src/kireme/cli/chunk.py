@@ -9,11 +9,11 @@ from typing import Any
 
 import click
 
-from kireme.boundaries.presets import PRESETS
 from kireme.chunkers import DEFAULT_MAX_SIZE, Chunker
 from kireme.cli.common import (
     SEMANTIC_DEFAULTS,
     Failures,
+    chunking_options,
     exit_quietly_on_broken_pipe,
     expand_paths,
     input_options,
@@ -22,9 +22,8 @@ from kireme.cli.common import (
     semantic_settings,
     write,
 )
-from kireme.context import CONTEXT_MODES
 from kireme.document import Chunk, ConfigError, KiremeError
-from kireme.strategies import STRATEGIES, make_chunker
+from kireme.strategies import make_chunker
 
 CHUNK_EXAMPLES = """
 \b
@@ -73,41 +72,12 @@ def format_text_chunk(chunk: Chunk) -> str:
 
 @click.command(epilog=CHUNK_EXAMPLES)
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option(
-    "--strategy",
-    "-s",
-    type=click.Choice(sorted(STRATEGIES)),
-    default="recursive",
-    show_default=True,
-    help="How boundaries are found (see below).",
-)
-@click.option(
-    "--max-size",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MAX_SIZE,
-    show_default=True,
-    help="Largest chunk, in --unit (overlap included).",
-)
-@click.option(
-    "--min-size",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="A smaller piece joins a neighbour when the limit allows.",
-)
-@click.option(
-    "--overlap",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Units each chunk repeats from the end of the previous one.",
-)
-@click.option(
-    "--unit",
-    type=click.Choice(["chars", "tokens"]),
-    default="chars",
-    show_default=True,
-    help="chars = code points; tokens = cl100k_base (offline).",
+@chunking_options(
+    strategy="recursive",
+    max_size=DEFAULT_MAX_SIZE,
+    unit="chars",
+    strategy_help="How boundaries are found (see below).",
+    max_size_help="Largest chunk, in --unit (overlap included).",
 )
 @click.option(
     "--separators",
@@ -115,34 +85,12 @@ def format_text_chunk(chunk: Chunk) -> str:
     metavar="REGEX ...",
     help="recursive: your own separator regexes, strongest first; a match stays with the text after it.",
 )
-@click.option(
-    "--preset",
-    type=click.Choice(["auto", *sorted(PRESETS)]),
-    default=None,
-    help="recursive: built-in separator list [default: auto = markdown for .md files, prose otherwise].",
-)
 @click.option("--no-merge", is_flag=True, help="paragraph: one paragraph per chunk.")
 @semantic_options
-@click.option(
-    "--context",
-    type=click.Choice(CONTEXT_MODES),
-    default=None,
-    help="What goes in front of embed_text: the document title, or title and heading path "
-    "[default: headings for markdown/structure, none otherwise]. text and offsets never change.",
-)
 @click.option(
     "--context-in-budget/--no-context-in-budget",
     default=None,
     help="Count the context toward --max-size, so embed_text fits it [default: on for --unit tokens].",
-)
-@click.option(
-    "--table",
-    "table_mode",
-    default=None,
-    metavar="MODE",
-    help="markdown/structure: rows (default: split between rows, header repeated), fill-down (blank "
-    "cells filled from above), group-by:COLUMN (one table per value), records (one row per chunk as "
-    "'column: value' lines). Changes embed_text only.",
 )
 @input_options
 @click.option(
@@ -159,12 +107,12 @@ def chunk(
     min_size: int,
     overlap: int,
     unit: str,
-    separators: tuple[str, ...],
     preset: str | None,
-    no_merge: bool,
     context: str | None,
-    context_in_budget: bool | None,
     table_mode: str | None,
+    separators: tuple[str, ...],
+    no_merge: bool,
+    context_in_budget: bool | None,
     encoding: str | None,
     format_in: str | None,
     outputs: str,

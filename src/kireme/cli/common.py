@@ -153,6 +153,84 @@ class EmbedProgress:
         self.stream.flush()
 
 
+def chunking_options(
+    *, strategy: str, max_size: int, unit: str, strategy_help: str, max_size_help: str
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The chunking options ``chunk`` and ``index`` share, with each command's own defaults.
+
+    Adds ``--strategy``, ``--max-size``, ``--min-size``, ``--overlap``, ``--unit``, ``--preset``,
+    ``--context`` and ``--table`` (passed as ``table_mode``).
+    """
+    from kireme.boundaries.presets import PRESETS
+    from kireme.context import CONTEXT_MODES
+    from kireme.strategies import STRATEGIES
+
+    options = [
+        click.option(
+            "--strategy",
+            "-s",
+            type=click.Choice(sorted(STRATEGIES)),
+            default=strategy,
+            show_default=True,
+            help=strategy_help,
+        ),
+        click.option(
+            "--max-size", type=click.IntRange(min=1), default=max_size, show_default=True, help=max_size_help
+        ),
+        click.option(
+            "--min-size",
+            type=click.IntRange(min=0),
+            default=0,
+            show_default=True,
+            help="A smaller piece joins a neighbour when the limit allows.",
+        ),
+        click.option(
+            "--overlap",
+            type=click.IntRange(min=0),
+            default=0,
+            show_default=True,
+            help="Units each chunk repeats from the end of the previous one.",
+        ),
+        click.option(
+            "--unit",
+            type=click.Choice(["chars", "tokens"]),
+            default=unit,
+            show_default=True,
+            help="chars = code points; tokens = cl100k_base (offline).",
+        ),
+        click.option(
+            "--preset",
+            type=click.Choice(["auto", *sorted(PRESETS)]),
+            default=None,
+            help="recursive: built-in separator list (code: python, javascript/typescript, sql) "
+            "[default: auto = markdown for Markdown documents, prose otherwise].",
+        ),
+        click.option(
+            "--context",
+            type=click.Choice(CONTEXT_MODES),
+            default=None,
+            help="What goes in front of embed_text: the document title, or title and heading path "
+            "[default: headings for markdown/structure, none otherwise]. text and offsets never change.",
+        ),
+        click.option(
+            "--table",
+            "table_mode",
+            default=None,
+            metavar="MODE",
+            help="markdown/structure: rows (default: split between rows, header repeated), fill-down (blank "
+            "cells filled from above), group-by:COLUMN (one table per value), records (one row per chunk "
+            "as 'column: value' lines). Changes embed_text only.",
+        ),
+    ]
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
 def semantic_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options of the semantic strategy, shared by ``chunk`` and ``inspect``."""
     options = [

