@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from kireme.embed.base import MissingExtraError
-from kireme.index.store import FILTER_FIELDS, Hit, StoredChunk
+from kireme.index.store import Hit, StoredChunk, check_filter, check_rows
 
 INFO_KEY = "kireme_info"
 PAGE = 1000  # rows per ``collection.get`` page
@@ -42,9 +42,7 @@ def chroma_where(where: Mapping[str, str] | None) -> dict[str, Any] | None:
     """
     if not where:
         return None
-    for key in where:
-        if key not in FILTER_FIELDS:
-            raise ValueError(f"cannot filter on {key!r}; filterable fields are {', '.join(FILTER_FIELDS)}")
+    check_filter(where)
     clauses = [{key: str(value)} for key, value in where.items()]
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
@@ -85,9 +83,7 @@ class ChromaStore:
     # -- VectorStore ------------------------------------------------------------------------------------
 
     def add(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> None:
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if len(chunks) != len(vectors):
-            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+        vectors = check_rows(chunks, vectors)
         if not chunks:
             return
         for i in range(0, len(chunks), self._max_batch):

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from kireme.embed.base import MissingExtraError
-from kireme.index.store import FILTER_FIELDS, Hit, StoredChunk
+from kireme.index.store import Hit, StoredChunk, check_filter, check_rows
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +65,7 @@ def where_sql(where: Mapping[str, str] | None) -> str | None:
     """
     if not where:
         return None
-    for key in where:
-        if key not in FILTER_FIELDS:
-            raise ValueError(f"cannot filter on {key!r}; filterable fields are {', '.join(FILTER_FIELDS)}")
+    check_filter(where)
     return " AND ".join(f"`{key}` = {sql_string(value)}" for key, value in where.items())
 
 
@@ -182,9 +180,7 @@ class LanceDBStore:
     # -- VectorStore ------------------------------------------------------------------------------------
 
     def add(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> None:
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if len(chunks) != len(vectors):
-            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+        vectors = check_rows(chunks, vectors)
         if not chunks:
             return
         if vectors.ndim != 2:

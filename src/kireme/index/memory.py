@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from kireme.index.store import Hit, StoredChunk, matches
+from kireme.index.store import Hit, StoredChunk, check_rows, matches
 
 
 class MemoryStore:
@@ -19,9 +19,7 @@ class MemoryStore:
         self._vectors = np.zeros((0, 0), dtype=np.float32)
 
     def add(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> None:
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if len(chunks) != len(vectors):
-            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+        vectors = check_rows(chunks, vectors)
         if not chunks:
             return
         self._vectors = vectors.copy() if not self._rows else np.vstack([self._vectors, vectors])

@@ -133,6 +133,21 @@ def matches(chunk: StoredChunk, where: Mapping[str, str] | None) -> bool:
     return True
 
 
+def check_rows(chunks: Sequence[StoredChunk], vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` as float32, one per chunk (a `ValueError` otherwise): what every store's ``add`` checks."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if len(chunks) != len(vectors):
+        raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+    return vectors
+
+
+def check_filter(where: Mapping[str, str] | None) -> None:
+    """A `ValueError` for a filter key the stores cannot filter on themselves."""
+    for key in where or ():
+        if key not in FILTER_FIELDS:
+            raise ValueError(f"cannot filter on {key!r}; filterable fields are {', '.join(FILTER_FIELDS)}")
+
+
 def split_filter(where: Mapping[str, str] | None) -> tuple[dict[str, str] | None, dict[str, str]]:
     """The part of a filter the store applies, and the part applied to its results afterwards."""
     if not where:
