@@ -69,6 +69,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,7 @@ if str(ROOT / "src") not in sys.path:
 
 import numpy as np  # noqa: E402
 
+from _report import print_table  # noqa: E402
 from kireme.chunkers import Chunker  # noqa: E402
 from kireme.embed.cache import CachedEmbedder, EmbeddingCache  # noqa: E402
 from kireme.evaluate.datasets import load_squad  # noqa: E402
@@ -308,22 +310,7 @@ def build_rows(
             doc_id = f"{c.doc_id}#copy{copy}"
             noisy = v + rng.normal(0.0, 0.1 / np.sqrt(LATENCY_DIM), LATENCY_DIM).astype(np.float32)
             noisy /= max(float(np.linalg.norm(noisy)), 1e-12)
-            batch.append(
-                StoredChunk(
-                    id=f"{c.id}-{copy}",
-                    doc_id=doc_id,
-                    index=c.index,
-                    start=c.start,
-                    end=c.end,
-                    text=c.text,
-                    embed_text=c.embed_text,
-                    headings=c.headings,
-                    title=c.title,
-                    source=doc_id,
-                    format=c.format,
-                    metadata=dict(c.metadata),
-                )
-            )
+            batch.append(replace(c, id=f"{c.id}-{copy}", doc_id=doc_id, source=doc_id))
             batch_vectors.append(noisy)
             counts[doc_id] = counts.get(doc_id, 0) + 1
             written += 1
@@ -522,20 +509,6 @@ def run_hits(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 # ---------------------------------------------------------------------------------------------- output
-
-
-def print_table(title: str, header: list[str], rows: list[list[str]], markdown: bool) -> None:
-    print(f"\n### {title}\n" if markdown else f"\n== {title}")
-    if markdown:
-        print("| " + " | ".join(header) + " |")
-        print("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
-        for cells in rows:
-            print("| " + " | ".join(cells) + " |")
-        return
-    widths = [max([len(h), *(len(c[i]) for c in rows)]) for i, h in enumerate(header)]
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    for cells in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
 
 
 def ingest_table(rows: list[dict[str, Any]], markdown: bool) -> None:

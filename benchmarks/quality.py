@@ -57,6 +57,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
+from _report import print_table  # noqa: E402
 from kireme.document import Chunk, Document  # noqa: E402
 from kireme.evaluate.datasets import (  # noqa: E402
     QASet,
@@ -477,20 +478,6 @@ def _seg_cells(r: dict[str, Any]) -> list[str]:
         f"{r['pure_topics']}/{r['topics']}",
         r["offsets"],
     ]
-
-
-def print_table(title: str, header: list[str], rows: list[list[str]], markdown: bool) -> None:
-    print(f"\n### {title}\n" if markdown else f"\n== {title}")
-    if markdown:
-        print("| " + " | ".join(header) + " |")
-        print("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|")
-        for cells in rows:
-            print("| " + " | ".join(cells) + " |")
-        return
-    widths = [max([len(h), *(len(c[i]) for c in rows)]) for i, h in enumerate(header)]
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    for cells in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
 
 
 def summary(rows: list[dict[str, Any]]) -> str:

@@ -107,6 +107,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
+from _report import print_table  # noqa: E402
 from kireme.document import Document  # noqa: E402
 from kireme.load import load  # noqa: E402
 from kireme.strategies import STRATEGIES, make_chunker  # noqa: E402
@@ -754,21 +755,6 @@ def _cells(r: dict[str, Any]) -> list[str]:
     ]
 
 
-def print_table(title: str, rows: list[dict[str, Any]], markdown: bool) -> None:
-    cells = [_cells(r) for r in rows]
-    print(f"\n### {title}\n" if markdown else f"\n== {title}")
-    if markdown:
-        print("| " + " | ".join(HEADER) + " |")
-        print("|" + "|".join("---" if i == 0 else "---:" for i in range(len(HEADER))) + "|")
-        for c in cells:
-            print("| " + " | ".join(c) + " |")
-        return
-    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(HEADER)]
-    print("  ".join(h.ljust(w) for h, w in zip(HEADER, widths, strict=True)))
-    for c in cells:
-        print("  ".join(x.ljust(w) for x, w in zip(c, widths, strict=True)))
-
-
 def versions(peers: Sequence[str]) -> dict[str, str]:
     out = {}
     for name in ("kireme", "markdown-it-py", *(PEER_PACKAGES[p] for p in peers)):
@@ -879,7 +865,7 @@ def main() -> int:
             f"{sum(v['code_blocks'] for v in src.values())} code blocks, "
             f"{sum(v['table_rows'] for v in src.values())} table rows"
         )
-        print_table(title, rows, args.markdown)
+        print_table(title, HEADER, [_cells(r) for r in rows], args.markdown)
         notes = {r["config"]: r["notes"] for r in rows if r["notes"]}
         if notes:
             print("\n" + "; ".join(f"{k}: {', '.join(v)}" for k, v in notes.items()))
