@@ -57,9 +57,9 @@ class ContextBuilder:
             parts.append(" > ".join(names))
         return "\n".join(parts) + "\n\n" if parts else ""
 
-    def _fit(self, names: list[str]) -> str:
+    def _fit(self, names: list[str], titles: tuple[bool, ...] = (True, False)) -> str:
         """The fullest prefix within ``limit``: outer headings go first, then the title."""
-        for title in (True, False):
+        for title in titles:
             for drop in range(len(names) + 1):
                 prefix = self._render(names[drop:], title)
                 if not prefix or self.size(prefix) <= self.limit:
@@ -73,15 +73,8 @@ class ContextBuilder:
         chain = self.paths.chain(start) if self.paths is not None else ()
         names = self._names(tuple(h for h in chain if h.start < start))
         if chain and chain[-1].start == start and chain[-1].title.strip() == self.title:
-            return self._fit_without_title(names)  # the chunk opens with the title heading itself
+            return self._fit(names, titles=(False,))  # the chunk opens with the title heading itself
         return self._fit(names)
-
-    def _fit_without_title(self, names: list[str]) -> str:
-        for drop in range(len(names) + 1):
-            prefix = self._render(names[drop:], False)
-            if not prefix or self.size(prefix) <= self.limit:
-                return prefix
-        return ""
 
     def largest(self, start: int | None = None) -> int:
         """The largest prefix size any chunk can get: in the section at ``start``, or anywhere."""

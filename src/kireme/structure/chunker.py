@@ -95,7 +95,7 @@ class StructureChunker(Chunker):
         levels = structure_levels(doc, outline, paragraphs)
         headings_end = heading_end_test(doc, outline)
         spans: list[PackedSpan] = []
-        owner: list[Section] = []
+        embeds: dict[tuple[int, int], str] = {}
         warned = False
         for section in self._sections(doc, outline, paths, context, sizer):
             budget = section.max_size
@@ -110,7 +110,11 @@ class StructureChunker(Chunker):
                     keep_headings=headings_end,
                     span=(section.start, section.end),
                 )
-                over = self._embed_excess(doc, outline, context, section, packed)
+                made = [self._embed_text(doc, outline, context, section, p.start, p.end) for p in packed]
+                # how far the largest embed_text is over max_size (sizes are 0 when context does not count)
+                over = (
+                    max((size for _, size in made), default=0) - self.max_size if self.context_counts else 0
+                )
                 floor = self._floor()
                 if over <= 0 or budget <= floor:
                     break
@@ -125,28 +129,12 @@ class StructureChunker(Chunker):
                     self.measure.name,
                 )
             spans.extend(packed)
-            owner.extend([section] * len(packed))
-        by_start = {(s.start, s.end): sec for s, sec in zip(spans, owner, strict=True)}
-
-        def embed(start: int, end: int) -> str:
-            return self._embed_text(doc, outline, context, by_start[(start, end)], start, end)
-
-        return self._chunks(doc, spans, paths, title, embed)
+            embeds.update(((p.start, p.end), text) for p, (text, _) in zip(packed, made, strict=True))
+        return self._chunks(doc, spans, paths, title, lambda start, end: embeds[(start, end)])
 
     def _floor(self) -> int:
         """The smallest budget a section gets, however much context and header it carries."""
         return min(self.max_size, self.overlap + max(1, (self.max_size - self.overlap) // 2))
-
-    def _embed_excess(
-        self, doc: Document, outline: Outline, context: ContextBuilder, section: Section, packed: list
-    ) -> int:
-        """How far the largest ``embed_text`` of these pieces is over ``max_size`` (when context counts)."""
-        if not self.context_counts or not packed:
-            return 0
-        sizes = [
-            self.measure(self._embed_text(doc, outline, context, section, p.start, p.end)) for p in packed
-        ]
-        return max(sizes) - self.max_size
 
     # ------------------------------------------------------------------------------ sections
     def _budget(self, context: ContextBuilder, start: int, extra: str = "") -> int:
@@ -359,12 +347,13 @@ class StructureChunker(Chunker):
     # ------------------------------------------------------------------------------ embed text
     def _embed_text(
         self, doc: Document, outline: Outline, context: ContextBuilder, section: Section, start: int, end: int
-    ) -> str:
+    ) -> tuple[str, int]:
         """Context, the block's decorations (group line, repeated header, reopened fence), the text.
 
         A piece that holds none of the section's table or code block (a lead-in sentence packed alone)
         gets no decoration. When the context counts toward ``max_size`` and the whole would not fit,
-        the context goes first, then the repeated header or fence: the size limit is kept.
+        the context goes first, then the repeated header or fence: the size limit is kept. Returns the
+        text and its size (0 when the context does not count: nothing was measured).
         """
         body = self._table_text(doc, outline, start, end)
         block = section.table or section.code
@@ -374,12 +363,13 @@ class StructureChunker(Chunker):
         repeat = section.repeat if touches and section.repeat and start >= section.repeat_after else ""
         close = section.close if touches and section.close and end <= section.close_before else ""
         embed = prefix + group + repeat + body + close
-        if not self.context_counts or self.measure(embed) <= self.max_size:
-            return embed
-        for fewer in (group + repeat + body + close, body + close, body):
-            if self.measure(fewer) <= self.max_size:
-                return fewer
-        return body
+        if not self.context_counts:
+            return embed, 0
+        for candidate in (embed, group + repeat + body + close, body + close, body):
+            size = self.measure(candidate)
+            if size <= self.max_size:
+                return candidate, size
+        return body, size
 
     def _table_text(self, doc: Document, outline: Outline, start: int, end: int) -> str:
         """The chunk text with whole table rows rewritten by the table mode (filled, as records)."""
