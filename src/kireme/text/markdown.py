@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import regex
@@ -147,10 +147,27 @@ def _plain(inline) -> str:
 def markdown_outline(text: str, source: str = "", *, warn: bool = True) -> Outline:
     """Headings, blocks, list items, code blocks and tables of a Markdown text.
 
-    An unclosed code fence runs to the end of the file in CommonMark; it is reported (``warnings`` and
-    the log, naming ``source`` and the line) and not treated as protected code, so it cannot silently
-    swallow the rest of the document into one unsplittable block.
+    An unclosed code fence runs to the end of the file in CommonMark; it is reported (``warnings`` and,
+    with ``warn``, the log, naming ``source`` and the line) and not treated as protected code, so it
+    cannot silently swallow the rest of the document into one unsplittable block.
     """
+    outline = _outline(text)
+    warnings = tuple(
+        f"{source or 'document'}: code fence opened at line {text.count(chr(10), 0, block.start) + 1} "
+        "is never closed"
+        for block in outline.code_blocks
+        if not block.closed
+    )
+    if warn:
+        for message in warnings:
+            log.warning("%s; it is chunked as ordinary text", message)
+    return replace(outline, warnings=warnings) if warnings else outline
+
+
+@lru_cache(maxsize=8)
+def _outline(text: str) -> Outline:
+    """The parse itself, kept for the last few texts: a strategy's levels, the heading paths of its
+    chunks and their context all ask for the same document's outline."""
     fm_end, fm_title = front_matter(text)
     tokens = _parse(text, fm_end)
     lines = line_starts(text)
@@ -159,7 +176,6 @@ def markdown_outline(text: str, source: str = "", *, warn: bool = True) -> Outli
     items: list[int] = []
     code: list[CodeBlock] = []
     tables: list[Table] = []
-    warnings: list[str] = []
     i = 0
     n = len(tokens)
     while i < n:
@@ -178,14 +194,7 @@ def markdown_outline(text: str, source: str = "", *, warn: bool = True) -> Outli
         elif tok.type == "list_item_open":
             items.append(_line_span(text, lines, first, last)[0])
         elif tok.type in ("fence", "code_block"):
-            block = _code_block(text, lines, tok, first, last)
-            if not block.closed:
-                line_no = text.count("\n", 0, block.start) + 1
-                message = f"{source or 'document'}: code fence opened at line {line_no} is never closed"
-                warnings.append(message)
-                if warn:
-                    log.warning("%s; it is chunked as ordinary text", message)
-            code.append(block)
+            code.append(_code_block(text, lines, tok, first, last))
         elif tok.type == "table_open":
             i, table = _table(text, lines, tokens, i)
             tables.append(table)
@@ -200,7 +209,6 @@ def markdown_outline(text: str, source: str = "", *, warn: bool = True) -> Outli
         tables=tuple(tables),
         title=title,
         front_matter_end=fm_end,
-        warnings=tuple(warnings),
     )
 
 
@@ -264,7 +272,7 @@ def _table(text: str, lines: list[int], tokens, i: int) -> tuple[int, Table]:
 
 def markdown_headings(text: str) -> list[Heading]:
     """Every ATX and setext heading of ``text``, in order (front matter excluded)."""
-    return list(markdown_outline(text, warn=False).headings)
+    return list(_outline(text).headings)
 
 
 class HeadingPaths:
