@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.local_server import LocalJsonServer, Reply, unset_proxies
 
 from kireme.document import ConfigError, KiremeError
 from kireme.index.chat import DEFAULT_BASE_URL, ChatClient, ChatError
@@ -302,28 +301,15 @@ def completion(content: str) -> bytes:
     ).encode()
 
 
-class Server:
+class Server(LocalJsonServer):
     def __init__(self) -> None:
-        self.behaviour = behaviour = Behaviour()
+        self.behaviour = Behaviour()
+        super().__init__(self._handle)
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length))
-                behaviour.requests.append(Recorded(self.path, dict(self.headers.items()), body))
-                status, raw = behaviour.queue.pop(0) if behaviour.queue else (200, completion(ANSWER))
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
+    def _handle(self, path: str, headers: dict[str, str], body: Any) -> Reply:
+        self.behaviour.requests.append(Recorded(path, headers, body))
+        status, raw = self.behaviour.queue.pop(0) if self.behaviour.queue else (200, completion(ANSWER))
+        return status, raw, None
 
     @property
     def requests(self) -> list[Recorded]:
@@ -342,29 +328,19 @@ CHAT_ENV = (
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for name in (
-        *CHAT_ENV,
-        "http_proxy",
-        "HTTP_PROXY",
-        "https_proxy",
-        "HTTPS_PROXY",
-        "all_proxy",
-        "ALL_PROXY",
-    ):
+    for name in CHAT_ENV:
         monkeypatch.delenv(name, raising=False)
+    unset_proxies(monkeypatch)
     return monkeypatch
 
 
 @pytest.fixture
 def server(clean_env: pytest.MonkeyPatch) -> Iterator[Server]:
     srv = Server()
-    srv.thread.start()
     try:
         yield srv
     finally:
-        srv.httpd.shutdown()
-        srv.httpd.server_close()
-        srv.thread.join(timeout=5)
+        srv.close()
 
 
 def client(server: Server, **kwargs: Any) -> ChatClient:

@@ -7,16 +7,14 @@ shuffle the order of ``data``, or drop a vector.
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
 import pytest
+from tests.local_server import LocalJsonServer, Reply, unset_proxies
 
 from kireme.embed.base import Embedder, EmbeddingError, normalize_rows
 from kireme.embed.http import OpenAIEmbedder
@@ -54,58 +52,30 @@ class Behaviour:
     requests: list[Recorded] = field(default_factory=list)
 
 
-class Server:
+class Server(LocalJsonServer):
     def __init__(self) -> None:
         self.behaviour = Behaviour()
+        super().__init__(self._handle)
+
+    def _handle(self, path: str, headers: dict[str, str], body: Any) -> Reply:
         behaviour = self.behaviour
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length))
-                behaviour.requests.append(Recorded(self.path, dict(self.headers.items()), body))
-                if behaviour.fail_times > 0:
-                    behaviour.fail_times -= 1
-                    extra = {"Retry-After": behaviour.retry_after} if behaviour.retry_after else {}
-                    error = behaviour.error_body or {"error": {"message": "busy"}}
-                    self._send(behaviour.fail_status, error, extra)
-                    return
-                if self.path != "/v1/embeddings":
-                    self._send(404, {"error": {"message": f"no route {self.path}"}})
-                    return
-                if behaviour.no_data:
-                    self._send(200, {"object": "list"})
-                    return
-                texts = body["input"]
-                data = [
-                    {"object": "embedding", "index": i, "embedding": vector_for(t)}
-                    for i, t in enumerate(texts)
-                ]
-                if behaviour.drop_last:
-                    data = data[:-1]
-                if behaviour.reverse:
-                    data = data[::-1]
-                self._send(200, {"object": "list", "data": data, "model": body["model"]})
-
-            def _send(
-                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
-            ) -> None:
-                raw = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
+        behaviour.requests.append(Recorded(path, headers, body))
+        if behaviour.fail_times > 0:
+            behaviour.fail_times -= 1
+            extra = {"Retry-After": behaviour.retry_after} if behaviour.retry_after else {}
+            error = behaviour.error_body or {"error": {"message": "busy"}}
+            return behaviour.fail_status, error, extra
+        if path != "/v1/embeddings":
+            return 404, {"error": {"message": f"no route {path}"}}, None
+        if behaviour.no_data:
+            return 200, {"object": "list"}, None
+        texts = body["input"]
+        data = [{"object": "embedding", "index": i, "embedding": vector_for(t)} for i, t in enumerate(texts)]
+        if behaviour.drop_last:
+            data = data[:-1]
+        if behaviour.reverse:
+            data = data[::-1]
+        return 200, {"object": "list", "data": data, "model": body["model"]}, None
 
     @property
     def requests(self) -> list[Recorded]:
@@ -114,17 +84,12 @@ class Server:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
-    # a proxy from the environment would swallow requests to 127.0.0.1
-    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
+    unset_proxies(monkeypatch)
     srv = Server()
-    srv.thread.start()
     try:
         yield srv
     finally:
-        srv.httpd.shutdown()
-        srv.httpd.server_close()
-        srv.thread.join(timeout=5)
+        srv.close()
 
 
 def make(server: Server, **kwargs: Any) -> OpenAIEmbedder:

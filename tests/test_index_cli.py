@@ -17,11 +17,11 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.local_server import LocalJsonServer, Reply
 from tests.test_index import DOCS
 
 from kireme.embed.hashed import HashedNgramEmbedder
@@ -64,40 +64,7 @@ def error_lines(stderr: str) -> list[str]:
 # ------------------------------------------------------------------------------------------ servers
 
 
-class Server:
-    """A ThreadingHTTPServer on 127.0.0.1 with one POST handler."""
-
-    def __init__(self, handle: Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                status, payload = handle(self.path, body)
-                raw = json.dumps(payload, ensure_ascii=False).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(raw)))
-                    self.end_headers()
-                    self.wfile.write(raw)
-                except (BrokenPipeError, ConnectionResetError):  # the client was killed meanwhile
-                    pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
-
-
-class EmbedServer(Server):
+class EmbedServer(LocalJsonServer):
     """``/v1/embeddings`` with `HashedNgramEmbedder` (dimension 64) vectors, ``delay`` seconds a request."""
 
     def __init__(self, delay: float) -> None:
@@ -109,9 +76,9 @@ class EmbedServer(Server):
         self._lock = threading.Lock()
         super().__init__(self._handle)
 
-    def _handle(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def _handle(self, path: str, headers: dict[str, str], body: Any) -> Reply:
         if path != "/v1/embeddings":
-            return 404, {"error": {"message": f"no route {path}"}}
+            return 404, {"error": {"message": f"no route {path}"}}, None
         with self._lock:
             self.requests += 1
             self.texts += len(body["input"])
@@ -120,23 +87,23 @@ class EmbedServer(Server):
         with self._lock:
             self.answered += 1
         data = [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)]
-        return 200, {"object": "list", "data": data, "model": body["model"]}
+        return 200, {"object": "list", "data": data, "model": body["model"]}, None
 
 
 ANSWER = "日帰り出張の日当は1,000円です [1]。"
 
 
-class ChatServer(Server):
+class ChatServer(LocalJsonServer):
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
         super().__init__(self._handle)
 
-    def _handle(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def _handle(self, path: str, headers: dict[str, str], body: Any) -> Reply:
         self.bodies.append(body)
         if path != "/v1/chat/completions":
-            return 404, {"error": {"message": f"no route {path}"}}
+            return 404, {"error": {"message": f"no route {path}"}}, None
         message = {"role": "assistant", "content": ANSWER}
-        return 200, {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+        return 200, {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}, None
 
 
 @pytest.fixture()
