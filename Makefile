@@ -32,7 +32,7 @@ demo: $(VENV)/.installed
 	$(BIN)/kireme chunk examples/travel-allowance.md --strategy markdown --max-size 120 --table fill-down --format jsonl | sed -n 5p
 	@echo "--- index the examples with the bundled model, then search them (run it again: nothing is re-embedded) ---"
 	$(BIN)/kireme index examples --db .kireme/demo-index
-	$(BIN)/kireme search "日帰り出張の日当" --db .kireme/demo-index -k 1 --format table
+	$(BIN)/kireme search "役員が東京に泊まるときの宿泊費の上限" --db .kireme/demo-index -k 1 --format table
 
 test: $(VENV)/.dev-installed
 	-@$(MAKE) --no-print-directory browser
