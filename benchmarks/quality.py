@@ -33,7 +33,8 @@ all of them. Offsets: semchunk (``offsets=True``), chonkie (``start_index``/``en
 semantic-text-splitter (``chunk_indices``, character offsets) give their own, each checked to slice exactly
 the chunk's text; LangChain and LlamaIndex give none, so each chunk is found by searching forward from the
 end of the previous one (monotonic; never from 0). The ``offsets`` column says which, and a chunk that could
-not be placed is dropped and counted.
+not be placed is dropped and counted. Peers are built and placed by ``benchmarks/_peers.py``; a peer that is
+not installed is reported and skipped.
 
     python benchmarks/quality.py --markdown
     python benchmarks/quality.py --sets jsquad jaquad jsquad-joined jaquad-joined \\
@@ -44,7 +45,6 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import importlib.metadata
 import json
 import sys
 import time
@@ -57,6 +57,19 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
+from _corpora import RESULTS, add_corpora_argument, choi_folders, corpora_present, corpus_path  # noqa: E402
+from _peers import (  # noqa: E402
+    Peer,
+    Placement,
+    Placer,
+    chonkie_peer,
+    langchain_peer,
+    llamaindex_peer,
+    semchunk_peer,
+    split_installed,
+    text_splitter_peer,
+    versions,
+)
 from _report import print_table  # noqa: E402
 from kireme.document import Chunk, Document  # noqa: E402
 from kireme.evaluate.datasets import (  # noqa: E402
@@ -73,17 +86,16 @@ from kireme.evaluate.runner import evaluate_retrieval, evaluate_segmentation  # 
 from kireme.length import Chars  # noqa: E402
 from kireme.strategies import make_chunker  # noqa: E402
 
-DEFAULT_CORPORA = ROOT.parent / "shared" / "corpora"
-RESULTS = ROOT / "benchmarks" / "results"
 RETRIEVAL_SETS = ("jsquad", "jaquad", "chroma")
 SEGMENTATION_SETS = ("choi", "jsquad-joined", "jaquad-joined")
 KIREME = ("fixed", "recursive", "sentence", "paragraph")
-PEER_PACKAGES = {
-    "langchain": "langchain-text-splitters",
-    "llamaindex": "llama-index-core",
-    "chonkie": "chonkie",
-    "semchunk": "semchunk",
-    "text-splitter": "semantic-text-splitter",
+# label -> (peer library, factory of a splitter at ``size`` characters)
+PEERS: dict[str, tuple[str, Callable[[int], Peer]]] = {
+    "langchain": ("langchain", lambda size: langchain_peer("recursive", size)),
+    "llamaindex": ("llama-index", lambda size: llamaindex_peer("sentence", size)),
+    "chonkie": ("chonkie", lambda size: chonkie_peer("recursive", size)),
+    "semchunk": ("semchunk", semchunk_peer),
+    "text-splitter": ("semantic-text-splitter", text_splitter_peer),
 }
 KS = (1, 5)
 
@@ -92,72 +104,23 @@ KS = (1, 5)
 
 
 @dataclass
-class Placement:
-    """How a peer's chunks were put back into the document."""
-
-    exact: int = 0  # the library's own offsets, verified
-    scanned: int = 0  # found by the forward search
-    dropped: int = 0  # not found at all (text altered)
-
-
-def _scan(text: str, pieces: Sequence[str], placement: Placement) -> list[tuple[int, int]]:
-    """Spans of ``pieces`` found in order: each searched from the end of the previous one, never from 0."""
-    spans: list[tuple[int, int]] = []
-    position = 0
-    for piece in pieces:
-        piece = piece.strip()
-        if not piece:
-            continue
-        found = text.find(piece, position)
-        if found < 0:
-            placement.dropped += 1
-            continue
-        placement.scanned += 1
-        spans.append((found, found + len(piece)))
-        position = found + len(piece)
-    return spans
-
-
-def _verified(
-    text: str, pieces: Sequence[tuple[int, int, str]], placement: Placement
-) -> list[tuple[int, int]]:
-    """The library's own (start, end, chunk) offsets, each checked to slice exactly its chunk's text; one
-    that does not is placed by the forward search instead."""
-    spans: list[tuple[int, int]] = []
-    position = 0
-    for start, end, piece in pieces:
-        if not piece:
-            continue
-        if text[start:end] == piece:
-            placement.exact += 1
-            spans.append((start, end))
-            position = end
-            continue
-        found = text.find(piece, position)
-        if found < 0:
-            placement.dropped += 1
-            continue
-        placement.scanned += 1
-        spans.append((found, found + len(piece)))
-        position = found + len(piece)
-    return spans
-
-
-@dataclass
 class PeerChunker:
-    """A peer library as a kireme chunker: ``chunk(doc)`` returns kireme `Chunk`s with exact offsets."""
+    """A peer library as a kireme chunker: ``chunk(doc)`` returns kireme `Chunk`s with exact offsets (the
+    library's own when they slice exactly, else found by `_peers.Placer`'s forward search)."""
 
     strategy: str
     max_size: int
-    split: Callable[[str], list[tuple[int, int]]] = field(repr=False)
+    peer: Peer = field(repr=False)
     measure: Any = field(default_factory=Chars, repr=False)
     placement: Placement = field(default_factory=Placement)
-    offsets: str = "exact"
+
+    def __post_init__(self) -> None:
+        self._split = self.peer.splitter()
 
     def chunk(self, document: Document) -> list[Chunk]:
         text = document.text
         chunks = []
-        for index, (start, end) in enumerate(self.split(text)):
+        for index, (start, end) in enumerate(Placer(text, self.placement).spans(self._split(text))):
             chunks.append(
                 Chunk(
                     text=text[start:end],
@@ -173,109 +136,19 @@ class PeerChunker:
         return chunks
 
 
-def _peer_factories() -> tuple[dict[str, Callable[[int], PeerChunker]], list[str]]:
-    """Constructors (name -> size -> chunker) for the installed peers, and the names of the missing ones."""
-    factories: dict[str, Callable[[int], PeerChunker]] = {}
-    missing: list[str] = []
-
-    try:
-        from langchain_text_splitters import RecursiveCharacterTextSplitter
-
-        def langchain(size: int) -> PeerChunker:
-            splitter = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=0)
-            placement = Placement()
-            return PeerChunker(
-                "langchain",
-                size,
-                lambda text: _scan(text, splitter.split_text(text), placement),
-                placement=placement,
-                offsets="scanned",
-            )
-
-        factories["langchain"] = langchain
-    except ImportError:
-        missing.append("langchain")
-
-    try:
-        from llama_index.core.node_parser import SentenceSplitter
-
-        def llamaindex(size: int) -> PeerChunker:
-            splitter = SentenceSplitter(chunk_size=size, chunk_overlap=0, tokenizer=list)
-            placement = Placement()
-            return PeerChunker(
-                "llamaindex",
-                size,
-                lambda text: _scan(text, splitter.split_text(text), placement),
-                placement=placement,
-                offsets="scanned",
-            )
-
-        factories["llamaindex"] = llamaindex
-    except ImportError:
-        missing.append("llamaindex")
-
-    try:
-        import chonkie
-
-        def chonkie_recursive(size: int) -> PeerChunker:
-            chunker = chonkie.RecursiveChunker(tokenizer="character", chunk_size=size)
-            placement = Placement()
-            return PeerChunker(
-                "chonkie",
-                size,
-                lambda text: _verified(
-                    text, [(c.start_index, c.end_index, c.text) for c in chunker.chunk(text)], placement
-                ),
-                placement=placement,
-            )
-
-        factories["chonkie"] = chonkie_recursive
-    except ImportError:
-        missing.append("chonkie")
-
-    try:
-        import semchunk
-
-        def semchunk_chunker(size: int) -> PeerChunker:
-            chunker = semchunk.chunkerify(len, size)
-            placement = Placement()
-
-            def split(text: str) -> list[tuple[int, int]]:
-                pieces, offsets = chunker(text, offsets=True)
-                return _verified(
-                    text, [(s, e, p) for p, (s, e) in zip(pieces, offsets, strict=True)], placement
-                )
-
-            return PeerChunker("semchunk", size, split, placement=placement)
-
-        factories["semchunk"] = semchunk_chunker
-    except ImportError:
-        missing.append("semchunk")
-
-    try:
-        from semantic_text_splitter import TextSplitter
-
-        def text_splitter(size: int) -> PeerChunker:
-            splitter = TextSplitter(size)
-            placement = Placement()
-            # chunk_indices gives character (code point) offsets; _verified checks every one
-            return PeerChunker(
-                "text-splitter",
-                size,
-                lambda text: _verified(
-                    text, [(o, o + len(c), c) for o, c in splitter.chunk_indices(text)], placement
-                ),
-                placement=placement,
-            )
-
-        factories["text-splitter"] = text_splitter
-    except ImportError:
-        missing.append("text-splitter")
-    return factories, missing
+def installed_peers() -> tuple[list[str], list[str]]:
+    """(labels of the installed peers, labels of the missing ones); the missing are reported on stderr."""
+    have, _ = split_installed(dict.fromkeys(library for library, _ in PEERS.values()))
+    labels = [label for label, (library, _) in PEERS.items() if library in have]
+    return labels, [label for label in PEERS if label not in labels]
 
 
 def configurations(
-    size: int, similarities: Sequence[str], cache_dir: str | None, peers: dict, wanted: Sequence[str] | None
+    size: int,
+    similarities: Sequence[str],
+    cache_dir: str | None,
+    peers: Sequence[str],
+    wanted: Sequence[str] | None,
 ) -> list[tuple[str, Any]]:
     """(label, chunker) for every configuration at ``size`` characters, filtered by ``wanted`` labels."""
     out: list[tuple[str, Any]] = [
@@ -288,18 +161,14 @@ def configurations(
         out.append(
             (f"kireme semantic-{sim}", make_chunker("semantic", max_size=size, unit="chars", **options))
         )
-    out += [(name, factory(size)) for name, factory in peers.items()]
+    out += [(label, PeerChunker(label, size, PEERS[label][1](size))) for label in peers]
     if wanted:
         out = [(label, c) for label, c in out if any(w in label for w in wanted)]
     return out
 
 
 def _offsets(chunker: Any) -> str:
-    if not isinstance(chunker, PeerChunker):
-        return "exact"
-    p = chunker.placement
-    kind = "exact" if p.scanned == 0 else ("scanned" if p.exact == 0 else f"exact+{p.scanned} scanned")
-    return kind + (f", {p.dropped} dropped" if p.dropped else "")
+    return chunker.placement.describe() if isinstance(chunker, PeerChunker) else "exact"
 
 
 # ------------------------------------------------------------------------------------------ evaluation
@@ -393,15 +262,13 @@ def pareto(rows: list[dict[str, Any]]) -> None:
 
 
 def load_retrieval(root: Path, name: str, articles: int | None, questions: int | None) -> QASet | None:
-    if name == "jsquad":
-        path = root / "jsquad" / "valid-v1.3.json"
-        qa = load_squad(path, name="jsquad", limit_articles=articles) if path.exists() else None
-    elif name == "jaquad":
-        path = root / "jaquad" / "dev"
-        qa = load_squad(path, name="jaquad", limit_articles=articles) if path.is_dir() else None
+    path = corpus_path(root, {"jsquad": "jsquad-valid", "jaquad": "jaquad-dev"}.get(name, name), quiet=True)
+    if path is None:
+        qa = None
+    elif name in ("jsquad", "jaquad"):
+        qa = load_squad(path, name=name, limit_articles=articles)
     else:
-        path = root / "chroma-chunking-eval"
-        qa = load_chroma(path) if path.is_dir() else None
+        qa = load_chroma(path)
         if qa is not None and articles is not None:
             keep = {d.id for d in qa.documents[:articles]}
             qa = QASet(qa.name, qa.documents[:articles], [q for q in qa.questions if q.doc_id in keep])
@@ -414,9 +281,8 @@ def load_retrieval(root: Path, name: str, articles: int | None, questions: int |
 
 def load_segmentation(root: Path, name: str, limit: int) -> list[SegmentedDocument] | None:
     if name == "choi":
-        base = root / "choi-segmentation" / "data" / "choi"
-        folders = [base / "1" / "3-11", base / "2" / "3-11"]
-        if not all(f.is_dir() for f in folders):
+        folders = choi_folders(root, quiet=True)
+        if folders is None:
             return None
         return [sd for f in folders for sd in load_choi(f)][:limit]
     source = "jsquad" if name.startswith("jsquad") else "jaquad"
@@ -497,19 +363,9 @@ def summary(rows: list[dict[str, Any]]) -> str:
     )
 
 
-def versions(peers: Sequence[str]) -> dict[str, str]:
-    out = {}
-    for name in ("kireme", *(PEER_PACKAGES[p] for p in peers)):
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = "?"
-    return out
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
+    add_corpora_argument(ap)
     ap.add_argument("--sets", nargs="+", default=[*RETRIEVAL_SETS, *SEGMENTATION_SETS])
     ap.add_argument("--sizes", nargs="+", type=int, default=[200, 400, 800], help="chunk sizes in chars")
     ap.add_argument("--seg-size", type=int, default=400, help="chunk size for the segmentation sets")
@@ -523,13 +379,12 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args()
-    if not args.corpora.exists():
-        print(f"corpora not found at {args.corpora}: nothing to measure", file=sys.stderr)
+    if not corpora_present(args.corpora, "the quality benchmark"):
         return 0
     unknown = set(args.sets) - {*RETRIEVAL_SETS, *SEGMENTATION_SETS}
     if unknown:
         ap.error(f"unknown set(s): {', '.join(sorted(unknown))}")
-    peers, missing = _peer_factories()
+    peers, missing = installed_peers()
     started = time.perf_counter()
     info = {
         "retriever": args.retriever,
@@ -539,7 +394,7 @@ def main() -> int:
         "questions": args.questions,
         "limit": args.limit,
         "semantic_similarity": args.semantic_similarity,
-        "versions": versions(list(peers)),
+        "versions": versions(peers=[PEERS[label][0] for label in peers]),
         "missing_peers": missing,
     }
     print(f"# {json.dumps(info, ensure_ascii=False)}", file=sys.stderr)

@@ -2,11 +2,12 @@
 
 Datasets (from ``../shared/corpora``, ``--corpora`` to move; skipped cleanly when absent):
 
-* ``choi``: Choi's (2000) 3–11 sets (``1/3-11`` and ``2/3-11``): ten Brown-corpus segments per document,
-  one sentence per line — the given sentences are the units.
-* ``jsquad``: JSQuAD valid articles joined ``--articles`` at a time (seeded), first ``--paragraphs``
-  paragraphs of each; units from kireme's sentence segmentation; gold boundaries at article ends.
-* ``jaquad``: the same with JaQuAD dev articles.
+* ``choi``: Choi's (2000) 3–11 sets (``1/3-11`` and ``2/3-11``, `kireme.evaluate.datasets.load_choi`): ten
+  Brown-corpus segments per document, one sentence per line — the given lines are the units.
+* ``jsquad``: JSQuAD valid articles (`load_squad`, title prefixes stripped) joined ``--articles`` at a time
+  by `join_articles` (seed 1), first ``--paragraphs`` paragraphs of each; units from kireme's sentence
+  segmentation; gold boundaries at article ends.
+* ``jaquad``: the same with JaQuAD dev articles (seed 2).
 
 The number of segments is never given to a method. Similarities are computed once per (similarity,
 buffer, window) and every threshold rule is scored on the same distances. Embeddings are cached
@@ -18,8 +19,7 @@ buffer, window) and every threshold rule is scored on the same distances. Embedd
 from __future__ import annotations
 
 import argparse
-import json
-import random
+import bisect
 import sys
 import time
 from collections import defaultdict
@@ -30,12 +30,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
+from _corpora import add_corpora_argument, choi_folders, corpora_present, corpus_path  # noqa: E402
 from kireme.evaluate import boundary_scores, pk, windowdiff  # noqa: E402
+from kireme.evaluate.datasets import SegmentedDocument, join_articles, load_choi, load_squad  # noqa: E402
 from kireme.semantic.chunker import SemanticChunker  # noqa: E402
 from kireme.semantic.thresholds import Threshold  # noqa: E402
 from kireme.text.sentences import sentence_spans  # noqa: E402
 
-DEFAULT_CORPORA = ROOT.parent / "shared" / "corpora"
 THRESHOLDS = [
     "percentile:95",
     "percentile:90",
@@ -57,87 +58,44 @@ class Sample:
     gold: set[int]  # gap indices
 
 
-def _units_from_lines(lines: list[str]) -> tuple[str, list[tuple[int, int]]]:
-    text = "\n".join(lines)
+def line_units(text: str) -> list[tuple[int, int]]:
+    """Each non-blank line of ``text`` as a unit, trimmed of surrounding whitespace (Choi: one sentence a line)."""
     units, pos = [], 0
-    for line in lines:
-        units.append((pos, pos + len(line)))
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped:
+            start = pos + line.index(stripped)
+            units.append((start, start + len(stripped)))
         pos += len(line) + 1
-    return text, units
+    return units
 
 
-def load_choi(root: Path, limit: int) -> list[Sample]:
-    files = sorted((root / "choi-segmentation/data/choi/1/3-11").glob("*.ref"), key=lambda p: int(p.stem))
-    files += sorted((root / "choi-segmentation/data/choi/2/3-11").glob("*.ref"), key=lambda p: int(p.stem))
-    samples = []
-    for path in files[:limit]:
-        lines, gold = [], set()
-        for raw in path.read_text(encoding="latin-1").splitlines():
-            if raw.startswith("=========="):
-                if lines:
-                    gold.add(len(lines) - 1)
-                continue
-            if raw.strip():
-                lines.append(raw.strip())
-        gold.discard(len(lines) - 1)
-        text, units = _units_from_lines(lines)
-        samples.append(Sample(text, units, gold))
-    return samples
-
-
-def _articles_squad(data: dict, strip_title: bool) -> list[list[str]]:
-    articles = []
-    for article in data["data"]:
-        paragraphs = []
-        for p in article["paragraphs"]:
-            ctx = p["context"]
-            if strip_title and " [SEP] " in ctx:
-                ctx = ctx.split(" [SEP] ", 1)[1]
-            paragraphs.append(ctx.strip())
-        articles.append(list(dict.fromkeys(paragraphs)))
-    return [a for a in articles if a]
-
-
-def load_joined(
-    articles: list[list[str]], docs: int, per_doc: int, paragraphs: int, seed: int
-) -> list[Sample]:
-    rng = random.Random(seed)
-    samples = []
-    for _ in range(docs):
-        chosen = rng.sample(articles, per_doc)
-        parts = ["\n".join(a[:paragraphs]) for a in chosen]
-        text = "\n\n".join(parts)
-        units = sentence_spans(text)
-        ends, pos = [], 0
-        for part in parts[:-1]:
-            pos += len(part)
-            ends.append(pos)
-            pos += 2
-        gold = set()
-        for end in ends:
-            # the gap whose left unit ends at the article end
-            for i, (_, e) in enumerate(units[:-1]):
-                if e == end:
-                    gold.add(i)
-                    break
-        samples.append(Sample(text, units, gold))
-    return samples
+def sample(sd: SegmentedDocument, units: list[tuple[int, int]]) -> Sample:
+    """A gold-segmented document as units and gold gap indices: gap ``i`` (between units ``i`` and
+    ``i + 1``) is gold when a topic boundary falls between the two; a boundary inside a unit is left out."""
+    starts = [a for a, _ in units]
+    gold = set()
+    for boundary in sd.boundaries:
+        i = bisect.bisect_left(starts, boundary) - 1  # the last unit starting before the boundary
+        if 0 <= i < len(units) - 1 and units[i][1] <= boundary:
+            gold.add(i)
+    return Sample(sd.document.text, units, gold)
 
 
 def load_datasets(
     root: Path, names: list[str], limit: int, per_doc: int, paragraphs: int
 ) -> dict[str, list[Sample]]:
+    """The named datasets (``choi``, ``jsquad``, ``jaquad``) that are present under ``root``, ``limit``
+    documents each; an absent one is reported on stderr and left out."""
     out: dict[str, list[Sample]] = {}
-    if "choi" in names and (root / "choi-segmentation").exists():
-        out["choi 3-11"] = load_choi(root, limit)
-    if "jsquad" in names and (root / "jsquad/valid-v1.3.json").exists():
-        data = json.loads((root / "jsquad/valid-v1.3.json").read_text(encoding="utf-8"))
-        out["jsquad joined"] = load_joined(_articles_squad(data, True), limit, per_doc, paragraphs, seed=1)
-    if "jaquad" in names and (root / "jaquad/dev").exists():
-        articles: list[list[str]] = []
-        for f in sorted((root / "jaquad/dev").glob("*.json")):
-            articles += _articles_squad(json.loads(f.read_text(encoding="utf-8")), False)
-        out["jaquad joined"] = load_joined(articles, limit, per_doc, paragraphs, seed=2)
+    if "choi" in names and (folders := choi_folders(root)) is not None:
+        docs = [sd for folder in folders for sd in load_choi(folder)][:limit]
+        out["choi 3-11"] = [sample(sd, line_units(sd.document.text)) for sd in docs]
+    for name, corpus, seed in (("jsquad", "jsquad-valid", 1), ("jaquad", "jaquad-dev", 2)):
+        if name in names and (path := corpus_path(root, corpus)) is not None:
+            qa = load_squad(path, name=name)
+            joined = join_articles(qa, per_document=per_doc, paragraphs=paragraphs, count=limit, seed=seed)
+            out[f"{name} joined"] = [sample(sd, sentence_spans(sd.document.text)) for sd in joined]
     return out
 
 
@@ -169,7 +127,7 @@ def evaluate(
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
+    add_corpora_argument(ap)
     ap.add_argument("--datasets", nargs="+", default=["choi", "jsquad", "jaquad"])
     ap.add_argument("--similarity", nargs="+", default=["bigram"])
     ap.add_argument("--buffer", nargs="+", default=["2,3,4", "3"], help="widths; 2,3,4 averages three")
@@ -181,8 +139,7 @@ def main() -> int:
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
-    if not args.corpora.exists():
-        print(f"corpora not found at {args.corpora}: nothing to measure", file=sys.stderr)
+    if not corpora_present(args.corpora, "the semantic quality benchmark"):
         return 0
     datasets = load_datasets(args.corpora, args.datasets, args.limit, args.articles, args.paragraphs)
     rows = []

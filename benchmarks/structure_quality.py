@@ -45,6 +45,8 @@ first exactly, then, for text the library altered (LangChain strips every line, 
 joins lines with ``"  \\n"``; LlamaIndex rewrites heading lines and strips sections), ignoring whitespace
 and non-printable characters, the span running from the first to the last matched character. The
 ``offsets`` column counts each kind; a chunk that cannot be placed is dropped from the metrics and counted.
+The peers are built and placed by ``benchmarks/_peers.py``; a peer that is not installed is reported and
+skipped.
 Chunk sizes are the lengths of the texts the library returned (what would be embedded).
 
 Gold structure, per document, on that exact text: markdown-it-py (``MarkdownIt("commonmark")
@@ -93,7 +95,6 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import importlib.metadata
 import json
 import re
 import sys
@@ -107,20 +108,24 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
+from _corpora import RESULTS, add_corpora_argument, corpora_present, corpus_path  # noqa: E402
+from _peers import (  # noqa: E402
+    Peer,
+    Placement,
+    Placer,
+    chonkie_peer,
+    langchain_peer,
+    llamaindex_peer,
+    split_installed,
+    text_splitter_peer,
+    versions,
+)
 from _report import print_table  # noqa: E402
 from kireme.document import Document  # noqa: E402
 from kireme.load import load  # noqa: E402
 from kireme.strategies import STRATEGIES, make_chunker  # noqa: E402
 
-DEFAULT_CORPORA = ROOT.parent / "shared" / "corpora"
-RESULTS = ROOT / "benchmarks" / "results"
 KINDS = ("markdown", "html", "notebooks")
-PEER_PACKAGES = {
-    "langchain": "langchain-text-splitters",
-    "llamaindex": "llama-index-core",
-    "chonkie": "chonkie",
-    "text-splitter": "semantic-text-splitter",
-}
 SKIP_NAMES = re.compile(r"^(LICENSE|COPYRIGHT|SOURCE\.md$)", re.IGNORECASE)
 NOTEBOOK_LANG = {"tensorflow-docs-ja": "ja", "langchain-docs": "en"}
 
@@ -165,22 +170,22 @@ def notebook_loader() -> tuple[Callable[[bytes, str], Document], str]:
 
 def load_sources(root: Path, limit: int | None) -> tuple[list[Source], str]:
     sources: list[Source] = []
-    md_root = root / "ja-techdocs-md"
-    if md_root.is_dir():
+    md_root = corpus_path(root, "ja-techdocs-md")
+    if md_root is not None:
         for folder in sorted(p for p in md_root.iterdir() if p.is_dir()):
             found = (p for p in folder.rglob("*.md") if p.is_file() and not SKIP_NAMES.match(p.name))
             paths = sorted(found)[:limit]
             docs = [load(p) for p in paths]
             sources.append(Source("markdown", folder.name, "ja", docs))
-    html_root = root / "ja-techdocs-html"
-    if html_root.is_dir():
+    html_root = corpus_path(root, "ja-techdocs-html")
+    if html_root is not None:
         for folder in sorted(p for p in html_root.iterdir() if p.is_dir()):
             paths = sorted(p for p in folder.rglob("*.html") if p.is_file())[:limit]
             docs = [load(p) for p in paths]
             sources.append(Source("html", folder.name, "ja", [d for d in docs if d.text.strip()]))
-    nb_root = root / "notebooks"
+    nb_root = corpus_path(root, "notebooks")
     render, how = notebook_loader()
-    if nb_root.is_dir():
+    if nb_root is not None:
         for folder in sorted(p for p in nb_root.iterdir() if p.is_dir()):
             paths = sorted(p for p in folder.rglob("*.ipynb") if p.is_file())[:limit]
             docs = [render(p.read_bytes(), p.relative_to(nb_root).as_posix()) for p in paths]
@@ -374,10 +379,6 @@ SUMMED = (
     "heading_ok",
     "lonely_heading",
     "seconds",
-    "exact",
-    "found",
-    "fuzzy",
-    "dropped",
 )
 
 
@@ -394,10 +395,7 @@ class Tally:
     heading_ok: int = 0
     lonely_heading: int = 0
     seconds: float = 0.0
-    exact: int = 0
-    found: int = 0
-    fuzzy: int = 0
-    dropped: int = 0
+    placement: Placement = field(default_factory=Placement)  # how the chunks were put back into the text
     has_headings: bool = True
     notes: set[str] = field(default_factory=set)
     examples: dict[str, list[Any]] = field(default_factory=dict)
@@ -405,14 +403,16 @@ class Tally:
     def add(self, other: Tally) -> None:
         for name in SUMMED:
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.placement.add(other.placement)
         self.max_chars = max(self.max_chars, other.max_chars)
         self.has_headings = self.has_headings and other.has_headings
         self.notes |= other.notes
 
     def row(self, size: int) -> dict[str, Any]:
         n = max(self.chunks, 1)
+        p = self.placement
         offsets = ", ".join(
-            f"{v} {k}" for k, v in (("exact", self.exact), ("found", self.found), ("fuzzy", self.fuzzy)) if v
+            f"{v} {k}" for k, v in (("exact", p.exact), ("found", p.found), ("fuzzy", p.fuzzy)) if v
         )
         return {
             "chunks": self.chunks,
@@ -427,13 +427,8 @@ class Tally:
             "heading_metadata": self.has_headings,
             "lonely_heading": self.lonely_heading / n,
             "seconds": self.seconds,
-            "offsets": offsets + (f", {self.dropped} dropped" if self.dropped else ""),
-            "placed": {
-                "exact": self.exact,
-                "found": self.found,
-                "fuzzy": self.fuzzy,
-                "dropped": self.dropped,
-            },
+            "offsets": offsets + (f", {p.dropped} dropped" if p.dropped else ""),
+            "placed": {"exact": p.exact, "found": p.found, "fuzzy": p.fuzzy, "dropped": p.dropped},
             "notes": sorted(self.notes),
             "size": size,
         }
@@ -489,57 +484,6 @@ def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: in
             tally.lonely_heading += 1
 
 
-# ---------------------------------------------------------------------------------------------- placing
-
-
-def _ignorable(ch: str) -> bool:
-    return ch.isspace() or not ch.isprintable()
-
-
-class Placer:
-    """Puts a library's chunk texts back into the document: own offsets verified, else a forward search."""
-
-    def __init__(self, text: str, tally: Tally) -> None:
-        self.text = text
-        self.tally = tally
-        self.position = 0
-        self._compact: str | None = None
-        self._index: list[int] = []
-
-    def _compacted(self) -> tuple[str, list[int]]:
-        if self._compact is None:
-            keep = [i for i, ch in enumerate(self.text) if not _ignorable(ch)]
-            self._index = keep
-            self._compact = "".join(self.text[i] for i in keep)
-        return self._compact, self._index
-
-    def place(self, piece: str, start: int | None = None, end: int | None = None) -> tuple[int, int] | None:
-        text = self.text
-        if start is not None and end is not None and text[start:end] == piece and piece:
-            self.tally.exact += 1
-            self.position = end
-            return start, end
-        stripped = piece.strip()
-        if not stripped:
-            return None
-        found = text.find(stripped, self.position)
-        if found >= 0:
-            self.tally.found += 1
-            self.position = found + len(stripped)
-            return found, self.position
-        compact, index = self._compacted()
-        key = "".join(ch for ch in stripped if not _ignorable(ch))
-        cpos = bisect.bisect_left(index, self.position)
-        hit = compact.find(key, cpos)
-        if not key or hit < 0:
-            self.tally.dropped += 1
-            return None
-        self.tally.fuzzy += 1
-        s, e = index[hit], index[hit + len(key) - 1] + 1
-        self.position = e
-        return s, e
-
-
 # ------------------------------------------------------------------------------------------ configurations
 
 
@@ -565,7 +509,7 @@ def _kireme(strategy: str, size: int, label: str) -> Config:
         out = []
         for c in chunks:
             assert doc.text[c.start : c.end] == c.text, (label, doc.id, c.start, c.end)
-            tally.exact += 1
+            tally.placement.exact += 1
             out.append(Piece(c.start, c.end, len(c.text), tuple(c.headings)))
         return out
 
@@ -584,133 +528,52 @@ def kireme_configs(size: int) -> list[Config]:
     return out
 
 
+# label -> (peer library, factory of its splitter at ``size`` characters for a corpus language)
+PEERS: dict[str, tuple[str, Callable[[int, str], Peer]]] = {
+    "LangChain MarkdownHeader+Recursive(md)": (
+        "langchain",
+        lambda size, lang: langchain_peer("markdown", size),
+    ),
+    "LlamaIndex MarkdownNode+Sentence": ("llama-index", lambda size, lang: llamaindex_peer("markdown", size)),
+    "chonkie Recursive": ("chonkie", lambda size, lang: chonkie_peer("recursive", size, recipe_lang=lang)),
+    "text-splitter MarkdownSplitter": (
+        "semantic-text-splitter",
+        lambda size, lang: text_splitter_peer(size, markdown=True),
+    ),
+}
+
+
+def _peer(label: str, size: int) -> Config:
+    """A peer as a configuration: its splitter built once per corpus language (outside the timing), the
+    call timed, its chunks placed by `_peers.Placer` (own offsets verified, else searched, whitespace
+    ignored when the library rewrote it)."""
+    factory = PEERS[label][1]
+    built: dict[str, tuple[Peer, Callable[[str], Any]]] = {}
+
+    def run(doc: Document, source: Source, tally: Tally) -> list[Piece]:
+        if source.lang not in built:
+            peer = factory(size, source.lang)
+            built[source.lang] = (peer, peer.make())
+        peer, call = built[source.lang]
+        t0 = time.perf_counter()
+        result = call(doc.text)
+        tally.seconds += time.perf_counter() - t0
+        tally.notes.update(peer.notes)
+        placer = Placer(doc.text, tally.placement, fuzzy=True)
+        out = []
+        for p in peer.pieces(result):
+            span = placer.place(p.text, p.start, p.end)
+            if span:
+                out.append(Piece(*span, len(p.text), p.headings))
+        return out
+
+    return Config(label, run)
+
+
 def peer_configs(size: int) -> tuple[list[Config], list[str]]:
-    configs: list[Config] = []
-    missing: list[str] = []
-
-    try:
-        from langchain_core.documents import Document as LCDocument
-        from langchain_text_splitters import (
-            Language,
-            MarkdownHeaderTextSplitter,
-            RecursiveCharacterTextSplitter,
-        )
-
-        headers = [("#" * i, f"h{i}") for i in range(1, 7)]
-
-        def langchain(doc: Document, source: Source, tally: Tally) -> list[Piece]:
-            t0 = time.perf_counter()
-            header = MarkdownHeaderTextSplitter(headers_to_split_on=headers, strip_headers=False)
-            splitter = RecursiveCharacterTextSplitter.from_language(
-                Language.MARKDOWN, chunk_size=size, chunk_overlap=0
-            )
-            sections = header.split_text(doc.text)
-            if sections and not isinstance(sections[0], LCDocument):  # very old versions return dicts
-                sections = [LCDocument(page_content=s["content"], metadata=s["metadata"]) for s in sections]
-            parts = splitter.split_documents(sections)
-            tally.seconds += time.perf_counter() - t0
-            placer = Placer(doc.text, tally)
-            out = []
-            for part in parts:
-                span = placer.place(part.page_content)
-                if span:
-                    path = tuple(part.metadata[f"h{i}"] for i in range(1, 7) if f"h{i}" in part.metadata)
-                    out.append(Piece(*span, len(part.page_content), path))
-            return out
-
-        configs.append(Config("LangChain MarkdownHeader+Recursive(md)", langchain))
-    except ImportError:
-        missing.append("langchain")
-
-    try:
-        from llama_index.core import Document as LIDocument
-        from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter
-
-        heading_line = re.compile(r"^(#+)\s(.*)")
-
-        def llamaindex(doc: Document, source: Source, tally: Tally) -> list[Piece]:
-            t0 = time.perf_counter()
-            parser = MarkdownNodeParser(header_path_separator="\x1f")
-            splitter = SentenceSplitter(chunk_size=size, chunk_overlap=0, tokenizer=list)
-            sections = parser.get_nodes_from_documents([LIDocument(text=doc.text)])
-            parts = []
-            for node in sections:
-                ancestors = [t for t in node.metadata.get("header_path", "").split("\x1f") if t]
-                m = heading_line.match(node.text)
-                path = (*ancestors, m.group(2)) if m else tuple(ancestors)
-                parts += [(sub.text, path) for sub in splitter.get_nodes_from_documents([node])]
-            tally.seconds += time.perf_counter() - t0
-            placer = Placer(doc.text, tally)
-            out = []
-            for piece, path in parts:
-                span = placer.place(piece)
-                if span:
-                    out.append(Piece(*span, len(piece), path))
-            return out
-
-        configs.append(Config("LlamaIndex MarkdownNode+Sentence", llamaindex))
-    except ImportError:
-        missing.append("llamaindex")
-
-    try:
-        import chonkie
-
-        recipes: dict[str, Any] = {}
-        fallback_reason: list[str] = []
-
-        def chonkie_chunker(lang: str) -> Any:
-            if lang not in recipes:
-                try:
-                    recipes[lang] = chonkie.RecursiveChunker.from_recipe(
-                        "markdown", lang=lang, tokenizer="character", chunk_size=size
-                    )
-                except Exception as exc:  # the recipe store is online only
-                    fallback_reason.append(f"{type(exc).__name__}: {exc}")
-                    recipes[lang] = chonkie.RecursiveChunker(tokenizer="character", chunk_size=size)
-            return recipes[lang]
-
-        def chonkie_run(doc: Document, source: Source, tally: Tally) -> list[Piece]:
-            chunker = chonkie_chunker(source.lang)
-            if fallback_reason:
-                tally.notes.add("markdown recipe unavailable, default rules: " + fallback_reason[0][:80])
-            else:
-                tally.notes.add(f"recipe markdown/{source.lang}")
-            t0 = time.perf_counter()
-            chunks = chunker.chunk(doc.text)
-            tally.seconds += time.perf_counter() - t0
-            placer = Placer(doc.text, tally)
-            out = []
-            for c in chunks:
-                span = placer.place(c.text, c.start_index, c.end_index)
-                if span:
-                    out.append(Piece(*span, len(c.text), None))
-            return out
-
-        configs.append(Config("chonkie Recursive", chonkie_run))
-    except ImportError:
-        missing.append("chonkie")
-
-    try:
-        from semantic_text_splitter import MarkdownSplitter
-
-        md_splitter = MarkdownSplitter(size)
-
-        def text_splitter(doc: Document, source: Source, tally: Tally) -> list[Piece]:
-            t0 = time.perf_counter()
-            chunks = md_splitter.chunk_indices(doc.text)
-            tally.seconds += time.perf_counter() - t0
-            placer = Placer(doc.text, tally)
-            out = []
-            for offset, piece in chunks:
-                span = placer.place(piece, offset, offset + len(piece))
-                if span:
-                    out.append(Piece(*span, len(piece), None))
-            return out
-
-        configs.append(Config("text-splitter MarkdownSplitter", text_splitter))
-    except ImportError:
-        missing.append("text-splitter")
-    return configs, missing
+    """The installed peers' configurations, and the missing peer libraries (reported on stderr)."""
+    _, missing = split_installed(dict.fromkeys(library for library, _ in PEERS.values()))
+    return [_peer(label, size) for label, (library, _) in PEERS.items() if library not in missing], missing
 
 
 # ---------------------------------------------------------------------------------------------- output
@@ -755,19 +618,9 @@ def _cells(r: dict[str, Any]) -> list[str]:
     ]
 
 
-def versions(peers: Sequence[str]) -> dict[str, str]:
-    out = {}
-    for name in ("kireme", "markdown-it-py", *(PEER_PACKAGES[p] for p in peers)):
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = "?"
-    return out
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
+    add_corpora_argument(ap)
     ap.add_argument("--sizes", nargs="+", type=int, default=[800], help="chunk sizes in characters")
     ap.add_argument("--limit", type=int, default=None, help="first N documents of each source folder (all)")
     ap.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
@@ -776,8 +629,7 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args()
-    if not args.corpora.exists():
-        print(f"corpora not found at {args.corpora}: nothing to measure", file=sys.stderr)
+    if not corpora_present(args.corpora, "the structure benchmark"):
         return 0
     try:
         import markdown_it  # noqa: F401
@@ -792,13 +644,13 @@ def main() -> int:
     started = time.perf_counter()
     golds = {(s.name, d.id): gold_structure(d.text) for s in sources for d in s.documents}
     _, missing = peer_configs(args.sizes[0])
-    peers = [p for p in PEER_PACKAGES if p not in missing]
+    peers = [library for library, _ in PEERS.values() if library not in missing]
     info: dict[str, Any] = {
         "sizes": args.sizes,
         "limit": args.limit,
         "notebook_rendering": rendering,
         "kireme_strategies": list(STRATEGIES),
-        "versions": versions(peers),
+        "versions": versions("markdown-it-py", peers=peers),
         "missing_peers": missing,
         "gold_seconds": time.perf_counter() - started,
     }
@@ -822,7 +674,7 @@ def main() -> int:
         print(f"# {kind}: {json.dumps(block['sources'], ensure_ascii=False)}", file=sys.stderr)
 
     for size in args.sizes:
-        peer_list, _ = peer_configs(size)
+        peer_list = [_peer(label, size) for label, (library, _) in PEERS.items() if library not in missing]
         configs = kireme_configs(size) + peer_list
         if args.configs:
             configs = [c for c in configs if any(w in c.label for w in args.configs)]

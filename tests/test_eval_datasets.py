@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from kireme import load
-from kireme.document import ConfigError, Document
+from kireme.document import Document
+from kireme.errors import ConfigError, DatasetError
 from kireme.evaluate.datasets import (
-    DatasetError,
     QASet,
     SegmentedDocument,
     join_articles,

@@ -13,8 +13,9 @@ from kireme import Document, chunk, load, make_chunker
 from kireme.document import Chunk
 from kireme.evaluate.datasets import Question, load_questions_jsonl
 from kireme.evaluate.metrics import contains_answer, intrinsic, span_scores, topic_purity
-from kireme.evaluate.retrievers import BM25Retriever, TermsRetriever, make_retriever, tokenize
+from kireme.evaluate.retrievers import BM25Retriever, TermsRetriever, make_retriever
 from kireme.evaluate.runner import evaluate_retrieval, evaluate_segmentation
+from kireme.text.terms import tokenize
 
 FIXTURES = Path(__file__).parent / "fixtures" / "eval"
 RULES = FIXTURES / "expense-rules.txt"

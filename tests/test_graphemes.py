@@ -1,5 +1,6 @@
 """The local grapheme-boundary check agrees with a full UAX #29 scan."""
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.strategies import texts
@@ -7,6 +8,7 @@ from tests.strategies import texts
 from kireme.text.graphemes import CutFilter, boundaries, ceil_boundary, floor_boundary, is_boundary
 
 
+@pytest.mark.slow  # every position of every example: a long property run
 @settings(max_examples=60)
 @given(texts)
 def test_local_check_matches_full_scan(text: str) -> None:

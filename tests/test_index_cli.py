@@ -25,14 +25,16 @@ from tests.local_server import LocalJsonServer, Reply
 from tests.test_index import DOCS
 
 from kireme.embed.hashed import HashedNgramEmbedder
-from kireme.index.ingest import IndexLock, entry_config_hash, open_store
+from kireme.index.ingest import IndexLock, entry_config_hash
 from kireme.index.manifest import Manifest
 from kireme.index.search import Searcher
+from kireme.index.store import open_store
 from kireme.length import Tokens
 from kireme.load.registry import iter_paths, load
 from kireme.strategies import make_chunker
 
-pytest.importorskip("lancedb")
+# every test runs `kireme index/search/ask` as subprocesses (kill -9 at any moment, a second writer...)
+pytestmark = pytest.mark.slow
 
 ENV_PREFIXES = ("KIREME_", "OPENAI_")
 PROXIES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
@@ -486,8 +488,9 @@ def test_search_refuses_a_query_embedder_other_than_the_index_one(
 ) -> None:
     """An http index searched with KIREME_EMBED_BASE_URL pointing elsewhere (in-process, fast)."""
     from kireme.embed.http import OpenAIEmbedder
+    from kireme.errors import IndexMismatchError
     from kireme.index.embedders import cached
-    from kireme.index.ingest import IndexMismatchError, Ingestor, ingest_paths
+    from kireme.index.ingest import Ingestor, ingest_paths
 
     for name in (*PROXIES, *(p.upper() for p in PROXIES)):
         monkeypatch.delenv(name, raising=False)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kireme.document import ConfigError, LoadError
+from kireme.errors import ConfigError, LoadError
 from kireme.load.notebook import load_notebook
 
 

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from kireme.document import LoadError
-from kireme.load.pdf import load_pdf, pdf_paragraph_starts
+from kireme.errors import LoadError
+from kireme.load.pdf import load_pdf
+from kireme.text.paragraphs import pdf_paragraph_starts
 
 JA_FONT = "HeiseiKakuGo-W5"
 

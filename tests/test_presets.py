@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import subprocess
 import sys
@@ -12,8 +11,9 @@ import pytest
 import regex
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.invariants import check_invariants
 
-from kireme import Chunk, chunk
+from kireme import Chunk, Chunker, chunk, make_chunker
 from kireme.boundaries.presets import PRESETS, preset_levels
 
 TYPESCRIPT = """\
@@ -228,16 +228,10 @@ def crlf(text: str) -> str:
     return text.replace("\n", "\r\n")
 
 
-def check_chunks(text: str, chunks: list[Chunk], max_size: int) -> None:
-    """Exact offsets, sizes within the limit, every non-space character exactly once, in order."""
-    assert chunks
-    for c in chunks:
-        assert text[c.start : c.end] == c.text
-        assert c.text == c.text.strip()
-        assert c.size == len(c.text) <= max_size
-    for prev, nxt in itertools.pairwise(chunks):
-        assert prev.end <= nxt.start and text[prev.end : nxt.start].strip() == ""
-    assert "".join("".join(c.text for c in chunks).split()) == "".join(text.split())
+def check_chunks(text: str, chunks: list[Chunk], max_size: int, chunker: Chunker | None = None) -> None:
+    """DESIGN's invariants (`tests.invariants`), and code chunks carry no surrounding whitespace."""
+    check_invariants(text, chunks, max_size=max_size, unit="chars", chunker=chunker)
+    assert all(c.text == c.text.strip() for c in chunks)
 
 
 def attached_spans(text: str, attached: list[tuple[str, str]]) -> list[tuple[str, int, int, int]]:
@@ -427,8 +421,5 @@ code_texts = st.lists(st.sampled_from(_CODE_ATOMS), max_size=60).map("".join)
 @pytest.mark.parametrize("preset", ["javascript", "python", "sql"])
 @given(text=code_texts, max_size=st.integers(2, 80))  # no grapheme here is longer than 2 characters
 def test_invariants_on_code_like_text(preset: str, text: str, max_size: int) -> None:
-    chunks = chunk(text, strategy="recursive", preset=preset, max_size=max_size)
-    if not text.strip():
-        assert chunks == []
-    else:
-        check_chunks(text, chunks, max_size)
+    chunker = make_chunker("recursive", preset=preset, max_size=max_size)
+    check_chunks(text, chunker.chunk(text), max_size, chunker)

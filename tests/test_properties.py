@@ -1,24 +1,16 @@
-"""The invariants of DESIGN.md, checked by hypothesis for every strategy and unit."""
+"""The invariants of DESIGN.md, checked by hypothesis for every strategy and unit (by `tests.invariants`)."""
 
 from __future__ import annotations
-
-import itertools
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.invariants import check_invariants
 from tests.strategies import csv_texts, markdown_texts, texts
 
-from kireme import Document, Tokens, make_chunker
-from kireme.text.graphemes import boundaries
+from kireme import Document, make_chunker
 
 STRATEGY_NAMES = ["fixed", "recursive", "sentence", "paragraph"]
-TOKENS = Tokens()
-
-
-def _largest_grapheme(text: str, measure) -> int:
-    bounds = boundaries(text)
-    return max((measure(text[a:b]) for a, b in itertools.pairwise(bounds)), default=0)
 
 
 def _check(
@@ -31,50 +23,13 @@ def _check(
     format: str = "text",
     **extra,
 ) -> list:
+    """Chunk ``text`` with one configuration and assert every invariant (determinism included)."""
     chunker = make_chunker(
         strategy, max_size=max_size, overlap=overlap, min_size=min_size, unit=unit, **extra
     )
     doc = Document(text, id="doc", metadata={"format": format})
     chunks = chunker.chunk(doc)
-    measure = chunker.measure
-
-    if not text.strip():
-        assert chunks == []
-        return chunks
-    # 1. exact offsets, by construction
-    for c in chunks:
-        assert doc.text[c.start : c.end] == c.text
-        assert c.text and not c.text.isspace()
-        assert c.size == measure(c.text)
-    # 2. ordered; without overlap, every non-whitespace character exactly once
-    assert [c.index for c in chunks] == list(range(len(chunks)))
-    for prev, nxt in itertools.pairwise(chunks):
-        assert prev.start < nxt.start and prev.end < nxt.end
-        if overlap == 0:
-            assert prev.end <= nxt.start
-            assert text[prev.end : nxt.start].strip() == ""
-        elif nxt.start < prev.end:  # overlap: an exact shared suffix/prefix
-            shared = text[nxt.start : prev.end]
-            assert prev.text.endswith(shared) and nxt.text.startswith(shared)
-    if overlap == 0:
-        assert text[: chunks[0].start].strip() == ""
-        assert text[chunks[-1].end :].strip() == ""
-        covered = "".join(c.text for c in chunks)
-        assert "".join(covered.split()) == "".join(text.split())
-    # 3 + 4. size limit; no cut inside a grapheme cluster (whenever every cluster fits the limit)
-    graphemes_fit = _largest_grapheme(text, measure) <= max_size - overlap
-    if graphemes_fit:
-        assert all(c.size <= max_size for c in chunks)
-        bounds = set(boundaries(text))
-        for c in chunks:
-            assert c.start in bounds and c.end in bounds, (c.start, c.end)
-    else:
-        assert all(c.size <= max_size for c in chunks)
-    # 5. deterministic, ids included
-    again = chunker.chunk(Document(text, id="doc", metadata={"format": format}))
-    assert [(c.id, c.start, c.end) for c in again] == [(c.id, c.start, c.end) for c in chunks]
-    assert [c.embed_text for c in again] == [c.embed_text for c in chunks]
-    assert len({c.id for c in chunks}) == len(chunks)
+    check_invariants(doc, chunks, max_size=max_size, overlap=overlap, chunker=chunker)
     return chunks
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from kireme import SemanticChunker
-from kireme.embed import KeywordEmbedder, MissingExtraError
+from kireme.embed import KeywordEmbedder
+from kireme.errors import MissingExtraError
 from kireme.report import render_inspection_html, save_distance_plot
 
 TOPICS = {"a": ["ラーメン", "スープ"], "b": ["駅", "電車"]}
@@ -143,6 +144,7 @@ def set_slider(driver, value: str) -> str:
     return driver.find_element("id", "chunk-count").text
 
 
+@pytest.mark.slow  # a headless browser
 def test_slider_redraws_chunks_live(browser, tmp_path):
     from selenium.webdriver.common.by import By
 
@@ -158,6 +160,7 @@ def test_slider_redraws_chunks_live(browser, tmp_path):
     assert not severe, severe
 
 
+@pytest.mark.slow  # a headless browser
 def test_hostile_document_shows_as_text_without_running(browser, tmp_path):
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
@@ -175,6 +178,7 @@ def test_hostile_document_shows_as_text_without_running(browser, tmp_path):
     assert browser.find_element(By.ID, "chunk-count").text.endswith("chunks")
 
 
+@pytest.mark.slow  # a headless browser
 def test_screenshot_of_a_longer_document(browser, tmp_path):
     text = (
         "札幌の味噌ラーメンは濃厚なスープが特徴だ。味噌ラーメンのスープには豚骨を使う店が多い。"

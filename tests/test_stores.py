@@ -125,7 +125,6 @@ def blend(weights: dict[int, float]) -> np.ndarray:
 
 
 def _lancedb(path: Path, info: dict[str, Any] | None) -> VectorStore:
-    pytest.importorskip("lancedb")
     from kireme.index.lancedb_store import LanceDBStore
 
     return LanceDBStore(path / "lancedb", info=info)
@@ -391,7 +390,6 @@ def test_optimize_keeps_rows(open_store) -> None:
 
 
 def test_lancedb_layout_dimension_and_escaping(tmp_path: Path) -> None:
-    pytest.importorskip("lancedb")
     from kireme.index.lancedb_store import LanceDBStore, where_sql
 
     store = LanceDBStore(tmp_path / "db", dimension=DIM, info=INFO)
@@ -436,7 +434,7 @@ def test_missing_package_is_a_clear_error(
 ) -> None:
     import importlib
 
-    from kireme.embed.base import MissingExtraError
+    from kireme.errors import MissingExtraError
 
     store_class = getattr(importlib.import_module(module), cls)
     monkeypatch.setitem(sys.modules, package, None)  # makes ``import package`` raise ImportError
@@ -445,7 +443,6 @@ def test_missing_package_is_a_clear_error(
 
 
 def test_lancedb_two_lazy_objects_create_one_table(tmp_path: Path) -> None:
-    pytest.importorskip("lancedb")
     from kireme.index.lancedb_store import LanceDBStore
 
     first, second = LanceDBStore(tmp_path / "db", info=INFO), LanceDBStore(tmp_path / "db")
@@ -456,7 +453,6 @@ def test_lancedb_two_lazy_objects_create_one_table(tmp_path: Path) -> None:
 
 
 def test_lancedb_lazy_reader_sees_a_table_created_later(tmp_path: Path) -> None:
-    pytest.importorskip("lancedb")
     from kireme.index.lancedb_store import LanceDBStore
 
     reader = LanceDBStore(tmp_path / "db")

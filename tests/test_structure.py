@@ -5,9 +5,11 @@ from __future__ import annotations
 import logging
 
 import pytest
+from tests.invariants import check_invariants
 
 from kireme import Document, make_chunker
-from kireme.document import ConfigError, Region
+from kireme.document import Region
+from kireme.errors import ConfigError
 from kireme.length import Tokens
 from kireme.structure.tables import TableMode, fill_down_columns
 from kireme.text.csvtable import csv_outline, record_spans
@@ -99,9 +101,8 @@ def test_outline_sees_front_matter_tables_fences_and_no_fake_headings() -> None:
 
 def test_heading_paths_title_and_exact_offsets() -> None:
     chunks = chunk(RULES, max_size=160)
-    for c in chunks:
-        assert RULES[c.start : c.end] == c.text
-        assert c.title == "出張旅費規程"
+    check_invariants(RULES, chunks, max_size=160, unit="chars")
+    assert all(c.title == "出張旅費規程" for c in chunks)
     by_text = {c.text.splitlines()[0]: c for c in chunks}
     assert by_text["## 第2章 宿泊"].headings == ("出張旅費規程", "第2章 宿泊")
     first_article = next(c for c in chunks if "出張の手続き" in c.text)

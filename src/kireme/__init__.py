@@ -9,12 +9,14 @@ Japanese first, English equally well. Every chunk is an exact slice of its docum
 
 from kireme.chunkers import (
     Chunker,
+    ChunkPlan,
     FixedChunker,
     ParagraphChunker,
     RecursiveChunker,
     SentenceChunker,
 )
-from kireme.document import Chunk, ConfigError, Document, KiremeError, LoadError
+from kireme.document import Chunk, Document
+from kireme.errors import ConfigError, KiremeError, LoadError
 from kireme.length import Chars, Tokens, get_measure
 from kireme.load import load, load_text
 from kireme.semantic.chunker import SemanticAnalysis, SemanticChunker
@@ -24,6 +26,7 @@ __all__ = [
     "STRATEGIES",
     "Chars",
     "Chunk",
+    "ChunkPlan",
     "Chunker",
     "ConfigError",
     "Document",

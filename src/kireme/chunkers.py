@@ -15,11 +15,11 @@ from typing import Any, ClassVar
 from kireme.boundaries.levels import CLAUSE, PARAGRAPH, SCRIPT, SENTENCE, WORD, Level, levels_for_separators
 from kireme.boundaries.presets import PRESET_ALIASES, PRESETS, PROSE_PRESETS, markdown_levels, preset_levels
 from kireme.context import ContextBuilder, check_context_mode
-from kireme.document import Chunk, ConfigError, Document, RegionIndex, chunk_id
+from kireme.document import Chunk, ChunkIds, Document, RegionIndex
+from kireme.errors import ConfigError
 from kireme.length import Measure, get_measure
 from kireme.pack import PackedSpan, pack
-from kireme.structure.layout import MARKDOWN_FORMATS
-from kireme.text.markdown import HeadingPaths, markdown_headings
+from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, markdown_headings
 
 DEFAULT_MAX_SIZE = 512
 
@@ -27,8 +27,27 @@ Unit = str | Callable[[str], int] | Measure
 
 
 @dataclass(frozen=True)
+class ChunkPlan:
+    """What a strategy decided for one document (`Chunker.plan`): where its chunks are, how to label them.
+
+    ``spans``: the packed chunk spans, in order. ``heading_paths``: each chunk's heading path (``None``:
+    the Markdown heading paths of the text, for Markdown-like formats). ``title``: the title for the
+    chunks and their context (``""``: the document's). ``embed_text(start, end)``: a strategy's own
+    ``embed_text`` (tables made readable alone); ``None``: the context prefix and the text.
+    """
+
+    spans: list[PackedSpan]
+    heading_paths: HeadingPaths | None = None
+    title: str = ""
+    embed_text: Callable[[int, int], str] | None = None
+
+
+@dataclass(frozen=True)
 class Chunker:
-    """Common base: size options, validation, and turning packed spans into `Chunk`s.
+    """Common base: size options, validation, and turning a strategy's plan into `Chunk`s.
+
+    A strategy implements one hook, `plan` (or the levels the default `plan` packs); `chunk` is the same
+    for all: an empty document gives ``[]``, then `for_document`, `plan`, `build_chunks`.
 
     ``max_size`` and ``overlap`` are in ``unit`` (``"chars"``, ``"tokens"`` or a callable). Overlap is
     part of ``max_size``: a chunk with its overlap never exceeds the limit.
@@ -77,16 +96,16 @@ class Chunker:
 
     # --------------------------------------------------------------------- subclass hooks
     def levels(self) -> list[Level]:
+        """The boundary levels, strongest first, that the default `plan` packs."""
         raise NotImplementedError
 
     def options(self) -> dict[str, Any]:
         """Strategy-specific options that change the result (part of the config hash)."""
         return {}
 
-    merge: ClassVar[bool] = True
-
-    def _merge(self) -> bool:
-        return self.merge
+    def merges(self) -> bool:
+        """Whether the default `plan` merges pieces up to ``max_size`` (off: one piece per chunk)."""
+        return True
 
     def keep_headings(self) -> bool:
         """Whether a prose heading line must stay with its body (off for code)."""
@@ -127,18 +146,24 @@ class Chunker:
             return self.max_size
         return self.max_size - self.context_builder(doc).largest()
 
-    def _pack(self, doc: Document) -> list[PackedSpan]:
-        """Step 1 + 2 for one document: this strategy's levels through the one packer."""
-        return pack(
+    def plan(self, doc: Document) -> ChunkPlan:
+        """Steps 1 and 2 for one non-empty document: where its chunks go. The one planning hook.
+
+        `chunk` calls it on the chunker `for_document` gives. By default: `document_levels` through the
+        one packer (with `merges` and `keep_headings`); a strategy whose cuts are more than levels
+        (sections with their own budgets, topic cuts) overrides it.
+        """
+        spans = pack(
             doc.text,
             self.document_levels(doc),
             self.measure.for_text(doc.text),
             max_size=self.text_max_size(doc),
             min_size=self.min_size,
             overlap=self.overlap,
-            merge=self._merge(),
+            merge=self.merges(),
             keep_headings=self.keep_headings(),
         )
+        return ChunkPlan(spans)
 
     # --------------------------------------------------------------------- public API
     @property
@@ -168,30 +193,21 @@ class Chunker:
         if not doc.text or doc.text.isspace():
             return []
         chunker = self.for_document(doc)
-        return chunker._chunks(doc, chunker._pack(doc))
+        return chunker.build_chunks(doc, chunker.plan(doc))
 
-    def _chunks(
-        self,
-        doc: Document,
-        spans: list[PackedSpan],
-        paths: HeadingPaths | None = None,
-        title: str = "",
-        embed: Callable[[int, int], str] | None = None,
-    ) -> list[Chunk]:
-        """Packed spans of ``doc`` as `Chunk`s with their deterministic ids, headings and context.
-
-        ``embed(start, end)`` gives a strategy's own ``embed_text`` (tables made readable alone);
-        by default it is the context prefix and the text.
-        """
+    def build_chunks(self, doc: Document, plan: ChunkPlan) -> list[Chunk]:
+        """A plan for ``doc`` as `Chunk`s with their deterministic ids (from this chunker's config),
+        headings, regions and context."""
         config_hash = self.config_hash
         unit = self.measure.name
-        if paths is None:
-            paths = _heading_paths(doc)
-        title = title or doc.title
+        paths = plan.heading_paths if plan.heading_paths is not None else _heading_paths(doc)
+        title = plan.title or doc.title
+        embed = plan.embed_text
         context = self.context_builder(doc, paths, title)
         regions = RegionIndex(doc.regions)
+        ids = ChunkIds(doc, config_hash)
         out = []
-        for i, s in enumerate(spans):
+        for i, s in enumerate(plan.spans):
             text = doc.text[s.start : s.end]
             out.append(
                 Chunk(
@@ -200,11 +216,11 @@ class Chunker:
                     end=s.end,
                     doc_id=doc.id,
                     index=i,
-                    id=chunk_id(doc, config_hash, s.start, s.end),
+                    id=ids(s.start, s.end),
                     size=s.size,
                     unit=unit,
                     headings=paths.at(s.start) if paths is not None else (),
-                    metadata=regions.metadata(s.start, s.end),
+                    metadata=regions.metadata(s.start, s.end) if doc.regions else {},
                     title=title,
                     embed_text=embed(s.start, s.end) if embed is not None else context.prefix(s.start) + text,
                 )
@@ -323,7 +339,7 @@ class ParagraphChunker(Chunker):
     def levels(self) -> list[Level]:
         return [PARAGRAPH, SENTENCE, CLAUSE, WORD, SCRIPT]
 
-    def _merge(self) -> bool:
+    def merges(self) -> bool:
         return self.merge_paragraphs
 
     def options(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kireme.document import ConfigError
+from kireme.errors import ConfigError
 from kireme.text.markdown import Heading, HeadingPaths
 
 CONTEXT_MODES = ("none", "title", "headings")

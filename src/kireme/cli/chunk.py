@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 import click
 
-from kireme.chunkers import DEFAULT_MAX_SIZE, Chunker
+from kireme.chunkers import DEFAULT_MAX_SIZE
 from kireme.cli.common import (
-    SEMANTIC_DEFAULTS,
+    EmbedProgress,
     Failures,
     chunking_options,
     exit_quietly_on_broken_pipe,
@@ -19,11 +18,11 @@ from kireme.cli.common import (
     input_options,
     load_documents,
     semantic_options,
-    semantic_settings,
     write,
 )
-from kireme.document import Chunk, ConfigError, KiremeError
-from kireme.strategies import make_chunker
+from kireme.document import Chunk
+from kireme.errors import ConfigError, KiremeError
+from kireme.strategies import chunker_from_options
 
 CHUNK_EXAMPLES = """
 \b
@@ -124,18 +123,24 @@ def chunk(
     Reads text, Markdown, HTML, Jupyter notebooks, PDF, Word .docx and CSV/TSV. Every JSONL row has the
     exact text with its offsets, and embed_text: the text to embed (with --context, table headers...).
     """
-    chunker = build_chunker(
-        strategy,
-        max_size,
-        min_size,
-        overlap,
-        unit,
-        separators,
-        preset,
-        no_merge,
-        semantic,
-        structure={"context": context, "context_in_budget": context_in_budget, "table": table_mode},
-    )
+    try:
+        chunker = chunker_from_options(
+            strategy,
+            max_size=max_size,
+            min_size=min_size,
+            overlap=overlap,
+            unit=unit,
+            separators=separators,
+            preset=preset,
+            no_merge=no_merge,
+            context=context,
+            context_in_budget=context_in_budget,
+            table=table_mode,
+            progress=EmbedProgress(),
+            **semantic,
+        )
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
     fmt = fmt or ("text" if sys.stdout.isatty() else "jsonl")
     failures = Failures()
     files = expand_paths(paths, failures)
@@ -168,55 +173,3 @@ def chunk(
             err=True,
         )
     sys.exit(failures.exit_code)
-
-
-def build_chunker(
-    strategy: str,
-    max_size: int,
-    min_size: int,
-    overlap: int,
-    unit: str,
-    separators: Sequence[str],
-    preset: str | None,
-    no_merge: bool,
-    semantic: dict[str, Any],
-    structure: dict[str, Any] | None = None,
-) -> Chunker:
-    """The chunker the options describe; options that do not apply to the strategy are usage errors."""
-    options: dict[str, object] = {
-        "max_size": max_size,
-        "min_size": min_size,
-        "overlap": overlap,
-        "unit": unit,
-    }
-    for key, value in (structure or {}).items():
-        if value is None:
-            continue
-        if key == "table" and strategy not in ("markdown", "structure"):
-            raise click.UsageError("--table applies to --strategy markdown (or structure)")
-        if key == "context_in_budget" and (structure or {}).get("context") == "none":
-            continue
-        options[key] = value
-    if separators or preset:
-        if strategy != "recursive":
-            raise click.UsageError("--separators and --preset apply to --strategy recursive")
-        if separators and preset:
-            raise click.UsageError("use either --separators or --preset, not both")
-        if separators:
-            options["separators"] = list(separators)
-        else:
-            options["preset"] = preset
-    if no_merge:
-        if strategy != "paragraph":
-            raise click.UsageError("--no-merge applies to --strategy paragraph")
-        options["merge_paragraphs"] = False
-    changed = [k for k, v in semantic.items() if v != SEMANTIC_DEFAULTS[k]]
-    if strategy == "semantic":
-        options.update(semantic_settings(**semantic))
-    elif changed:
-        flags = ", ".join("--" + k.replace("_", "-") for k in changed)
-        raise click.UsageError(f"{flags} apply to --strategy semantic")
-    try:
-        return make_chunker(strategy, **options)
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None

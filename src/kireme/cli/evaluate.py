@@ -13,7 +13,6 @@ from typing import Any
 import click
 
 from kireme.cli.common import (
-    SEMANTIC_DEFAULTS,
     Failures,
     expand_paths,
     load_documents,
@@ -21,10 +20,10 @@ from kireme.cli.common import (
     semantic_settings,
     write,
 )
-from kireme.document import ConfigError, KiremeError
+from kireme.errors import ConfigError, KiremeError
 from kireme.evaluate.retrievers import RETRIEVERS, make_retriever
 from kireme.evaluate.runner import RetrievalRow, SegmentationRow, evaluate_retrieval, evaluate_segmentation
-from kireme.strategies import STRATEGIES, make_chunker
+from kireme.strategies import SEMANTIC_DEFAULTS, STRATEGIES, make_chunker
 
 EVAL_EXAMPLES = """
 \b

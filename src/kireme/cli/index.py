@@ -11,14 +11,13 @@ import click
 from kireme.cli.common import (
     EXIT_FAILURE,
     EXIT_USAGE,
-    SEMANTIC_DEFAULTS,
     EmbedProgress,
     Failures,
     chunking_options,
     expand_paths,
     input_options,
 )
-from kireme.document import ConfigError, KiremeError
+from kireme.errors import ConfigError, IndexBusyError, IndexMismatchError, KiremeError
 
 EXIT_PARTIAL = 3
 
@@ -109,28 +108,24 @@ def index_command(
     fmt: str,
 ) -> None:
     """Chunk, embed and store files in an index (incremental: unchanged files cost nothing)."""
-    from kireme.cli.chunk import build_chunker
     from kireme.index.embedders import cached, make_index_embedder, token_limit
-    from kireme.index.ingest import (
-        IndexBusyError,
-        IndexMismatchError,
-        Ingestor,
-        ingest_paths,
-        recorded_embedder,
-    )
+    from kireme.index.ingest import Ingestor, ingest_paths, recorded_embedder
+    from kireme.strategies import chunker_from_options
 
-    chunker = build_chunker(
-        strategy,
-        max_size,
-        min_size,
-        overlap,
-        unit,
-        (),
-        preset,
-        False,
-        dict(SEMANTIC_DEFAULTS),
-        structure={"context": context, "context_in_budget": None, "table": table_mode},
-    )
+    try:
+        chunker = chunker_from_options(
+            strategy,
+            max_size=max_size,
+            min_size=min_size,
+            overlap=overlap,
+            unit=unit,
+            preset=preset,
+            context=context,
+            table=table_mode,
+            progress=EmbedProgress(),
+        )
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
     if "-" in paths:
         raise click.UsageError("kireme index reads files and directories, not standard input (-)")
     try:

@@ -20,7 +20,7 @@ from kireme.cli.common import (
     semantic_settings,
     write,
 )
-from kireme.document import ConfigError, KiremeError, LoadError
+from kireme.errors import ConfigError, KiremeError, LoadError
 from kireme.semantic.chunker import SemanticAnalysis, SemanticChunker
 from kireme.semantic.thresholds import Threshold
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from kireme.cli.common import EXIT_FAILURE, EXIT_USAGE, input_options, load_one
-from kireme.document import LoadError
+from kireme.errors import LoadError
 
 
 @click.command(

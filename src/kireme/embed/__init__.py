@@ -1,6 +1,6 @@
 """Embedders and similarity backends behind one small protocol, with a content-hash cache."""
 
-from kireme.embed.base import Embedder, EmbeddingError, MissingExtraError
+from kireme.embed.base import Embedder
 from kireme.embed.cache import CachedEmbedder, EmbeddingCache
 from kireme.embed.fake import KeywordEmbedder
 
@@ -8,7 +8,5 @@ __all__ = [
     "CachedEmbedder",
     "Embedder",
     "EmbeddingCache",
-    "EmbeddingError",
     "KeywordEmbedder",
-    "MissingExtraError",
 ]

@@ -1,4 +1,4 @@
-"""The `Embedder` protocol every similarity backend implements, and its errors.
+"""The `Embedder` protocol every similarity backend implements (its errors are in `kireme.errors`).
 
 An embedder turns texts into L2-normalised float32 vectors. ``kind`` says which side of an asymmetric
 model to use (e5's ``query:`` / ``passage:`` prefixes); symmetric models ignore it. ``name`` identifies
@@ -13,28 +13,17 @@ from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from kireme.document import KiremeError
+from kireme.errors import EmbeddingError
 
 Kind = Literal["query", "passage"]
-
-
-class EmbeddingError(KiremeError):
-    """An embedder failed or returned something unusable (the message says what)."""
-
-
-class MissingExtraError(KiremeError, ImportError):
-    """An optional backend needs a package that is not installed."""
-
-    def __init__(self, backend: str, extra: str, package: str) -> None:
-        super().__init__(f"{backend} needs the optional package {package!r}: pip install 'kireme[{extra}]'")
-        self.extra = extra
 
 
 @runtime_checkable
 class Embedder(Protocol):
     """Texts in, one normalised vector per text out (shape ``(len(texts), dim)``, float32)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def embed(self, texts: Sequence[str], kind: Kind = "passage") -> np.ndarray: ...
 

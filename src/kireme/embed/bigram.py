@@ -53,7 +53,7 @@ class BigramSimilarity:
 
     def __init__(self, normalize: str = "letters") -> None:
         if normalize not in NORMALIZATIONS:
-            from kireme.document import ConfigError
+            from kireme.errors import ConfigError
 
             raise ConfigError(f"unknown bigram normalisation {normalize!r}: use {', '.join(NORMALIZATIONS)}")
         self.normalize = normalize

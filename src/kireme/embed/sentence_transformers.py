@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from kireme.embed.base import EmbeddingError, Kind, MissingExtraError, check_vectors
+from kireme.embed.base import Kind, check_vectors
 from kireme.embed.cache import default_cache_dir
+from kireme.errors import ConfigError, EmbeddingError, MissingExtraError
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +113,7 @@ def _offline() -> Iterator[None]:
     if os.environ.get("HF_HUB_OFFLINE") is not None:
         yield
         return
+    hub_constants: Any  # the module, or None; its HF_HUB_OFFLINE is set and put back
     try:
         import huggingface_hub.constants as hub_constants  # imported before the variable is set
     except ImportError:  # pragma: no cover - a dependency of sentence-transformers
@@ -196,7 +198,7 @@ class SentenceTransformerEmbedder:
         normalize: bool = True,
     ) -> None:
         if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+            raise ConfigError(f"batch_size must be at least 1, got {batch_size}")
         self.model_name_or_path = model_name_or_path
         self.device = device
         self.batch_size = batch_size

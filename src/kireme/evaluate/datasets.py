@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kireme.document import ConfigError, Document, KiremeError
+from kireme.document import Document
+from kireme.errors import ConfigError, DatasetError
 
 __all__ = [
-    "DatasetError",
     "QASet",
     "Question",
     "SegmentedDocument",
@@ -51,17 +51,6 @@ PathLike = str | os.PathLike[str]
 _SEP_PREFIX = re.compile(r"[^\n]*? \[SEP\] ")
 # A Choi .ref segment separator line.
 _CHOI_SEPARATOR = "=========="
-
-
-class DatasetError(KiremeError):
-    """An evaluation dataset file is malformed; the message is ``path:line: reason`` (line when known)."""
-
-    def __init__(self, path: PathLike, reason: str, line: int | None = None) -> None:
-        shown = Path(path).as_posix()
-        super().__init__(f"{shown}:{line}: {reason}" if line is not None else f"{shown}: {reason}")
-        self.path = shown
-        self.line = line
-        self.reason = reason
 
 
 @dataclass(frozen=True)

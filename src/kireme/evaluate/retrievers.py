@@ -3,7 +3,8 @@
 * ``terms`` — the simplest experiment: a chunk's score is how many of the question's terms it contains
   (the question's ``terms`` when given, else its words; Japanese runs become character bigrams).
 * ``bm25`` — Okapi BM25 (the `bm25s` library) over the same tokens: lower-cased words for Latin text,
-  overlapping character bigrams for Japanese, so no morphological analyser is needed.
+  overlapping character bigrams for Japanese, so no morphological analyser is needed
+  (`kireme.text.terms.tokenize`).
 * ``dense`` — cosine similarity of embeddings (any `Embedder`, cached; passages vs the query side).
 """
 
@@ -14,28 +15,12 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
-import regex
 
-from kireme.document import Chunk, ConfigError
+from kireme.document import Chunk
+from kireme.errors import ConfigError
+from kireme.text.terms import tokenize
 
-_WORD = regex.compile(r"[\p{Latin}\p{N}]+|[\p{Han}\p{Hiragana}\p{Katakana}ー々]+|[^\s\p{P}\p{S}]+")
-_CJK = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}ー々]")
 RETRIEVERS = ("terms", "bm25", "dense")
-
-
-def tokenize(text: str) -> list[str]:
-    """Words for spaced scripts, character bigrams (and single characters) for Japanese runs."""
-    tokens: list[str] = []
-    for m in _WORD.finditer(text.lower()):
-        word = m.group()
-        if _CJK.match(word):
-            if len(word) == 1:
-                tokens.append(word)
-            else:
-                tokens.extend(word[i : i + 2] for i in range(len(word) - 1))
-        else:
-            tokens.append(word)
-    return tokens
 
 
 def _rank(scores: np.ndarray, k: int) -> list[int]:
@@ -44,7 +29,8 @@ def _rank(scores: np.ndarray, k: int) -> list[int]:
 
 
 class Retriever(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def fit(self, chunks: Sequence[Chunk]) -> None: ...
 

@@ -19,22 +19,17 @@ from __future__ import annotations
 
 import logging
 import time
-import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kireme.document import KiremeError
-from kireme.httpjson import Hints, JsonEndpoint, env
+from kireme.errors import ChatError, ConfigError
+from kireme.httpjson import Hints, JsonEndpoint, env, parse_base_url
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
 _KEY_HINT = "set KIREME_CHAT_API_KEY or OPENAI_API_KEY"
-
-
-class ChatError(KiremeError):
-    """The reader model could not be asked or answered with something unusable (the message says what)."""
 
 
 Messages = str | Sequence[Mapping[str, Any]]
@@ -59,7 +54,7 @@ class ChatClient:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if max_retries < 0:
-            raise ValueError(f"max_retries must not be negative, got {max_retries}")
+            raise ConfigError(f"max_retries must not be negative, got {max_retries}")
         self._api_key = api_key or env("KIREME_CHAT_API_KEY", "OPENAI_API_KEY")
         explicit_url = base_url or env("KIREME_CHAT_BASE_URL", "OPENAI_BASE_URL")
         self._has_url = bool(explicit_url)
@@ -68,17 +63,13 @@ class ChatClient:
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff = backoff
-        parts = urllib.parse.urlsplit(self.base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ChatError(
-                f"chat URL {self.base_url!r} is not an http(s) URL; "
-                "set KIREME_CHAT_BASE_URL to e.g. http://localhost:8000/v1"
-            )
-        host = parts.hostname + (f":{parts.port}" if parts.port else "")  # drop any user:password@
+        parts = parse_base_url(
+            self.base_url, what="chat", setting="KIREME_CHAT_BASE_URL", error_class=ChatError
+        )
         path = parts.path.rstrip("/")
         if not path.endswith("/chat/completions"):
             path += "/chat/completions"
-        self.url = urllib.parse.urlunsplit((parts.scheme, host, path, parts.query, ""))
+        self.url = parts.join(path, parts.query)
         self._endpoint = JsonEndpoint(
             self.url,
             self._api_key,

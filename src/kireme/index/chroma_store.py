@@ -20,12 +20,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from kireme.embed.base import MissingExtraError
+from kireme.errors import MissingExtraError
 from kireme.index.store import Hit, StoredChunk, check_filter, check_rows
+
+if TYPE_CHECKING:
+    from chromadb.api.types import Include
 
 INFO_KEY = "kireme_info"
 PAGE = 1000  # rows per ``collection.get`` page
@@ -98,7 +101,10 @@ class ChromaStore:
     def delete_documents(self, doc_ids: Sequence[str]) -> None:
         ids = sorted(set(doc_ids))
         for i in range(0, len(ids), DELETE_BATCH):
-            self._collection.delete(where={"doc_id": {"$in": ids[i : i + DELETE_BATCH]}})
+            in_batch: dict[Literal["$in", "$nin"], list[str | int | float | bool]] = {
+                "$in": [*ids[i : i + DELETE_BATCH]]
+            }
+            self._collection.delete(where={"doc_id": in_batch})
 
     def doc_ids(self) -> set[str]:
         return {meta["doc_id"] for _, _, meta in self._pages(None, include=["metadatas"])}
@@ -116,7 +122,7 @@ class ChromaStore:
             # Cosine distance to a zero vector is undefined: every row scores 0 (like MemoryStore).
             return [Hit(chunk, 0.0) for _, chunk in zip(range(n), self.chunks(where), strict=False)]
         result = self._collection.query(
-            query_embeddings=[query],
+            query_embeddings=query.reshape(1, -1),
             n_results=n,
             where=filter_,
             include=["documents", "metadatas", "distances"],
@@ -144,9 +150,7 @@ class ChromaStore:
         unique = sorted(set(ids))
         for i in range(0, len(unique), DELETE_BATCH):
             page = self._collection.get(ids=unique[i : i + DELETE_BATCH], include=["documents", "metadatas"])
-            documents = page.get("documents") or [None] * len(page["ids"])
-            metadatas = page.get("metadatas") or [None] * len(page["ids"])
-            for id_, doc, meta in zip(page["ids"], documents, metadatas, strict=True):
+            for id_, doc, meta in _rows(page):
                 found[id_] = _chunk(id_, doc, meta)
         return [found[i] for i in ids if i in found]
 
@@ -166,7 +170,7 @@ class ChromaStore:
     def optimize(self) -> None:
         """Nothing to do: Chroma compacts on its own."""
 
-    def _pages(self, where: dict[str, Any] | None, include: list[str]) -> Iterator[tuple[str, Any, Any]]:
+    def _pages(self, where: dict[str, Any] | None, include: Include) -> Iterator[tuple[str, Any, Any]]:
         """Every matching row, a page at a time (ids, documents, metadatas)."""
         offset = 0
         while True:
@@ -174,12 +178,18 @@ class ChromaStore:
             ids = page["ids"]
             if not ids:
                 return
-            documents = page.get("documents") or [None] * len(ids)
-            metadatas = page.get("metadatas") or [None] * len(ids)
-            yield from zip(ids, documents, metadatas, strict=True)
+            yield from _rows(page)
             if len(ids) < PAGE:
                 return
             offset += len(ids)
+
+
+def _rows(page: Any) -> Iterator[tuple[str, Any, Any]]:
+    """(id, document, metadata) of each row of a ``get`` result (``None`` for a column not included)."""
+    ids = page["ids"]
+    documents = page.get("documents") or [None] * len(ids)
+    metadatas = page.get("metadatas") or [None] * len(ids)
+    return zip(ids, documents, metadatas, strict=True)
 
 
 def _metadata(chunk: StoredChunk) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kireme.document import ConfigError
+from kireme.errors import ConfigError
 from kireme.index.store import Hit, StoredChunk
 from kireme.length import Tokens
 

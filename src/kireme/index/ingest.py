@@ -22,27 +22,19 @@ from typing import Any
 import numpy as np
 
 from kireme.chunkers import Chunker
-from kireme.document import ConfigError, Document, KiremeError, LoadError
+from kireme.document import Document
 from kireme.embed.base import Embedder
-from kireme.index.embedders import spec_for_name
+from kireme.embed.specs import spec_for_name
+from kireme.errors import ConfigError, IndexBusyError, IndexMismatchError, LoadError
 from kireme.index.manifest import DocumentEntry, Manifest
-from kireme.index.store import StoredChunk, VectorStore
+from kireme.index.store import StoredChunk, open_store
 from kireme.load import load
 
 log = logging.getLogger(__name__)
 
 DEFAULT_DB = Path(".kireme") / "index"
-STORES = ("lancedb", "chroma")
 BATCH_ROWS = 1024
 BATCH_DOCUMENTS = 64
-
-
-class IndexBusyError(KiremeError):
-    """Another process is writing the index."""
-
-
-class IndexMismatchError(KiremeError):
-    """The index was built with another embedder or store."""
 
 
 @dataclass
@@ -63,23 +55,6 @@ class IngestSummary:
         out = asdict(self)
         out.pop("errors")
         return out
-
-
-def open_store(kind: str, db: Path, info: dict[str, Any]) -> VectorStore:
-    """The store of an index directory (``lancedb`` in ``db/lancedb``, ``chroma`` in ``db/chroma``)."""
-    if kind == "lancedb":
-        from kireme.index.lancedb_store import LanceDBStore
-
-        return LanceDBStore(db / "lancedb", info=info)
-    if kind == "chroma":
-        from kireme.index.chroma_store import ChromaStore
-
-        return ChromaStore(db / "chroma", info=info)
-    if kind == "memory":
-        from kireme.index.memory import MemoryStore
-
-        return MemoryStore()
-    raise ConfigError(f"unknown store {kind!r}: choose one of {', '.join(STORES)}")
 
 
 def recorded_embedder(db: str | os.PathLike[str]) -> str | None:
@@ -308,7 +283,10 @@ class Ingestor:
         texts = [t for p in pending for t in p.texts]
         before = _embedded(self.embedder)
         vectors = self.embedder.embed(texts, "passage") if texts else np.zeros((0, 1), dtype=np.float32)
-        self.summary.texts_embedded += _embedded(self.embedder) - before if before is not None else len(texts)
+        after = _embedded(self.embedder)
+        self.summary.texts_embedded += (
+            after - before if before is not None and after is not None else len(texts)
+        )
         ids = [p.entry.doc_id for p in pending]
         self.manifest.remove(ids)
         self.store.delete_documents(ids)

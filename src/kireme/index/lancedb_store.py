@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from kireme.embed.base import MissingExtraError
+from kireme.errors import MissingExtraError
 from kireme.index.store import Hit, StoredChunk, check_filter, check_rows
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from kireme.document import ConfigError
+from kireme.errors import ConfigError
 from kireme.index.context import DEFAULT_ANSWER_RESERVE, DEFAULT_READER_TOKENS, default_budget
 from kireme.length import Tokens
 

@@ -1,6 +1,6 @@
 """Search an index: dense (embeddings), BM25 (keywords) or hybrid (reciprocal rank fusion of both).
 
-BM25 tokenises like the evaluation retriever: words for spaced scripts, overlapping character bigrams for
+BM25 tokenises like the evaluation retriever (`kireme.text.terms`): words for spaced scripts, overlapping character bigrams for
 Japanese (no morphological analyser needed). Its index is built from the stored chunks' ``embed_text``
 (so the title and heading path count) and kept in the index directory, rebuilt only when the manifest
 changed.
@@ -18,9 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from kireme.document import ConfigError, KiremeError
 from kireme.embed.base import Embedder
-from kireme.evaluate.retrievers import tokenize
+from kireme.errors import ConfigError, IndexNotFoundError
 from kireme.index.manifest import Manifest
 from kireme.index.store import (
     FILTER_FIELDS,
@@ -29,18 +28,16 @@ from kireme.index.store import (
     StoredChunk,
     VectorStore,
     matches,
+    open_store,
     split_filter,
 )
+from kireme.text.terms import tokenize
 
 log = logging.getLogger(__name__)
 
 MODES = ("dense", "bm25", "hybrid")
 FILTER_ALIASES = {"path": "source"}  # --filter path=docs/規程.md
 RRF_K = 60  # the usual constant of reciprocal rank fusion
-
-
-class IndexNotFoundError(KiremeError):
-    """No index at the given path."""
 
 
 def parse_filters(items: list[str] | tuple[str, ...]) -> dict[str, str]:
@@ -77,8 +74,6 @@ class Searcher:
             self.documents: set[str] = set(manifest.documents())
         finally:
             manifest.close()
-        from kireme.index.ingest import open_store
-
         self.store: VectorStore = open_store(self.store_kind, self.db, self.info)
         self._embedder = embedder
         self._bm25: tuple[Any, list[str]] | None = None
@@ -91,7 +86,7 @@ class Searcher:
             recorded = self.info.get("embedder", "")
             embedder = embedder_for_index(recorded, self.db)
             if embedder.name != recorded:  # e.g. an http embedder whose URL now comes from elsewhere
-                from kireme.index.ingest import IndexMismatchError
+                from kireme.errors import IndexMismatchError
 
                 raise IndexMismatchError(
                     f"{self.db}: built with embedder {recorded}, but queries would be embedded by "

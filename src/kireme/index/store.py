@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from kireme.document import Chunk, Document
+from kireme.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,8 @@ class Hit:
 class VectorStore(Protocol):
     """Rows of chunks with their vectors. Every method commits before it returns."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def add(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> None:
         """Append rows (vectors are L2-normalised float32, one row per chunk)."""
@@ -142,10 +145,10 @@ def check_rows(chunks: Sequence[StoredChunk], vectors: np.ndarray) -> np.ndarray
 
 
 def check_filter(where: Mapping[str, str] | None) -> None:
-    """A `ValueError` for a filter key the stores cannot filter on themselves."""
+    """A `ConfigError` (a ``ValueError``) for a filter key the stores cannot filter on themselves."""
     for key in where or ():
         if key not in FILTER_FIELDS:
-            raise ValueError(f"cannot filter on {key!r}; filterable fields are {', '.join(FILTER_FIELDS)}")
+            raise ConfigError(f"cannot filter on {key!r}; filterable fields are {', '.join(FILTER_FIELDS)}")
 
 
 def split_filter(where: Mapping[str, str] | None) -> tuple[dict[str, str] | None, dict[str, str]]:
@@ -155,3 +158,23 @@ def split_filter(where: Mapping[str, str] | None) -> tuple[dict[str, str] | None
     store = {k: v for k, v in where.items() if k in FILTER_FIELDS}
     post = {k: v for k, v in where.items() if k in POST_FILTER_FIELDS}
     return store or None, post
+
+
+STORES = ("lancedb", "chroma")  # what `open_store` opens on disk ("memory" is for tests)
+
+
+def open_store(kind: str, db: Path, info: dict[str, Any]) -> VectorStore:
+    """The store of an index directory (``lancedb`` in ``db/lancedb``, ``chroma`` in ``db/chroma``)."""
+    if kind == "lancedb":
+        from kireme.index.lancedb_store import LanceDBStore
+
+        return LanceDBStore(db / "lancedb", info=info)
+    if kind == "chroma":
+        from kireme.index.chroma_store import ChromaStore
+
+        return ChromaStore(db / "chroma", info=info)
+    if kind == "memory":
+        from kireme.index.memory import MemoryStore
+
+        return MemoryStore()
+    raise ConfigError(f"unknown store {kind!r}: choose one of {', '.join(STORES)}")

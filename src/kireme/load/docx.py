@@ -13,12 +13,12 @@ import io
 import re
 from typing import Any
 
-from kireme.document import Document, LoadError, Region
+from kireme.document import Document, Region
+from kireme.errors import LoadError, MissingExtraError
 from kireme.load.html import Block, escape_line, join_blocks, pipe_table
 
 __all__ = ["load_docx"]
 
-_NEEDS_DOCX = "reading .docx needs python-docx: pip install 'kireme[docx]'"
 _HEADING_NAME = re.compile(r"^(?:heading|見出し)\s*(\d)$", re.IGNORECASE)
 _HEADING_ID = re.compile(r"^heading(\d)$", re.IGNORECASE)
 _TRAILING_DIGIT = re.compile(r"(\d+)\s*$")
@@ -36,7 +36,8 @@ def load_docx(data: bytes, id: str) -> Document:
         import docx
         from docx.table import Table
     except ImportError:
-        raise LoadError(id, _NEEDS_DOCX) from None
+        missing = MissingExtraError("reading .docx", "docx", "python-docx")
+        raise LoadError(id, str(missing)) from missing
     try:
         document = docx.Document(io.BytesIO(data))
         items = list(document.iter_inner_content())
@@ -130,9 +131,9 @@ def _paragraph_kind(paragraph: Any) -> tuple[str, int]:
         return ("bullet" if lowered.startswith("list bullet") else "number"), max(0, min(level, 8))
     if _ilvl(paragraph, default=-1) >= 0:  # direct numbering (a "List Paragraph"): kind unknown, use "-"
         return "bullet", _ilvl(paragraph)
-    level = _outline_level(paragraph, style)
-    if level is not None:
-        return "heading", level
+    outline_level = _outline_level(paragraph, style)
+    if outline_level is not None:
+        return "heading", outline_level
     return "text", 0
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import codecs
 from dataclasses import dataclass
 
+from kireme.errors import DecodeError
+
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32"),
     (codecs.BOM_UTF32_BE, "utf-32"),
@@ -20,10 +22,6 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
 _JAPANESE_LEGACY = ("cp932", "euc_jp")
-
-
-class DecodeError(ValueError):
-    """The bytes are binary or not valid in any candidate encoding."""
 
 
 @dataclass(frozen=True)

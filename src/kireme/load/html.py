@@ -20,8 +20,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kireme.document import Document, LoadError, Region
-from kireme.load.encoding import DecodedText, DecodeError, decode
+from kireme.document import Document, Region
+from kireme.errors import DecodeError, LoadError, MissingExtraError
+from kireme.load.encoding import DecodedText, decode
 
 __all__ = ["load_html"]
 
@@ -144,7 +145,8 @@ def load_html(data: bytes, id: str, *, encoding: str | None = None) -> Document:
         import lxml.etree
         import lxml.html
     except ImportError:  # pragma: no cover - lxml is a default dependency
-        raise LoadError(id, "reading HTML needs lxml: pip install lxml") from None
+        missing = MissingExtraError("reading HTML", None, "lxml")  # a default dependency: no extra
+        raise LoadError(id, str(missing)) from missing
 
     try:
         tree = lxml.html.document_fromstring(text)
@@ -453,7 +455,9 @@ def _first_child(el: Any, tag: str) -> Any:
 
 def _table_rows(table: Any) -> list[list[str]]:
     """Cell texts row by row (thead, body, tfoot); colspan and rowspan repeat the cell's text."""
-    head, body, foot = [], [], []
+    head: list[Any] = []
+    body: list[Any] = []
+    foot: list[Any] = []
     for child in table:
         tag = _tag(child)
         if tag == "tr":

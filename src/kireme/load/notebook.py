@@ -13,8 +13,9 @@ import json
 import re
 from typing import Any
 
-from kireme.document import ConfigError, Document, LoadError, Region
-from kireme.load.encoding import DecodeError, decode
+from kireme.document import Document, Region
+from kireme.errors import ConfigError, DecodeError, LoadError
+from kireme.load.encoding import decode
 
 __all__ = ["OUTPUT_MODES", "load_notebook"]
 

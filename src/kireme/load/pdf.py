@@ -3,8 +3,8 @@
 PDF has no paragraphs, only positioned lines: `load_pdf` keeps pypdf's extracted text as it is (line ends
 normalised, trailing spaces and blank lines dropped) so offsets stay exact, joins pages with a blank line
 and records a ``"page"`` region per page so chunks can cite ``{"page": n}``. Because every visual line
-ends in ``"\\n"`` although the paragraph goes on, `pdf_paragraph_starts` tells the chunker where the real
-paragraph breaks are, without changing the text.
+ends in ``"\\n"`` although the paragraph goes on, `kireme.text.paragraphs.pdf_paragraph_starts` tells the
+chunker where the real paragraph breaks are, without changing the text.
 
 Broken files fail as `LoadError` with a one-line reason; a page that fails on its own is skipped with one
 warning. pypdf's own log chatter about damaged files is silenced while reading.
@@ -15,33 +15,18 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import re
-import statistics
 import warnings
 from collections.abc import Iterator
 
-from kireme.document import Document, LoadError, Region
+from kireme.document import Document, Region
+from kireme.errors import LoadError, MissingExtraError
 
-__all__ = ["load_pdf", "pdf_paragraph_starts"]
+__all__ = ["load_pdf"]
 
 logger = logging.getLogger(__name__)
 
-_NEEDS_PYPDF = "reading PDF needs pypdf: pip install 'kireme[pdf]'"
-
-# A line that ends a sentence: final punctuation, then any closing brackets or quotes.
-_SENTENCE_END = re.compile(r"[。．！？.!?」』）][」』）)\]］】〕〉》”’\"']*$")
-# A line that starts a list item or a numbered heading.
-_MARKER = re.compile(
-    r"[・•●■□◆◇○▪▶※]"
-    r"|[-‐－]\s"
-    r"|第[0-9０-９一二三四五六七八九十百千]+[条章節項款編]"
-    r"|[（(][0-9０-９一二三四五六七八九十]+[)）]"
-    r"|[0-9]+\.\s|[0-9０-９]+．"
-)
 # Titles that PDF producers write when nobody set one (reportlab: "untitled").
 _PLACEHOLDER_TITLES = frozenset({"untitled", "untitled document", "無題"})
-_SHORT_RATIO = 0.8
-_MEDIAN_MIN_LEN = 10
 
 
 def _one_line(exc: BaseException) -> str:
@@ -100,7 +85,8 @@ def load_pdf(data: bytes, id: str) -> Document:
     try:
         import pypdf
     except ImportError:
-        raise LoadError(id, _NEEDS_PYPDF) from None
+        missing = MissingExtraError("reading PDF", "pdf", "pypdf")
+        raise LoadError(id, str(missing)) from missing
 
     with _quiet_pypdf():
         try:
@@ -160,44 +146,3 @@ def load_pdf(data: bytes, id: str) -> Document:
         metadata={"source": id, "format": "pdf", "bytes": len(data), "title": title, "pages": count},
         regions=tuple(regions),
     )
-
-
-def pdf_paragraph_starts(text: str) -> list[int]:
-    """Offsets where a new paragraph starts in hard-wrapped PDF text (each offset begins a line).
-
-    A paragraph starts after a blank line; after a line that ends a sentence (``。！？.!?`` and closing
-    brackets) and is clearly shorter (< 0.8 x) than the median non-blank line of length >= 10; and at a
-    line that starts with a list or heading marker (``・``, ``•``, ``- ``, ``第3条``, ``（1）``, ``1. ``,
-    ``■``...). Never 0 nor ``len(text)``; sorted and unique. The text itself is not changed.
-
-    >>> pdf_paragraph_starts("line one\\n\\nnext paragraph\\n・item\\n")
-    [10, 25]
-    """
-    starts: list[int] = []
-    offsets: list[int] = []
-    lines: list[str] = []
-    pos = 0
-    for line in text.split("\n"):
-        offsets.append(pos)
-        lines.append(line.rstrip())
-        pos += len(line) + 1
-    if text.endswith("\n"):  # the empty "line" after the final newline is not a line
-        offsets.pop()
-        lines.pop()
-
-    lengths = [len(line.strip()) for line in lines]
-    typical = [n for n in lengths if n >= _MEDIAN_MIN_LEN]
-    median = statistics.median(typical) if typical else None
-
-    for i in range(1, len(lines)):
-        current = lines[i].strip()
-        if not current:
-            continue
-        previous = lines[i - 1].strip()
-        if (
-            not previous
-            or _MARKER.match(current)
-            or (_SENTENCE_END.search(previous) and (median is None or lengths[i - 1] < _SHORT_RATIO * median))
-        ):
-            starts.append(offsets[i])
-    return sorted({s for s in starts if 0 < s < len(text)})

@@ -13,8 +13,9 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from kireme.document import ConfigError, Document, LoadError
-from kireme.load.encoding import DecodeError, decode
+from kireme.document import Document
+from kireme.errors import ConfigError, DecodeError, LoadError
+from kireme.load.encoding import decode
 
 SUPPORTED_SUFFIXES: dict[str, str] = {
     ".txt": "text",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from kireme.embed.base import MissingExtraError
+from kireme.errors import MissingExtraError
 
 
 def save_pareto_plot(rows: Sequence, front: Sequence, path: str | os.PathLike[str]) -> None:

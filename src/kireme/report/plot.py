@@ -11,7 +11,7 @@ import math
 import os
 from typing import Any
 
-from kireme.embed.base import MissingExtraError
+from kireme.errors import MissingExtraError
 from kireme.semantic.chunker import SemanticAnalysis
 
 _CUT_COLOUR = "#cf222e"

@@ -14,14 +14,15 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
 from kireme.boundaries.levels import CLAUSE, SCRIPT, WORD, Level, PositionLevel
-from kireme.chunkers import Chunker
-from kireme.document import Chunk, ConfigError, Document
+from kireme.chunkers import Chunker, ChunkPlan
+from kireme.document import Chunk, Document
 from kireme.embed.base import Embedder
+from kireme.errors import ConfigError
 from kireme.pack import pack
 from kireme.semantic.backends import make_backend, similarity_name, validate_similarity
 from kireme.semantic.thresholds import Threshold
@@ -53,13 +54,13 @@ class SemanticAnalysis:
 
 def _buffers(value: object) -> tuple[int, ...]:
     """``3``, ``(2, 3, 4)`` or ``"2,3,4"`` -> a tuple of positive window widths."""
-    items = (
+    items: Sequence[Any] = (
         value.split(",") if isinstance(value, str) else value if isinstance(value, (tuple, list)) else [value]
     )
     out = []
     for item in items:
         try:
-            number = int(item)  # type: ignore[call-overload]
+            number = int(item)
         except (TypeError, ValueError):
             number = 0
         if isinstance(item, bool) or number < 1 or (not isinstance(item, str) and number != item):
@@ -122,6 +123,16 @@ class SemanticChunker(Chunker):
             raise ConfigError("max_unit_chars must be positive")
         object.__setattr__(self, "_backend", None)
 
+    @property
+    def _rule(self) -> Threshold:
+        """``threshold``, which ``__post_init__`` parsed into a `Threshold`."""
+        return cast(Threshold, self.threshold)
+
+    @property
+    def _widths(self) -> tuple[int, ...]:
+        """``buffer``, which ``__post_init__`` made a tuple of window widths."""
+        return cast(tuple[int, ...], self.buffer)
+
     # the backend (and its cache) is built once per chunker, lazily: constructing a chunker is free
     @property
     def backend(self) -> Any:
@@ -137,12 +148,12 @@ class SemanticChunker(Chunker):
         return {
             "similarity": similarity_name(self.similarity),
             "threshold": str(self.threshold),
-            "buffer": list(self.buffer),
+            "buffer": list(self._widths),
             "window": self.window,
             "max_unit_chars": self.max_unit_chars,
         }
 
-    def levels(self) -> list[Level]:  # the real levels depend on the document: see chunk()
+    def levels(self) -> list[Level]:  # the real levels depend on the document: see plan()
         return [CLAUSE, WORD, SCRIPT]
 
     def analyze(
@@ -156,17 +167,17 @@ class SemanticChunker(Chunker):
         text = document.text if isinstance(document, Document) else document
         units = list(units) if units is not None else semantic_units(text, self.max_unit_chars)
         scales = [
-            np.asarray(self.backend.similarities(text, units, b), dtype=np.float64) for b in self.buffer
+            np.asarray(self.backend.similarities(text, units, b), dtype=np.float64) for b in self._widths
         ]
         sims = np.mean(scales, axis=0) if scales and len(units) > 1 else np.zeros(0)
         distances = 1.0 - sims
-        cut_gaps, level = self.threshold.cuts(distances)
+        cut_gaps, level = self._rule.cuts(distances)
         return SemanticAnalysis(
             text=text,
             units=units,
             similarities=sims,
             distances=distances,
-            threshold=self.threshold,  # type: ignore[arg-type]
+            threshold=self._rule,
             level=level,
             cut_gaps=cut_gaps,
             similarity_name=self.backend.name,
@@ -181,15 +192,18 @@ class SemanticChunker(Chunker):
     def chunk_analysis(self, doc: Document | str, analysis: SemanticAnalysis) -> list[Chunk]:
         """Chunks from an analysis you already have (e.g. one re-cut with `with_threshold`)."""
         doc = doc if isinstance(doc, Document) else Document(doc)
-        spans = self._pack_analysis(doc, analysis)
+        plan = self.plan_analysis(doc, analysis)
         same_rule = str(analysis.threshold) == str(self.threshold)
         labeller = self if same_rule else replace(self, threshold=analysis.threshold)  # ids name the rule
-        return labeller._chunks(doc, spans)
+        return labeller.build_chunks(doc, plan)
 
-    def _pack(self, doc: Document) -> list:  # type: ignore[override]
-        return self._pack_analysis(doc, self.analyze(doc))
+    def plan(self, doc: Document) -> ChunkPlan:
+        """The topic cuts of `analyze` as the strongest level of the one packer."""
+        return self.plan_analysis(doc, self.analyze(doc))
 
-    def _pack_analysis(self, doc: Document, analysis: SemanticAnalysis) -> list:
+    def plan_analysis(self, doc: Document, analysis: SemanticAnalysis) -> ChunkPlan:
+        """`plan` from an analysis you already have: topic cuts, then the strongest unit gaps inside a
+        topic over ``max_size``; a piece under ``min_size`` joins its closer neighbour."""
         positions = analysis.gap_positions
         distances = analysis.distances.tolist()
         by_position = dict(zip(positions, distances, strict=True))
@@ -202,7 +216,7 @@ class SemanticChunker(Chunker):
             WORD,
             SCRIPT,
         ]
-        return pack(
+        spans = pack(
             doc.text,
             levels,
             self.measure.for_text(doc.text),
@@ -213,3 +227,4 @@ class SemanticChunker(Chunker):
             keep_headings=True,
             gap_cost=lambda pos: by_position.get(pos, 1.0),
         )
+        return ChunkPlan(spans)

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kireme.document import ConfigError
 from kireme.embed.base import Embedder, Kind, check_vectors
 from kireme.embed.bigram import BigramSimilarity
+from kireme.errors import ConfigError
 
 WINDOW_MODES = ("mean", "joined")
 

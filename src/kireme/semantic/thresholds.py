@@ -22,10 +22,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
-from kireme.document import ConfigError
+from kireme.errors import ConfigError
 
 DEFAULTS: dict[str, float | str | None] = {
     "percentile": 95.0,
@@ -71,6 +72,11 @@ class Threshold:
             value = int(value)
         return f"{self.kind}:{value}"
 
+    @property
+    def number(self) -> float:
+        """The numeric parameter of every rule but ``auto`` (``__post_init__`` made it a float)."""
+        return cast(float, self.value)
+
     @classmethod
     def parse(cls, spec: str | Threshold) -> Threshold:
         """``"percentile:90"``, ``"auto"``, ``"absolute:0.3"`` → Threshold."""
@@ -85,14 +91,14 @@ class Threshold:
         if d.size == 0:
             return float("inf")
         if self.kind == "percentile":
-            return float(np.percentile(d, self.value))
+            return float(np.percentile(d, self.number))
         if self.kind == "stddev":
-            return float(d.mean() + self.value * d.std())
+            return float(d.mean() + self.number * d.std())
         if self.kind == "interquartile":
             q1, q3 = np.percentile(d, [25, 75])
-            return float(q3 + self.value * (q3 - q1))
+            return float(q3 + self.number * (q3 - q1))
         if self.kind == "absolute":
-            return float(self.value)
+            return self.number
         if self.kind == "gradient" or (self.kind == "auto" and self.value == "depth"):
             return self.cuts(d)[1]
         return _otsu(d) if self.value == "otsu" else _largest_gap(d)
@@ -106,7 +112,7 @@ class Threshold:
             return _depth_cuts(d)
         if self.kind == "gradient":
             g = np.diff(d, prepend=d[0])
-            level = float(np.percentile(g, self.value))
+            level = float(np.percentile(g, self.number))
             return [i for i in range(d.size) if g[i] > level], level
         level = self.level(d)
         return [i for i in range(d.size) if d[i] > level], level

@@ -16,12 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from kireme.chunkers import Chunker
+from kireme.chunkers import Chunker, ChunkPlan
 from kireme.context import ContextBuilder
-from kireme.document import Chunk, ConfigError, Document
+from kireme.document import Document
+from kireme.errors import ConfigError
 from kireme.length import SpanSizer
 from kireme.pack import PackedSpan, pack
-from kireme.structure.layout import document_outline, heading_end_test, structure_levels
+from kireme.structure.layout import document_outline, heading_rule, structure_levels
 from kireme.structure.tables import (
     TableMode,
     column_index,
@@ -77,11 +78,10 @@ class StructureChunker(Chunker):
     def levels(self) -> list:
         raise ConfigError("the markdown strategy's levels depend on the document: call chunk()")
 
-    # ------------------------------------------------------------------------------ public
-    def chunk(self, document: Document | str) -> list[Chunk]:
-        doc = document if isinstance(document, Document) else Document(_require_str(document))
-        if not doc.text or doc.text.isspace():
-            return []
+    # ------------------------------------------------------------------------------ plan
+    def plan(self, doc: Document) -> ChunkPlan:
+        """Sections packed one by one with the budget their context and block prefix leave; each piece's
+        ``embed_text`` made here (the heading path, a repeated table header or fence, rewritten rows)."""
         outline = document_outline(doc)
         paths = HeadingPaths(outline.headings)
         title = doc.title or outline.title
@@ -89,11 +89,11 @@ class StructureChunker(Chunker):
         sizer = self.measure.for_text(doc.text)
         paragraphs = None
         if doc.format == "pdf":
-            from kireme.load.pdf import pdf_paragraph_starts
+            from kireme.text.paragraphs import pdf_paragraph_starts
 
             paragraphs = pdf_paragraph_starts(doc.text)
         levels = structure_levels(doc, outline, paragraphs)
-        headings_end = heading_end_test(doc, outline)
+        keep_headings, heading_end = heading_rule(doc, outline)
         spans: list[PackedSpan] = []
         embeds: dict[tuple[int, int], str] = {}
         warned = False
@@ -107,7 +107,8 @@ class StructureChunker(Chunker):
                     max_size=budget,
                     min_size=min(self.min_size, budget - self.overlap),
                     overlap=self.overlap,
-                    keep_headings=headings_end,
+                    keep_headings=keep_headings,
+                    heading_end=heading_end,
                     span=(section.start, section.end),
                 )
                 made = [self._embed_text(doc, outline, context, section, p.start, p.end) for p in packed]
@@ -130,7 +131,7 @@ class StructureChunker(Chunker):
                 )
             spans.extend(packed)
             embeds.update(((p.start, p.end), text) for p, (text, _) in zip(packed, made, strict=True))
-        return self._chunks(doc, spans, paths, title, lambda start, end: embeds[(start, end)])
+        return ChunkPlan(spans, paths, title, lambda start, end: embeds[(start, end)])
 
     def _floor(self) -> int:
         """The smallest budget a section gets, however much context and header it carries."""
@@ -409,9 +410,3 @@ class StructureChunker(Chunker):
             pos = b
         out.append(text[pos:end])
         return "".join(out)
-
-
-def _require_str(value: object) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"expected a Document or str, not {type(value).__name__}")
-    return value

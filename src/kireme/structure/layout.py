@@ -9,6 +9,7 @@ line is larger than the limit.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kireme.boundaries.levels import (
@@ -23,10 +24,7 @@ from kireme.boundaries.levels import (
 )
 from kireme.document import Document
 from kireme.text.csvtable import csv_outline
-from kireme.text.markdown import Outline, line_starts, markdown_outline
-
-# Formats whose loaders give Markdown text (headings, fences and tables a Markdown parser reads back).
-MARKDOWN_FORMATS = frozenset({"markdown", "html", "docx", "ipynb"})
+from kireme.text.markdown import MARKDOWN_FORMATS, Outline, line_starts, markdown_outline
 
 
 def document_outline(doc: Document) -> Outline:
@@ -108,13 +106,15 @@ def structure_levels(
     return levels
 
 
-def heading_end_test(doc: Document, outline: Outline):
-    """Whether the text before a cut ends with a heading: parsed headings for Markdown-like formats
-    (a ``# comment`` in a code block is not one), the prose heuristic for plain text and PDF."""
-    if doc.format in ("csv", "tsv"):  # a short record is not a heading
-        return False
+def heading_rule(doc: Document, outline: Outline) -> tuple[bool, Callable[[str, int], bool] | None]:
+    """``(keep_headings, heading_end)`` for `kireme.pack.pack`: whether a heading stays with its body,
+    and the test for the text before a cut ending with a heading: parsed headings for Markdown-like
+    formats (a ``# comment`` in a code block is not one), ``None`` (the prose heuristic) for plain text
+    and PDF. Off for CSV/TSV: a short record is not a heading."""
+    if doc.format in ("csv", "tsv"):
+        return False, None
     if doc.format not in MARKDOWN_FORMATS:
-        return True
+        return True, None
     ends = frozenset(h.end for h in outline.headings)
     text = doc.text
 
@@ -123,7 +123,7 @@ def heading_end_test(doc: Document, outline: Outline):
             pos -= 1
         return pos in ends
 
-    return ends_with_heading
+    return True, ends_with_heading
 
 
 def table_row_cuts(outline: Outline) -> list[int]:

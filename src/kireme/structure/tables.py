@@ -18,7 +18,7 @@ import csv
 import io
 from dataclasses import dataclass
 
-from kireme.document import ConfigError
+from kireme.errors import ConfigError
 from kireme.text.markdown import Table
 
 TABLE_MODES = ("rows", "fill-down", "group-by", "records")

@@ -7,14 +7,21 @@ characters of break class *Other*, or the caller's own known boundary) and read 
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from functools import lru_cache
+
 import regex
 
 _CLUSTER = regex.compile(r"\X")
 # Between two characters of break class Other (letters, kana, kanji, most punctuation, emoji bases)
 # UAX #29 always allows a break (no Extend/ZWJ/Prepend/RI/Hangul/Indic-linker context involved).
-_OTHER = regex.compile(r"[\p{Grapheme_Cluster_Break=Other}&&[^\p{InCB=Consonant}]]|[\x20-\x7e]")
+# Set operations (``&&``) exist only in the regex module's VERSION1 syntax: without the flag the class
+# silently means something else and never matches a Japanese character (tests/test_patterns.py guards).
+_OTHER = regex.compile(
+    r"[\p{Grapheme_Cluster_Break=Other}&&[^\p{InCB=Consonant}]]|[\x20-\x7e]", regex.VERSION1
+)
 _WINDOW = 32
-_MAX_BACKTRACK = 4096
+_MAX_BACKTRACK = 256
 
 
 _NOT_SIMPLE = regex.compile(r"[^\p{Grapheme_Cluster_Break=Other}\n\t]|\p{InCB=Consonant}", regex.VERSION1)
@@ -25,19 +32,38 @@ class CutFilter:
 
     Only positions next to a character that can join a cluster (marks, ZWJ, regional indicators,
     CR, Hangul jamo, Indic consonants...) need a real check; for typical Japanese or English text that
-    is none at all.
+    is none at all. Only the characters around the candidate cuts are looked at (each distinct
+    character classified once per process), never the whole text.
     """
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._suspicious = {m.start() for m in _NOT_SIMPLE.finditer(text)}
 
     def keep(self, cuts: list[int]) -> list[int]:
-        if not self._suspicious:
-            return cuts
-        bad = self._suspicious
         text = self.text
-        return [p for p in cuts if (p not in bad and p - 1 not in bad) or is_boundary(text, p)]
+        n = len(text)
+        simple = _SIMPLE_CHARS
+        out = []
+        for p in cuts:
+            before = text[p - 1] if p > 0 else "\n"
+            after = text[p] if p < n else "\n"
+            if (
+                (before in simple or _learn_simple(before)) and (after in simple or _learn_simple(after))
+            ) or is_boundary(text, p):
+                out.append(p)
+        return out
+
+
+# Characters of break class Other (and not Indic consonants), plus \n and \t: a cut between two of
+# them never splits a cluster. Grows as characters are met; bounded by the alphabet in use.
+_SIMPLE_CHARS: set[str] = set("\n\t")
+
+
+def _learn_simple(ch: str) -> bool:
+    if _NOT_SIMPLE.match(ch) is None:
+        _SIMPLE_CHARS.add(ch)
+        return True
+    return False
 
 
 def _is_other(ch: str) -> bool:
@@ -45,15 +71,29 @@ def _is_other(ch: str) -> bool:
 
 
 def _safe_start(text: str, p: int, lo: int) -> int:
-    """A position ``<= p`` (and ``>= lo``) that is certainly a cluster boundary."""
+    """A position ``<= p`` (and ``>= lo``) that is certainly a cluster boundary.
+
+    Usually two adjacent characters of class Other are found within a few steps. Text without such a
+    pair nearby (long runs of combining marks, jamo, regional indicators) is answered from every
+    boundary of the text, computed once and bisected, so the work stays linear in the text.
+    """
     s = max(lo, p - _WINDOW)
-    steps = 0
-    while s > lo and steps < _MAX_BACKTRACK:
-        if _is_other(text[s - 1]) and _is_other(text[s]):
+    stop = max(lo, s - _MAX_BACKTRACK)
+    while s > stop:
+        prev = text[s - 1]
+        if prev == "\n" or (_is_other(prev) and _is_other(text[s])):
             return s
         s -= 1
-        steps += 1
-    return s
+    if s == lo:
+        return lo
+    bounds = _all_boundaries(text)
+    return max(lo, bounds[bisect_right(bounds, s) - 1])
+
+
+@lru_cache(maxsize=4)
+def _all_boundaries(text: str) -> tuple[int, ...]:
+    """Every cluster boundary of ``text``: the fallback for text without safe pairs nearby."""
+    return tuple(boundaries(text))
 
 
 def floor_boundary(text: str, p: int, lo: int = 0) -> int:
@@ -61,6 +101,10 @@ def floor_boundary(text: str, p: int, lo: int = 0) -> int:
     n = len(text)
     if p <= lo or p >= n:
         return min(max(p, lo), n)
+    before, after = text[p - 1], text[p]
+    simple = _SIMPLE_CHARS
+    if (before in simple or _learn_simple(before)) and (after in simple or _learn_simple(after)):
+        return p  # between two characters that never join a cluster: the usual case, no scan
     s = _safe_start(text, p, lo)
     last = s
     for m in _CLUSTER.finditer(text, s, min(n, p + _WINDOW)):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import regex
 
+from kireme.text.marks import BULLETS, CLAUSE_MARKS, CLOSERS, FULL_STOPS, TERMINATORS
+
 _MARKDOWN_HEADING = regex.compile(r"#{1,6}[ \t]")
-_BULLET = regex.compile(r"[・•●○◆◇■□▪▫‣※\-*+>|]")
+_BULLET = regex.compile(rf"[{BULLETS}\-*+>|]")
 # A line ending in one of these is prose or a list entry, not a title.
-_PROSE_END = "。．.！？!?、，,;；:：…"
+_PROSE_END = TERMINATORS + FULL_STOPS + CLAUSE_MARKS + "…"
 MAX_HEADING_CHARS = 40
 
 
@@ -27,7 +29,10 @@ def is_heading_line(line: str) -> bool:
         return False
     if _MARKDOWN_HEADING.match(line):
         return True
-    if len(line) > MAX_HEADING_CHARS or line[-1] in _PROSE_END:
+    if len(line) > MAX_HEADING_CHARS:
+        return False
+    body = line.rstrip(CLOSERS) or line  # 「はい。」 ends in a full stop inside its quote: prose
+    if body[-1] in _PROSE_END:
         return False
     return not _BULLET.match(line)
 

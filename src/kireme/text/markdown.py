@@ -13,10 +13,18 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import regex
 
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+
 log = logging.getLogger(__name__)
+
+# Formats whose loaders give Markdown text (headings, fences and tables a Markdown parser reads back).
+MARKDOWN_FORMATS = frozenset({"markdown", "html", "docx", "ipynb"})
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,7 @@ class Outline:
 
 
 @lru_cache(maxsize=1)
-def _parser():
+def _parser() -> MarkdownIt:
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark").enable("table")
@@ -121,7 +129,7 @@ def front_matter(text: str) -> tuple[int, str]:
     return m.end(), title
 
 
-def _parse(text: str, fm_end: int):
+def _parse(text: str, fm_end: int) -> list[Token]:
     """Tokens of ``text`` with the front matter blanked out (same line numbers, nothing parsed there)."""
     if fm_end:
         head = regex.sub(r"[^\r\n]", "", text[:fm_end])
@@ -138,7 +146,7 @@ def _line_span(text: str, lines: list[int], first: int, last: int) -> tuple[int,
     return start, end
 
 
-def _plain(inline) -> str:
+def _plain(inline: Token) -> str:
     """The visible text of an inline token (emphasis, code and links reduced to their text)."""
     parts = [child.content for child in inline.children or () if child.type in ("text", "code_inline")]
     return "".join(parts).strip() or inline.content.strip()
@@ -212,7 +220,7 @@ def _outline(text: str) -> Outline:
     )
 
 
-def _code_block(text: str, lines: list[int], tok, first: int, last: int) -> CodeBlock:
+def _code_block(text: str, lines: list[int], tok: Token, first: int, last: int) -> CodeBlock:
     start, end = _line_span(text, lines, first, last)
     if tok.type == "code_block":
         return CodeBlock(start, end, "", (start, end))
@@ -237,9 +245,11 @@ def _code_block(text: str, lines: list[int], tok, first: int, last: int) -> Code
     )
 
 
-def _table(text: str, lines: list[int], tokens, i: int) -> tuple[int, Table]:
+def _table(text: str, lines: list[int], tokens: Sequence[Token], i: int) -> tuple[int, Table]:
     """Parse the table starting at token ``i``; returns the index after ``table_close``."""
-    first, last = tokens[i].map
+    span = tokens[i].map
+    assert span is not None, "the caller passes only block tokens that have a line map"
+    first, last = span
     start, end = _line_span(text, lines, first, last)
     rows: list[TableRow] = []
     columns: tuple[str, ...] = ()

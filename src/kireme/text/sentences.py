@@ -16,39 +16,32 @@ Every function returns offsets into the text it was given; nothing is copied or 
 from __future__ import annotations
 
 import itertools
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from functools import lru_cache
+from typing import NamedTuple, cast
 
 import regex
 
-# Terminators that end a sentence wherever they stand (Japanese style: no space needed).
-_HARD_END = "。！？!?｡‼⁇⁈⁉"
-_CLOSERS = "」』）)】〉》〕］]｝}〙〗\"'”’»›"
-_OPEN_TO_CLOSE = {
-    "「": "」",
-    "『": "』",
-    "（": "）",
-    "(": ")",
-    "【": "】",
-    "〈": "〉",
-    "《": "》",
-    "〔": "〕",
-}
+from kireme.text.marks import BULLETS, CLOSERS, ITEM_MARKER, OPEN_TO_CLOSE, TERMINATORS
 
-ITEM_MARKER = (
-    r"[ \t\u3000]*(?:"
-    r"【"
-    r"|第[0-9０-９一二三四五六七八九十百千]+[条章節項款編]"
-    r"|[0-9０-９]{1,3}[.．)）]\s?"
-    r"|[（(][0-9０-９一二三四五六七八九十a-zA-Zａ-ｚア-ン]{1,3}[）)]"
-    r"|[①-⑳]"
-    r"|[・•●○◆◇■□▪▫‣※]"
-    r"|[-*+][ \t]"
-    r")"
-)
+# The shared vocabulary (`kireme.text.marks`): terminators, closing brackets/quotes, item markers.
+_HARD_END = TERMINATORS
+_CLOSERS = CLOSERS
+_OPEN_TO_CLOSE = OPEN_TO_CLOSE
 
 _ONLY_SPACE_LEFT = regex.compile(r"\s*\Z")
 _BLANK_LINE = r"\r?\n[ \t\u3000]*\r?\n"
 _ITEM_START = regex.compile(ITEM_MARKER)
 PARAGRAPH_BREAK = regex.compile(rf"{_BLANK_LINE}|\r?\n(?={ITEM_MARKER})")
+# The same breaks, found fast: the stdlib engine jumps from one "\n" to the next (a pattern that starts
+# with "\r?" defeats that), and a cheap look at the first character after the indent runs the full
+# item-marker pattern only where an item can start. A "\r" before the "\n" is added back by the caller.
+# tests/test_sentences.py checks the two agree.
+_ITEM_FIRST = "[ \t\u3000]*[【第0-9０-９（(①-⑳" + BULLETS + "*+\\-]"
+_FAST_PARAGRAPH_BREAK = re.compile(rf"\n(?:[ \t\u3000]*\r?\n|(?={_ITEM_FIRST})(?={ITEM_MARKER}))")
+_SPACE_RUN = re.compile(r"\s*")
 
 _ABBREVIATIONS = frozenset(
     [
@@ -240,19 +233,23 @@ def _ends_item_line(text: str, s: int, e: int, b: int) -> bool:
     return _ITEM_LINE.match(text[line_start:s]) is not None
 
 
+_CAPITAL = regex.compile(r"\p{Lu}|\p{Lt}")
+_LOWER = regex.compile(r"\p{Ll}")
+
+
 def _is_caseless(text: str, a: int, b: int) -> bool:
-    """Lower-cased text (a corpus that was lower-cased): cased letters, but not a single capital."""
+    """Lower-cased text (a corpus that was lower-cased): cased letters, but not a single capital.
+
+    Cased text is recognised at its first capital, so the usual answer costs a few characters.
+    """
     if b - a < 200:
         return False
-    segment = text[a:b]
-    return segment == segment.lower() and segment != segment.upper()
+    return _CAPITAL.search(text, a, b) is None and _LOWER.search(text, a, b) is not None
 
 
-def sentence_cuts(text: str, a: int = 0, b: int | None = None) -> list[int]:
-    """Positions strictly inside ``(a, b)`` where a new sentence starts (after any whitespace)."""
-    b = len(text) if b is None else b
+def _scan_sentence_cuts(text: str, a: int, b: int, caseless: bool) -> list[int]:
+    """Sentence starts strictly inside ``(a, b)``, judged from ``text[a:b]`` alone."""
     quoted = _quoted_spans(text, a, b)
-    caseless = _is_caseless(text, a, b)
     qi = 0
     cuts: list[int] = []
     for m in _CANDIDATE.finditer(text, a, b):
@@ -283,15 +280,126 @@ def sentence_cuts(text: str, a: int = 0, b: int | None = None) -> list[int]:
     return cuts
 
 
+class SentenceIndex:
+    """The sentence starts and protected quotations of one text, computed once and bisected.
+
+    Whether a position starts a sentence must not depend on which span is asked about (a window that
+    begins inside ``「…」`` cannot see the opening bracket). Quotes never reach across a blank line and
+    a blank line always ends a sentence, so the text is judged block by block (blocks end at blank
+    lines), each block once, and only the blocks a query touches are ever scanned: the work stays
+    linear in the text however many windows the packer asks about.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        n = len(text)
+        self._block_starts = _breaks(text).block_starts
+        self._caseless = _is_caseless(text, 0, n)
+        self._cuts: dict[int, list[int]] = {}
+        self._quotes: dict[int, list[tuple[int, int]]] = {}
+
+    def _block_range(self, a: int, b: int) -> range:
+        starts = self._block_starts
+        first = max(0, bisect_right(starts, a) - 1)
+        last = max(first, bisect_left(starts, b) - 1)
+        return range(first, min(last, len(starts) - 2) + 1)
+
+    def _block_cuts(self, i: int) -> list[int]:
+        cuts = self._cuts.get(i)
+        if cuts is None:
+            s, e = self._block_starts[i], self._block_starts[i + 1]
+            cuts = _scan_sentence_cuts(self.text, s, e, self._caseless)
+            if 0 < e < len(self.text):
+                cuts.append(e)  # the blank line before the next block ends this block's sentence
+            self._cuts[i] = cuts
+        return cuts
+
+    def cuts(self, a: int, b: int) -> list[int]:
+        """Sentence starts strictly inside ``(a, b)``."""
+        out: list[int] = []
+        for i in self._block_range(a, b):
+            block = self._block_cuts(i)
+            out.extend(block[bisect_right(block, a) : bisect_left(block, b)])
+        return out
+
+    def _block_quotes(self, i: int) -> list[tuple[int, int]]:
+        spans = self._quotes.get(i)
+        if spans is None:  # outermost quotations: disjoint, in order
+            spans = _quoted_spans(self.text, self._block_starts[i], self._block_starts[i + 1])
+            self._quotes[i] = spans
+        return spans
+
+    def quotes(self, a: int, b: int) -> list[tuple[int, int]]:
+        """Protected quotations ``(open, close)`` that overlap ``[a, b)``."""
+        out: list[tuple[int, int]] = []
+        for i in self._block_range(a, b):
+            out.extend(q for q in self._block_quotes(i) if q[1] >= a and q[0] < b)
+        return out
+
+    def inside_quote(self, position: int) -> bool:
+        """True when ``position`` lies inside a protected quotation (after its opener, up to its closer)."""
+        starts = self._block_starts
+        i = max(0, min(bisect_right(starts, position) - 1, len(starts) - 2))
+        spans = self._block_quotes(i)
+        k = bisect_left(spans, (position, -1)) - 1
+        return k >= 0 and spans[k][0] < position <= spans[k][1]
+
+
+@lru_cache(maxsize=8)
+def sentence_index(text: str) -> SentenceIndex:
+    """The (cached) `SentenceIndex` of ``text``: the last few texts are kept, like the Markdown outline."""
+    return SentenceIndex(text)
+
+
+def sentence_cuts(text: str, a: int = 0, b: int | None = None) -> list[int]:
+    """Positions strictly inside ``(a, b)`` where a new sentence starts (after any whitespace).
+
+    The answer is the whole text's: a window never changes whether a position starts a sentence.
+    """
+    b = len(text) if b is None else b
+    return sentence_index(text).cuts(a, b)
+
+
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` of every sentence, whitespace at either side excluded."""
     return _spans_from_cuts(text, sentence_cuts(text))
 
 
 def paragraph_cuts(text: str, a: int = 0, b: int | None = None) -> list[int]:
-    """Positions inside ``(a, b)`` where a paragraph starts: blank lines and item-marker lines."""
+    """Positions inside ``(a, b)`` where a paragraph starts: blank lines and item-marker lines.
+
+    Found once per text (cached) and bisected, so the answer never depends on the window.
+    """
     b = len(text) if b is None else b
-    return [m.start() for m in PARAGRAPH_BREAK.finditer(text, a, b) if a < m.start() < b]
+    cuts = _paragraph_positions(text)
+    return list(cuts[bisect_right(cuts, a) : bisect_left(cuts, b)])
+
+
+def _paragraph_positions(text: str) -> tuple[int, ...]:
+    return _breaks(text).paragraphs
+
+
+class _Breaks(NamedTuple):
+    paragraphs: tuple[int, ...]  # where paragraphs start: blank lines and item lines (the break's start)
+    block_starts: list[int]  # 0, the first character after each blank-line run, len(text)
+
+
+@lru_cache(maxsize=8)
+def _breaks(text: str) -> _Breaks:
+    """Paragraph breaks and the blocks between blank lines, from one scan of the text (cached)."""
+    n = len(text)
+    paragraphs = []
+    blocks = [0]
+    after_space = cast(Callable[[str, int], re.Match[str]], _SPACE_RUN.match)  # r"\s*" always matches
+    for m in _FAST_PARAGRAPH_BREAK.finditer(text):
+        p = m.start()
+        paragraphs.append(p - 1 if p and text[p - 1] == "\r" else p)
+        if m.end() - p > 1:  # a blank line (an item line's break is the "\n" alone)
+            e = after_space(text, m.end()).end()
+            if 0 < e < n and e != blocks[-1]:
+                blocks.append(e)
+    blocks.append(n)
+    return _Breaks(tuple(paragraphs), blocks)
 
 
 def paragraph_spans(text: str) -> list[tuple[int, int]]:

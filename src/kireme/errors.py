@@ -1,0 +1,111 @@
+"""Every error kireme raises on purpose, in one tree under `KiremeError`.
+
+Catch `KiremeError` to handle anything kireme reports; catch a subclass for one kind of failure::
+
+    KiremeError
+    ├── ConfigError (also ValueError)      an option or setting is invalid: fix the call or the flag
+    ├── LoadError                          a file could not be read; ``path`` and ``reason`` say which/why
+    ├── DecodeError (also ValueError)      bytes are binary or valid in no candidate encoding
+    ├── MissingExtraError (also ImportError)  an optional package is not installed; names the extra
+    ├── EmbeddingError                     an embedder failed or returned something unusable
+    ├── ChatError                          the reader model could not be asked, or answered unusably
+    ├── DatasetError                       an evaluation dataset file is malformed (``path:line: reason``)
+    ├── IndexNotFoundError                 no index at the given path
+    ├── IndexBusyError                     another process is writing the index
+    └── IndexMismatchError                 the index was built with another embedder or store
+
+`ConfigError` and `DecodeError` are also ``ValueError`` so code written against plain ``ValueError``
+keeps working. A loader whose optional package is missing raises `LoadError` (one bad file must not stop
+a run over many); its ``reason`` is the `MissingExtraError` message and its ``__cause__`` that error.
+
+This module imports nothing from kireme: every other module may import it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = [
+    "ChatError",
+    "ConfigError",
+    "DatasetError",
+    "DecodeError",
+    "EmbeddingError",
+    "IndexBusyError",
+    "IndexMismatchError",
+    "IndexNotFoundError",
+    "KiremeError",
+    "LoadError",
+    "MissingExtraError",
+]
+
+
+class KiremeError(Exception):
+    """Base class of every error kireme raises on purpose."""
+
+
+class ConfigError(KiremeError, ValueError):
+    """An option is invalid (the message says which and why)."""
+
+
+class LoadError(KiremeError):
+    """A file could not be read or decoded; ``path`` names it."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class DecodeError(KiremeError, ValueError):
+    """The bytes are binary or not valid in any candidate encoding."""
+
+
+class MissingExtraError(KiremeError, ImportError):
+    """An optional backend needs a package that is not installed.
+
+    The message names what to install: ``pip install 'kireme[EXTRA]'``, or the package itself when
+    ``extra`` is ``None`` (a dependency that should have come with kireme).
+
+    >>> str(MissingExtraError("reading PDF", "pdf", "pypdf"))
+    "reading PDF needs pypdf: pip install 'kireme[pdf]'"
+    """
+
+    def __init__(self, backend: str, extra: str | None, package: str) -> None:
+        target = f"'kireme[{extra}]'" if extra else package
+        super().__init__(f"{backend} needs {package}: pip install {target}")
+        self.backend = backend
+        self.extra = extra
+        self.package = package
+
+
+class EmbeddingError(KiremeError):
+    """An embedder failed or returned something unusable (the message says what)."""
+
+
+class ChatError(KiremeError):
+    """The reader model could not be asked or answered with something unusable (the message says what)."""
+
+
+class DatasetError(KiremeError):
+    """An evaluation dataset file is malformed; the message is ``path:line: reason`` (line when known)."""
+
+    def __init__(self, path: str | os.PathLike[str], reason: str, line: int | None = None) -> None:
+        shown = Path(path).as_posix()
+        super().__init__(f"{shown}:{line}: {reason}" if line is not None else f"{shown}: {reason}")
+        self.path = shown
+        self.line = line
+        self.reason = reason
+
+
+class IndexNotFoundError(KiremeError):
+    """No index at the given path."""
+
+
+class IndexBusyError(KiremeError):
+    """Another process is writing the index."""
+
+
+class IndexMismatchError(KiremeError):
+    """The index was built with another embedder or store."""

