@@ -1,6 +1,6 @@
 # Two commands set everything up on a fresh machine with Python >= 3.11 and make:
 #   make demo   install kireme into .venv and chunk the bundled sample document
-#   make test   install the dev tools and optional backends too, lint, and run the whole test suite
+#   make test   install the dev tools and optional backends too, lint, type-check, and run the whole test suite
 #               (the headless-browser test also wants Debian's chromium, chromium-driver and
 #               fonts-noto-cjk: `make test` installs them where root can apt-get, else that test skips)
 PYTHON ?= python3
@@ -9,7 +9,7 @@ TORCH_VERSION ?= 2.13.0
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint format bench clean browser
+.PHONY: demo test typecheck lint format bench clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +38,12 @@ test: $(VENV)/.dev-installed
 	-@$(MAKE) --no-print-directory browser
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
+
+# the files and settings are in pyproject.toml ([tool.mypy]): all of src/kireme, the core strictly
+typecheck: $(VENV)/.dev-installed
+	$(BIN)/mypy
 
 browser:
 	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then echo "chromium present"; \
@@ -54,4 +59,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/sentence_segmenters.py --markdown
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 # Re-exported for code written before `kireme.errors` existed (the public package exports the same three);
 # import errors from `kireme.errors`.
@@ -127,7 +127,8 @@ class Chunk:
     headings: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
     title: str = ""
-    embed_text: str = None  # type: ignore[assignment]  # None: the same as text
+    # None (the default): the same as text; __post_init__ fills it in, so it is always a str after
+    embed_text: str = cast(str, None)
 
     def __post_init__(self) -> None:
         if not isinstance(self.metadata, MappingProxyType):

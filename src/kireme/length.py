@@ -15,9 +15,10 @@ import threading
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import regex
 
@@ -157,11 +158,16 @@ _PARALLEL_SPLIT = regex.compile(r"\n(?=\S)")
 _PARALLEL_MIN_CHARS = 200_000
 
 
-def _encode_stream(text: str) -> list[list[int]]:
-    """The whole-text token stream, encoded in parallel parts that split only at safe boundaries."""
+def _encode_stream(text: str) -> list[Any]:
+    """The whole-text token stream, encoded in parallel parts that split only at safe boundaries.
+
+    Each part comes back as a numpy array straight from tiktoken's buffer (no list of Python ints);
+    special-token text such as ``<|endoftext|>`` is encoded as ordinary text, as ``encode_ordinary``
+    does.
+    """
     enc = _encoding()
     if len(text) < _PARALLEL_MIN_CHARS:
-        return [enc.encode_ordinary(text)]
+        return [_encode_part(text)]
     parts: list[str] = []
     start = 0
     step = max(_PARALLEL_MIN_CHARS // 2, len(text) // 8)
@@ -170,7 +176,17 @@ def _encode_stream(text: str) -> list[list[int]]:
         end = m.end() if m else len(text)
         parts.append(text[start:end])
         start = end
-    return enc.encode_ordinary_batch(parts, num_threads=2)
+    if not hasattr(enc, "encode_to_numpy"):  # pragma: no cover - tiktoken before 0.7
+        return list(enc.encode_ordinary_batch(parts, num_threads=2))
+    with ThreadPoolExecutor(2) as pool:  # tiktoken releases the GIL while it encodes
+        return list(pool.map(_encode_part, parts))
+
+
+def _encode_part(text: str) -> Any:
+    enc = _encoding()
+    if hasattr(enc, "encode_to_numpy"):
+        return enc.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
+    return enc.encode_ordinary(text)  # pragma: no cover - tiktoken before 0.7
 
 
 class _TokenSizer:
@@ -196,7 +212,9 @@ class _TokenSizer:
         if not text:
             return
         parts = _encode_stream(text)
-        tokens = np.concatenate([np.asarray(part, dtype=np.int32) for part in parts])
+        tokens = np.concatenate(
+            [p.view(np.int32) if isinstance(p, np.ndarray) else np.asarray(p, dtype=np.int32) for p in parts]
+        )
         raw = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
         is_char_start = (raw & 0xC0) != 0x80
         char_of_byte = np.cumsum(is_char_start, dtype=np.int32) - 1

@@ -16,7 +16,7 @@ from kireme.chunkers import (
     SentenceChunker,
 )
 from kireme.document import Chunk, Document
-from kireme.embed.specs import parse_spec
+from kireme.embed.specs import EmbedderSpec, parse_spec
 from kireme.errors import ConfigError
 from kireme.semantic.chunker import SemanticChunker
 from kireme.structure.chunker import StructureChunker
@@ -80,12 +80,13 @@ def semantic_settings(
     endpoint, handed to its embedder (it does not change chunk ids: the spec names the model, not the
     server); ``progress`` is called as ``(done, total)`` while texts are embedded.
     """
+    chosen: str | EmbedderSpec = similarity
     if embed_url:
         spec = parse_spec(similarity, "similarity", base_url=embed_url)
         if spec.base_url:  # only an http similarity has an endpoint; the URL means nothing to the others
-            similarity = spec  # type: ignore[assignment]
+            chosen = spec
     settings: dict[str, Any] = {
-        "similarity": similarity,
+        "similarity": chosen,
         "threshold": threshold,
         "window": window,
         "cache_dir": False if no_cache else cache_dir,

@@ -7,7 +7,7 @@ and the declaration (see `AttachedLevel`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import regex
 
@@ -69,6 +69,8 @@ class AttachedLevel:
     guard: str
     name: str
     first: str = ""
+    _head: regex.Pattern[str] = field(init=False, repr=False, compare=False)
+    _compiled: regex.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # After the line break: the prefix run and the start line (a cut), or a prefix run alone (skipped).
@@ -80,12 +82,12 @@ class AttachedLevel:
     def cuts(self, text: str, a: int, b: int) -> list[int]:
         scan = text.rfind("\n", 0, a)
         if scan < 0:  # the span is on the first line: a prefix run at the start of the text is skipped
-            head = self._head.match(text, 0, b)  # type: ignore[attr-defined]
+            head = self._head.match(text, 0, b)
             scan = head.end() if head else 0
         elif scan > 0 and text[scan - 1] == "\r":
             scan -= 1
         out: list[int] = []
-        for m in self._compiled.finditer(text, scan, b):  # type: ignore[attr-defined]
+        for m in self._compiled.finditer(text, scan, b):
             s = m.start()
             if a < s < b and m.group("skip") is None and (not out or out[-1] != s):
                 out.append(s)

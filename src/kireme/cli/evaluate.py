@@ -245,9 +245,14 @@ def eval_command(
         if squad or chroma:
             from kireme.evaluate.datasets import load_chroma, load_squad
 
-            qaset = load_squad(squad, limit_articles=limit) if squad else load_chroma(chroma)  # type: ignore[arg-type]
+            if squad:
+                qaset = load_squad(squad, limit_articles=limit)
+            else:
+                assert chroma is not None  # squad or chroma, by the test above
+                qaset = load_chroma(chroma)
             documents, qs = qaset.documents, qaset.questions
         else:
+            assert questions is not None  # the one source left: exactly one was given
             if not paths:
                 raise click.UsageError(
                     "--questions needs the documents: kireme eval PATH... --questions Q.jsonl"
@@ -257,7 +262,7 @@ def eval_command(
             )
             if not documents:
                 sys.exit(failures.exit_code or 2)
-            qs = _load_questions(questions, documents)  # type: ignore[arg-type]
+            qs = _load_questions(questions, documents)
         with click.progressbar(
             grid, label="configurations", file=sys.stderr, hidden=len(grid) < 2 or not sys.stderr.isatty()
         ) as bar:

