@@ -4,6 +4,7 @@ Catch `KiremeError` to handle anything kireme reports; catch a subclass for one 
 
     KiremeError
     ├── ConfigError (also ValueError)      an option or setting is invalid: fix the call or the flag
+    │   └── PatternTimeoutError            a user's separator regex ran past its time limit
     ├── LoadError                          a file could not be read; ``path`` and ``reason`` say which/why
     ├── DecodeError (also ValueError)      bytes are binary or valid in no candidate encoding
     ├── MissingExtraError (also ImportError)  an optional package is not installed; names the extra
@@ -38,6 +39,7 @@ __all__ = [
     "KiremeError",
     "LoadError",
     "MissingExtraError",
+    "PatternTimeoutError",
 ]
 
 
@@ -47,6 +49,20 @@ class KiremeError(Exception):
 
 class ConfigError(KiremeError, ValueError):
     """An option is invalid (the message says which and why)."""
+
+
+class PatternTimeoutError(ConfigError):
+    """A separator regex took longer than its time limit: catastrophic backtracking, as in ``(a|aa)+$``.
+
+    ``pattern`` is the regex; the fix is a simpler pattern (no nested or overlapping repeats).
+    """
+
+    def __init__(self, pattern: str, seconds: float, chars: int) -> None:
+        super().__init__(
+            f"separator regex {pattern!r} ran longer than {seconds:.1f} s on {chars:,} characters "
+            "(catastrophic backtracking: nested or overlapping repeats such as (a|aa)+); simplify it"
+        )
+        self.pattern = pattern
 
 
 class LoadError(KiremeError):

@@ -9,7 +9,7 @@ from typing import Protocol
 
 import regex
 
-from kireme.errors import ConfigError
+from kireme.errors import ConfigError, PatternTimeoutError
 from kireme.text.patterns import compile_pattern
 from kireme.text.sentences import paragraph_cuts, sentence_cuts
 
@@ -36,6 +36,9 @@ class RegexLevel:
     pattern: str
     name: str = ""
     cut_after: bool = False
+    # Seconds a search may take, plus as much again per million characters searched: set for patterns
+    # users write (`levels_for_separators`), which may backtrack catastrophically; None for our own.
+    time_limit: float | None = None
     _compiled: regex.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -48,12 +51,19 @@ class RegexLevel:
             object.__setattr__(self, "name", self.pattern)
 
     def cuts(self, text: str, a: int, b: int) -> list[int]:
-        compiled = self._compiled
         out: list[int] = []
-        for m in compiled.finditer(text, a, b):
-            s = m.end() if self.cut_after else m.start()
-            if a < s < b and (not out or out[-1] != s):
-                out.append(s)
+        if self.time_limit is None:
+            matches = self._compiled.finditer(text, a, b)
+        else:
+            seconds = self.time_limit * (1 + (b - a) / 1e6)
+            matches = self._compiled.finditer(text, a, b, timeout=seconds)
+        try:
+            for m in matches:
+                s = m.end() if self.cut_after else m.start()
+                if a < s < b and (not out or out[-1] != s):
+                    out.append(s)
+        except TimeoutError:
+            raise PatternTimeoutError(self.pattern, seconds, b - a) from None
         return out
 
 
@@ -90,6 +100,9 @@ class PositionLevel:
         return list(self.positions[lo:hi])
 
 
+# The time limit of a user's separator regex (seconds, plus as much per million characters searched).
+USER_PATTERN_SECONDS = 2.0
+
 # Built-in levels shared by strategies and presets.
 LINE = RegexLevel(r"\r?\n", "line")
 # Clause marks; a comma or colon between digits is part of a number (１０，０００円, 10:30), not a clause end.
@@ -113,7 +126,7 @@ def levels_for_separators(separators: Sequence[str | Level]) -> list[Level]:
                 raise ConfigError(
                     "an empty separator matches everywhere; graphemes are the last level already"
                 )
-            levels.append(RegexLevel(sep))
+            levels.append(RegexLevel(sep, time_limit=USER_PATTERN_SECONDS))
         else:
             levels.append(sep)
     return levels

@@ -21,7 +21,7 @@ from kireme.cli.common import (
     write,
 )
 from kireme.document import Chunk
-from kireme.errors import ConfigError, KiremeError
+from kireme.errors import ConfigError, KiremeError, PatternTimeoutError
 from kireme.strategies import chunker_from_options
 
 CHUNK_EXAMPLES = """
@@ -82,7 +82,11 @@ def format_text_chunk(chunk: Chunk) -> str:
     "--separators",
     multiple=True,
     metavar="REGEX ...",
-    help="recursive: your own separator regexes, strongest first; a match stays with the text after it.",
+    help=(
+        "recursive: your own separator regexes, strongest first; a match stays with the text after it. "
+        "Each search has a time limit (2 s plus 2 s per million characters): a pattern that backtracks "
+        "catastrophically, such as '(a|aa)+$', is refused with exit 2."
+    ),
 )
 @click.option("--no-merge", is_flag=True, help="paragraph: one paragraph per chunk.")
 @semantic_options
@@ -149,6 +153,8 @@ def chunk(
         for doc in load_documents(files, encoding, failures, format=format_in, outputs=outputs):
             try:
                 chunks = chunker.chunk(doc)
+            except PatternTimeoutError as exc:  # the user's regex, not the file: a usage error
+                raise click.UsageError(f"{doc.id}: {exc}") from None
             except KiremeError as exc:  # an embedder that cannot be reached, a model that is missing
                 failures.report(f"{doc.id}: {exc}", usage=False)
                 continue

@@ -148,17 +148,14 @@ def load_html(data: bytes, id: str, *, encoding: str | None = None) -> Document:
         missing = MissingExtraError("reading HTML", None, "lxml")  # a default dependency: no extra
         raise LoadError(id, str(missing)) from missing
 
-    try:
-        tree = lxml.html.document_fromstring(text)
-    except (lxml.etree.ParserError, ValueError) as exc:
-        raise LoadError(id, f"not parseable as HTML ({_one_line(exc)})") from None
-
+    tree = _parse(text, id)
     title = _title(tree)
     for el in [e for e in tree.iter(lxml.etree.Comment, lxml.etree.ProcessingInstruction)]:
         _drop(el)
     for el in [e for e in tree.iter(*_DROP)]:
         if el.getparent() is not None:
             _drop(el)
+    _flatten_deep(tree, _RENDER_DEPTH)
     root = next((el for tag in ("main", "article", "body") if (el := _first(tree, tag)) is not None), tree)
     if not title:
         h1 = _first(root, "h1")
@@ -166,6 +163,7 @@ def load_html(data: bytes, id: str, *, encoding: str | None = None) -> Document:
 
     blocks = _Renderer().blocks(root)
     markdown, spans = join_blocks(blocks)
+    _warn_if_lost(text, markdown, id)
     regions = tuple(Region(s, e, "table", {"table": label}) for s, e, label in spans)
     metadata: dict[str, Any] = {
         "source": id,
@@ -207,6 +205,164 @@ def _warn_if_truncated(text: str, id: str) -> None:
         if opened > closed:
             logger.warning("%s: HTML is not well-formed (unclosed <%s>); parsed leniently", id, tag)
             return
+
+
+# libxml2 stops building the tree at 256 levels (2,048 with its "huge" option) and, in recovery mode,
+# drops what lies deeper without a word; the renderer recurses per level. Deeper pages are flattened:
+# the text is kept, the nesting beyond these depths is not.
+_PARSE_DEPTH = 1_000
+_RENDER_DEPTH = 150
+_WRAPPER_DEPTH = 100  # below this depth generic wrappers go first, so headings and paragraphs survive
+_WRAPPERS = frozenset(
+    [
+        "div",
+        "span",
+        "section",
+        "article",
+        "main",
+        "font",
+        "center",
+        "small",
+        "big",
+        "b",
+        "i",
+        "u",
+        "em",
+        "strong",
+    ]
+)
+_TAG = re.compile(
+    r"<!--.*?-->|<(script|style)\b.*?</\1\s*>|<(/?)([A-Za-z][A-Za-z0-9:-]*)\b[^>]*?(/?)>", re.I | re.S
+)
+_VOID = frozenset(
+    [
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    ]
+)  # elements without an end tag
+_LOST_SHARE = 0.1  # warn when the text keeps less than this share of the page's visible characters
+
+
+def _parse(text: str, id: str) -> Any:
+    """The page's element tree, however deeply it nests (deeper levels are flattened, text kept)."""
+    import lxml.etree
+    import lxml.html
+
+    def parse(source: str) -> tuple[Any, bool]:
+        parser = lxml.html.HTMLParser(huge_tree=True)
+        try:
+            tree = lxml.html.document_fromstring(source, parser=parser)
+        except (lxml.etree.ParserError, ValueError) as exc:
+            raise LoadError(id, f"not parseable as HTML ({_one_line(exc)})") from None
+        too_deep = any("Excessive depth" in e.message for e in parser.error_log)
+        return tree, too_deep
+
+    tree, too_deep = parse(text)
+    if too_deep:
+        logger.warning(
+            "%s: HTML nests deeper than %d levels; the deeper levels are flattened (their text is kept)",
+            id,
+            _PARSE_DEPTH,
+        )
+        tree, too_deep = parse(_flatten_markup(text, _PARSE_DEPTH))
+        if too_deep:  # pragma: no cover - the flattened markup nests at most _PARSE_DEPTH levels
+            raise LoadError(id, f"HTML nests too deeply to read (more than {_PARSE_DEPTH} levels)")
+    return tree
+
+
+def _flatten_markup(text: str, limit: int) -> str:
+    """The markup with the start and end tags of elements nested deeper than ``limit`` left out.
+
+    A linear scan with a stack of open elements: an end tag closes the nearest open element of its
+    name (tag soup is tolerated); scripts, styles and comments pass through whole.
+    """
+    out: list[str] = []
+    stack: list[tuple[str, bool]] = []  # (tag, kept)
+    kept_depth = 0
+    last = 0
+    for m in _TAG.finditer(text):
+        closing, name = m.group(2), (m.group(3) or "").lower()
+        if not name or name in _VOID or m.group(4):
+            continue  # comment, script/style block, void or self-closed element: kept as it is
+        keep = True
+        if not closing:
+            keep = _keeps(kept_depth + 1, name, limit)
+            kept_depth += keep
+            stack.append((name, keep))
+        else:
+            for depth in range(len(stack) - 1, -1, -1):
+                if stack[depth][0] == name:
+                    keep = stack[depth][1]
+                    kept_depth -= sum(kept for _, kept in stack[depth:])
+                    del stack[depth:]
+                    break
+        if not keep:
+            out.append(text[last : m.start()])
+            last = m.end()
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _keeps(depth: int, tag: str, limit: int) -> bool:
+    """Whether an element at ``depth`` (counting kept elements) keeps its tag when flattening."""
+    return depth <= limit and not (depth > _WRAPPER_DEPTH and tag in _WRAPPERS)
+
+
+def _flatten_deep(tree: Any, limit: int) -> None:
+    """Unwrap every element nested deeper than ``limit`` (its text and children move up a level)."""
+    import lxml.etree
+
+    deep = []
+    kept: list[bool] = []
+    depth = 0  # of the elements kept above
+    for event, el in lxml.etree.iterwalk(tree, events=("start", "end")):
+        if event == "start":
+            keep = not isinstance(el.tag, str) or _keeps(depth + 1, el.tag.lower(), limit)
+            if not keep:
+                deep.append(el)
+            kept.append(keep)
+            depth += keep
+        else:
+            depth -= kept.pop()
+    for el in deep:  # outermost first: each unwrap moves a child up into the next place to unwrap
+        if el.getparent() is not None:
+            el.drop_tag()
+
+
+def _visible_chars(html: str) -> int:
+    """Non-space characters a browser would show, roughly: tags, scripts, styles and comments removed."""
+    import html as html_module
+
+    body = _TAG.sub(" ", html)
+    return sum(1 for ch in html_module.unescape(body) if not ch.isspace())
+
+
+def _warn_if_lost(html: str, markdown: str, id: str) -> None:
+    """One warning when the text keeps almost nothing of a page that shows text (never silent loss)."""
+    kept = len(markdown) - sum(1 for ch in markdown if ch.isspace())
+    if kept >= 100 and kept * 20 >= len(html):
+        return  # plainly most of the page: skip the count
+    visible = _visible_chars(html)
+    if visible >= 20 and kept < visible * _LOST_SHARE:
+        logger.warning(
+            "%s: the text keeps %d of about %d visible characters of the page (navigation, forms and "
+            "asides are left out on purpose; check the page if this is unexpected)",
+            id,
+            kept,
+            visible,
+        )
 
 
 def _one_line(exc: BaseException) -> str:

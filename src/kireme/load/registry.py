@@ -8,6 +8,7 @@ both. Every text format goes through the same encoding detection.
 from __future__ import annotations
 
 import io
+import logging
 import os
 import zipfile
 from collections.abc import Iterator
@@ -34,6 +35,8 @@ SUPPORTED_SUFFIXES: dict[str, str] = {
     ".tab": "tsv",
 }
 FORMATS = ("text", "markdown", "html", "ipynb", "pdf", "docx", "csv", "tsv")
+
+logger = logging.getLogger(__name__)
 
 
 def format_of(path: str | os.PathLike[str]) -> str:
@@ -98,6 +101,13 @@ def load_bytes(
     ``format`` is one of `FORMATS`; ``outputs`` (``none``/``text``) says whether notebook cell outputs
     are kept.
     """
+    doc = _load_bytes(data, id, encoding, format, outputs=outputs)
+    if data.strip() and not doc.text.strip():  # never an empty result without a word
+        logger.warning("%s: %d bytes of %s gave no text at all", id, len(data), format)
+    return doc
+
+
+def _load_bytes(data: bytes, id: str, encoding: str | None, format: str, *, outputs: str) -> Document:
     check_format(format)
     if format == "pdf":
         from kireme.load.pdf import load_pdf
