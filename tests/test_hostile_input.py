@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.invariants import check_invariants
 
 from kireme import chunk, load
 from kireme.errors import PatternTimeoutError
 from kireme.load.html import load_html
-from tests.invariants import check_invariants
 
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -76,7 +76,9 @@ def test_a_page_whose_text_is_all_dropped_is_not_silent(tmp_path: Path) -> None:
 def test_a_page_that_keeps_a_tiny_share_of_its_text_warns(caplog: pytest.LogCaptureFixture) -> None:
     html = "<html><body><aside>" + "関連記事の一覧。" * 100 + "</aside><p>本文。</p></body></html>"
     load_html(html.encode("utf-8"), "aside.html")
-    assert any("aside.html" in r.getMessage() and "visible characters" in r.getMessage() for r in caplog.records)
+    assert any(
+        "aside.html" in r.getMessage() and "visible characters" in r.getMessage() for r in caplog.records
+    )
 
 
 # ------------------------------------------------------------------------------- separator patterns
@@ -87,7 +89,9 @@ def test_a_backtracking_separator_is_refused_with_exit_2(tmp_path: Path) -> None
     exit 2, one line naming the pattern, nothing on stdout. It used to run until killed."""
     f = tmp_path / "a.txt"
     f.write_text("a" * 40 + "b")
-    done = run("chunk", str(f), "--separators", "(a|aa)+$", "--max-size", "10", "--format", "jsonl", timeout=60)
+    done = run(
+        "chunk", str(f), "--separators", "(a|aa)+$", "--max-size", "10", "--format", "jsonl", timeout=60
+    )
     assert done.returncode == 2
     assert done.stdout == ""
     assert "(a|aa)+$" in done.stderr and "backtracking" in done.stderr
