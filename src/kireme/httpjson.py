@@ -98,6 +98,61 @@ class Hints:
     too_large: str | None = None
 
 
+class _CrossOriginRedirect(Exception):
+    """The server redirected to another origin (scheme, host or port): not followed, so no key goes there."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__(target)
+        parts = urllib.parse.urlsplit(target)
+        host = parts.hostname or "?"
+        port = f":{parts.port}" if parts.port else ""
+        self.target = f"{parts.scheme}://{host}{port}{parts.path}"  # no user:password, no query
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only within the origin of the request: credentials never cross origins."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        if _origin(newurl) != _origin(req.full_url):
+            raise _CrossOriginRedirect(newurl)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_SameOriginRedirects)
+
+
+def check_api_key(key: str | None, *, error_class: type[Exception], hint: str) -> str | None:
+    """``key`` without surrounding whitespace (a key file's line break), or ``error_class`` when a control
+    character is left inside it. The message shows at most the key's last 4 characters.
+
+    >>> check_api_key(" sk-test-1234\\r\\n", error_class=ValueError, hint="set X")
+    'sk-test-1234'
+    """
+    if key is None:
+        return None
+    key = key.strip()
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in key):
+        tail = "".join(ch if ch.isprintable() else "?" for ch in key[-4:])
+        raise error_class(
+            f"the API key (ending …{tail}) contains a control character; {hint} to a key without one"
+        )
+    return key or None
+
+
 class _Retryable(Exception):
     """A failure worth another try (HTTP 429/5xx, a dropped connection); ``message`` is the final error."""
 
@@ -129,7 +184,7 @@ class JsonEndpoint:
         log: logging.Logger = logger,
     ) -> None:
         self.url = url
-        self._api_key = api_key
+        self._api_key = check_api_key(api_key, error_class=error_class, hint=hints.key)
         self.timeout = timeout
         self.error_class = error_class
         self.hints = hints
@@ -187,8 +242,13 @@ class JsonEndpoint:
             headers["Authorization"] = f"Bearer {self._api_key}"
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with _OPENER.open(request, timeout=self.timeout) as response:
                 return response.read()
+        except _CrossOriginRedirect as exc:
+            raise self.error_class(
+                f"{self.url} redirected to another origin ({exc.target}); not followed, so the API key "
+                "is not sent there: use the final URL as the base URL if you trust it"
+            ) from None
         except urllib.error.HTTPError as exc:
             with exc:
                 raise self._http_error(exc) from None
