@@ -199,3 +199,49 @@ def test_a_notebook_with_a_huge_output(tmp_path: Path) -> None:
         chunks = chunk(doc, "markdown", max_size=2_000)
         check_invariants(doc, chunks, max_size=2_000, unit="chars")
     assert len(load(f, outputs="text").text) > 2_000_000 > len(load(f).text)
+
+
+# ------------------------------------------------------------------------------------------ odd files
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="no FIFOs on this platform")
+def test_a_fifo_and_a_device_link_never_hang_a_run(tmp_path: Path) -> None:
+    """Expectation: a FIFO named *.txt and a *.txt link to /dev/zero are skipped with a warning inside a
+    folder, and refused with one line when named; the other files are chunked (it used to hang)."""
+    import os
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "規程.txt").write_text("宿泊費は実費とする。", encoding="utf-8")
+    os.mkfifo(folder / "pipe.txt")
+    if Path("/dev/zero").exists():
+        (folder / "zero.txt").symlink_to("/dev/zero")
+    done = run("chunk", str(folder), "--format", "jsonl", timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["text"] for line in done.stdout.splitlines()] == ["宿泊費は実費とする。"]
+    assert "pipe.txt: not a regular file" in done.stderr
+    named = run("chunk", str(folder / "pipe.txt"), "--format", "jsonl", timeout=60)
+    assert named.returncode == 1 and "not a regular file (a FIFO)" in named.stderr
+
+
+def test_a_file_name_that_is_not_utf8_is_kept_in_valid_json(tmp_path: Path) -> None:
+    """Expectation: the row is valid UTF-8 JSON (the odd byte as an escaped surrogate), also under a
+    strict UTF-8 stdout; the text is chunked as usual."""
+    import os
+
+    name = os.fsdecode(b"caf\xe9-\xe8\xa6\x8f\xe7\xa8\x8b.txt")  # Latin-1 "é", then UTF-8 "規程"
+    path = Path(os.fsdecode(bytes(tmp_path))) / name
+    try:
+        path.write_text("旅費は実費とする。", encoding="utf-8")
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system refuses names that are not UTF-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "kireme.cli", "chunk", str(tmp_path), "--format", "jsonl"],
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8:strict"},
+    )
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    line = done.stdout.decode("utf-8")  # strict: valid UTF-8
+    row = json.loads(line)
+    assert row["doc_id"].endswith(name) and row["text"] == "旅費は実費とする。"

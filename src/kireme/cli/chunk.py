@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -16,6 +15,7 @@ from kireme.cli.common import (
     exit_quietly_on_broken_pipe,
     expand_paths,
     input_options,
+    jsonl_line,
     load_documents,
     semantic_options,
     write,
@@ -163,11 +163,7 @@ def chunk(
                 n_chunks += 1
                 total += c.size
                 largest = max(largest, c.size)
-                write(
-                    json.dumps(c.to_dict(), ensure_ascii=False) + "\n"
-                    if fmt == "jsonl"
-                    else format_text_chunk(c)
-                )
+                write(jsonl_line(c.to_dict()) if fmt == "jsonl" else format_text_chunk(c))
         sys.stdout.flush()
     except BrokenPipeError:
         exit_quietly_on_broken_pipe(failures.exit_code)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import stat
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +38,9 @@ SUPPORTED_SUFFIXES: dict[str, str] = {
 FORMATS = ("text", "markdown", "html", "ipynb", "pdf", "docx", "csv", "tsv")
 
 logger = logging.getLogger(__name__)
+
+# The largest file `load` reads (it is read into memory whole): 1 GiB.
+MAX_FILE_BYTES = 1 << 30
 
 
 def format_of(path: str | os.PathLike[str]) -> str:
@@ -165,6 +169,18 @@ def load(
     if p.is_dir():
         raise LoadError(shown, "is a directory (pass files, or a directory to the CLI)")
     try:
+        st = p.stat()  # follows symlinks: a link to /dev/zero is a device
+    except OSError as exc:
+        raise LoadError(shown, exc.strerror or str(exc)) from None
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would block the run, a device never end
+        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
+        raise LoadError(shown, f"not a regular file ({kind}); skipped")
+    if st.st_size > MAX_FILE_BYTES:
+        raise LoadError(
+            shown,
+            f"{st.st_size:,} bytes is over the {MAX_FILE_BYTES:,}-byte limit for one file; split it first",
+        )
+    try:
         data = p.read_bytes()
     except OSError as exc:
         raise LoadError(shown, exc.strerror or str(exc)) from None
@@ -180,7 +196,15 @@ def iter_paths(path: str | os.PathLike[str]) -> Iterator[Path]:
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for name in sorted(filenames):
                 child = Path(dirpath) / name
-                if child.suffix.lower() in SUPPORTED_SUFFIXES:
+                if child.suffix.lower() not in SUPPORTED_SUFFIXES:
+                    continue
+                try:
+                    regular = stat.S_ISREG(child.stat().st_mode)
+                except OSError:  # a dangling link: load reports it
+                    regular = True
+                if regular:
                     yield child
+                else:
+                    logger.warning("%s: not a regular file (a FIFO, device or socket); skipped", child)
     else:
         yield p
