@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 import random
 import sys
@@ -145,3 +146,40 @@ def test_missing_python_docx_names_the_extra(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(LoadError, match=r"kireme\[docx\]") as info:
         load_docx(b"PK\x03\x04", "x.docx")
     assert "\n" not in str(info.value)
+
+
+def _bomb(paragraphs: int) -> bytes:
+    """A valid .docx whose body is ``paragraphs`` empty paragraphs: kilobytes that inflate a lot."""
+    import zipfile
+
+    source = zipfile.ZipFile(io.BytesIO(_build()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "word/document.xml":
+                head, _, rest = data.partition(b"<w:body>")
+                _, _, tail = rest.partition(b"</w:body>")
+                data = head + b"<w:body>" + b"<w:p/>" * paragraphs + b"</w:body>" + tail
+            target.writestr(info, data)
+    return out.getvalue()
+
+
+def test_a_paragraph_bomb_is_refused_before_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Expectation: too many elements fail the file with one line, fast (it took minutes and GBs)."""
+    loader = importlib.import_module("kireme.load.docx")
+
+    monkeypatch.setattr(loader, "MAX_ELEMENTS", 50_000)
+    data = _bomb(200_000)
+    assert len(data) < 60_000  # small on disk
+    with pytest.raises(LoadError, match="XML elements"):
+        load_docx(data, "bomb.docx")
+    assert load_docx(_bomb(1_000), "fine.docx").text == ""  # under the cap: read as usual
+
+
+def test_a_part_that_inflates_too_far_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    loader = importlib.import_module("kireme.load.docx")
+
+    monkeypatch.setattr(loader, "MAX_UNCOMPRESSED_BYTES", 1 << 20)
+    with pytest.raises(LoadError, match="inflates to more than 1 MiB"):
+        load_docx(_bomb(400_000), "big.docx")

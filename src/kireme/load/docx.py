@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import re
+import zipfile
 from typing import Any
 
 from kireme.document import Document, Region
@@ -27,6 +28,45 @@ _CLOSING_HASHES = re.compile(r"([ \t])(#+)$")
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
+# A .docx is a zip: a few kilobytes can inflate to gigabytes of XML (a "paragraph bomb" took minutes and
+# gigabytes in python-docx). What is inflated is counted before python-docx sees it.
+MAX_UNCOMPRESSED_BYTES = 256 << 20  # all parts together
+MAX_ELEMENTS = 5_000_000  # XML elements (counted as "<") in word/document.xml
+_READ = 1 << 20
+
+
+def _check_budget(data: bytes, id: str) -> None:
+    """`LoadError` when the zip inflates past `MAX_UNCOMPRESSED_BYTES` or the body holds more than
+    `MAX_ELEMENTS` elements; sizes are counted while inflating, not taken from the zip's own claims."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, OSError):
+        return  # not a zip at all: python-docx says so in its own words below
+    with archive:
+        total = 0
+        for info in archive.infolist():
+            elements = 0
+            try:
+                with archive.open(info) as part:
+                    while chunk := part.read(_READ):
+                        total += len(chunk)
+                        if total > MAX_UNCOMPRESSED_BYTES:
+                            raise LoadError(
+                                id,
+                                f"inflates to more than {MAX_UNCOMPRESSED_BYTES >> 20} MiB "
+                                "(a zip bomb?); not read",
+                            )
+                        if info.filename == "word/document.xml":
+                            elements += chunk.count(b"<")
+                            if elements > MAX_ELEMENTS:
+                                raise LoadError(
+                                    id,
+                                    f"holds more than {MAX_ELEMENTS:,} XML elements (a zip bomb?); not read",
+                                )
+            except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError):
+                return  # a damaged or encrypted part: python-docx reports it
+
+
 def load_docx(data: bytes, id: str) -> Document:
     """Read a Word ``.docx`` file as a Markdown `Document` (``format="docx"``), one region per table.
 
@@ -38,6 +78,7 @@ def load_docx(data: bytes, id: str) -> Document:
     except ImportError:
         missing = MissingExtraError("reading .docx", "docx", "python-docx")
         raise LoadError(id, str(missing)) from missing
+    _check_budget(data, id)
     try:
         document = docx.Document(io.BytesIO(data))
         items = list(document.iter_inner_content())
