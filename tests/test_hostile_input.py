@@ -245,3 +245,22 @@ def test_a_file_name_that_is_not_utf8_is_kept_in_valid_json(tmp_path: Path) -> N
     line = done.stdout.decode("utf-8")  # strict: valid UTF-8
     row = json.loads(line)
     assert row["doc_id"].endswith(name) and row["text"] == "旅費は実費とする。"
+
+
+def test_max_file_size_refuses_a_large_file_with_one_line(tmp_path: Path) -> None:
+    """Expectation: a file over --max-file-size fails alone (exit 1 for chunk, 3 for index: partial);
+    the limit is not part of an index entry's configuration, so changing it re-reads nothing."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "small.txt").write_text("宿泊費は実費とする。", encoding="utf-8")
+    (folder / "large.txt").write_text("旅費規程。" * 100, encoding="utf-8")
+    done = run("chunk", str(folder), "--max-file-size", "200", "--format", "jsonl")
+    assert done.returncode == 1
+    assert [json.loads(line)["text"] for line in done.stdout.splitlines()] == ["宿泊費は実費とする。"]
+    assert "large.txt: 1,500 bytes is over the limit of 200 bytes" in done.stderr
+    assert run("chunk", str(folder), "--max-file-size", "lots").returncode == 2
+    db = str(tmp_path / "index")
+    first = run("index", str(folder), "--db", db, "--embedder", "hash", "--max-file-size", "200")
+    assert first.returncode == 3 and "1 added" in first.stderr and "1 failed" in first.stderr
+    second = run("index", str(folder), "--db", db, "--embedder", "hash", "--max-file-size", "1M")
+    assert second.returncode == 0 and "1 added" in second.stderr and "1 unchanged" in second.stderr

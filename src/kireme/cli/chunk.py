@@ -119,6 +119,7 @@ def chunk(
     encoding: str | None,
     format_in: str | None,
     outputs: str,
+    max_file_size: int,
     fmt: str | None,
     **semantic: Any,
 ) -> None:
@@ -150,7 +151,9 @@ def chunk(
     files = expand_paths(paths, failures)
     n_docs = n_chunks = total = largest = 0
     try:
-        for doc in load_documents(files, encoding, failures, format=format_in, outputs=outputs):
+        for doc in load_documents(
+            files, encoding, failures, format=format_in, outputs=outputs, max_bytes=max_file_size
+        ):
             try:
                 chunks = chunker.chunk(doc)
             except PatternTimeoutError as exc:  # the user's regex, not the file: a usage error

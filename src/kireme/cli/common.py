@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import click
 
@@ -16,7 +16,7 @@ from kireme.document import Document
 from kireme.embed.specs import SIMILARITY_HELP
 from kireme.errors import LoadError
 from kireme.load import SUPPORTED_SUFFIXES, iter_paths, load, load_bytes
-from kireme.load.registry import FORMATS, sniff_format
+from kireme.load.registry import FORMATS, MAX_FILE_BYTES, sniff_format
 from kireme.semantic.thresholds import AUTO_RULES
 from kireme.strategies import semantic_settings as library_semantic_settings
 
@@ -67,11 +67,19 @@ def expand_paths(paths: Sequence[str], failures: Failures) -> list[Path]:
     return files
 
 
-def load_one(path: Path, encoding: str | None, format: str | None = None, outputs: str = "none") -> Document:
+def load_one(
+    path: Path,
+    encoding: str | None,
+    format: str | None = None,
+    outputs: str = "none",
+    max_bytes: int = MAX_FILE_BYTES,
+) -> Document:
     if str(path) == STDIN:
-        data = sys.stdin.buffer.read()
+        data = sys.stdin.buffer.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise LoadError("<stdin>", f"more than {max_bytes:,} bytes (--max-file-size)")
         return load_bytes(data, "<stdin>", encoding, sniff_format(data, format or "text"), outputs=outputs)
-    return load(path, encoding=encoding, format=format, outputs=outputs)
+    return load(path, encoding=encoding, format=format, outputs=outputs, max_bytes=max_bytes)
 
 
 def load_documents(
@@ -81,6 +89,7 @@ def load_documents(
     label: str = "chunking",
     format: str | None = None,
     outputs: str = "none",
+    max_bytes: int = MAX_FILE_BYTES,
 ) -> Iterable[Document]:
     """Decode each file; a file that fails is reported and skipped, the others still come."""
     show_progress = len(files) > 1 and sys.stderr.isatty()
@@ -89,13 +98,34 @@ def load_documents(
     ) as bar:
         for path in bar:
             try:
-                yield load_one(path, encoding, format, outputs)
+                yield load_one(path, encoding, format, outputs, max_bytes)
             except LoadError as exc:
                 failures.report(str(exc), usage=False)
 
 
+class ByteSize(click.ParamType):
+    """A size in bytes: ``500000``, ``64K``, ``200M``, ``1G`` (powers of 1024)."""
+
+    name = "SIZE"
+    _UNITS: ClassVar[dict[str, int]] = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().upper().removesuffix("B").removesuffix("I")
+        number = text.rstrip("KMG")
+        unit = text[len(number) :]
+        try:
+            size = int(float(number) * self._UNITS[unit])
+        except (ValueError, KeyError):
+            self.fail(f"{value!r} is not a size such as 500000, 64K, 200M or 1G", param, ctx)
+        if size < 1:
+            self.fail(f"{value!r} must be at least one byte", param, ctx)
+        return size
+
+
 def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--encoding``, ``--format-in`` and ``--outputs``: how input files are read."""
+    """``--encoding``, ``--format-in``, ``--outputs`` and ``--max-file-size``: how input files are read."""
     options = [
         click.option(
             "--encoding",
@@ -116,6 +146,13 @@ def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
             default="none",
             show_default=True,
             help="Notebooks: keep the text outputs of code cells (text) or only the code (none).",
+        ),
+        click.option(
+            "--max-file-size",
+            type=ByteSize(),
+            default="1G",
+            show_default=True,
+            help="Refuse files larger than this (each is read into memory whole): 500K, 200M, 2G...",
         ),
     ]
     for option in reversed(options):

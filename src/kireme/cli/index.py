@@ -101,6 +101,7 @@ def index_command(
     encoding: str | None,
     format_in: str | None,
     outputs: str,
+    max_file_size: int,
     prune: bool,
     fail_fast: bool,
     reembed: bool,
@@ -152,6 +153,7 @@ def index_command(
                     files,
                     fail_fast=fail_fast,
                     load_options=load_options,
+                    max_file_bytes=max_file_size,
                     on_file=lambda _path, _outcome: bar.update(1),
                 )
             if prune:

@@ -26,14 +26,16 @@ Examples:
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @input_options
 @click.option("--info", is_flag=True, help="Print the document id, format and encoding to stderr.")
-def load_command(path: Path, encoding: str | None, format_in: str | None, outputs: str, info: bool) -> None:
+def load_command(
+    path: Path, encoding: str | None, format_in: str | None, outputs: str, max_file_size: int, info: bool
+) -> None:
     """Print the text of PATH exactly as kireme reads it: what chunk offsets refer to.
 
     Text and Markdown files are decoded as they are (line endings kept); HTML, Word .docx and notebooks
     become Markdown; PDF the text of its pages.
     """
     try:
-        doc = load_one(path, encoding, format_in, outputs)
+        doc = load_one(path, encoding, format_in, outputs, max_file_size)
     except LoadError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(EXIT_USAGE if exc.reason == "no such file" else EXIT_FAILURE)

@@ -29,6 +29,7 @@ from kireme.errors import ConfigError, IndexBusyError, IndexMismatchError, LoadE
 from kireme.index.manifest import DocumentEntry, Manifest
 from kireme.index.store import StoredChunk, open_store
 from kireme.load import load
+from kireme.load.registry import MAX_FILE_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -361,9 +362,13 @@ def ingest_paths(
     *,
     fail_fast: bool = False,
     load_options: dict[str, Any] | None = None,
+    max_file_bytes: int = MAX_FILE_BYTES,
     on_file: Callable[[Path, str], None] | None = None,
 ) -> IngestSummary:
-    """Load and add each file; a broken file is recorded in the summary and skipped (or stops the run)."""
+    """Load and add each file; a broken file is recorded in the summary and skipped (or stops the run).
+
+    ``max_file_bytes`` refuses larger files; it is not part of an entry's configuration (raising it
+    re-reads nothing that was indexed)."""
     options = load_options or {}
     ingestor.load_options = {k: v for k, v in options.items() if v is not None}
     for position, path in enumerate(files):
@@ -372,7 +377,7 @@ def ingest_paths(
                 outcome = "unchanged"
             else:
                 stat = path.stat() if path.exists() else None
-                doc = load(path, **options)
+                doc = load(path, **options, max_bytes=max_file_bytes)
                 outcome = ingestor.add(doc, stat)
         except (LoadError, ConfigError) as exc:
             message = str(exc) if isinstance(exc, LoadError) else f"{path.as_posix()}: {exc}"

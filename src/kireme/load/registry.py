@@ -156,8 +156,11 @@ def load(
     *,
     format: str | None = None,
     outputs: str = "none",
+    max_bytes: int = MAX_FILE_BYTES,
 ) -> Document:
     """Read one file; the document id is the path as given (POSIX separators).
+
+    Only regular files are read (a FIFO would block, a device never end), and none over ``max_bytes``.
 
     The format comes from the extension and the content unless ``format`` is given. Raises `LoadError`
     naming the file and the reason (missing, a directory, binary, undecodable, not a valid PDF...).
@@ -175,10 +178,11 @@ def load(
     if not stat.S_ISREG(st.st_mode):  # a FIFO would block the run, a device never end
         kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
         raise LoadError(shown, f"not a regular file ({kind}); skipped")
-    if st.st_size > MAX_FILE_BYTES:
+    if st.st_size > max_bytes:
         raise LoadError(
             shown,
-            f"{st.st_size:,} bytes is over the {MAX_FILE_BYTES:,}-byte limit for one file; split it first",
+            f"{st.st_size:,} bytes is over the limit of {max_bytes:,} bytes for one file "
+            "(--max-file-size); split it or raise the limit",
         )
     try:
         data = p.read_bytes()
