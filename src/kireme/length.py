@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 import regex
 
@@ -158,14 +158,13 @@ _PARALLEL_SPLIT = regex.compile(r"\n(?=\S)")
 _PARALLEL_MIN_CHARS = 200_000
 
 
-def _encode_stream(text: str) -> list[Any]:
+def _encode_stream(text: str) -> list[npt.NDArray[np.uint32]]:
     """The whole-text token stream, encoded in parallel parts that split only at safe boundaries.
 
     Each part comes back as a numpy array straight from tiktoken's buffer (no list of Python ints);
     special-token text such as ``<|endoftext|>`` is encoded as ordinary text, as ``encode_ordinary``
     does.
     """
-    enc = _encoding()
     if len(text) < _PARALLEL_MIN_CHARS:
         return [_encode_part(text)]
     parts: list[str] = []
@@ -176,17 +175,14 @@ def _encode_stream(text: str) -> list[Any]:
         end = m.end() if m else len(text)
         parts.append(text[start:end])
         start = end
-    if not hasattr(enc, "encode_to_numpy"):  # pragma: no cover - tiktoken before 0.7
-        return list(enc.encode_ordinary_batch(parts, num_threads=2))
+    _encoding()  # loaded here, once, not by both threads at the same time
     with ThreadPoolExecutor(2) as pool:  # tiktoken releases the GIL while it encodes
         return list(pool.map(_encode_part, parts))
 
 
-def _encode_part(text: str) -> Any:
-    enc = _encoding()
-    if hasattr(enc, "encode_to_numpy"):
-        return enc.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
-    return enc.encode_ordinary(text)  # pragma: no cover - tiktoken before 0.7
+def _encode_part(text: str) -> npt.NDArray[np.uint32]:
+    # tiktoken >= 0.11: encode_to_numpy treats special-token text as ordinary text when none is allowed
+    return _encoding().encode_to_numpy(text, allowed_special=set(), disallowed_special=())
 
 
 class _TokenSizer:
@@ -212,9 +208,7 @@ class _TokenSizer:
         if not text:
             return
         parts = _encode_stream(text)
-        tokens = np.concatenate(
-            [p.view(np.int32) if isinstance(p, np.ndarray) else np.asarray(p, dtype=np.int32) for p in parts]
-        )
+        tokens = np.concatenate([part.view(np.int32) for part in parts])  # ids < 2**31: a view, no copy
         raw = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
         is_char_start = (raw & 0xC0) != 0x80
         char_of_byte = np.cumsum(is_char_start, dtype=np.int32) - 1

@@ -52,18 +52,14 @@ class RegexLevel:
 
     def cuts(self, text: str, a: int, b: int) -> list[int]:
         out: list[int] = []
-        if self.time_limit is None:
-            matches = self._compiled.finditer(text, a, b)
-        else:
-            seconds = self.time_limit * (1 + (b - a) / 1e6)
-            matches = self._compiled.finditer(text, a, b, timeout=seconds)
+        seconds = None if self.time_limit is None else self.time_limit * (1 + (b - a) / 1e6)
         try:
-            for m in matches:
+            for m in self._compiled.finditer(text, a, b, timeout=seconds):
                 s = m.end() if self.cut_after else m.start()
                 if a < s < b and (not out or out[-1] != s):
                     out.append(s)
-        except TimeoutError:
-            raise PatternTimeoutError(self.pattern, seconds, b - a) from None
+        except TimeoutError:  # only with a time limit
+            raise PatternTimeoutError(self.pattern, seconds or 0.0, b - a) from None
         return out
 
 

@@ -9,8 +9,8 @@ import click
 
 from kireme.chunkers import DEFAULT_MAX_SIZE
 from kireme.cli.common import (
-    EmbedProgress,
     Failures,
+    build_chunker,
     chunking_options,
     exit_quietly_on_broken_pipe,
     expand_paths,
@@ -21,8 +21,7 @@ from kireme.cli.common import (
     write,
 )
 from kireme.document import Chunk
-from kireme.errors import ConfigError, KiremeError, PatternTimeoutError
-from kireme.strategies import chunker_from_options
+from kireme.errors import KiremeError, PatternTimeoutError
 
 CHUNK_EXAMPLES = """
 \b
@@ -128,24 +127,20 @@ def chunk(
     Reads text, Markdown, HTML, Jupyter notebooks, PDF, Word .docx and CSV/TSV. Every JSONL row has the
     exact text with its offsets, and embed_text: the text to embed (with --context, table headers...).
     """
-    try:
-        chunker = chunker_from_options(
-            strategy,
-            max_size=max_size,
-            min_size=min_size,
-            overlap=overlap,
-            unit=unit,
-            separators=separators,
-            preset=preset,
-            no_merge=no_merge,
-            context=context,
-            context_in_budget=context_in_budget,
-            table=table_mode,
-            progress=EmbedProgress(),
-            **semantic,
-        )
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+    chunker = build_chunker(
+        strategy,
+        max_size=max_size,
+        min_size=min_size,
+        overlap=overlap,
+        unit=unit,
+        separators=separators,
+        preset=preset,
+        no_merge=no_merge,
+        context=context,
+        context_in_budget=context_in_budget,
+        table=table_mode,
+        **semantic,
+    )
     fmt = fmt or ("text" if sys.stdout.isatty() else "jsonl")
     failures = Failures()
     files = expand_paths(paths, failures)

@@ -12,12 +12,14 @@ from typing import Any, ClassVar
 
 import click
 
+from kireme.chunkers import Chunker
 from kireme.document import Document
 from kireme.embed.specs import SIMILARITY_HELP
-from kireme.errors import LoadError
+from kireme.errors import ConfigError, LoadError
 from kireme.load import SUPPORTED_SUFFIXES, iter_paths, load, load_bytes
 from kireme.load.registry import FORMATS, MAX_FILE_BYTES, sniff_format
 from kireme.semantic.thresholds import AUTO_RULES
+from kireme.strategies import chunker_from_options
 from kireme.strategies import semantic_settings as library_semantic_settings
 
 STDIN = "-"
@@ -336,3 +338,11 @@ def semantic_options(func: Callable[..., Any]) -> Callable[..., Any]:
 def semantic_settings(**semantic: Any) -> dict[str, Any]:
     """The SemanticChunker keyword arguments the shared options ask for, with progress on stderr."""
     return library_semantic_settings(**semantic, progress=EmbedProgress())
+
+
+def build_chunker(strategy: str, **options: Any) -> Chunker:
+    """`chunker_from_options` with embedding progress on stderr; a bad option is a usage error."""
+    try:
+        return chunker_from_options(strategy, progress=EmbedProgress(), **options)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None

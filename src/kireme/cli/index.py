@@ -13,6 +13,7 @@ from kireme.cli.common import (
     EXIT_USAGE,
     EmbedProgress,
     Failures,
+    build_chunker,
     chunking_options,
     expand_paths,
     input_options,
@@ -111,22 +112,17 @@ def index_command(
     """Chunk, embed and store files in an index (incremental: unchanged files cost nothing)."""
     from kireme.index.embedders import cached, make_index_embedder, token_limit
     from kireme.index.ingest import Ingestor, ingest_paths, recorded_embedder
-    from kireme.strategies import chunker_from_options
 
-    try:
-        chunker = chunker_from_options(
-            strategy,
-            max_size=max_size,
-            min_size=min_size,
-            overlap=overlap,
-            unit=unit,
-            preset=preset,
-            context=context,
-            table=table_mode,
-            progress=EmbedProgress(),
-        )
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+    chunker = build_chunker(
+        strategy,
+        max_size=max_size,
+        min_size=min_size,
+        overlap=overlap,
+        unit=unit,
+        preset=preset,
+        context=context,
+        table=table_mode,
+    )
     if "-" in paths:
         raise click.UsageError("kireme index reads files and directories, not standard input (-)")
     try:

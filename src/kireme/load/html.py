@@ -231,9 +231,9 @@ _WRAPPERS = frozenset(
         "strong",
     ]
 )
-_TAG = re.compile(
-    r"<!--.*?-->|<(script|style)\b.*?</\1\s*>|<(/?)([A-Za-z][A-Za-z0-9:-]*)\b[^>]*?(/?)>", re.I | re.S
-)
+# Comments and script/style blocks whole (as `_NOISE`), else one tag: (2) "/" of an end tag, (3) its name,
+# (4) "/" of a self-closed tag.
+_TAG = re.compile(_NOISE.pattern + r"|<(/?)([A-Za-z][A-Za-z0-9:-]*)\b[^>]*?(/?)>", _NOISE.flags)
 _VOID = frozenset(
     [
         "area",
@@ -352,8 +352,8 @@ def _visible_chars(html: str) -> int:
 def _warn_if_lost(html: str, markdown: str, id: str) -> None:
     """One warning when the text keeps almost nothing of a page that shows text (never silent loss)."""
     kept = len(markdown) - sum(1 for ch in markdown if ch.isspace())
-    if kept >= 100 and kept * 20 >= len(html):
-        return  # plainly most of the page: skip the count
+    if kept == 0 or kept >= len(html) * _LOST_SHARE:
+        return  # nothing at all is `load_bytes`'s warning; a share of the whole markup needs no count
     visible = _visible_chars(html)
     if visible >= 20 and kept < visible * _LOST_SHARE:
         logger.warning(

@@ -167,14 +167,14 @@ def load(
     """
     p = Path(path)
     shown = p.as_posix()
-    if not p.exists():
-        raise LoadError(shown, "no such file")
-    if p.is_dir():
-        raise LoadError(shown, "is a directory (pass files, or a directory to the CLI)")
     try:
         st = p.stat()  # follows symlinks: a link to /dev/zero is a device
+    except FileNotFoundError:
+        raise LoadError(shown, "no such file") from None
     except OSError as exc:
         raise LoadError(shown, exc.strerror or str(exc)) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise LoadError(shown, "is a directory (pass files, or a directory to the CLI)")
     if not stat.S_ISREG(st.st_mode):  # a FIFO would block the run, a device never end
         kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
         raise LoadError(shown, f"not a regular file ({kind}); skipped")

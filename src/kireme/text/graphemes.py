@@ -13,17 +13,13 @@ from functools import lru_cache
 import regex
 
 _CLUSTER = regex.compile(r"\X")
-# Between two characters of break class Other (letters, kana, kanji, most punctuation, emoji bases)
-# UAX #29 always allows a break (no Extend/ZWJ/Prepend/RI/Hangul/Indic-linker context involved).
-# Set operations (``&&``) exist only in the regex module's VERSION1 syntax: without the flag the class
-# silently means something else and never matches a Japanese character (tests/test_patterns.py guards).
-_OTHER = regex.compile(
-    r"[\p{Grapheme_Cluster_Break=Other}&&[^\p{InCB=Consonant}]]|[\x20-\x7e]", regex.VERSION1
-)
 _WINDOW = 32
 _MAX_BACKTRACK = 256
 
 
+# Between two characters of break class Other (letters, kana, kanji, most punctuation, emoji bases) UAX
+# #29 always allows a break (no Extend/ZWJ/Prepend/RI/Hangul/Indic-linker context involved), and so it
+# does after a line feed and around a tab. Any character outside that set may join its neighbour.
 _NOT_SIMPLE = regex.compile(r"[^\p{Grapheme_Cluster_Break=Other}\n\t]|\p{InCB=Consonant}", regex.VERSION1)
 
 
@@ -41,17 +37,7 @@ class CutFilter:
 
     def keep(self, cuts: list[int]) -> list[int]:
         text = self.text
-        n = len(text)
-        simple = _SIMPLE_CHARS
-        out = []
-        for p in cuts:
-            before = text[p - 1] if p > 0 else "\n"
-            after = text[p] if p < n else "\n"
-            if (
-                (before in simple or _learn_simple(before)) and (after in simple or _learn_simple(after))
-            ) or is_boundary(text, p):
-                out.append(p)
-        return out
+        return [p for p in cuts if is_boundary(text, p)]
 
 
 # Characters of break class Other (and not Indic consonants), plus \n and \t: a cut between two of
@@ -67,13 +53,14 @@ def _learn_simple(ch: str) -> bool:
 
 
 def _is_other(ch: str) -> bool:
-    return _OTHER.match(ch) is not None
+    """True for a character that never joins a neighbour into one cluster (see `_NOT_SIMPLE`)."""
+    return ch in _SIMPLE_CHARS or _learn_simple(ch)
 
 
 def _safe_start(text: str, p: int, lo: int) -> int:
     """A position ``<= p`` (and ``>= lo``) that is certainly a cluster boundary.
 
-    Usually two adjacent characters of class Other are found within a few steps. Text without such a
+    Usually two adjacent simple characters (class Other) are found within a few steps. Text without such a
     pair nearby (long runs of combining marks, jamo, regional indicators) is answered from every
     boundary of the text, computed once and bisected, so the work stays linear in the text.
     """

@@ -33,12 +33,11 @@ _OPEN_TO_CLOSE = OPEN_TO_CLOSE
 
 _ONLY_SPACE_LEFT = regex.compile(r"\s*\Z")
 _BLANK_LINE = r"\r?\n[ \t\u3000]*\r?\n"
-_ITEM_START = regex.compile(ITEM_MARKER)
 PARAGRAPH_BREAK = regex.compile(rf"{_BLANK_LINE}|\r?\n(?={ITEM_MARKER})")
 # The same breaks, found fast: the stdlib engine jumps from one "\n" to the next (a pattern that starts
 # with "\r?" defeats that), and a cheap look at the first character after the indent runs the full
 # item-marker pattern only where an item can start. A "\r" before the "\n" is added back by the caller.
-# tests/test_sentences.py checks the two agree.
+# tests/test_core_guards.py checks the two agree.
 _ITEM_FIRST = "[ \t\u3000]*[【第0-9０-９（(①-⑳" + BULLETS + "*+\\-]"
 _FAST_PARAGRAPH_BREAK = re.compile(rf"\n(?:[ \t\u3000]*\r?\n|(?={_ITEM_FIRST})(?={ITEM_MARKER}))")
 _SPACE_RUN = re.compile(r"\s*")
@@ -366,11 +365,6 @@ class SentenceIndex:
         self._scan(*self._block_range(a, b))
         cuts = self._cuts
         return cuts[bisect_right(cuts, a) : bisect_left(cuts, b)]
-
-    def quotes(self, a: int, b: int) -> list[tuple[int, int]]:
-        """Protected quotations ``(open, close)`` that overlap ``[a, b)``."""
-        self._scan(*self._block_range(a, max(a + 1, b)))
-        return [q for q in self._quotes if q[1] >= a and q[0] < b]
 
     def inside_quote(self, position: int) -> bool:
         """True when ``position`` lies inside a protected quotation (after its opener, up to its closer)."""
