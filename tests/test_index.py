@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 
 from kireme.embed.hashed import HashedNgramEmbedder
-from kireme.errors import IndexBusyError, IndexMismatchError
+from kireme.errors import IndexBusyError, IndexDamagedError, IndexMismatchError
 from kireme.index.embedders import cached
 from kireme.index.ingest import IndexLock, Ingestor, IngestSummary, ingest_paths
-from kireme.index.manifest import DocumentEntry, Manifest
+from kireme.index.manifest import DocumentEntry, Manifest, store_directory
 from kireme.index.search import Searcher, fuse, parse_filters
 from kireme.index.store import Hit, StoredChunk, open_store
 from kireme.load.registry import iter_paths, load
@@ -182,12 +182,10 @@ def state(db: Path) -> tuple[dict[str, DocumentEntry], list[StoredChunk]]:
     """The manifest entries and every stored row, checked for the invariants a run must keep."""
     manifest = Manifest(db / "manifest.sqlite")
     try:
-        entries = manifest.documents()
-        kind = manifest.get_meta("store")
-        info = manifest.get_meta("embedder")
+        meta, entries = manifest.snapshot()
     finally:
         manifest.close()
-    s = open_store(kind, db, info)
+    s = open_store(meta["store"], db, meta["embedder"], directory=store_directory(meta), create=False)
     try:
         rows = list(s.chunks())
         count = s.count()
@@ -489,24 +487,108 @@ class Killed(BaseException):
     """Stands for ``kill -9`` at one exact point (nothing after it runs, no cleanup is relied on)."""
 
 
-def test_reembed_killed_after_the_store_was_dropped(
-    docs: Path, store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def folders(db: Path) -> list[str]:
+    return sorted(p.name for p in db.iterdir() if p.name not in ("kireme.lock", "cache"))
+
+
+def dense_dimension(db: Path) -> int:
+    """The dimension a search of ``db`` embeds its query with (the index's recorded embedder)."""
+    searcher = Searcher(db)
+    try:
+        hits = searcher.search("日帰り出張の日当はいくら？", 3, "dense")
+        assert any("1,000円" in h.chunk.text for h in hits)
+        return int(searcher.info["dimension"])
+    finally:
+        searcher.close()
+
+
+@pytest.mark.parametrize("point", ["building", "before-swap", "after-swap"])
+def test_a_killed_reembed_leaves_the_old_index_or_the_new_one(
+    docs: Path, store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str
 ) -> None:
+    """``kill -9`` while re-embedding: no cleanup runs after the kill point; whatever the point, the
+    index answers (with the old embedder before the swap, the new one after) and the next run heals."""
     db = tmp_path / "db"
     run(db, store, files(docs))
 
-    def killed(self: Manifest) -> None:
+    def killed(*args: object, **kwargs: object) -> None:
         raise Killed
 
-    monkeypatch.setattr(Manifest, "clear", killed)  # the old rows are gone, the manifest not yet cleared
+    monkeypatch.setattr(Ingestor, "_remove_staging", lambda self, token: None)  # nothing runs after a kill
+    if point == "building":
+        monkeypatch.setattr(Ingestor, "_swap_in", killed)
+    elif point == "before-swap":
+        monkeypatch.setattr(Manifest, "replace_all", killed)
+    else:
+        monkeypatch.setattr("kireme.index.ingest._remove_tree", killed)  # swapped, old folder not removed
     with pytest.raises(Killed):
         run(db, store, files(docs), CountingEmbedder(128), reembed=True)
     monkeypatch.undo()
-    # whatever the next run is, no entry may claim rows that are not there
+    entries, _ = state(db)
+    assert len(entries) == 5
+    assert dense_dimension(db) == (128 if point == "after-swap" else DIM)
+    assert len(folders(db)) > 2  # the leftovers: a staged manifest or store folder
+
+    again = CountingEmbedder(128) if point == "after-swap" else None
+    summary = run(db, store, files(docs), again)
+    assert (summary.unchanged, summary.added) == (5, 0)
+    assert folders(db) == sorted(["manifest.sqlite", "bm25", store_directory(meta_of(db))]) or folders(
+        db
+    ) == sorted(["manifest.sqlite", store_directory(meta_of(db))])
+    if point != "after-swap":  # the re-embed can simply be run again
+        summary = run(db, store, files(docs), CountingEmbedder(128), reembed=True)
+        assert summary.added == 5
+        assert dense_dimension(db) == 128
+
+
+def meta_of(db: Path) -> dict[str, Any]:
+    manifest = Manifest(db / "manifest.sqlite")
+    try:
+        return manifest.meta()
+    finally:
+        manifest.close()
+
+
+def test_a_search_during_a_reembed_reads_the_old_index_and_writes_nothing(
+    docs: Path, store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race an outside probe found (a search re-created the table a re-embed had dropped), driven
+    deterministically: searches run inside the re-embed, between its commits."""
+    db = tmp_path / "db"
+    run(db, store, files(docs))
+    opened_before = Searcher(db)  # opened before the re-embed, asked after it finished
+    seen: list[tuple[int, list[str]]] = []
+    flush = Ingestor.flush
+
+    def flush_then_search(self: Ingestor) -> None:
+        flush(self)
+        before = folders(db)
+        seen.append((dense_dimension(db), before))
+        assert folders(db) == before, "a search created or removed something in the index"
+
+    monkeypatch.setattr("kireme.index.ingest.BATCH_DOCUMENTS", 2)  # several commits while re-embedding
+    monkeypatch.setattr(Ingestor, "flush", flush_then_search)
+    summary = run(db, store, files(docs), CountingEmbedder(128), reembed=True)
+    monkeypatch.undo()
+    assert summary.added == 5
+    assert len(seen) >= 3 and all(dim == DIM for dim, _ in seen)  # the old index, whole, every time
+    assert dense_dimension(db) == 128
+    try:  # its store folder is gone: it notices the swap and searches the new index
+        hits = opened_before.search("宿泊費の上限はいくら", 3, "hybrid")
+        assert any("11,000円" in h.chunk.text for h in hits)
+        assert opened_before.info["dimension"] == 128
+    finally:
+        opened_before.close()
     state(db)
-    summary = run(db, store, files(docs))  # back to the index's own embedder
-    assert (summary.added, summary.unchanged) == (5, 0)
-    assert len(state(db)[1]) == summary.chunks_written > 0
+
+
+def test_a_search_never_creates_a_missing_store(docs: Path, store: str, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    run(db, store, files(docs))
+    shutil.rmtree(db / store)
+    with pytest.raises(IndexDamagedError, match="store is missing"):
+        Searcher(db)
+    assert not (db / store).exists()
 
 
 def test_chunks_too_long_for_the_embedder_fail_their_file_only(store: str, tmp_path: Path) -> None:

@@ -13,11 +13,14 @@ Catch `KiremeError` to handle anything kireme reports; catch a subclass for one 
     ├── DatasetError                       an evaluation dataset file is malformed (``path:line: reason``)
     ├── IndexNotFoundError                 no index at the given path
     ├── IndexBusyError                     another process is writing the index
-    └── IndexMismatchError                 the index was built with another embedder or store
+    ├── IndexMismatchError                 the index was built with another embedder or store
+    └── IndexDamagedError                  part of an index is missing or unreadable; says what to run
 
 `ConfigError` and `DecodeError` are also ``ValueError`` so code written against plain ``ValueError``
 keeps working. A loader whose optional package is missing raises `LoadError` (one bad file must not stop
 a run over many); its ``reason`` is the `MissingExtraError` message and its ``__cause__`` that error.
+
+`storage_failure` reads a store's own words for a full disk or a read-only file system.
 
 This module imports nothing from kireme: every other module may import it.
 """
@@ -34,6 +37,7 @@ __all__ = [
     "DecodeError",
     "EmbeddingError",
     "IndexBusyError",
+    "IndexDamagedError",
     "IndexMismatchError",
     "IndexNotFoundError",
     "KiremeError",
@@ -125,3 +129,33 @@ class IndexBusyError(KiremeError):
 
 class IndexMismatchError(KiremeError):
     """The index was built with another embedder or store."""
+
+
+class IndexDamagedError(KiremeError):
+    """Part of an index is missing or unreadable; the message names it and what to run."""
+
+
+_STORAGE_REASONS = (
+    ((28, "no space left on device", "disk is full", "os error 28"), "no space left on the device"),
+    ((30, "read-only file system", "os error 30"), "the file system is read-only"),
+    ((13, "permission denied", "os error 13"), "permission denied"),
+)
+
+
+def storage_failure(exc: BaseException) -> str | None:
+    """What went wrong when writing to disk (``"no space left on the device"``...), or ``None``.
+
+    Stores report a full disk in their own words (SQLite: "database or disk is full"; LanceDB: a
+    ``RuntimeError`` quoting "os error 28"); this reads them all, through the exception's causes.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        code = getattr(current, "errno", None)
+        text = str(current).lower()
+        for (number, *phrases), reason in _STORAGE_REASONS:
+            if code == number or any(p in text for p in phrases):
+                return reason
+        current = current.__cause__ or current.__context__
+    return None

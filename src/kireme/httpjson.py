@@ -198,7 +198,11 @@ class JsonEndpoint:
 
     def post(self, payload: Any) -> Any:
         """The decoded JSON answer to ``payload``, retried as the class says; any failure is one error."""
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        text = json.dumps(payload, ensure_ascii=False)
+        try:
+            body = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (a file name that is not UTF-8): JSON escapes keep it
+            body = json.dumps(payload).encode("ascii")
         return self.decode(self.post_bytes(body))
 
     def post_bytes(self, body: bytes) -> bytes:

@@ -6,6 +6,7 @@ Exit codes: 0 success; 1 some input could not be read, decoded or embedded (the 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -73,4 +74,15 @@ def separators_from_argv(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``kireme`` console script."""
     args = list(sys.argv[1:] if argv is None else argv)
+    printable_streams()
     cli.main(args=separators_from_argv(args), prog_name="kireme")
+
+
+def printable_streams() -> None:
+    """A file name that is not valid UTF-8 (kept as surrogate escapes) prints as ``\\udcff`` instead of
+    stopping the command with a traceback, whatever the terminal's encoding."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):  # a stream already written in another mode
+                reconfigure(errors="backslashreplace")

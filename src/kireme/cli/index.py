@@ -18,7 +18,7 @@ from kireme.cli.common import (
     expand_paths,
     input_options,
 )
-from kireme.errors import ConfigError, IndexBusyError, IndexMismatchError, KiremeError
+from kireme.errors import ConfigError, IndexBusyError, IndexMismatchError, KiremeError, storage_failure
 
 EXIT_PARTIAL = 3
 
@@ -160,6 +160,16 @@ def index_command(
         sys.exit(EXIT_USAGE)
     except KiremeError as exc:  # an embedder that fails or cannot be reached: nothing more was committed
         click.echo(f"kireme: error: {exc}", err=True)
+        sys.exit(EXIT_FAILURE)
+    except Exception as exc:
+        reason = storage_failure(exc)
+        if reason is None:
+            raise
+        click.echo(
+            f"kireme: error: {db}: {reason} while writing the index; documents committed so far are kept "
+            "(free some space, then run the same command again to finish)",
+            err=True,
+        )
         sys.exit(EXIT_FAILURE)
     if summary.added + summary.updated + summary.removed:
         from kireme.index.search import Searcher

@@ -9,6 +9,7 @@ processes, and one file (``~/.cache/kireme/embeddings.sqlite`` by default; ``KIR
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import sqlite3
 import threading
@@ -19,6 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from kireme.embed.base import Embedder, Kind, check_vectors
+
+log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -64,25 +67,46 @@ class EmbeddingCache:
         missing = [k for k in keys if k not in found]
         if missing and self._db is not None:
             with self._lock:
-                for start in range(0, len(missing), 500):
-                    part = missing[start : start + 500]
-                    marks = ",".join("?" * len(part))
-                    rows = self._db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({marks})", part)
-                    for key, blob in rows:
-                        vector = np.frombuffer(blob, dtype=np.float32)
-                        self._memory[key] = vector
-                        found[key] = vector
+                try:
+                    for start in range(0, len(missing), 500):
+                        part = missing[start : start + 500]
+                        marks = ",".join("?" * len(part))
+                        rows = self._db.execute(
+                            f"SELECT key, vector FROM vectors WHERE key IN ({marks})", part
+                        )
+                        for key, blob in rows:
+                            vector = np.frombuffer(blob, dtype=np.float32)
+                            self._memory[key] = vector
+                            found[key] = vector
+                except (OSError, sqlite3.Error) as exc:
+                    self._disable("read", exc)
         return found
 
     def put_many(self, items: dict[bytes, np.ndarray]) -> None:
         self._memory.update(items)
         if self._db is not None and items:
             with self._lock:
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO vectors (key, vector) VALUES (?, ?)",
-                    [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()],
-                )
-                self._db.commit()
+                try:
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO vectors (key, vector) VALUES (?, ?)",
+                        [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()],
+                    )
+                    self._db.commit()
+                except (OSError, sqlite3.Error) as exc:  # a full disk, a damaged file
+                    self._disable("write", exc)
+
+    def _disable(self, action: str, exc: BaseException) -> None:
+        """The disk cache is only a saving: a failure turns it off for this run, with one warning."""
+        db, self._db = self._db, None
+        log.warning(
+            "embedding cache %s: cannot %s it (%s); going on without it for this run", self.path, action, exc
+        )
+        if db is not None:
+            try:
+                db.rollback()
+                db.close()
+            except sqlite3.Error:
+                pass
 
 
 @dataclass

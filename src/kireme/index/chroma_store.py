@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from kireme.errors import MissingExtraError
+from kireme.index.names import from_stored, json_text, stored_filter, to_stored
 from kireme.index.store import Hit, StoredChunk, check_filter, check_rows
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 INFO_KEY = "kireme_info"
 PAGE = 1000  # rows per ``collection.get`` page
 DELETE_BATCH = 1000  # doc ids per ``$in`` filter
+HNSW: dict[str, Any] = {"space": "cosine"}  # the collection's HNSW configuration (see the module docstring)
 
 
 def chroma_where(where: Mapping[str, str] | None) -> dict[str, Any] | None:
@@ -46,7 +48,7 @@ def chroma_where(where: Mapping[str, str] | None) -> dict[str, Any] | None:
     if not where:
         return None
     check_filter(where)
-    clauses = [{key: str(value)} for key, value in where.items()]
+    clauses = [{key: str(value)} for key, value in (stored_filter(where) or {}).items()]
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
@@ -61,6 +63,7 @@ class ChromaStore:
         *,
         collection: str = "kireme_chunks",
         info: Mapping[str, Any] | None = None,
+        create: bool = True,
     ) -> None:
         try:
             import chromadb
@@ -69,24 +72,34 @@ class ChromaStore:
             raise MissingExtraError("Chroma store", "chroma", "chromadb") from None
         self.path = os.fspath(path)
         self.collection_name = collection
+        self.writable = create
+        self._client: Any = None
+        self._collection: Any = None
+        self._max_batch = 1
+        if not create and not os.path.isdir(self.path):
+            return  # a reader never creates anything: no directory yet reads as an empty store
         # Every client on one path in one process must use identical settings (Chroma shares them).
         self._client = chromadb.PersistentClient(
             path=self.path, settings=Settings(anonymized_telemetry=False)
         )
         metadata = {INFO_KEY: json.dumps(dict(info), ensure_ascii=False)} if info else None
-        # An existing collection keeps its metadata and configuration (they are not overwritten).
-        self._collection = self._client.get_or_create_collection(
-            collection,
-            embedding_function=None,
-            metadata=metadata,
-            configuration={"hnsw": {"space": "cosine"}},
-        )
+        if create:
+            # An existing collection keeps its metadata and configuration (they are not overwritten).
+            self._collection = self._client.get_or_create_collection(
+                collection,
+                embedding_function=None,
+                metadata=metadata,
+                configuration={"hnsw": HNSW},
+            )
+        elif collection in {c.name for c in self._client.list_collections()}:
+            self._collection = self._client.get_collection(collection, embedding_function=None)
         self._max_batch = max(1, int(self._client.get_max_batch_size()))
 
     # -- VectorStore ------------------------------------------------------------------------------------
 
     def add(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> None:
         vectors = check_rows(chunks, vectors)
+        self._check_writable()
         if not chunks:
             return
         for i in range(0, len(chunks), self._max_batch):
@@ -99,18 +112,21 @@ class ChromaStore:
             )
 
     def delete_documents(self, doc_ids: Sequence[str]) -> None:
+        self._check_writable()
         ids = sorted(set(doc_ids))
         for i in range(0, len(ids), DELETE_BATCH):
             in_batch: dict[Literal["$in", "$nin"], list[str | int | float | bool]] = {
-                "$in": [*ids[i : i + DELETE_BATCH]]
+                "$in": [to_stored(d) for d in ids[i : i + DELETE_BATCH]]
             }
             self._collection.delete(where={"doc_id": in_batch})
 
     def doc_ids(self) -> set[str]:
-        return {meta["doc_id"] for _, _, meta in self._pages(None, include=["metadatas"])}
+        if self._collection is None:
+            return set()
+        return {from_stored(meta["doc_id"]) for _, _, meta in self._pages(None, include=["metadatas"])}
 
     def count(self) -> int:
-        return int(self._collection.count())
+        return 0 if self._collection is None else int(self._collection.count())
 
     def search(self, vector: np.ndarray, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
         filter_ = chroma_where(where)
@@ -144,7 +160,7 @@ class ChromaStore:
         )
 
     def get(self, ids: Sequence[str]) -> list[StoredChunk]:
-        if not ids:
+        if not ids or self._collection is None:
             return []
         found: dict[str, StoredChunk] = {}
         unique = sorted(set(ids))
@@ -164,14 +180,22 @@ class ChromaStore:
 
     def stored_info(self) -> dict[str, Any] | None:
         """The info written when the collection was created, or ``None``."""
+        if self._collection is None:
+            return None
         raw = (self._collection.metadata or {}).get(INFO_KEY)
         return json.loads(raw) if raw else None
 
     def optimize(self) -> None:
         """Nothing to do: Chroma compacts on its own."""
 
+    def _check_writable(self) -> None:
+        if not self.writable:
+            raise PermissionError(f"{self.path}: this store was opened for reading only")
+
     def _pages(self, where: dict[str, Any] | None, include: Include) -> Iterator[tuple[str, Any, Any]]:
         """Every matching row, a page at a time (ids, documents, metadatas)."""
+        if self._collection is None:
+            return
         offset = 0
         while True:
             page = self._collection.get(where=where, include=include, limit=PAGE, offset=offset)
@@ -194,31 +218,31 @@ def _rows(page: Any) -> Iterator[tuple[str, Any, Any]]:
 
 def _metadata(chunk: StoredChunk) -> dict[str, Any]:
     return {
-        "doc_id": chunk.doc_id,
+        "doc_id": to_stored(chunk.doc_id),
         "idx": int(chunk.index),
         "start": int(chunk.start),
         "end": int(chunk.end),
         "embed_text": chunk.embed_text,
-        "headings": json.dumps(list(chunk.headings), ensure_ascii=False),
-        "title": chunk.title,
-        "source": chunk.source,
+        "headings": json_text(list(chunk.headings)),
+        "title": to_stored(chunk.title),
+        "source": to_stored(chunk.source),
         "format": chunk.format,
-        "metadata": json.dumps(dict(chunk.metadata), ensure_ascii=False),
+        "metadata": json_text(dict(chunk.metadata)),
     }
 
 
 def _chunk(id_: str, document: str | None, meta: Mapping[str, Any]) -> StoredChunk:
     return StoredChunk(
         id=id_,
-        doc_id=meta["doc_id"],
+        doc_id=from_stored(meta["doc_id"]),
         index=int(meta["idx"]),
         start=int(meta["start"]),
         end=int(meta["end"]),
         text=document or "",
         embed_text=meta.get("embed_text", ""),
         headings=tuple(json.loads(meta.get("headings") or "[]")),
-        title=meta.get("title", ""),
-        source=meta.get("source", ""),
+        title=from_stored(meta.get("title", "")),
+        source=from_stored(meta.get("source", "")),
         format=meta.get("format", "text"),
         metadata=json.loads(meta.get("metadata") or "{}"),
     )

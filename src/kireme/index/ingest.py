@@ -14,6 +14,8 @@ import hashlib
 import json
 import logging
 import os
+import re
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -26,7 +28,7 @@ from kireme.document import Document
 from kireme.embed.base import Embedder
 from kireme.embed.specs import spec_for_name
 from kireme.errors import ConfigError, IndexBusyError, IndexMismatchError, LoadError
-from kireme.index.manifest import DocumentEntry, Manifest
+from kireme.index.manifest import DocumentEntry, Manifest, store_directory
 from kireme.index.store import StoredChunk, open_store
 from kireme.load import load
 from kireme.load.registry import MAX_FILE_BYTES
@@ -36,6 +38,8 @@ log = logging.getLogger(__name__)
 DEFAULT_DB = Path(".kireme") / "index"
 BATCH_ROWS = 1024
 BATCH_DOCUMENTS = 64
+STAGING_PREFIX = ".reembed-"  # the manifest of a re-embed under way: .reembed-<hex>.sqlite
+STORE_FOLDER = re.compile(r"(?:lancedb|chroma)(?:-[0-9a-f]{8})?")  # a store's folder (re-embedded: -<hex>)
 
 
 @dataclass
@@ -144,9 +148,11 @@ class Ingestor:
         try:
             self._open()
         except BaseException:
-            manifest = getattr(self, "manifest", None)
-            if manifest is not None:
-                manifest.close()
+            for manifest in {
+                id(m): m for m in (getattr(self, "manifest", None), getattr(self, "_main", None))
+            }.values():
+                if manifest is not None:
+                    manifest.close()
             self._lock.__exit__()
             raise
         return self
@@ -158,19 +164,28 @@ class Ingestor:
                 optimize = getattr(self.store, "optimize", None)
                 if optimize is not None and self.summary.chunks_written + self.summary.removed:
                     optimize()
-                self.manifest.set_meta("clean", True)
+                if self._staging is not None:
+                    self._swap_in()
+                else:
+                    self.manifest.set_meta("clean", True)
         finally:
             try:
                 self.store.close()
                 self.manifest.close()
+                if self._main is not self.manifest:
+                    self._main.close()
+                if self._staging is not None:  # the swap removed it, or the run failed: never kept
+                    self._remove_staging(self._staging)
             finally:
                 self._lock.__exit__()
 
     def _open(self) -> None:
-        self.manifest = Manifest(self.db / "manifest.sqlite")
-        info = embedder_info(self.embedder)
-        stored = self.manifest.get_meta("embedder")
-        kind = self.manifest.get_meta("store")
+        self._main = self.manifest = Manifest(self.db / "manifest.sqlite")
+        self._staging: str | None = None
+        self.info = info = embedder_info(self.embedder)
+        meta = self.manifest.meta()
+        stored = meta.get("embedder")
+        kind = meta.get("store")
         if kind and self.store_kind and kind != self.store_kind:
             raise IndexMismatchError(
                 f"{self.db}: this index uses the {kind} store, not {self.store_kind} "
@@ -183,16 +198,21 @@ class Ingestor:
                 f"not {info['embedder']} (dimension {info['dimension']}): pass --embedder "
                 f"{spec_for_name(stored['embedder'])} to use it, or --reembed to rebuild the index"
             )
-        if stored and (self.reembed and stored != info):
-            # entries out first, as for any replaced document: a kill anywhere below leaves no entry
-            # claiming rows that are gone (the old embedder stays recorded until the rows are)
-            self.manifest.remove(list(self.manifest.documents()))
-            self._drop_store(kind or self.store_kind)
-            self.manifest.clear()
-            stored = None
-        self.manifest.set_meta("store", self.store_kind)
-        self.manifest.set_meta("embedder", info)
-        self.store = open_store(self.store_kind, self.db, info)
+        directory = store_directory({**meta, "store": self.store_kind})
+        self._remove_leftovers(keep=directory)
+        if stored and self.reembed and stored != info:
+            # The new index is built beside the old one (its own store folder and manifest) and swapped
+            # in by one manifest transaction at the end: searches meanwhile read the old index, a
+            # killed run leaves the old index as it was.
+            token = secrets.token_hex(4)
+            self._staging = token
+            directory = f"{self.store_kind}-{token}"
+            self.manifest = Manifest(self.db / f"{STAGING_PREFIX}{token}.sqlite")
+        else:
+            self.manifest.set_meta("store", self.store_kind)
+            self.manifest.set_meta("embedder", info)
+        self.store_dir = directory
+        self.store = open_store(self.store_kind, self.db, info, directory=directory)
         self.entries = self.manifest.documents()
         # Only a run that did not finish can have left rows without an entry; listing every row's
         # document is slow on large stores, so it is done only then.
@@ -203,16 +223,40 @@ class Ingestor:
                 self.store.delete_documents(leftovers)
         self.manifest.set_meta("clean", False)
 
-    def _drop_store(self, kind: str) -> None:
-        import shutil
+    def _swap_in(self) -> None:
+        """Publish the re-embedded index: one manifest transaction, then the old store folder goes."""
+        old = store_directory(self._main.meta())
+        self._main.replace_all(
+            self.manifest.documents().values(),
+            {"store": self.store_kind, "store_dir": self.store_dir, "embedder": self.info, "clean": True},
+        )
+        if old != self.store_dir:
+            _remove_tree(self.db / old)
 
-        target = self.db / kind
-        trash = self.db / f".{kind}.dropped"
-        if trash.exists():  # a drop that was killed midway
-            shutil.rmtree(trash)
-        if target.exists():
-            os.replace(target, trash)  # gone at once: never a half-deleted store to open
-            shutil.rmtree(trash)
+    def _remove_staging(self, token: str) -> None:
+        for path in self.db.glob(f"{STAGING_PREFIX}{token}.sqlite*"):
+            path.unlink(missing_ok=True)
+        if self.store_dir != store_directory(self._main_meta()):
+            _remove_tree(self.db / self.store_dir)
+
+    def _main_meta(self) -> dict[str, Any]:
+        manifest = Manifest(self.db / "manifest.sqlite")
+        try:
+            return manifest.meta()
+        finally:
+            manifest.close()
+
+    def _remove_leftovers(self, keep: str) -> None:
+        """What a killed re-embed left: its manifest and store folder (the old index is untouched)."""
+        for path in self.db.iterdir():
+            name = path.name
+            if name.startswith(STAGING_PREFIX) or name in (".lancedb.dropped", ".chroma.dropped"):
+                stale = True
+            else:
+                stale = STORE_FOLDER.fullmatch(name) is not None and name != keep
+            if stale:
+                log.info("removing %s, left by an interrupted re-embed", path)
+                _remove_tree(path)
 
     # ------------------------------------------------------------------------------ documents
     @property
@@ -341,6 +385,15 @@ def entry_config_hash(chunker_config_hash: str, load_options: dict[str, Any] | N
     options = {k: v for k, v in (load_options or {}).items() if v is not None}
     raw = chunker_config_hash + "\x1f" + json.dumps(options, sort_keys=True, default=str)
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    elif path.exists() or path.is_symlink():
+        path.unlink(missing_ok=True)
 
 
 def _under(path: Path, directory: Path) -> bool:

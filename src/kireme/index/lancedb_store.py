@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from kireme.errors import MissingExtraError
+from kireme.index.names import from_stored, json_text, stored_filter, to_stored
 from kireme.index.store import Hit, StoredChunk, check_filter, check_rows
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,8 @@ def where_sql(where: Mapping[str, str] | None) -> str | None:
     if not where:
         return None
     check_filter(where)
-    return " AND ".join(f"`{key}` = {sql_string(value)}" for key, value in where.items())
+    stored = stored_filter(where) or {}
+    return " AND ".join(f"`{key}` = {sql_string(value)}" for key, value in stored.items())
 
 
 class LanceDBStore:
@@ -81,6 +83,7 @@ class LanceDBStore:
         table: str = "chunks",
         dimension: int | None = None,
         info: Mapping[str, Any] | None = None,
+        create: bool = True,
     ) -> None:
         try:
             import lancedb
@@ -94,12 +97,16 @@ class LanceDBStore:
         self._info = dict(info) if info else None
         if dimension is None and self._info and type(self._info.get("dimension")) is int:
             dimension = self._info["dimension"]
+        self.writable = create
+        self._table: Any = None
+        self.dimension: int | None = dimension
+        self._db: Any = None
+        if not create and not os.path.isdir(self.path):
+            return  # a reader never creates anything: no directory yet reads as an empty store
         # Interval 0: every read checks for a newer version, so two store objects on the same directory
         # (a writer and a reader, or two processes) always see each other's commits.
         self._db = lancedb.connect(self.path, read_consistency_interval=timedelta(0))
-        self._table: Any = None
-        self.dimension: int | None = dimension
-        if self._opened() is None and dimension is not None:
+        if create and self._opened() is None and dimension is not None:
             self._create(None)
 
     # -- schema and table -------------------------------------------------------------------------------
@@ -128,7 +135,7 @@ class LanceDBStore:
 
     def _opened(self) -> Any:
         """The table, opened if it exists by now (another object may have created it), else ``None``."""
-        if self._table is None and self.table_name in self._db.list_tables().tables:
+        if self._table is None and self._db is not None and self.table_name in self._db.list_tables().tables:
             self._table = self._db.open_table(self.table_name)
             self.dimension = self._table.schema.field("vector").type.list_size
         return self._table
@@ -136,6 +143,7 @@ class LanceDBStore:
     def _create(self, data: Any) -> None:
         """Create the table, with its first rows when given (one commit either way)."""
         assert self.dimension is not None
+        self._check_writable()
         try:
             self._table = self._db.create_table(
                 self.table_name, data=data, schema=self._schema(self.dimension)
@@ -159,17 +167,17 @@ class LanceDBStore:
         flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
         columns = {
             "id": [c.id for c in chunks],
-            "doc_id": [c.doc_id for c in chunks],
+            "doc_id": [to_stored(c.doc_id) for c in chunks],
             "idx": [c.index for c in chunks],
             "start": [c.start for c in chunks],
             "end": [c.end for c in chunks],
             "text": [c.text for c in chunks],
             "embed_text": [c.embed_text for c in chunks],
-            "headings": [list(c.headings) for c in chunks],
-            "title": [c.title for c in chunks],
-            "source": [c.source for c in chunks],
+            "headings": [[to_stored(h) for h in c.headings] for c in chunks],
+            "title": [to_stored(c.title) for c in chunks],
+            "source": [to_stored(c.source) for c in chunks],
             "format": [c.format for c in chunks],
-            "metadata": [json.dumps(dict(c.metadata), ensure_ascii=False) for c in chunks],
+            "metadata": [json_text(dict(c.metadata)) for c in chunks],
         }
         # Rows for an existing table carry its own schema, so they never touch its stored info.
         schema = self._schema(self.dimension) if self._table is None else self._table.schema
@@ -181,6 +189,7 @@ class LanceDBStore:
 
     def add(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> None:
         vectors = check_rows(chunks, vectors)
+        self._check_writable()
         if not chunks:
             return
         if vectors.ndim != 2:
@@ -199,19 +208,20 @@ class LanceDBStore:
             table.add(data)
 
     def delete_documents(self, doc_ids: Sequence[str]) -> None:
+        self._check_writable()
         if self._opened() is None:
             return
         ids = sorted(set(doc_ids))
         for i in range(0, len(ids), DELETE_BATCH):
             batch = ids[i : i + DELETE_BATCH]
-            self._table.delete(f"doc_id IN ({', '.join(sql_string(d) for d in batch)})")
+            self._table.delete(f"doc_id IN ({', '.join(sql_string(to_stored(d)) for d in batch)})")
 
     def doc_ids(self) -> set[str]:
         if self._opened() is None:
             return set()
         result: set[str] = set()
         for batch in self._scan(["doc_id"], None):
-            result.update(batch.column(0).to_pylist())
+            result.update(from_stored(d) for d in batch.column(0).to_pylist())
         return result
 
     def count(self) -> int:
@@ -266,7 +276,7 @@ class LanceDBStore:
 
         Never raises: a failure here only costs disk space, so it is logged as a warning.
         """
-        if self._opened() is None:
+        if self._opened() is None or not self.writable:
             return
         try:
             if not any(getattr(ix, "columns", None) == ["id"] for ix in self._table.list_indices()):
@@ -277,6 +287,10 @@ class LanceDBStore:
             self._table.optimize(cleanup_older_than=cleanup_older_than)
         except Exception as exc:
             log.warning("LanceDB optimize of %s failed: %s", self.path, exc)
+
+    def _check_writable(self) -> None:
+        if not self.writable:
+            raise PermissionError(f"{self.path}: this store was opened for reading only")
 
     def _scan(self, columns: list[str], predicate: str | None) -> Iterator[Any]:
         builder = self._table.search().select(columns)
@@ -291,15 +305,15 @@ def _rows(table: Any) -> Iterator[StoredChunk]:
     for i in range(table.num_rows):
         yield StoredChunk(
             id=data["id"][i],
-            doc_id=data["doc_id"][i],
+            doc_id=from_stored(data["doc_id"][i]),
             index=data["idx"][i],
             start=data["start"][i],
             end=data["end"][i],
             text=data["text"][i],
             embed_text=data["embed_text"][i],
-            headings=tuple(data["headings"][i] or ()),
-            title=data["title"][i],
-            source=data["source"][i],
+            headings=tuple(from_stored(h) for h in data["headings"][i] or ()),
+            title=from_stored(data["title"][i] or ""),
+            source=from_stored(data["source"][i] or ""),
             format=data["format"][i],
             metadata=json.loads(data["metadata"][i] or "{}"),
         )

@@ -11,9 +11,12 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kireme.index.names import from_stored, to_stored
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -41,6 +44,11 @@ class DocumentEntry:
     mtime_ns: int = -1
 
 
+def store_directory(meta: dict[str, Any]) -> str:
+    """The folder of the store under the index directory (``lancedb`` unless an index was re-embedded)."""
+    return str(meta.get("store_dir") or meta.get("store") or "lancedb")
+
+
 class Manifest:
     """Read and write the manifest (each call is its own committed transaction)."""
 
@@ -54,6 +62,9 @@ class Manifest:
         for column in ("size", "mtime_ns"):  # manifests written before these columns existed
             if column not in columns:
                 self._db.execute(f"ALTER TABLE documents ADD COLUMN {column} INTEGER NOT NULL DEFAULT -1")
+
+    def meta(self) -> dict[str, Any]:
+        return {k: json.loads(v) for k, v in self._db.execute("SELECT key, value FROM meta")}
 
     def get_meta(self, key: str) -> Any:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -69,7 +80,12 @@ class Manifest:
         rows = self._db.execute(
             "SELECT doc_id, content_hash, config_hash, chunks, source, size, mtime_ns FROM documents"
         )
-        return {r[0]: DocumentEntry(*r) for r in rows}
+        return {
+            from_stored(r[0]): DocumentEntry(
+                from_stored(r[0]), r[1], r[2], r[3], from_stored(r[4]), r[5], r[6]
+            )
+            for r in rows
+        }
 
     def put(self, entry: DocumentEntry) -> None:
         self._db.execute(
@@ -79,11 +95,11 @@ class Manifest:
             "chunks = excluded.chunks, source = excluded.source, updated = excluded.updated, "
             "size = excluded.size, mtime_ns = excluded.mtime_ns",
             (
-                entry.doc_id,
+                to_stored(entry.doc_id),
                 entry.content_hash,
                 entry.config_hash,
                 entry.chunks,
-                entry.source,
+                to_stored(entry.source),
                 time.time(),
                 entry.size,
                 entry.mtime_ns,
@@ -91,7 +107,30 @@ class Manifest:
         )
 
     def remove(self, doc_ids: list[str]) -> None:
-        self._db.executemany("DELETE FROM documents WHERE doc_id = ?", [(d,) for d in doc_ids])
+        self._db.executemany("DELETE FROM documents WHERE doc_id = ?", [(to_stored(d),) for d in doc_ids])
+
+    def snapshot(self) -> tuple[dict[str, Any], dict[str, DocumentEntry]]:
+        """Every meta value and every entry, read in one transaction (a consistent view while a writer
+        swaps a re-embedded index in)."""
+        self._db.execute("BEGIN")
+        try:
+            return self.meta(), self.documents()
+        finally:
+            self._db.execute("COMMIT")
+
+    def replace_all(self, entries: Iterable[DocumentEntry], meta: dict[str, Any]) -> None:
+        """Replace every entry and set ``meta``, in one transaction: readers see the old or the new."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("DELETE FROM documents")
+            for entry in entries:
+                self.put(entry)
+            for key, value in meta.items():
+                self.set_meta(key, value)
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def clear(self) -> None:
         self._db.execute("DELETE FROM documents")

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from kireme.embed.base import Embedder
-from kireme.errors import ConfigError, IndexNotFoundError
-from kireme.index.manifest import Manifest
+from kireme.errors import ConfigError, IndexDamagedError, IndexNotFoundError
+from kireme.index.manifest import DocumentEntry, Manifest, store_directory
 from kireme.index.store import (
     FILTER_FIELDS,
     POST_FILTER_FIELDS,
@@ -64,19 +64,52 @@ class Searcher:
             raise IndexNotFoundError(
                 f"{self.db}: no index here (create one with: kireme index PATH --db {self.db})"
             )
-        manifest = Manifest(manifest_path)
+        self._given_embedder = embedder
+        self._open()
+
+    def _open(self) -> None:
+        """Read the manifest in one transaction, then open its store for reading only (a search never
+        creates or changes anything in the index)."""
+        for attempt in range(2):
+            manifest = Manifest(self.db / "manifest.sqlite")
+            try:
+                meta, entries = manifest.snapshot()
+            finally:
+                manifest.close()
+            folder = self.db / store_directory(meta)
+            if not entries or folder.is_dir():
+                break
+            if attempt:  # not a re-embed swapping folders under us: the store is gone
+                raise IndexDamagedError(
+                    f"{folder}: the store is missing but the manifest names {len(entries)} document(s); "
+                    f"delete {self.db} and run 'kireme index PATH... --db {self.db}' to rebuild it"
+                )
+        self.info: dict[str, Any] = meta.get("embedder") or {}
+        self.store_kind: str = meta.get("store") or "lancedb"
+        self.store_dir = store_directory(meta)
+        # Only documents the manifest names are committed: rows of others are leftovers of a killed
+        # run (or of a run still writing) and are never returned.
+        self.documents: set[str] = set(entries)
+        self.generation = _generation(entries, self.store_dir)
+        self.store: VectorStore = open_store(
+            self.store_kind, self.db, self.info, directory=self.store_dir, create=False
+        )
+        self._embedder = self._given_embedder
+        self._bm25: tuple[Any, list[str]] | None = None
+
+    def _swapped(self) -> bool:
+        """Whether a re-embed swapped a new index in since this searcher opened (then it reopens)."""
+        manifest = Manifest(self.db / "manifest.sqlite")
         try:
-            self.info: dict[str, Any] = manifest.get_meta("embedder") or {}
-            self.store_kind: str = manifest.get_meta("store") or "lancedb"
-            self.generation = _generation(manifest)
-            # Only documents the manifest names are committed: rows of others are leftovers of a killed
-            # run (or of a run still writing) and are never returned.
-            self.documents: set[str] = set(manifest.documents())
+            current = store_directory(manifest.meta())
         finally:
             manifest.close()
-        self.store: VectorStore = open_store(self.store_kind, self.db, self.info)
-        self._embedder = embedder
-        self._bm25: tuple[Any, list[str]] | None = None
+        if current == self.store_dir:
+            return False
+        log.info("%s: the index was re-embedded meanwhile; searching the new one", self.db)
+        self.store.close()
+        self._open()
+        return True
 
     @property
     def embedder(self) -> Embedder:
@@ -109,6 +142,18 @@ class Searcher:
             raise ConfigError("k must be at least 1")
         if not query.strip():
             raise ConfigError("the query is empty")
+        self._swapped()  # one small manifest read: a long-lived searcher follows a finished re-embed
+        try:
+            return self._search(query, k, mode, where)
+        except ConfigError:
+            raise
+        except Exception:
+            # the store folder this searcher opened was removed by a re-embed that just finished
+            if not self._swapped():
+                raise
+            return self._search(query, k, mode, where)
+
+    def _search(self, query: str, k: int, mode: str, where: Mapping[str, str] | None) -> list[Hit]:
         if mode == "dense":
             return self.dense(query, k, where)
         if mode == "bm25":
@@ -217,10 +262,10 @@ def fuse(rankings: list[list[Hit]], k: int) -> list[Hit]:
     return [Hit(chunks[cid], scores[cid]) for cid in best[:k]]
 
 
-def _generation(manifest: Manifest) -> str:
-    """A fingerprint of the indexed documents: the BM25 cache is valid while it is unchanged."""
-    digest = hashlib.sha256()
-    for doc_id, entry in sorted(manifest.documents().items()):
+def _generation(entries: Mapping[str, DocumentEntry], store_dir: str) -> str:
+    """A fingerprint of the indexed documents and their store: the BM25 cache is valid while it holds."""
+    digest = hashlib.sha256(f"{store_dir}\x1e".encode())
+    for doc_id, entry in sorted(entries.items()):
         digest.update(
             f"{doc_id}\x1f{entry.content_hash}\x1f{entry.config_hash}\x1e".encode("utf-8", "surrogatepass")
         )

@@ -163,18 +163,26 @@ def split_filter(where: Mapping[str, str] | None) -> tuple[dict[str, str] | None
 STORES = ("lancedb", "chroma")  # what `open_store` opens on disk ("memory" is for tests)
 
 
-def open_store(kind: str, db: Path, info: dict[str, Any]) -> VectorStore:
-    """The store of an index directory (``lancedb`` in ``db/lancedb``, ``chroma`` in ``db/chroma``)."""
+def open_store(
+    kind: str, db: Path, info: dict[str, Any], *, directory: str | None = None, create: bool = True
+) -> VectorStore:
+    """The store of an index directory (``lancedb`` in ``db/lancedb``, ``chroma`` in ``db/chroma``).
+
+    ``directory`` names another folder under ``db`` (a re-embedded index lives in ``lancedb-<hex>``);
+    ``create=False`` opens for reading only: nothing on disk is created or changed, and a store that
+    does not exist yet reads as empty.
+    """
+    if kind not in (*STORES, "memory"):
+        raise ConfigError(f"unknown store {kind!r}: choose one of {', '.join(STORES)}")
+    path = db / (directory or kind)
     if kind == "lancedb":
         from kireme.index.lancedb_store import LanceDBStore
 
-        return LanceDBStore(db / "lancedb", info=info)
+        return LanceDBStore(path, info=info, create=create)
     if kind == "chroma":
         from kireme.index.chroma_store import ChromaStore
 
-        return ChromaStore(db / "chroma", info=info)
-    if kind == "memory":
-        from kireme.index.memory import MemoryStore
+        return ChromaStore(path, info=info, create=create)
+    from kireme.index.memory import MemoryStore
 
-        return MemoryStore()
-    raise ConfigError(f"unknown store {kind!r}: choose one of {', '.join(STORES)}")
+    return MemoryStore()
