@@ -79,8 +79,9 @@ with only whitespace between them and the start or end of the document do not co
 * ``in_fence``: share of chunks with a cut strictly inside a code block (anywhere but its first or last
   character); ``in_fence_fit``: the same, counting only code blocks whose whole span fits in N characters
   (a block longer than N has to be cut somewhere).
-* ``heading_ok``: share of chunks whose reported heading path equals the gold path at the chunk's first
-  non-space character. Peers without heading metadata report an empty path, so their figure is the share of
+* ``heading_ok``: share of chunks whose reported heading path equals the gold path every part of the chunk
+  shares: the path at its first non-space character, or, for a chunk holding several sections, their
+  common path (two sibling sections share their parent's). Peers without heading metadata report an empty path, so their figure is the share of
   chunks whose gold path is empty and is marked ``†`` (no heading metadata).
 * ``lonely_head``: share of chunks whose last non-space character lies on a heading line while
   non-space text follows the chunk (a heading separated from its body).
@@ -263,6 +264,19 @@ class Gold:
     def path_at(self, position: int) -> tuple[str, ...]:
         i = bisect.bisect_right(self.heading_starts, position) - 1
         return self.heading_paths[i] if i >= 0 else ()
+
+    def path_of(self, start: int, end: int) -> tuple[str, ...]:
+        """The path every part of ``[start, end)`` shares: the path at ``start``, cut back to what the
+        headings inside the span have in common with it (two sibling sections share their parent's)."""
+        path = self.path_at(start)
+        lo = bisect.bisect_right(self.heading_starts, start)
+        hi = bisect.bisect_left(self.heading_starts, end)
+        for inner in self.heading_paths[lo:hi]:
+            k = 0
+            while k < min(len(path), len(inner)) and path[k] == inner[k]:
+                k += 1
+            path = path[:k]
+        return path
 
     @staticmethod
     def _inside(spans: list[tuple[int, int]], starts: list[int], c: int) -> tuple[int, int] | None:
@@ -471,7 +485,7 @@ def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: in
         first = p.start
         while first < p.end and text[first].isspace():
             first += 1
-        want = gold.path_at(first)
+        want = gold.path_of(first, p.end)
         got = norm_path(p.headings) if p.headings is not None else ()
         if got == want:
             tally.heading_ok += 1

@@ -106,3 +106,20 @@ _CSV_ATOMS = [
     ",,\n",
 ]
 csv_texts = st.lists(st.one_of(st.sampled_from(_CSV_ATOMS), atoms), max_size=30).map("".join)
+
+# Law-like heading trees (## law, ### 条, #### 項, ##### 号) with bodies of varied length, so sibling
+# sections sometimes fit together and sometimes not.
+_BODIES = [
+    "",
+    "本文。",
+    "職員が出張した場合には旅費を支給する。",
+    "前項の規定にかかわらず、日当は一日につき二千円とする。" * 2,
+]
+law_texts = st.lists(
+    st.tuples(st.integers(2, 5), st.integers(1, 9), st.sampled_from(_BODIES)), min_size=1, max_size=25
+).map(
+    lambda items: "".join(
+        f"{'#' * level} 第{n}項\n\n{body}\n\n" if body else f"{'#' * level} 第{n}項\n\n"
+        for level, n, body in items
+    )
+)

@@ -463,7 +463,8 @@ def test_table_modes_change_embed_text_only(tmp_path: Path) -> None:
 
 
 def test_group_by_puts_the_group_in_front_of_each_table_piece(tmp_path: Path) -> None:
-    rows = travel_chunks(tmp_path, "--table", "group-by:区分")
+    # at 70 characters the context would crowd out the rows: counted on top here, given way below
+    rows = travel_chunks(tmp_path, "--table", "group-by:区分", "--no-context-in-budget")
     assert_contract(rows, TRAVEL_MD, 70)
     table = [r for r in rows if table_rows_of(r["text"])]
     groups = []
@@ -480,6 +481,18 @@ def test_group_by_puts_the_group_in_front_of_each_table_piece(tmp_path: Path) ->
     assert list(dict.fromkeys(groups)) == ["役員", "社員", "嘱託"]
     # the pieces are still cut between rows: text and offsets are the document's own
     assert all(r["text"] == TRAVEL_MD[r["start"] : r["end"]] for r in rows)
+    # by default the context counts: every embed_text fits, the group line and header stay, rows are whole
+    counted = travel_chunks(tmp_path, "--table", "group-by:区分")
+    assert_contract(counted, TRAVEL_MD, 70)
+    for row in counted:
+        assert len(row["embed_text"]) <= 70
+        if table_rows_of(row["text"]):
+            assert "区分: " in row["embed_text"], row["embed_text"]
+    for row in counted:
+        for line in protected_lines(TRAVEL_MD):
+            assert not strictly_inside(TRAVEL_MD, row["start"], line) and not strictly_inside(
+                TRAVEL_MD, row["end"], line
+            ), row["text"]
 
 
 def test_block_decorations_stay_on_the_chunks_that_hold_the_block(tmp_path: Path) -> None:
@@ -517,10 +530,17 @@ def test_csv_records_are_never_cut(tmp_path: Path, max_size: int) -> None:
     path = write(tmp_path / "価格表.csv", PRICES_CSV)
     text = loaded_text(path)
     assert text == PRICES_CSV  # the decoded file as it is, CRLF kept
-    rows = chunk_rows(str(path), "--table", "rows", "--max-size", str(max_size))
+    records = record_spans(text, CSV_IDS)
+    # counted (the default): records stay whole and the title, then the header, give way to them
+    counted = chunk_rows(str(path), "--table", "rows", "--max-size", str(max_size))
+    assert_contract(counted, text, max_size)
+    assert all(len(r["embed_text"]) <= max_size for r in counted)
+    assert {r["start"] for r in counted} <= {a for a, _ in records}
+    assert {r["end"] for r in counted} <= {b for _, b in records}
+    # on top of max_size: every piece also repeats the header
+    rows = chunk_rows(str(path), "--table", "rows", "--max-size", str(max_size), "--no-context-in-budget")
     assert_contract(rows, text, max_size)
     assert len(rows) >= 3
-    records = record_spans(text, CSV_IDS)
     assert {r["start"] for r in rows} <= {a for a, _ in records}
     assert {r["end"] for r in rows} <= {b for _, b in records}
     quoted = next(r for r in rows if "A-101" in r["text"])
@@ -620,8 +640,11 @@ def test_context_modes(tmp_path: Path) -> None:
     title = chunk_rows(str(path), "--max-size", "80", "--context", "title")
     assert all(r["embed_text"] == "就業規則\n\n" + r["text"] for r in title)
 
-    headings = chunk_rows(str(path), "--max-size", "80", "--context", "headings")
-    assert [(r["start"], r["end"]) for r in headings] == [(r["start"], r["end"]) for r in none]
+    on_top = chunk_rows(str(path), "--max-size", "80", "--context", "headings", "--no-context-in-budget")
+    assert [(r["start"], r["end"]) for r in on_top] == [(r["start"], r["end"]) for r in none]
+    headings = chunk_rows(str(path), "--max-size", "80", "--context", "headings")  # counted by default
+    assert all(len(r["embed_text"]) <= 80 for r in headings)
+    headings = on_top
     for row in headings:
         assert row["embed_text"].endswith(row["text"])
         path_names = heading_path_at(RULES_MD, row["start"])

@@ -5,7 +5,10 @@ from __future__ import annotations
 import logging
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.invariants import check_invariants
+from tests.strategies import law_texts
 
 from kireme import Document, make_chunker
 from kireme.document import Region
@@ -13,7 +16,7 @@ from kireme.errors import ConfigError
 from kireme.length import Tokens
 from kireme.structure.tables import TableMode, fill_down_columns
 from kireme.text.csvtable import csv_outline, record_spans
-from kireme.text.markdown import markdown_outline
+from kireme.text.markdown import HeadingPaths, markdown_outline
 
 RULES = """\
 ---
@@ -136,7 +139,7 @@ def test_a_code_block_that_fits_is_never_cut_and_a_large_one_is_reopened() -> No
     (code,) = markdown_outline(RULES).code_blocks
     fits = chunk(RULES, max_size=260)
     assert any(c.start <= code.start and code.end <= c.end for c in fits)
-    small = chunk(RULES, max_size=70)
+    small = chunk(RULES, max_size=70, context_in_budget=False)  # 70 for the code lines alone
     pieces = [c for c in small if code.start <= c.start < code.end]
     assert len(pieces) >= 2
     lines = set()
@@ -219,7 +222,8 @@ def test_context_prefix_drops_headings_the_chunk_already_holds() -> None:
     chunks = chunk(RULES, max_size=160)
     chapter = next(c for c in chunks if c.text.startswith("## 第2章 宿泊"))
     assert chapter.embed_text.startswith("出張旅費規程\n\n## 第2章 宿泊")  # no "第2章" twice, title once
-    code_piece = next(c for c in chunk(RULES, max_size=70) if c.text.startswith("if same_day"))
+    small = chunk(RULES, max_size=70, context_in_budget=False)  # 70 for the code lines alone
+    code_piece = next(c for c in small if c.text.startswith("if same_day"))
     assert code_piece.embed_text.startswith("出張旅費規程\n第3章 精算\n\n```python\n")
     none = chunk(RULES, max_size=160, context="none")
     assert all(c.embed_text == c.text for c in none if "|" not in c.text)
@@ -331,3 +335,84 @@ def test_a_short_lead_in_goes_with_the_table_header_and_first_rows() -> None:
         "| 区分 | 地域 | 上限額 | 備考 |" in lead.text
         and "| 役員 | 東京 | 18,000円 | 朝食込み |" in lead.text
     )
+
+
+# ------------------------------------------------------------------------------ sibling sections
+
+LAW = """## 旅費法
+
+### 第三条 支給
+
+#### 1
+
+職員が出張した場合には、旅費を支給する。
+
+#### 2
+
+前項の旅費は、鉄道賃とする。
+
+#### 3
+
+日当は一日につき二千円とする。
+
+### 第四条 精算
+
+精算は帰着後十日以内に行う。
+
+#### 1
+
+領収書を添付する。
+
+### 第五条 雑則
+
+この法律に定めるもののほか、必要な事項は省令で定める。
+"""
+
+
+def test_sibling_sections_are_packed_together_under_their_parent_path() -> None:
+    chunks = chunk(LAW, max_size=64)
+    by_start = {c.text.split("\n", 1)[0]: c for c in chunks}
+    siblings = by_start["#### 2"]
+    assert "#### 3" in siblings.text  # 2 and 3 share one chunk
+    assert siblings.headings == ("旅費法", "第三条 支給")  # the common parent path, not "2"
+    assert siblings.metadata["subheadings"] == ["2", "3"]
+    assert siblings.embed_text.startswith("旅費法 > 第三条 支給\n\n#### 2")
+    # the last item of one article never joins the next article: it would lose "第三条" in its path
+    assert not any("#### 3" in c.text and "第四条" in c.text for c in chunks)
+    # whole sections are chunks of their own when nothing else fits: nothing is cut
+    assert by_start["### 第五条 雑則"].text.endswith("省令で定める。")
+    for c in chunks:
+        assert len(c.embed_text) <= 64  # the context counts toward max_size by default
+
+
+def test_without_room_each_section_stays_alone_and_min_size_rebalances_a_small_one() -> None:
+    alone = chunk(LAW, max_size=30)
+    assert not any("#### 2" in c.text and "#### 3" in c.text for c in alone)
+    text = LAW.replace("日当は一日につき二千円とする。", "日当。")
+    tight = chunk(text, max_size=74)  # greedy: the title, 1 and 2 fill one chunk; 3 is left small
+    small = next(c for c in tight if "#### 3" in c.text)
+    assert small.text.startswith("#### 3") and small.size < 20
+    joined = chunk(text, max_size=74, min_size=20)
+    holder = next(c for c in joined if "#### 3" in c.text)
+    assert holder.size >= 20 and holder.start < small.start  # it took its sibling "2" from the chunk before
+    assert holder.headings == ("旅費法", "第三条 支給")
+    assert holder.metadata["subheadings"] == ["2", "3"]
+    check_invariants(doc(text, "markdown"), joined, max_size=74, unit="chars")
+
+
+@given(text=law_texts, max_size=st.integers(20, 200), data=st.data())
+@settings(max_examples=150, deadline=None)
+def test_packed_sections_keep_every_heading_they_sit_under(text: str, max_size: int, data) -> None:
+    min_size = data.draw(st.sampled_from([0, max_size // 3]))
+    document = doc(text, "markdown")
+    chunker = make_chunker("markdown", max_size=max_size, min_size=min_size)
+    chunks = chunker.chunk(document)
+    check_invariants(document, chunks, max_size=max_size, chunker=chunker)
+    outline = markdown_outline(text)
+    paths = HeadingPaths(outline.headings)
+    for c in chunks:
+        span = paths.span(c.start, c.end)
+        # (a run of headings too long for max_size is cut where it must: inside a line)
+        assert span.keeps_context or text[c.start - 1] != "\n", (c.text, c.headings)
+        assert c.headings == tuple(h.title for h in span.path)
+        assert len(c.embed_text) <= max_size

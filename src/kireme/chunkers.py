@@ -34,12 +34,15 @@ class ChunkPlan:
     the Markdown heading paths of the text, for Markdown-like formats). ``title``: the title for the
     chunks and their context (``""``: the document's). ``embed_text(start, end)``: a strategy's own
     ``embed_text`` (tables made readable alone); ``None``: the context prefix and the text.
+    ``headings(start, end)``: a strategy's own heading path and metadata for a chunk (sibling sections
+    packed together share their parent's path); ``None``: the path at the chunk's start, no metadata.
     """
 
     spans: list[PackedSpan]
     heading_paths: HeadingPaths | None = None
     title: str = ""
     embed_text: Callable[[int, int], str] | None = None
+    headings: Callable[[int, int], tuple[tuple[str, ...], dict[str, Any]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,9 @@ class Chunker:
     part of ``max_size``: a chunk with its overlap never exceeds the limit.
 
     ``context`` (``none``, ``title``, ``headings``) puts the document title and heading path in front of
-    each chunk's ``embed_text``; with ``context_in_budget`` (default: on for tokens, where an embedding
-    model's input limit is what ``max_size`` usually means) that context counts toward ``max_size``.
+    each chunk's ``embed_text``; with ``context_in_budget`` (the default, for every unit) that context
+    counts toward ``max_size``, so ``embed_text`` fits it and sizes compare across strategies; pass
+    ``False`` to let the context come on top.
     """
 
     max_size: int = DEFAULT_MAX_SIZE
@@ -124,7 +128,7 @@ class Chunker:
         """Whether the context prefix takes part of ``max_size``."""
         if self.context == "none":
             return False
-        return self.context_in_budget if self.context_in_budget is not None else self.measure.name == "tokens"
+        return self.context_in_budget is not False
 
     def context_builder(
         self, doc: Document, paths: HeadingPaths | None = None, title: str = ""
@@ -209,6 +213,11 @@ class Chunker:
         out = []
         for i, s in enumerate(plan.spans):
             text = doc.text[s.start : s.end]
+            headings = paths.at(s.start) if paths is not None else ()
+            metadata = regions.metadata(s.start, s.end) if doc.regions else {}
+            if plan.headings is not None:
+                headings, more = plan.headings(s.start, s.end)
+                metadata = {**metadata, **more}
             out.append(
                 Chunk(
                     text=text,
@@ -219,8 +228,8 @@ class Chunker:
                     id=ids(s.start, s.end),
                     size=s.size,
                     unit=unit,
-                    headings=paths.at(s.start) if paths is not None else (),
-                    metadata=regions.metadata(s.start, s.end) if doc.regions else {},
+                    headings=headings,
+                    metadata=metadata,
                     title=title,
                     embed_text=embed(s.start, s.end) if embed is not None else context.prefix(s.start) + text,
                 )

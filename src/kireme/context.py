@@ -58,12 +58,14 @@ class ContextBuilder:
         return "\n".join(parts) + "\n\n" if parts else ""
 
     def _fit(self, names: list[str], titles: tuple[bool, ...] = (True, False)) -> str:
-        """The fullest prefix within ``limit``: outer headings go first, then the title."""
-        for title in titles:
-            for drop in range(len(names) + 1):
-                prefix = self._render(names[drop:], title)
-                if not prefix or self.size(prefix) <= self.limit:
-                    return prefix
+        """The fullest prefix within ``limit``: outer headings go first, then the title; the deepest
+        heading (the most specific words about the chunk) goes last."""
+        order = [(title, drop) for title in titles for drop in range(len(names))]
+        order += [(title, len(names)) for title in titles]
+        for title, drop in order:
+            prefix = self._render(names[drop:], title)
+            if not prefix or self.size(prefix) <= self.limit:
+                return prefix
         return ""
 
     def prefix(self, start: int) -> str:

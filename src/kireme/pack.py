@@ -56,6 +56,7 @@ class _Packer:
         heading_end: Callable[[str, int], bool] | None = None,
         gap_cost: Callable[[int], float] | None = None,
         span: Span | None = None,
+        hard_max_size: int | None = None,
     ) -> None:
         if not isinstance(keep_headings, bool):
             raise TypeError(
@@ -73,6 +74,9 @@ class _Packer:
         self.overlap = overlap
         self.merge = merge
         self.budget = max_size - overlap
+        # a grapheme cluster up to this size is never split, even when it is over ``max_size`` (a caller's
+        # budget reduced for context, which gives way to it)
+        self.cluster_budget = max(max_size, hard_max_size or 0) - overlap
         self.cut_filter = CutFilter(text)
         self.warned_cluster = False
 
@@ -240,8 +244,8 @@ class _Packer:
         if cut <= start:
             cut = ceil_boundary(text, start + 1, start)
             # one cluster over a caller's reduced budget still fits the real one: keep it whole
-            if self.sizer.estimate(start, cut) > self.budget or (
-                not self.sizer.exact_estimates and self.sizer.exact([(start, cut)])[0] > self.budget
+            if self.sizer.estimate(start, cut) > self.cluster_budget or (
+                not self.sizer.exact_estimates and self.sizer.exact([(start, cut)])[0] > self.cluster_budget
             ):
                 if not self.warned_cluster:
                     self.warned_cluster = True
@@ -412,6 +416,7 @@ def pack(
     heading_end: Callable[[str, int], bool] | None = None,
     gap_cost: Callable[[int], float] | None = None,
     span: Span | None = None,
+    hard_max_size: int | None = None,
 ) -> list[PackedSpan]:
     """Cut ``text`` at the strongest available boundaries into spans of at most ``max_size``.
 
@@ -421,6 +426,8 @@ def pack(
     headings from the parser); by default the prose heuristic `ends_with_heading`. ``gap_cost(position)``
     tells ``min_size`` merging which neighbour is closer (semantic distance); by default the smaller.
     ``span=(a, b)`` packs only ``text[a:b]`` (one section), with offsets still into ``text``.
+    ``hard_max_size``: a caller that lowered ``max_size`` to leave room for context keeps a grapheme
+    cluster up to this size whole (the context gives way, the text is not cut).
     """
     return _Packer(
         text,
@@ -434,4 +441,5 @@ def pack(
         heading_end=heading_end,
         gap_cost=gap_cost,
         span=span,
+        hard_max_size=hard_max_size,
     ).run()

@@ -92,7 +92,7 @@ def format_text_chunk(chunk: Chunk) -> str:
 @click.option(
     "--context-in-budget/--no-context-in-budget",
     default=None,
-    help="Count the context toward --max-size, so embed_text fits it [default: on for --unit tokens].",
+    help="Count the context (title, heading path) toward --max-size, so embed_text fits it [default: on].",
 )
 @input_options
 @click.option(

@@ -98,7 +98,13 @@ class StructureChunker(Chunker):
         embeds: dict[tuple[int, int], str] = {}
         warned = False
         for section in self._sections(doc, outline, paths, context, sizer):
-            budget = section.max_size
+            budget = lowest = section.max_size
+            plain = section.table is None and section.code is None
+            if plain and self.context_counts:
+                # start from what the first piece's own context leaves (a piece holding its heading line
+                # is not prefixed with it); pieces whose context would not fit make the budget tighter,
+                # down to the budget that leaves room for any context of the section
+                budget = max(budget, self.max_size - self.measure(context.prefix(section.start)))
             while True:
                 packed = pack(
                     doc.text,
@@ -110,17 +116,21 @@ class StructureChunker(Chunker):
                     keep_headings=keep_headings,
                     heading_end=heading_end,
                     span=(section.start, section.end),
+                    hard_max_size=self.max_size,
                 )
                 made = [self._embed_text(doc, outline, context, section, p.start, p.end) for p in packed]
-                # how far the largest embed_text is over max_size (sizes are 0 when context does not count)
-                over = (
-                    max((size for _, size in made), default=0) - self.max_size if self.context_counts else 0
-                )
+                # how far the largest full embed_text (context and all) is over max_size (0 when the
+                # context does not count: nothing is measured)
+                over = max((size for _, size, _ in made), default=0) - self.max_size
+                wanted = max((full for _, _, full in made), default=0) - self.max_size
+                if plain and wanted > 0 and budget > lowest:
+                    budget = max(lowest, budget - wanted)  # some piece's context did not fit: tighter
+                    continue
                 floor = self._floor()
                 if over <= 0 or budget <= floor:
                     break
                 budget = max(floor, budget - over)  # filled-in cells or a join took more: pack tighter
-            if over > 0 and not warned:
+            if self.context_counts and over > 0 and not warned:
                 warned = True
                 log.warning(
                     "%s: some embed_text is longer than max_size %d %s: a table row rewritten by --table "
@@ -130,8 +140,8 @@ class StructureChunker(Chunker):
                     self.measure.name,
                 )
             spans.extend(packed)
-            embeds.update(((p.start, p.end), text) for p, (text, _) in zip(packed, made, strict=True))
-        return ChunkPlan(spans, paths, title, lambda start, end: embeds[(start, end)])
+            embeds.update(((p.start, p.end), text) for p, (text, _, _) in zip(packed, made, strict=True))
+        return ChunkPlan(spans, paths, title, lambda start, end: embeds[(start, end)], self._headings(paths))
 
     def _floor(self) -> int:
         """The smallest budget a section gets, however much context and header it carries."""
@@ -149,6 +159,12 @@ class StructureChunker(Chunker):
         taken = context.largest(start) + (self.measure(extra) if extra else 0)
         return max(self.max_size - taken, self._floor())
 
+    def _fits_whole(self, context: ContextBuilder, sizer: SpanSizer, start: int, end: int) -> bool:
+        """Whether ``[start, end)`` fits one chunk with the context it would get: a section starting at
+        its heading holds that line, so its context is only the path above it."""
+        taken = self.measure(context.prefix(start)) if self.context_counts else 0
+        return sizer.estimate(start, end) + taken <= self.max_size
+
     def _sections(
         self, doc: Document, outline: Outline, paths: HeadingPaths, context: ContextBuilder, sizer: SpanSizer
     ) -> list[Section]:
@@ -163,7 +179,7 @@ class StructureChunker(Chunker):
         elif outline.front_matter_end and heads:  # front matter alone goes with the first section
             starts[0] = 0
         i = 0
-        carry: int | None = None  # a heading with no text of its own goes with the next section
+        carry: int | None = None  # a heading with no text of its own goes with its first subsection
         while i < len(heads):
             start = starts[i] if carry is None else carry
             end_of_own = starts[i + 1] if i + 1 < len(heads) else len(text)
@@ -171,21 +187,98 @@ class StructureChunker(Chunker):
             while j < len(heads) and heads[j].level > heads[i].level:
                 j += 1
             subtree_end = starts[j] if j < len(heads) else len(text)
-            if j > i + 1 and sizer.estimate(start, subtree_end) <= self._budget(context, start):
+            if j > i + 1 and self._fits_whole(context, sizer, start, subtree_end):
                 bounds.append((start, subtree_end))
                 carry = None
                 i = j
-            elif i + 1 < len(heads) and not text[heads[i].end : end_of_own].strip():
+            elif (
+                i + 1 < len(heads)
+                and heads[i + 1].level > heads[i].level  # into its own subsection, never the next article
+                and not text[heads[i].end : end_of_own].strip()
+            ):
                 carry = start
                 i += 1
             else:
                 bounds.append((start, end_of_own))
                 carry = None
                 i += 1
+        bounds = self._pack_siblings(bounds, paths, context, sizer)
         sections: list[Section] = []
         for a, b in bounds:
             sections.extend(self._carve(doc, outline, context, sizer, a, b))
         return sections
+
+    def _pack_siblings(
+        self, bounds: list[tuple[int, int]], paths: HeadingPaths, context: ContextBuilder, sizer: SpanSizer
+    ) -> list[tuple[int, int]]:
+        """Join neighbouring sections into one while the whole fits the budget and no part of it loses a
+        heading it sits under (siblings share their parent's path; a parent's own text takes its first
+        subsections; the last subsection of one article never joins the next article). Then a section
+        under ``min_size`` joins a neighbour on the same terms when the limit allows."""
+
+        def joinable(a: int, b: int) -> bool:
+            return self._fits_whole(context, sizer, a, b) and paths.span(a, b).keeps_context
+
+        groups: list[list[tuple[int, int]]] = []
+        for a, b in bounds:
+            if groups and groups[-1][-1][1] == a and joinable(groups[-1][0][0], b):
+                groups[-1].append((a, b))
+            else:
+                groups.append([(a, b)])
+        if self.min_size > 0:
+            self._fill_small(groups, joinable, lambda a, b: sizer.estimate(a, b))
+        return [(g[0][0], g[-1][1]) for g in groups]
+
+    def _fill_small(
+        self,
+        groups: list[list[tuple[int, int]]],
+        joinable: Callable[[int, int], bool],
+        size: Callable[[int, int], int],
+    ) -> None:
+        """A group under ``min_size`` joins a neighbour, or takes sections from it (the split between the
+        two that leaves the larger of the two smallest), when the limit and the headings allow."""
+        i = 0
+        while i < len(groups):
+            group = groups[i]
+            if size(group[0][0], group[-1][1]) >= self.min_size:
+                i += 1
+                continue
+            best: tuple[int, int, list[list[tuple[int, int]]]] | None = None  # (neighbour, rank, parts)
+            for j in (i - 1, i + 1):
+                if not 0 <= j < len(groups):
+                    continue
+                lo, hi = min(i, j), max(i, j)
+                if groups[lo][-1][1] != groups[hi][0][0]:
+                    continue
+                members = groups[lo] + groups[hi]
+                if joinable(members[0][0], members[-1][1]):
+                    best = (j, 1 << 62, [members])
+                    break
+                for k in range(1, len(members)):
+                    left, right = members[:k], members[k:]
+                    if not (joinable(left[0][0], left[-1][1]) and joinable(right[0][0], right[-1][1])):
+                        continue
+                    smaller = min(size(left[0][0], left[-1][1]), size(right[0][0], right[-1][1]))
+                    if smaller >= self.min_size and (best is None or smaller > best[1]):
+                        best = (j, smaller, [left, right])
+            if best is None:
+                i += 1
+                continue
+            j, _, parts = best
+            lo = min(i, j)
+            groups[lo : lo + 2] = parts
+            i = lo + len(parts)  # the parts are settled: both fit, and each is at least min_size or whole
+
+    def _headings(self, paths: HeadingPaths) -> Callable[[int, int], tuple[tuple[str, ...], dict[str, Any]]]:
+        """A chunk's heading path (what all of it shares) and the sub-headings it holds below that."""
+
+        def headings(start: int, end: int) -> tuple[tuple[str, ...], dict[str, Any]]:
+            span = paths.span(start, end)
+            path = tuple(h.title for h in span.path)
+            inside = [h.title for h in span.inside]
+            return path, ({"subheadings": inside} if inside else {})
+
+        return headings
 
     def _carve(
         self,
@@ -223,11 +316,15 @@ class StructureChunker(Chunker):
                 def build_code(lead: int, code: CodeBlock = code) -> list[Section]:
                     repeat = code.opening + "\n"
                     close = "\n" + code.closing
+                    # a code line is never cut to make room for the context or the fences
+                    widest = self._widest_line(text, sizer, code.body[0], code.body[1])
                     return [
                         Section(
                             lead,
                             code.end,
-                            self._budget(context, code.start, repeat + close),
+                            max(
+                                self._budget(context, code.start, repeat + close), min(self.max_size, widest)
+                            ),
                             code=code,
                             repeat=repeat,
                             repeat_after=code.body[0],
@@ -253,6 +350,18 @@ class StructureChunker(Chunker):
             out.append(Section(pos, b, budget))
         return out
 
+    @staticmethod
+    def _widest_line(text: str, sizer: SpanSizer, a: int, b: int) -> int:
+        """The size of the longest line in ``text[a:b]``."""
+        widest = 0
+        pos = a
+        while pos < b:
+            end = text.find("\n", pos, b)
+            end = b if end < 0 else end
+            widest = max(widest, sizer.estimate(pos, end))
+            pos = end + 1
+        return widest
+
     def _table_sections(
         self,
         text: str,
@@ -276,7 +385,11 @@ class StructureChunker(Chunker):
             for k, row in enumerate(table.rows):
                 start = first if k == 0 else row.start
                 end = table.end if k == len(table.rows) - 1 else table.rows[k + 1].start
-                sections.append(Section(start, end, self._budget(context, table.start), table=table))
+                # a record stays whole when it fits at all: the context gives way to it (see _embed_text)
+                budget_k = max(
+                    self._budget(context, table.start), min(self.max_size, sizer.estimate(start, end))
+                )
+                sections.append(Section(start, end, budget_k, table=table))
             return sections
         if mode.mode == "group-by":
             col = column_index(table, mode.column)
@@ -320,10 +433,12 @@ class StructureChunker(Chunker):
         fit with it), the rest repeat it in their ``embed_text`` and leave room for it."""
         newline = "\r\n" if text.startswith("\r\n", table.header[1]) else "\n"
         repeat = text[table.header[0] : table.header[1]] + newline
+        # a row is never cut to make room for the context or the repeated header: they give way to it
+        widest = max((sizer.estimate(r.start, r.end) for r in table.rows[lo:hi]), default=0)
         rest = Section(
             start,
             end,
-            self._budget(context, table.start, line + repeat),
+            max(self._budget(context, table.start, line + repeat), min(self.max_size, widest)),
             table=table,
             group_line=line,
             repeat=repeat,
@@ -348,13 +463,14 @@ class StructureChunker(Chunker):
     # ------------------------------------------------------------------------------ embed text
     def _embed_text(
         self, doc: Document, outline: Outline, context: ContextBuilder, section: Section, start: int, end: int
-    ) -> tuple[str, int]:
+    ) -> tuple[str, int, int]:
         """Context, the block's decorations (group line, repeated header, reopened fence), the text.
 
         A piece that holds none of the section's table or code block (a lead-in sentence packed alone)
         gets no decoration. When the context counts toward ``max_size`` and the whole would not fit,
         the context goes first, then the repeated header or fence: the size limit is kept. Returns the
-        text and its size (0 when the context does not count: nothing was measured).
+        text, its size and the size of the whole with context (both 0 when the context does not count:
+        nothing was measured).
         """
         body = self._table_text(doc, outline, start, end)
         block = section.table or section.code
@@ -365,12 +481,15 @@ class StructureChunker(Chunker):
         close = section.close if touches and section.close and end <= section.close_before else ""
         embed = prefix + group + repeat + body + close
         if not self.context_counts:
-            return embed, 0
-        for candidate in (embed, group + repeat + body + close, body + close, body):
+            return embed, 0, 0
+        full = self.measure(embed)
+        if full <= self.max_size:
+            return embed, full, full
+        for candidate in (group + repeat + body + close, body + close, body):
             size = self.measure(candidate)
             if size <= self.max_size:
-                return candidate, size
-        return body, size
+                return candidate, size, full
+        return body, size, full
 
     def _table_text(self, doc: Document, outline: Outline, start: int, end: int) -> str:
         """The chunk text with whole table rows rewritten by the table mode (filled, as records)."""

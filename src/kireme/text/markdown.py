@@ -285,6 +285,17 @@ def markdown_headings(text: str) -> list[Heading]:
     return list(_outline(text).headings)
 
 
+@dataclass(frozen=True)
+class SpanHeadings:
+    """`HeadingPaths.span`: ``path`` shared by the whole span, the ``inside`` headings it holds below
+    that path (in order), and whether ``path`` keeps every heading above any part of the span whose line
+    lies before it (``keeps_context``: a chunk of the span loses no heading its text sits under)."""
+
+    path: tuple[Heading, ...]
+    inside: tuple[Heading, ...]
+    keeps_context: bool
+
+
 class HeadingPaths:
     """The heading path above any offset: ``("手順", "実行")`` for text under ``# 手順`` / ``## 実行``."""
 
@@ -308,6 +319,22 @@ class HeadingPaths:
         """Like `at`, with the heading objects (their offsets tell whether a chunk holds the line)."""
         i = bisect_right(self._starts, position) - 1
         return self._chains[i] if i >= 0 else ()
+
+    def span(self, start: int, end: int) -> SpanHeadings:
+        """The heading path every part of ``[start, end)`` shares, and the headings whose lines it holds
+        below that path (two sibling sections in one chunk share their parent's path)."""
+        first = bisect_right(self._starts, start)
+        last = bisect_right(self._starts, end - 1) if end > start else first
+        chains = [self.chain(start), *self._chains[first:last]]
+        common = 0
+        shortest = min(len(c) for c in chains)
+        while common < shortest and all(c[common] is chains[0][common] for c in chains):
+            common += 1
+        # the headings above some part whose lines lie before the span: a chunk must keep them in its path
+        before = max(sum(1 for h in chain if h.start < start) for chain in chains)
+        held = tuple(h for chain in chains for h in chain[common:] if start <= h.start < end)
+        inside = tuple(dict.fromkeys(held))
+        return SpanHeadings(chains[0][:common], inside, before <= common)
 
     def all_chains(self) -> list[tuple[Heading, ...]]:
         """Every distinct chain in the document (``()`` for text before the first heading included)."""
