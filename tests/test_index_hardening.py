@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -251,3 +252,90 @@ def test_a_full_disk_is_one_line_and_the_next_run_finishes(small_disk: Path, tmp
     assert b"60 unchanged" in done.stderr
     hits = kireme("search", "第7章の12番目の規定", "--db", str(db), "-k", "1", "--format", "jsonl", env=env)
     assert "第7章の12番目" in hits.stdout.decode("utf-8")
+
+
+# ---------------------------------------------------------------------------------------- chroma HNSW
+
+
+def _rows(n: int, dim: int = 64) -> tuple[list[Any], np.ndarray, HashedNgramEmbedder]:
+    from kireme.index.store import StoredChunk
+
+    rng = np.random.default_rng(5)
+    words = [
+        "出張",
+        "旅費",
+        "宿泊",
+        "日当",
+        "精算",
+        "領収書",
+        "申請",
+        "承認",
+        "交通費",
+        "上限",
+        "規程",
+        "部長",
+    ]
+    texts = ["".join(rng.choice(words, size=8)) + f"第{i}号" for i in range(n)]
+    embedder = HashedNgramEmbedder(dim)
+    chunks = [StoredChunk(f"c{i:05d}", f"d{i // 10}", i % 10, 0, len(t), t, t) for i, t in enumerate(texts)]
+    return chunks, embedder.embed(texts), embedder
+
+
+@pytest.mark.slow
+def test_chroma_builds_answer_like_exact_search_and_like_each_other(tmp_path: Path) -> None:
+    pytest.importorskip("chromadb")
+    from kireme.index.chroma_store import HNSW, ChromaStore
+
+    chunks, vectors, embedder = _rows(3000)
+    queries = embedder.embed(
+        [f"{w}の{v}" for w in ("出張", "宿泊", "精算", "承認") for v in ("上限", "申請", "部長")]
+    )
+    exact = np.argsort(-(queries @ vectors.T), axis=1, kind="stable")[:, :10]
+    answers = []
+    for build in range(2):
+        store = ChromaStore(tmp_path / f"build{build}")
+        try:
+            assert {k: store._collection.configuration["hnsw"][k] for k in HNSW} == HNSW
+            for i in range(0, len(chunks), 500):
+                store.add(chunks[i : i + 500], vectors[i : i + 500])
+            answers.append([store.search(q, 10) for q in queries])
+        finally:
+            store.close()
+    scores = queries @ vectors.T
+    found = 0
+    for q, hits in enumerate(answers[0]):  # a hit tied with the exact 10th best counts (hash vectors tie)
+        tenth = scores[q, exact[q, -1]]
+        found += sum(scores[q, int(h.chunk.id[1:])] >= tenth - 1e-6 for h in hits)
+    assert found / (10 * len(queries)) >= 0.95
+    for first, second in zip(answers[0], answers[1], strict=True):  # identical builds: the same answers,
+        assert np.allclose([h.score for h in first], [h.score for h in second], atol=1e-6)  # up to ties
+        same = [a.chunk.id == b.chunk.id for a, b in zip(first, second, strict=True)]
+        assert all(
+            same[k]
+            or abs(first[k].score - first[k - 1].score) < 1e-6
+            or abs(first[k].score - first[min(k + 1, 9)].score) < 1e-6
+            for k in range(10)
+        )
+
+
+def test_an_older_chroma_collection_gets_the_search_effort_from_a_writer_only(tmp_path: Path) -> None:
+    pytest.importorskip("chromadb")
+    import chromadb
+    from chromadb.config import Settings
+
+    from kireme.index.chroma_store import HNSW, ChromaStore
+
+    client = chromadb.PersistentClient(
+        path=str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False)
+    )
+    client.get_or_create_collection(
+        "kireme_chunks", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+    )
+    reader = ChromaStore(tmp_path / "chroma", create=False)
+    assert (
+        reader._collection.configuration["hnsw"]["ef_search"] < HNSW["ef_search"]
+    )  # a reader changes nothing
+    reader.close()
+    writer = ChromaStore(tmp_path / "chroma")
+    assert writer._collection.configuration["hnsw"]["ef_search"] == HNSW["ef_search"]
+    writer.close()

@@ -9,9 +9,15 @@ Rows: the chunk ``text`` is the Chroma *document*; everything else is scalar met
 is kept in the collection metadata as JSON under ``kireme_info``, written when the collection is
 created.
 
-Caveats: Chroma searches an HNSW graph, so results are approximate (exact for small collections, very
-high recall beyond); ``add`` commits in batches of at most ``client.get_max_batch_size()`` rows, so a
-very large ``add`` is not atomic as a whole; adding an id that already exists is silently ignored by
+Caveats: Chroma searches an HNSW graph, so results are approximate: with `HNSW` (32 neighbours,
+``ef_construction`` and ``ef_search`` 200) recall@10 against exact search measured 0.990 at 66k rows
+(Chroma's defaults: 0.942). Chroma inserts each batch into the graph in parallel, in no fixed order, so two
+identical builds can answer a query differently where scores are nearly tied (top 10 identical for 98.8%
+of queries at 66k, all at a few thousand rows); nothing in Chroma's configuration makes builds
+deterministic. LanceDB (the default store) searches exactly.
+
+``add`` commits in batches of at most ``client.get_max_batch_size()`` rows, so a very large ``add`` is not
+atomic as a whole; adding an id that already exists is silently ignored by
 Chroma (chunk ids are meant to be unique).
 """
 
@@ -34,7 +40,9 @@ if TYPE_CHECKING:
 INFO_KEY = "kireme_info"
 PAGE = 1000  # rows per ``collection.get`` page
 DELETE_BATCH = 1000  # doc ids per ``$in`` filter
-HNSW: dict[str, Any] = {"space": "cosine"}  # the collection's HNSW configuration (see the module docstring)
+# The collection's HNSW graph: measured with benchmarks/chroma_recall.py (hash embedder, 66k rows, 400
+# queries), recall@10 against exact search 0.990 (Chroma's defaults: 0.942) for the same build time.
+HNSW: dict[str, Any] = {"space": "cosine", "max_neighbors": 32, "ef_construction": 200, "ef_search": 200}
 
 
 def chroma_where(where: Mapping[str, str] | None) -> dict[str, Any] | None:
@@ -91,6 +99,7 @@ class ChromaStore:
                 metadata=metadata,
                 configuration={"hnsw": HNSW},
             )
+            self._raise_search_effort()
         elif collection in {c.name for c in self._client.list_collections()}:
             self._collection = self._client.get_collection(collection, embedding_function=None)
         self._max_batch = max(1, int(self._client.get_max_batch_size()))
@@ -187,6 +196,13 @@ class ChromaStore:
 
     def optimize(self) -> None:
         """Nothing to do: Chroma compacts on its own."""
+
+    def _raise_search_effort(self) -> None:
+        """A collection made before `HNSW` was set keeps its graph (``max_neighbors`` and
+        ``ef_construction`` are fixed at creation) but gets the search effort, which Chroma can change."""
+        current = ((self._collection.configuration or {}).get("hnsw") or {}).get("ef_search")
+        if isinstance(current, int) and current < HNSW["ef_search"]:
+            self._collection.modify(configuration={"hnsw": {"ef_search": HNSW["ef_search"]}})
 
     def _check_writable(self) -> None:
         if not self.writable:
