@@ -227,8 +227,14 @@ def test_context_prefix_drops_headings_the_chunk_already_holds() -> None:
     assert code_piece.embed_text.startswith("出張旅費規程\n第3章 精算\n\n```python\n")
     none = chunk(RULES, max_size=160, context="none")
     assert all(c.embed_text == c.text for c in none if "|" not in c.text)
-    title_only = chunk(RULES, max_size=160, context="title")
+    title_only = chunk(RULES, max_size=160, context="title", context_in_budget=False)
     assert all(c.embed_text.startswith("出張旅費規程\n\n") for c in title_only)
+    # counted (the default): a block that fits 160 only without the title keeps its text whole instead
+    counted = chunk(RULES, max_size=160, context="title")
+    assert all(len(c.embed_text) <= 160 for c in counted)
+    for c in counted:
+        if not c.embed_text.startswith("出張旅費規程\n\n"):
+            assert c.embed_text.endswith(c.text) and len("出張旅費規程\n\n" + c.embed_text) > 160
 
 
 @pytest.mark.parametrize("table", ["rows", "fill-down", "group-by:区分"])

@@ -316,8 +316,10 @@ class StructureChunker(Chunker):
                 def build_code(lead: int, code: CodeBlock = code) -> list[Section]:
                     repeat = code.opening + "\n"
                     close = "\n" + code.closing
-                    # a code line is never cut to make room for the context or the fences
-                    widest = self._widest_line(text, sizer, code.body[0], code.body[1])
+                    # a code block that fits max_size is never cut to make room for the context (the
+                    # context gives way), nor a code line for the context and the fences
+                    whole = sizer.estimate(code.start, code.end)
+                    widest = whole if whole <= self.max_size else self._widest_line(text, sizer, *code.body)
                     return [
                         Section(
                             lead,
@@ -412,8 +414,13 @@ class StructureChunker(Chunker):
                         text, table, sizer, context, start, end, lo, hi, line, with_header=n == 0
                     )
                 return sections
-        if sizer.estimate(table.start, table.end) <= budget:
+        whole = sizer.estimate(table.start, table.end)
+        if whole <= budget:
             return []
+        if whole <= self.max_size:  # it fits, only not with its context: the context gives way
+            return [
+                Section(first, table.end, max(budget, min(self.max_size, sizer.estimate(first, table.end))))
+            ]
         return self._header_first(text, table, sizer, context, first, table.end, 0, len(table.rows), "")
 
     def _header_first(
