@@ -416,9 +416,23 @@ def test_packed_sections_keep_every_heading_they_sit_under(text: str, max_size: 
     check_invariants(document, chunks, max_size=max_size, chunker=chunker)
     outline = markdown_outline(text)
     paths = HeadingPaths(outline.headings)
-    for c in chunks:
+    for c, nxt in zip(chunks, [*chunks[1:], None], strict=True):
         span = paths.span(c.start, c.end)
         # (a run of headings too long for max_size is cut where it must: inside a line)
         assert span.keeps_context or text[c.start - 1] != "\n", (c.text, c.headings)
         assert c.headings == tuple(h.title for h in span.path)
         assert len(c.embed_text) <= max_size
+        # no lonely heading: a chunk ends with headings while their body opens the next chunk only when
+        # the headings and the body's first sentence could not have shared a chunk with that context
+        trailing = [h for h in outline.headings if c.start <= h.start and h.end == c.end]
+        if trailing and nxt is not None and not text[nxt.start :].startswith("#"):
+            run = trailing[0].start
+            while True:
+                before = [h for h in outline.headings if c.start <= h.start and h.end + 2 >= run > h.start]
+                if not before or before[0].start >= run:
+                    break
+                run = before[0].start
+            ends = [e for e in (text.find("。", nxt.start) + 1, text.find("\n", nxt.start)) if e > 0]
+            first = min(ends, default=len(text))  # the body's first sentence
+            context = len(c.embed_text) - len(c.text) if c.embed_text.endswith(c.text) else 0
+            assert first - run + context > max_size, (c.text, text[nxt.start : first])
