@@ -339,3 +339,37 @@ def test_an_older_chroma_collection_gets_the_search_effort_from_a_writer_only(tm
     writer = ChromaStore(tmp_path / "chroma")
     assert writer._collection.configuration["hnsw"]["ef_search"] == HNSW["ef_search"]
     writer.close()
+
+
+# ------------------------------------------------------------------------------------ damaged pieces
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_damaged_manifest_is_one_error_naming_it_and_what_to_run(tmp_path: Path, damage: str) -> None:
+    from kireme.errors import IndexDamagedError
+    from kireme.index.search import Searcher
+
+    db = tmp_path / "db"
+    db.mkdir()
+    manifest = Manifest(db / "manifest.sqlite")
+    for i in range(200):
+        manifest.put(DocumentEntry(f"規程{i}.md", "h" * 64, "c" * 16, 3, f"規程{i}.md"))
+    manifest.close()
+    path = db / "manifest.sqlite"
+    data = path.read_bytes()
+    path.write_bytes(os.urandom(4096) if damage == "garbage" else data[: len(data) // 2])
+    for leftover in db.glob("manifest.sqlite-*"):
+        leftover.unlink()
+    with pytest.raises(
+        IndexDamagedError, match=r"manifest\.sqlite is damaged .*kireme index PATH\.\.\. --db"
+    ):
+        Searcher(db)
+
+
+def test_a_lock_that_is_a_directory_is_one_error(tmp_path: Path) -> None:
+    from kireme.errors import IndexDamagedError
+    from kireme.index.ingest import IndexLock
+
+    (tmp_path / "kireme.lock").mkdir()
+    with pytest.raises(IndexDamagedError, match=r"kireme\.lock is not a lock file"):
+        IndexLock(tmp_path)

@@ -75,7 +75,12 @@ def _db_option(func):
     "--prune", is_flag=True, help="Remove documents whose file was deleted (or is no longer under PATH)."
 )
 @click.option("--fail-fast", is_flag=True, help="Stop at the first file that cannot be indexed.")
-@click.option("--reembed", is_flag=True, help="Rebuild the index when it was made with another embedder.")
+@click.option(
+    "--reembed",
+    is_flag=True,
+    help="Rebuild the index when it was made with another embedder (built beside the old one: searches "
+    "answer from the old index until the new one is complete).",
+)
 @click.option("--wait", type=click.FloatRange(min=0), default=0, help="Seconds to wait for another writer.")
 @click.option(
     "--format",

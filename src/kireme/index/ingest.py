@@ -27,7 +27,7 @@ from kireme.chunkers import Chunker
 from kireme.document import Document
 from kireme.embed.base import Embedder
 from kireme.embed.specs import spec_for_name
-from kireme.errors import ConfigError, IndexBusyError, IndexMismatchError, LoadError
+from kireme.errors import ConfigError, IndexBusyError, IndexDamagedError, IndexMismatchError, LoadError
 from kireme.index.manifest import DocumentEntry, Manifest, store_directory
 from kireme.index.store import StoredChunk, open_store
 from kireme.load import load
@@ -87,7 +87,10 @@ class IndexLock:
     def __init__(self, db: Path, wait: float = 0.0) -> None:
         from filelock import FileLock
 
-        self._lock = FileLock(str(db / "kireme.lock"))
+        path = db / "kireme.lock"
+        if path.is_dir() or (path.exists() and not path.is_file()):
+            raise IndexDamagedError(f"{path} is not a lock file; remove it (no kireme process is using it)")
+        self._lock = FileLock(str(path))
         self.db = db
         self.wait = wait
 

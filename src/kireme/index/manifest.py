@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kireme.errors import IndexDamagedError, storage_failure
 from kireme.index.names import from_stored, to_stored
 
 SCHEMA = """
@@ -55,13 +56,28 @@ class Manifest:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(SCHEMA)
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(documents)")}
-        for column in ("size", "mtime_ns"):  # manifests written before these columns existed
-            if column not in columns:
-                self._db.execute(f"ALTER TABLE documents ADD COLUMN {column} INTEGER NOT NULL DEFAULT -1")
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(documents)")}
+            for column in ("size", "mtime_ns"):  # manifests written before these columns existed
+                if column not in columns:
+                    self._db.execute(f"ALTER TABLE documents ADD COLUMN {column} INTEGER NOT NULL DEFAULT -1")
+            self._db.execute("SELECT doc_id FROM documents LIMIT 1").fetchall()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise self._damaged(exc) from None
+
+    def _damaged(self, exc: sqlite3.DatabaseError) -> Exception:
+        """One line naming the file and what to run (a full disk is left as it is: nothing is damaged)."""
+        if storage_failure(exc) is not None:
+            return exc
+        folder = self.path.parent
+        return IndexDamagedError(
+            f"{self.path} is damaged ({exc}); delete {folder} and run 'kireme index PATH... --db "
+            f"{folder}' to rebuild the index from its sources"
+        )
 
     def meta(self) -> dict[str, Any]:
         return {k: json.loads(v) for k, v in self._db.execute("SELECT key, value FROM meta")}
@@ -77,9 +93,12 @@ class Manifest:
         )
 
     def documents(self) -> dict[str, DocumentEntry]:
-        rows = self._db.execute(
-            "SELECT doc_id, content_hash, config_hash, chunks, source, size, mtime_ns FROM documents"
-        )
+        try:
+            rows = self._db.execute(
+                "SELECT doc_id, content_hash, config_hash, chunks, source, size, mtime_ns FROM documents"
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from None
         return {
             from_stored(r[0]): DocumentEntry(
                 from_stored(r[0]), r[1], r[2], r[3], from_stored(r[4]), r[5], r[6]
