@@ -361,7 +361,7 @@ def test_a_damaged_manifest_is_one_error_naming_it_and_what_to_run(tmp_path: Pat
     for leftover in db.glob("manifest.sqlite-*"):
         leftover.unlink()
     with pytest.raises(
-        IndexDamagedError, match=r"manifest\.sqlite is damaged .*kireme index PATH\.\.\. --db"
+        IndexDamagedError, match=r"manifest\.sqlite is damaged .*kireme index --rebuild PATH\.\.\. --db"
     ):
         Searcher(db)
 

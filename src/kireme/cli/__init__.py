@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from kireme.cli.check import check_command
 from kireme.cli.chunk import chunk
 from kireme.cli.evaluate import compare_command, eval_command
 from kireme.cli.index import ask_command, index_command, search_command
@@ -34,6 +35,7 @@ def cli(verbose: int) -> None:
       kireme eval FILE --questions Q.jsonl  hit rate and characters passed, per strategy and size
       kireme index DIR                     chunk, embed and store (incremental) in ./.kireme/index
       kireme search "QUERY"                hybrid search;  kireme ask "QUESTION": context + answer
+      kireme check                         is the index whole? (--repair fixes what it can)
     """
     level = logging.WARNING - 10 * verbose
     logging.basicConfig(level=max(level, logging.DEBUG), format="kireme: %(message)s", stream=sys.stderr)
@@ -47,6 +49,7 @@ cli.add_command(compare_command)
 cli.add_command(index_command)
 cli.add_command(search_command)
 cli.add_command(ask_command)
+cli.add_command(check_command)
 
 
 def separators_from_argv(argv: list[str]) -> list[str]:

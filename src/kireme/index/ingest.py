@@ -27,9 +27,17 @@ from kireme.chunkers import Chunker
 from kireme.document import Document
 from kireme.embed.base import Embedder
 from kireme.embed.specs import spec_for_name
-from kireme.errors import ConfigError, IndexBusyError, IndexDamagedError, IndexMismatchError, LoadError
+from kireme.errors import (
+    ConfigError,
+    IndexBusyError,
+    IndexDamagedError,
+    IndexMismatchError,
+    KiremeError,
+    LoadError,
+    storage_failure,
+)
 from kireme.index.manifest import DocumentEntry, Manifest, store_directory
-from kireme.index.store import StoredChunk, open_store
+from kireme.index.store import StoredChunk, doc_counts, open_store, store_state
 from kireme.load import load
 from kireme.load.registry import MAX_FILE_BYTES
 
@@ -129,6 +137,7 @@ class Ingestor:
         *,
         store: str | None = None,
         reembed: bool = False,
+        rebuild: bool = False,
         wait: float = 0.0,
         embedder_limit: tuple[int, Callable[[str], int]] | None = None,
     ) -> None:
@@ -137,6 +146,7 @@ class Ingestor:
         self.embedder = embedder
         self.store_kind = store
         self.reembed = reembed
+        self.rebuild = rebuild
         self.limit = embedder_limit
         self.summary = IngestSummary()
         self._lock = IndexLock(self.db, wait)
@@ -183,10 +193,23 @@ class Ingestor:
                 self._lock.__exit__()
 
     def _open(self) -> None:
-        self._main = self.manifest = Manifest(self.db / "manifest.sqlite")
         self._staging: str | None = None
+        try:
+            self._main = self.manifest = Manifest(self.db / "manifest.sqlite")
+            meta = self.manifest.meta()
+        except IndexDamagedError:
+            if not self.rebuild:
+                raise
+            if getattr(self, "_main", None) is not None:
+                self._main.close()
+            # nothing to keep using: the index is re-created in place from the sources
+            log.warning("%s: the manifest is damaged; the index is rebuilt from the sources", self.db)
+            stores = [p for p in self.db.iterdir() if STORE_FOLDER.fullmatch(p.name)]
+            for path in [*self.db.glob("manifest.sqlite*"), self.db / "bm25", *stores]:
+                _remove_tree(path)
+            self._main = self.manifest = Manifest(self.db / "manifest.sqlite")
+            meta = {}
         self.info = info = embedder_info(self.embedder)
-        meta = self.manifest.meta()
         stored = meta.get("embedder")
         kind = meta.get("store")
         if kind and self.store_kind and kind != self.store_kind:
@@ -203,10 +226,10 @@ class Ingestor:
             )
         directory = store_directory({**meta, "store": self.store_kind})
         self._remove_leftovers(keep=directory)
-        if stored and self.reembed and stored != info:
+        if stored and ((self.reembed and stored != info) or self.rebuild):
             # The new index is built beside the old one (its own store folder and manifest) and swapped
             # in by one manifest transaction at the end: searches meanwhile read the old index, a
-            # killed run leaves the old index as it was.
+            # killed run leaves the old index as it was. --rebuild does the same with every document.
             token = secrets.token_hex(4)
             self._staging = token
             directory = f"{self.store_kind}-{token}"
@@ -215,23 +238,72 @@ class Ingestor:
             self.manifest.set_meta("store", self.store_kind)
             self.manifest.set_meta("embedder", info)
         self.store_dir = directory
-        self.store = open_store(self.store_kind, self.db, info, directory=directory)
+        try:
+            self.store = open_store(self.store_kind, self.db, info, directory=directory)
+        except Exception as exc:
+            if isinstance(exc, KiremeError) or storage_failure(exc) is not None:
+                raise
+            raise IndexDamagedError(
+                f"{self.db / directory} cannot be read ({type(exc).__name__}: {exc}); run 'kireme index "
+                f"--rebuild PATH... --db {self.db}' to rebuild the index from its sources"
+            ) from None
         self.entries = self.manifest.documents()
-        # Only a run that did not finish can have left rows without an entry; listing every row's
-        # document is slow on large stores, so it is done only then.
-        if self.manifest.get_meta("clean") is not True:
-            leftovers = sorted(self.store.doc_ids() - set(self.entries))
-            if leftovers:
-                log.info("removing rows of %d document(s) an interrupted run left unfinished", len(leftovers))
-                self.store.delete_documents(leftovers)
+        # Only a run that did not finish, or a store changed behind the manifest's back, can have rows
+        # without an entry or entries without their rows; counting every document's rows is slow on
+        # large stores, so it is done only then (the recorded state of the store is cheap to compare).
+        recorded = self.manifest.get_meta("store_state")
+        agrees = recorded == store_state(self.store) and sum(e.chunks for e in self.entries.values()) == (
+            recorded or {}
+        ).get("rows")
+        if self.manifest.get_meta("clean") is not True or not agrees:
+            try:
+                self._reconcile()
+            except Exception as exc:
+                if storage_failure(exc) is not None:
+                    raise
+                raise IndexDamagedError(
+                    f"{self.db / self.store_dir} cannot be read ({type(exc).__name__}: {exc}); run 'kireme "
+                    f"index --rebuild PATH... --db {self.db}' to rebuild the index from its sources"
+                ) from None
         self.manifest.set_meta("clean", False)
+
+    def _reconcile(self) -> None:
+        """Make manifest and store agree: rows without an entry go; an entry whose rows are not all there
+        goes too (with what is left of its rows), so its document is indexed again by this run."""
+        counts = doc_counts(self.store)
+        leftovers = sorted(set(counts) - set(self.entries))
+        broken = sorted(d for d, e in self.entries.items() if counts.get(d, 0) != e.chunks)
+        if leftovers:
+            log.info("removing rows of %d document(s) an interrupted run left unfinished", len(leftovers))
+        if broken:
+            log.warning(
+                "%s: %d document(s) lost some or all of their rows in the store (removed files, a rolled-back "
+                "version?); they are indexed again",
+                self.db,
+                len(broken),
+            )
+            self.manifest.remove(broken)
+            for doc_id in broken:
+                self.entries.pop(doc_id)
+        if leftovers or broken:
+            self.store.delete_documents(leftovers + broken)
+        self._record_state()
+
+    def _record_state(self) -> None:
+        self.manifest.set_meta("store_state", store_state(self.store))
 
     def _swap_in(self) -> None:
         """Publish the re-embedded index: one manifest transaction, then the old store folder goes."""
         old = store_directory(self._main.meta())
         self._main.replace_all(
             self.manifest.documents().values(),
-            {"store": self.store_kind, "store_dir": self.store_dir, "embedder": self.info, "clean": True},
+            {
+                "store": self.store_kind,
+                "store_dir": self.store_dir,
+                "embedder": self.info,
+                "store_state": store_state(self.store),
+                "clean": True,
+            },
         )
         if old != self.store_dir:
             _remove_tree(self.db / old)
@@ -349,6 +421,7 @@ class Ingestor:
             else:
                 self.summary.added += 1
         self.summary.chunks_written += len(rows)
+        self._record_state()
 
     def fail(self, message: str, doc_id: str | None = None) -> None:
         """Record a document that could not be indexed; its entry (if any) stays and is never pruned."""
@@ -379,6 +452,7 @@ class Ingestor:
             for doc_id in gone:
                 self.entries.pop(doc_id, None)
             self.summary.removed += len(gone)
+            self._record_state()
         return gone
 
 

@@ -216,6 +216,17 @@ class LanceDBStore:
             batch = ids[i : i + DELETE_BATCH]
             self._table.delete(f"doc_id IN ({', '.join(sql_string(to_stored(d)) for d in batch)})")
 
+    def doc_counts(self) -> dict[str, int]:
+        """Rows per document, from the ``doc_id`` column alone."""
+        counts: dict[str, int] = {}
+        if self._opened() is None:
+            return counts
+        for batch in self._scan(["doc_id"], None):
+            for doc_id in batch.column(0).to_pylist():
+                key = from_stored(doc_id)
+                counts[key] = counts.get(key, 0) + 1
+        return counts
+
     def doc_ids(self) -> set[str]:
         if self._opened() is None:
             return set()
@@ -226,6 +237,10 @@ class LanceDBStore:
 
     def count(self) -> int:
         return 0 if self._opened() is None else int(self._table.count_rows())
+
+    def version(self) -> int:
+        """The table's version (every commit makes a new one; 0 before the table exists)."""
+        return 0 if self._opened() is None else int(self._table.version)
 
     def search(self, vector: np.ndarray, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
         predicate = where_sql(where)

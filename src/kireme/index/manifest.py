@@ -75,16 +75,31 @@ class Manifest:
             return exc
         folder = self.path.parent
         return IndexDamagedError(
-            f"{self.path} is damaged ({exc}); delete {folder} and run 'kireme index PATH... --db "
-            f"{folder}' to rebuild the index from its sources"
+            f"{self.path} is damaged ({exc}); run 'kireme index --rebuild PATH... --db {folder}' to rebuild "
+            "the index from its sources"
         )
 
     def meta(self) -> dict[str, Any]:
-        return {k: json.loads(v) for k, v in self._db.execute("SELECT key, value FROM meta")}
+        try:
+            return {k: self._json(k, v) for k, v in self._db.execute("SELECT key, value FROM meta")}
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from None
 
     def get_meta(self, key: str) -> Any:
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from None
+        return self._json(key, row[0]) if row else None
+
+    def _json(self, key: str, value: str) -> Any:
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise IndexDamagedError(
+                f"{self.path} is damaged (its {key!r} setting is not valid JSON); run 'kireme index --rebuild "
+                f"PATH... --db {self.path.parent}' to rebuild the index from its sources"
+            ) from None
 
     def set_meta(self, key: str, value: Any) -> None:
         self._db.execute(

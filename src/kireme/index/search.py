@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from kireme.embed.base import Embedder
-from kireme.errors import ConfigError, IndexDamagedError, IndexNotFoundError
+from kireme.errors import ConfigError, IndexDamagedError, IndexNotFoundError, KiremeError, storage_failure
 from kireme.index.manifest import DocumentEntry, Manifest, store_directory
 from kireme.index.store import (
     FILTER_FIELDS,
@@ -30,6 +30,7 @@ from kireme.index.store import (
     matches,
     open_store,
     split_filter,
+    store_state,
 )
 from kireme.text.terms import tokenize
 
@@ -82,7 +83,7 @@ class Searcher:
             if attempt:  # not a re-embed swapping folders under us: the store is gone
                 raise IndexDamagedError(
                     f"{folder}: the store is missing but the manifest names {len(entries)} document(s); "
-                    f"delete {self.db} and run 'kireme index PATH... --db {self.db}' to rebuild it"
+                    f"run 'kireme index --rebuild PATH... --db {self.db}' to rebuild it from the sources"
                 )
         self.info: dict[str, Any] = meta.get("embedder") or {}
         self.store_kind: str = meta.get("store") or "lancedb"
@@ -91,11 +92,48 @@ class Searcher:
         # run (or of a run still writing) and are never returned.
         self.documents: set[str] = set(entries)
         self.generation = _generation(entries, self.store_dir)
-        self.store: VectorStore = open_store(
-            self.store_kind, self.db, self.info, directory=self.store_dir, create=False
-        )
+        try:
+            self.store: VectorStore = open_store(
+                self.store_kind, self.db, self.info, directory=self.store_dir, create=False
+            )
+            rows = self.store.count()
+        except Exception as exc:
+            raise self._unreadable(exc) from None
         self._embedder = self._given_embedder
         self._bm25: tuple[Any, list[str]] | None = None
+        # A search answers from the whole index or not at all: rows missing (files removed, a version
+        # rolled back) or rows whose entries were lost would give answers that look right and are not.
+        expected = sum(e.chunks for e in entries.values())
+        self.missing_rows = max(0, expected - rows)
+        if self.missing_rows and not self._recount():
+            raise IndexDamagedError(
+                f"{self.db / self.store_dir}: {self.missing_rows} chunk(s) the manifest lists are missing "
+                f"from the store; run 'kireme index PATH... --db {self.db}' to index those documents again"
+            )
+        if rows > expected and meta.get("clean") is True:  # no writer is running, none was killed
+            raise IndexDamagedError(
+                f"{self.db / 'manifest.sqlite'}: {rows - expected} stored chunk(s) have no manifest entry; "
+                f"run 'kireme check --repair --db {self.db}' (or 'kireme index PATH... --db {self.db}')"
+            )
+
+    def _unreadable(self, exc: Exception) -> Exception:
+        if isinstance(exc, KiremeError) or storage_failure(exc) is not None:
+            return exc
+        return IndexDamagedError(
+            f"{self.db / self.store_dir} cannot be read ({type(exc).__name__}: {exc}); run 'kireme index "
+            f"--rebuild PATH... --db {self.db}' to rebuild the index from its sources"
+        )
+
+    def _recount(self) -> bool:
+        """Whether the shortfall was only a writer replacing documents meanwhile (entries are removed
+        before their rows and written after them, so a fresh look at the manifest explains it)."""
+        manifest = Manifest(self.db / "manifest.sqlite")
+        try:
+            entries = manifest.documents()
+        finally:
+            manifest.close()
+        self.missing_rows = max(0, sum(e.chunks for e in entries.values()) - self.store.count())
+        return self.missing_rows == 0
 
     def _swapped(self) -> bool:
         """Whether a re-embed swapped a new index in since this searcher opened (then it reopens)."""
@@ -145,13 +183,18 @@ class Searcher:
         self._swapped()  # one small manifest read: a long-lived searcher follows a finished re-embed
         try:
             return self._search(query, k, mode, where)
-        except ConfigError:
+        except KiremeError:
             raise
-        except Exception:
+        except Exception as exc:
             # the store folder this searcher opened was removed by a re-embed that just finished
             if not self._swapped():
+                raise self._unreadable(exc) from None
+            try:
+                return self._search(query, k, mode, where)
+            except KiremeError:
                 raise
-            return self._search(query, k, mode, where)
+            except Exception as again:
+                raise self._unreadable(again) from None
 
     def _search(self, query: str, k: int, mode: str, where: Mapping[str, str] | None) -> list[Hit]:
         if mode == "dense":
@@ -207,12 +250,17 @@ class Searcher:
         quiet.setLevel(logging.ERROR)  # bm25s announces every build and load
         try:
             try:
-                if (folder / "generation").read_text(encoding="utf-8") == self.generation:
-                    ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
+                stamp = (folder / "generation").read_text(encoding="utf-8").split("\n")
+                raw = (folder / "ids.json").read_bytes()
+                # valid for this manifest and this state of the store, and its id list is the one written
+                if stamp == [self.generation, self._store_stamp(), hashlib.sha256(raw).hexdigest()]:
+                    ids = json.loads(raw)
                     model = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
-                    self._bm25 = (model, ids)
-                    return self._bm25
-            except (OSError, ValueError) as exc:  # absent, stale or unreadable: rebuilt, never fatal
+                    if int(model.scores.get("num_docs", len(ids))) == len(ids):
+                        self._bm25 = (model, ids)
+                        return self._bm25
+                log.debug("BM25 cache stale or damaged; building it")
+            except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:  # rebuilt, never fatal
                 log.debug("BM25 cache not used (%s); building it", exc)
             rows = sorted(
                 (c for c in self.store.chunks() if c.doc_id in self.documents),
@@ -227,6 +275,9 @@ class Searcher:
         self._bm25 = (model, ids)
         return self._bm25
 
+    def _store_stamp(self) -> str:
+        return _stamp(store_state(self.store))
+
     def _save(self, folder: Path, model: Any, ids: list[str]) -> None:
         """Write the cache beside the old one, then swap it in (readers see the old or the new)."""
         import shutil
@@ -238,8 +289,10 @@ class Searcher:
                 if path.exists():
                     shutil.rmtree(path)
             model.save(str(fresh), show_progress=False)
-            (fresh / "ids.json").write_text(json.dumps(ids), encoding="utf-8")
-            (fresh / "generation").write_text(self.generation, encoding="utf-8")
+            raw = json.dumps(ids).encode("utf-8")
+            (fresh / "ids.json").write_bytes(raw)
+            stamp = [self.generation, self._store_stamp(), hashlib.sha256(raw).hexdigest()]
+            (fresh / "generation").write_text("\n".join(stamp), encoding="utf-8")
             if folder.exists():
                 os.replace(folder, stale)
             os.replace(fresh, folder)
@@ -248,6 +301,10 @@ class Searcher:
         except OSError as exc:  # another process swapped its own in first: keep that one
             log.debug("BM25 cache not written: %s", exc)
             shutil.rmtree(fresh, ignore_errors=True)
+
+
+def _stamp(state: dict[str, int]) -> str:
+    return json.dumps(state, sort_keys=True)
 
 
 def fuse(rankings: list[list[Hit]], k: int) -> list[Hit]:

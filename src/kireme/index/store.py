@@ -160,6 +160,28 @@ def split_filter(where: Mapping[str, str] | None) -> tuple[dict[str, str] | None
     return store or None, post
 
 
+def doc_counts(store: VectorStore) -> dict[str, int]:
+    """Rows per document (a full scan: only when the manifest and the store may disagree)."""
+    counts = getattr(store, "doc_counts", None)
+    if callable(counts):
+        return dict(counts())
+    out: dict[str, int] = {}
+    for chunk in store.chunks():
+        out[chunk.doc_id] = out.get(chunk.doc_id, 0) + 1
+    return out
+
+
+def store_state(store: VectorStore) -> dict[str, int]:
+    """What the manifest records about the store after each commit: its row count and, where the store
+    has versions (LanceDB), its version. A store found in another state was changed behind the index's
+    back (rolled back, files removed) and is checked document by document."""
+    state = {"rows": store.count()}
+    version = getattr(store, "version", None)
+    if callable(version):
+        state["version"] = int(version())
+    return state
+
+
 STORES = ("lancedb", "chroma")  # what `open_store` opens on disk ("memory" is for tests)
 
 

@@ -1,0 +1,66 @@
+"""``kireme check``: verify an index directory (and repair what the store alone allows)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from kireme.cli.common import EXIT_FAILURE, EXIT_USAGE
+from kireme.errors import IndexNotFoundError
+
+
+@click.command(
+    "check",
+    epilog="""
+\b
+Examples:
+  kireme check                       # the index in ./.kireme/index: exit 0 healthy, 1 damaged
+  kireme check --repair              # fix what the store alone allows, say what needs a rebuild
+  kireme check --db idx --format json
+  kireme index --rebuild docs/       # what to run when the manifest or the store itself is damaged
+""",
+)
+@click.option(
+    "--db",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(".kireme") / "index",
+    show_default=True,
+    help="The index directory.",
+)
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Rebuild manifest entries from stored rows, drop rows no entry can own, rebuild the BM25 cache, "
+    "delete a damaged embedding cache.",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def check_command(db: Path, repair: bool, fmt: str) -> None:
+    """Check that manifest, store, BM25 cache and embedding cache of an index agree.
+
+    Run it without writing first: it opens everything read-only unless --repair is given (stop any
+    running `kireme index` before repairing).
+    """
+    from kireme.index.check import check_index
+
+    try:
+        report = check_index(db, repair=repair)
+    except IndexNotFoundError as exc:
+        click.echo(f"kireme: error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    if fmt == "json":
+        click.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+    else:
+        for f in report.findings:
+            mark = "repaired" if f.repaired else f.level
+            click.echo(f"{mark:>8}  {f.part}: {f.detail}")
+        verdict = "healthy" if report.healthy else "damaged"
+        hint = (
+            f" — run 'kireme index --rebuild PATH... --db {db}'"
+            if report.needs_rebuild
+            else (" — run 'kireme check --repair'" if not report.healthy else "")
+        )
+        click.echo(f"{db}: {verdict}{hint}", err=True)
+    sys.exit(0 if report.healthy else EXIT_FAILURE)

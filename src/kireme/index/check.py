@@ -1,0 +1,282 @@
+"""``kireme check``: does an index directory hold together, and what can be repaired from the store alone?
+
+Verifies, in order, what every later part depends on: the lock file, the manifest (readable, its metadata
+valid JSON), the store (present, readable, vectors of the recorded dimension, rows per document equal to
+the manifest's counts), the BM25 cache (for this manifest and this state of the store, its id list the one
+written) and the embedding cache (a readable SQLite file). `repair` fixes what the store alone allows:
+rows that no entry owns get an entry back when they look complete (indexes 0..n-1; the next ``kireme
+index`` re-reads their file and keeps or replaces them) and are dropped otherwise; an entry whose rows are
+not all there is removed with what is left of them (the next ``kireme index`` indexes that file again);
+the BM25 cache is rebuilt and a damaged embedding cache deleted (it is only a saving). A damaged manifest
+or store cannot be repaired from itself: the report says to run ``kireme index --rebuild``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kireme.errors import IndexDamagedError, IndexNotFoundError
+from kireme.index.manifest import DocumentEntry, Manifest, store_directory
+from kireme.index.store import VectorStore, doc_counts, open_store, store_state
+
+
+@dataclass
+class Finding:
+    """One thing found: ``level`` is ``ok``, ``fixable`` (``repair`` fixes it) or ``damaged`` (it needs
+    ``kireme index --rebuild``); ``repaired`` says whether this run fixed it."""
+
+    part: str
+    level: str
+    detail: str
+    repaired: bool = False
+
+
+@dataclass
+class CheckReport:
+    """What `check_index` found; healthy when nothing is fixable or damaged (after repairs)."""
+
+    db: str
+    documents: int = 0
+    chunks_recorded: int = 0
+    rows: int = 0
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return all(f.level == "ok" or f.repaired for f in self.findings)
+
+    @property
+    def needs_rebuild(self) -> bool:
+        return any(f.level == "damaged" for f in self.findings)
+
+    def add(self, part: str, level: str, detail: str, repaired: bool = False) -> None:
+        self.findings.append(Finding(part, level, detail, repaired))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "db": self.db,
+            "healthy": self.healthy,
+            "needs_rebuild": self.needs_rebuild,
+            "documents": self.documents,
+            "chunks_recorded": self.chunks_recorded,
+            "rows": self.rows,
+            "findings": [asdict(f) for f in self.findings],
+        }
+
+
+def check_index(db: str | os.PathLike[str], *, repair: bool = False) -> CheckReport:
+    """Check (and with ``repair``, fix what the store allows) the index in ``db``."""
+    folder = Path(db)
+    report = CheckReport(str(folder))
+    if not (folder / "manifest.sqlite").exists():
+        raise IndexNotFoundError(
+            f"{folder}: no index here (create one with: kireme index PATH --db {folder})"
+        )
+    rebuild = f"run 'kireme index --rebuild PATH... --db {folder}'"
+    lock = folder / "kireme.lock"
+    if lock.exists() and not lock.is_file():
+        report.add("lock", "damaged", f"{lock} is not a lock file; remove it")
+    try:
+        manifest = Manifest(folder / "manifest.sqlite")
+    except IndexDamagedError as exc:
+        report.add("manifest", "damaged", f"{exc}")
+        return report
+    try:
+        try:
+            meta, entries = manifest.snapshot()
+        except (ValueError, sqlite3.DatabaseError) as exc:
+            report.add(
+                "manifest", "damaged", f"{folder / 'manifest.sqlite'}: unreadable metadata ({exc}); {rebuild}"
+            )
+            return report
+        report.documents = len(entries)
+        report.chunks_recorded = sum(e.chunks for e in entries.values())
+        report.add("manifest", "ok", f"{len(entries)} document(s), {report.chunks_recorded} chunk(s)")
+        store = _open_store(folder, meta, entries, report, rebuild)
+        if store is None:
+            return report
+        try:
+            _check_rows(manifest, store, entries, report, repair, rebuild)
+            _check_bm25(folder, report, repair)
+        finally:
+            store.close()
+    finally:
+        manifest.close()
+    _check_embedding_cache(folder, report, repair)
+    return report
+
+
+def _open_store(
+    folder: Path, meta: dict[str, Any], entries: dict[str, DocumentEntry], report: CheckReport, rebuild: str
+) -> VectorStore | None:
+    kind = meta.get("store") or "lancedb"
+    path = folder / store_directory(meta)
+    if not path.is_dir():
+        level = "damaged" if entries else "ok"
+        report.add(
+            "store", level, f"{path} is missing" + (f"; {rebuild}" if entries else " (nothing indexed yet)")
+        )
+        return None
+    info = meta.get("embedder") or {}
+    try:
+        store = open_store(kind, folder, info, directory=store_directory(meta), create=False)
+        report.rows = store.count()
+        stored = getattr(store, "dimension", None)
+        if isinstance(stored, int) and info.get("dimension") not in (None, stored):
+            report.add(
+                "store",
+                "damaged",
+                f"{path} holds vectors of dimension {stored}, not {info['dimension']}; {rebuild}",
+            )
+            store.close()
+            return None
+    except Exception as exc:  # any reader error of the store's own files
+        report.add("store", "damaged", f"{path} cannot be read ({type(exc).__name__}: {exc}); {rebuild}")
+        return None
+    return store
+
+
+def _check_rows(
+    manifest: Manifest,
+    store: VectorStore,
+    entries: dict[str, DocumentEntry],
+    report: CheckReport,
+    repair: bool,
+    rebuild: str,
+) -> None:
+    path = report.db
+    try:
+        counts = doc_counts(store)
+        rows = list(store.chunks()) if repair else []
+    except Exception as exc:
+        report.add(
+            "store", "damaged", f"{path}: rows cannot be read ({type(exc).__name__}: {exc}); {rebuild}"
+        )
+        return
+    missing = sorted(d for d, e in entries.items() if counts.get(d, 0) != e.chunks)
+    orphans = sorted(set(counts) - set(entries))
+    if not missing and not orphans:
+        report.add("store", "ok", f"{report.rows} row(s), every document complete")
+        manifest_state = manifest.get_meta("store_state")
+        if repair and manifest_state != store_state(store):
+            manifest.set_meta("store_state", store_state(store))
+        return
+    if missing:
+        report.add(
+            "store",
+            "fixable",
+            f"{len(missing)} document(s) lost some or all of their rows (e.g. {missing[0]}); "
+            "'kireme index PATH...' indexes them again",
+        )
+    if orphans:
+        report.add(
+            "store",
+            "fixable",
+            f"rows of {len(orphans)} document(s) have no manifest entry (e.g. {orphans[0]})",
+        )
+    if not repair:
+        return
+    by_doc: dict[str, list[Any]] = {}
+    for row in rows:
+        by_doc.setdefault(row.doc_id, []).append(row)
+    kept, dropped = [], list(missing)
+    for doc_id in orphans:
+        indexes = sorted(r.index for r in by_doc.get(doc_id, []))
+        if indexes == list(range(len(indexes))):
+            source = by_doc[doc_id][0].source
+            kept.append(DocumentEntry(doc_id, "", "", len(indexes), source))
+        else:
+            dropped.append(doc_id)
+    manifest.remove(missing)
+    if dropped:
+        writable = _writable(store)
+        writable.delete_documents(dropped)
+        if writable is not store:
+            writable.close()
+    for entry in kept:  # an empty content hash: the next `kireme index` re-reads the file
+        manifest.put(entry)
+    manifest.set_meta("store_state", store_state(store))
+    for finding in report.findings:
+        if finding.part == "store" and finding.level == "fixable":
+            finding.repaired = True
+    report.add(
+        "store",
+        "ok",
+        f"repaired: {len(kept)} entr(ies) rebuilt from stored rows, {len(dropped)} document(s) dropped"
+        + (" — run 'kireme index PATH...' to index them again" if dropped else ""),
+        repaired=True,
+    )
+
+
+def _writable(store: VectorStore) -> VectorStore:
+    """The same store opened for writing (check opens read-only; only `repair` writes)."""
+    path = Path(getattr(store, "path", ""))
+    return open_store(store.name, path.parent, {}, directory=path.name)
+
+
+def _check_bm25(folder: Path, report: CheckReport, repair: bool) -> None:
+    cache = folder / "bm25"
+    if not cache.exists():
+        report.add("bm25", "ok", "no keyword cache yet (built by the next search)")
+        return
+    from kireme.index.search import Searcher
+
+    try:
+        stamp = (cache / "generation").read_text(encoding="utf-8").split("\n")
+        raw = (cache / "ids.json").read_bytes()
+        intact = len(stamp) == 3 and stamp[2] == hashlib.sha256(raw).hexdigest()
+        json.loads(raw)
+    except (OSError, ValueError):
+        intact = False
+    searcher = Searcher(folder)
+    try:
+        current = intact and stamp[:2] == [searcher.generation, searcher._store_stamp()]
+        if intact and current:
+            report.add("bm25", "ok", f"{cache}: current")
+            return
+        level = "ok" if intact else "fixable"  # stale is normal after a change: rebuilt on the next search
+        detail = (
+            "stale (rebuilt by the next search)" if intact else "damaged (its id list is not the one written)"
+        )
+        repaired = False
+        if repair:
+            searcher.keyword_index()
+            repaired, detail = True, detail + "; rebuilt"
+        report.add("bm25", level, f"{cache}: {detail}", repaired=repaired and level != "ok")
+    finally:
+        searcher.close()
+
+
+def _check_embedding_cache(folder: Path, report: CheckReport, repair: bool) -> None:
+    path = folder / "cache" / "embeddings.sqlite"
+    if not path.exists():
+        return
+    try:
+        db = sqlite3.connect(path)
+        try:
+            ok = db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+            bad = db.execute("SELECT count(*) FROM vectors WHERE length(vector) % 4 != 0").fetchone()[0]
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as exc:
+        ok, bad = False, str(exc)
+    if ok and not bad:
+        report.add("embedding cache", "ok", f"{path}: readable")
+        return
+    repaired = False
+    if repair:
+        for leftover in path.parent.glob("embeddings.sqlite*"):
+            leftover.unlink(missing_ok=True)
+        repaired = True
+    report.add(
+        "embedding cache",
+        "fixable",
+        f"{path}: damaged ({bad or 'quick_check failed'}); it is only a saving and can be deleted",
+        repaired,
+    )
