@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from kireme.errors import IndexDamagedError, IndexNotFoundError
 from kireme.index.manifest import DocumentEntry, Manifest, store_directory
 from kireme.index.store import VectorStore, doc_counts, open_store, store_state
@@ -159,13 +161,29 @@ def _check_rows(
             "store", "damaged", f"{path}: rows cannot be read ({type(exc).__name__}: {exc}); {rebuild}"
         )
         return
+    try:  # what a search reads besides the rows: the vector scan and the chunk-id index
+        if rows or report.rows:
+            first = next(iter(rows), None) or next(iter(store.chunks()))
+            store.get([first.id])
+            store.search(np.ones(int(getattr(store, "dimension", None) or 1), dtype=np.float32), 1)
+    except Exception as exc:
+        report.add("store", "damaged", f"{path}: a search fails ({type(exc).__name__}: {exc}); {rebuild}")
+        return
     missing = sorted(d for d, e in entries.items() if counts.get(d, 0) != e.chunks)
     orphans = sorted(set(counts) - set(entries))
     if not missing and not orphans:
         report.add("store", "ok", f"{report.rows} row(s), every document complete")
-        manifest_state = manifest.get_meta("store_state")
-        if repair and manifest_state != store_state(store):
-            manifest.set_meta("store_state", store_state(store))
+        recorded, current = manifest.get_meta("store_state"), store_state(store)
+        if recorded is not None and recorded != current:
+            report.add(
+                "store",
+                "fixable",
+                f"the store is not in the state the manifest recorded ({recorded} → {current}): changed "
+                "outside kireme (a version removed or restored?); every document was counted and is complete",
+                repaired=repair,
+            )
+            if repair:
+                manifest.set_meta("store_state", current)
         return
     if missing:
         report.add(
@@ -231,8 +249,15 @@ def _check_bm25(folder: Path, report: CheckReport, repair: bool) -> None:
         stamp = (cache / "generation").read_text(encoding="utf-8").split("\n")
         raw = (cache / "ids.json").read_bytes()
         intact = len(stamp) == 3 and stamp[2] == hashlib.sha256(raw).hexdigest()
-        json.loads(raw)
-    except (OSError, ValueError):
+        ids = json.loads(raw)
+        if intact:
+            import bm25s
+
+            model = bm25s.BM25.load(str(cache), mmap=True, show_progress=False)
+            intact = int(model.scores.get("num_docs", -1)) == len(ids) and model.get_scores(["x"]).shape == (
+                len(ids),
+            )
+    except Exception:  # any reader error of the cache's files: it is rebuilt, never trusted
         intact = False
     searcher = Searcher(folder)
     try:

@@ -180,6 +180,7 @@ class Ingestor:
                 if self._staging is not None:
                     self._swap_in()
                 else:
+                    self._record_state()  # after optimize: compaction makes versions too
                     self.manifest.set_meta("clean", True)
         finally:
             try:
