@@ -252,6 +252,15 @@ def test_the_cli_gives_one_line_and_exit_1_for_a_damaged_index(
         assert done.returncode == 1, done.stderr
         assert "Traceback" not in done.stderr
         assert "--rebuild" in done.stderr + done.stdout
+    done = subprocess.run(
+        [sys.executable, "-m", "kireme.cli", "check", "--db", str(db), "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["healthy"] is False and report["needs_rebuild"] is True
+    assert {f["part"] for f in report["findings"] if f["level"] == "damaged"} == {"store"}
 
 
 # ------------------------------------------------------------------------------------ kill -9, seeded

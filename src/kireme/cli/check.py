@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from kireme.cli.common import EXIT_FAILURE, EXIT_USAGE
-from kireme.errors import IndexNotFoundError
+from kireme.errors import IndexNotFoundError, KiremeError
 
 
 @click.command(
@@ -46,10 +46,19 @@ def check_command(db: Path, repair: bool, fmt: str) -> None:
     from kireme.index.check import check_index
 
     try:
-        report = check_index(db, repair=repair)
+        if repair and (db / "manifest.sqlite").exists():
+            from kireme.index.ingest import IndexLock
+
+            with IndexLock(db):  # never repair under a running `kireme index`
+                report = check_index(db, repair=True)
+        else:
+            report = check_index(db, repair=repair)
     except IndexNotFoundError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    except KiremeError as exc:  # busy, or a lock that is not a lock file
+        click.echo(f"kireme: error: {exc}", err=True)
+        sys.exit(EXIT_FAILURE)
     if fmt == "json":
         click.echo(json.dumps(report.to_dict(), ensure_ascii=False))
     else:
