@@ -391,19 +391,26 @@ def test_sibling_sections_are_packed_together_under_their_parent_path() -> None:
         assert len(c.embed_text) <= 64  # the context counts toward max_size by default
 
 
-def test_without_room_each_section_stays_alone_and_min_size_rebalances_a_small_one() -> None:
+SMALL_LAST = (
+    "## 旅費法\n\n### 第三条 支給\n\n#### 1\n\n職員が出張した場合には旅費を支給する。\n\n#### 2\n\n"
+    "前項の旅費は鉄道賃、船賃、航空賃及び日当とする。\n\n#### 3\n\n日当。\n\n### 第四条 精算\n\n精算は帰着後十日以内に行う。\n"
+)
+
+
+def test_a_chunk_takes_siblings_only_while_small_and_min_size_joins_a_small_last_one() -> None:
     alone = chunk(LAW, max_size=30)
     assert not any("#### 2" in c.text and "#### 3" in c.text for c in alone)
-    text = LAW.replace("日当は一日につき二千円とする。", "日当。")
-    tight = chunk(text, max_size=74)  # greedy: the title, 1 and 2 fill one chunk; 3 is left small
+    # "2" is already half of the limit: it takes no sibling, and "3" is left small
+    tight = chunk(SMALL_LAST, max_size=64)
     small = next(c for c in tight if "#### 3" in c.text)
     assert small.text.startswith("#### 3") and small.size < 20
-    joined = chunk(text, max_size=74, min_size=20)
+    joined = chunk(SMALL_LAST, max_size=64, min_size=20)
     holder = next(c for c in joined if "#### 3" in c.text)
-    assert holder.size >= 20 and holder.start < small.start  # it took its sibling "2" from the chunk before
+    assert holder.size >= 20 and holder.text.startswith("#### 2")  # joined to its sibling before it
     assert holder.headings == ("旅費法", "第三条 支給")
     assert holder.metadata["subheadings"] == ["2", "3"]
-    check_invariants(doc(text, "markdown"), joined, max_size=74, unit="chars")
+    assert not any("第四条" in c.text and "#### 3" in c.text for c in joined)  # never into the next article
+    check_invariants(doc(SMALL_LAST, "markdown"), joined, max_size=64, unit="chars")
 
 
 @given(text=law_texts, max_size=st.integers(20, 200), data=st.data())
