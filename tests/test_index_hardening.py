@@ -373,3 +373,35 @@ def test_a_lock_that_is_a_directory_is_one_error(tmp_path: Path) -> None:
     (tmp_path / "kireme.lock").mkdir()
     with pytest.raises(IndexDamagedError, match=r"kireme\.lock is not a lock file"):
         IndexLock(tmp_path)
+
+
+@pytest.mark.parametrize("store", ["lancedb", "chroma"])
+def test_check_and_repair_on_each_store(odd_folder: Path, tmp_path: Path, store: str) -> None:
+    if store == "chroma":
+        pytest.importorskip("chromadb")
+    import sqlite3
+
+    from kireme.index.check import check_index
+    from kireme.index.ingest import Ingestor, ingest_paths
+    from kireme.load.registry import iter_paths
+    from kireme.strategies import make_chunker
+
+    db = tmp_path / "db"
+    with Ingestor(
+        db, make_chunker("sentence", max_size=20), HashedNgramEmbedder(64), store=store
+    ) as ingestor:
+        ingest_paths(ingestor, list(iter_paths(odd_folder)))
+    assert check_index(db).healthy
+    con = sqlite3.connect(db / "manifest.sqlite")
+    con.execute("DELETE FROM documents")  # every entry lost: the rows are orphans
+    con.commit()
+    con.close()
+    report = check_index(db)
+    assert not report.healthy and not report.needs_rebuild
+    assert check_index(db, repair=True).healthy
+    assert check_index(db).healthy
+    entries = Manifest(db / "manifest.sqlite")
+    try:
+        assert set(entries.documents()) == {p.as_posix() for p in iter_paths(odd_folder)}  # odd name too
+    finally:
+        entries.close()

@@ -104,7 +104,8 @@ def check_index(db: str | os.PathLike[str], *, repair: bool = False) -> CheckRep
         if store is None:
             return report
         try:
-            _check_rows(manifest, store, entries, report, repair, rebuild)
+            dimension = int((meta.get("embedder") or {}).get("dimension") or 1)
+            _check_rows(manifest, store, entries, report, repair, rebuild, dimension)
             _check_bm25(folder, report, repair)
         finally:
             store.close()
@@ -151,6 +152,7 @@ def _check_rows(
     report: CheckReport,
     repair: bool,
     rebuild: str,
+    dimension: int,
 ) -> None:
     path = report.db
     try:
@@ -165,7 +167,7 @@ def _check_rows(
         if rows or report.rows:
             first = next(iter(rows), None) or next(iter(store.chunks()))
             store.get([first.id])
-            store.search(np.ones(int(getattr(store, "dimension", None) or 1), dtype=np.float32), 1)
+            store.search(np.ones(dimension, dtype=np.float32), 1)
     except Exception as exc:
         report.add("store", "damaged", f"{path}: a search fails ({type(exc).__name__}: {exc}); {rebuild}")
         return
