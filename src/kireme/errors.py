@@ -159,3 +159,18 @@ def storage_failure(exc: BaseException) -> str | None:
                 return reason
         current = current.__cause__ or current.__context__
     return None
+
+
+def rebuild_hint(db: str | os.PathLike[str]) -> str:
+    """What to run when part of an index cannot be used: the one wording every damage message ends with."""
+    return f"run 'kireme index --rebuild PATH... --db {Path(db).as_posix()}' to rebuild the index from its sources"
+
+
+def unreadable(exc: Exception, what: str | os.PathLike[str], db: str | os.PathLike[str]) -> Exception:
+    """``exc`` as one line saying ``what`` cannot be read and what to run; kireme's own errors and a
+    full or read-only disk (nothing is damaged) are left as they are."""
+    if isinstance(exc, KiremeError) or storage_failure(exc) is not None:
+        return exc
+    return IndexDamagedError(
+        f"{Path(what).as_posix()} cannot be read ({type(exc).__name__}: {exc}); {rebuild_hint(db)}"
+    )

@@ -13,8 +13,6 @@ or store cannot be repaired from itself: the report says to run ``kireme index -
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sqlite3
 from dataclasses import asdict, dataclass, field
@@ -23,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from kireme.errors import IndexDamagedError, IndexNotFoundError
+from kireme.errors import IndexDamagedError, IndexNotFoundError, rebuild_hint, unreadable
 from kireme.index.manifest import DocumentEntry, Manifest, store_directory
-from kireme.index.store import VectorStore, doc_counts, open_store, store_state
+from kireme.index.store import VectorStore, open_store, store_state
 
 
 @dataclass
@@ -80,7 +78,7 @@ def check_index(db: str | os.PathLike[str], *, repair: bool = False) -> CheckRep
         raise IndexNotFoundError(
             f"{folder}: no index here (create one with: kireme index PATH --db {folder})"
         )
-    rebuild = f"run 'kireme index --rebuild PATH... --db {folder}'"
+    rebuild = rebuild_hint(folder)
     lock = folder / "kireme.lock"
     if lock.exists() and not lock.is_file():
         report.add("lock", "damaged", f"{lock} is not a lock file; remove it")
@@ -106,7 +104,7 @@ def check_index(db: str | os.PathLike[str], *, repair: bool = False) -> CheckRep
         try:
             dimension = int((meta.get("embedder") or {}).get("dimension") or 1)
             _check_rows(manifest, store, entries, report, repair, rebuild, dimension)
-            _check_bm25(folder, report, repair)
+            _check_bm25(folder, meta, entries, store, report, repair)
         finally:
             store.close()
     finally:
@@ -140,7 +138,7 @@ def _open_store(
             store.close()
             return None
     except Exception as exc:  # any reader error of the store's own files
-        report.add("store", "damaged", f"{path} cannot be read ({type(exc).__name__}: {exc}); {rebuild}")
+        report.add("store", "damaged", str(unreadable(exc, path, folder)))
         return None
     return store
 
@@ -156,7 +154,7 @@ def _check_rows(
 ) -> None:
     path = report.db
     try:
-        counts = doc_counts(store)
+        counts = store.doc_counts()
         rows = list(store.chunks()) if repair else []
     except Exception as exc:
         report.add(
@@ -240,44 +238,48 @@ def _writable(store: VectorStore) -> VectorStore:
     return open_store(store.name, path.parent, {}, directory=path.name)
 
 
-def _check_bm25(folder: Path, report: CheckReport, repair: bool) -> None:
+def _check_bm25(
+    folder: Path,
+    meta: dict[str, Any],
+    entries: dict[str, DocumentEntry],
+    store: VectorStore,
+    report: CheckReport,
+    repair: bool,
+) -> None:
+    from kireme.index.search import Searcher, keyword_generation, read_keyword_cache, store_stamp
+
     cache = folder / "bm25"
-    if not cache.exists():
+    generation = keyword_generation(entries, store_directory(meta))
+    status, cached = read_keyword_cache(cache, generation, store_stamp(store))
+    if cached is not None:
+        try:  # the scores can be computed from its files (read lazily: garbage shows only here)
+            intact = cached[0].get_scores(["x"]).shape == (len(cached[1]),)
+        except Exception:
+            intact = False
+        status = "current" if intact else "damaged"
+    if status == "absent":
         report.add("bm25", "ok", "no keyword cache yet (built by the next search)")
         return
-    from kireme.index.search import Searcher
-
-    try:
-        stamp = (cache / "generation").read_text(encoding="utf-8").split("\n")
-        raw = (cache / "ids.json").read_bytes()
-        intact = len(stamp) == 3 and stamp[2] == hashlib.sha256(raw).hexdigest()
-        ids = json.loads(raw)
-        if intact:
-            import bm25s
-
-            model = bm25s.BM25.load(str(cache), mmap=True, show_progress=False)
-            intact = int(model.scores.get("num_docs", -1)) == len(ids) and model.get_scores(["x"]).shape == (
-                len(ids),
-            )
-    except Exception:  # any reader error of the cache's files: it is rebuilt, never trusted
-        intact = False
-    searcher = Searcher(folder)
-    try:
-        current = intact and stamp[:2] == [searcher.generation, searcher._store_stamp()]
-        if intact and current:
-            report.add("bm25", "ok", f"{cache}: current")
-            return
-        level = "ok" if intact else "fixable"  # stale is normal after a change: rebuilt on the next search
-        detail = (
-            "stale (rebuilt by the next search)" if intact else "damaged (its id list is not the one written)"
-        )
-        repaired = False
-        if repair:
+    if status == "current":
+        report.add("bm25", "ok", f"{cache}: current")
+        return
+    level = (
+        "ok" if status == "stale" else "fixable"
+    )  # stale is normal after a change: rebuilt on the next search
+    detail = (
+        "stale (rebuilt by the next search)"
+        if status == "stale"
+        else "damaged (unreadable, or its id list is not the one written)"
+    )
+    repaired = False
+    if repair:
+        searcher = Searcher(folder)
+        try:
             searcher.keyword_index()
-            repaired, detail = True, detail + "; rebuilt"
-        report.add("bm25", level, f"{cache}: {detail}", repaired=repaired and level != "ok")
-    finally:
-        searcher.close()
+        finally:
+            searcher.close()
+        repaired, detail = True, detail + "; rebuilt"
+    report.add("bm25", level, f"{cache}: {detail}", repaired=repaired and level != "ok")
 
 
 def _check_embedding_cache(folder: Path, report: CheckReport, repair: bool) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -131,16 +132,11 @@ class ChromaStore:
 
     def doc_counts(self) -> dict[str, int]:
         """Rows per document, from the rows' metadata."""
-        counts: dict[str, int] = {}
-        for _, _, meta in self._pages(None, include=["metadatas"]):
-            key = from_stored(meta["doc_id"])
-            counts[key] = counts.get(key, 0) + 1
-        return counts
+        pages = self._pages(None, include=["metadatas"])
+        return dict(Counter(from_stored(meta["doc_id"]) for _, _, meta in pages))
 
     def doc_ids(self) -> set[str]:
-        if self._collection is None:
-            return set()
-        return {from_stored(meta["doc_id"]) for _, _, meta in self._pages(None, include=["metadatas"])}
+        return set(self.doc_counts())
 
     def count(self) -> int:
         return 0 if self._collection is None else int(self._collection.count())

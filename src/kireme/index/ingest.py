@@ -32,12 +32,11 @@ from kireme.errors import (
     IndexBusyError,
     IndexDamagedError,
     IndexMismatchError,
-    KiremeError,
     LoadError,
-    storage_failure,
+    unreadable,
 )
 from kireme.index.manifest import DocumentEntry, Manifest, store_directory
-from kireme.index.store import StoredChunk, doc_counts, open_store, store_state
+from kireme.index.store import StoredChunk, open_store, store_state
 from kireme.load import load
 from kireme.load.registry import MAX_FILE_BYTES
 
@@ -161,11 +160,7 @@ class Ingestor:
         try:
             self._open()
         except BaseException:
-            for manifest in {
-                id(m): m for m in (getattr(self, "manifest", None), getattr(self, "_main", None))
-            }.values():
-                if manifest is not None:
-                    manifest.close()
+            self._close_manifests()
             self._lock.__exit__()
             raise
         return self
@@ -185,9 +180,7 @@ class Ingestor:
         finally:
             try:
                 self.store.close()
-                self.manifest.close()
-                if self._main is not self.manifest:
-                    self._main.close()
+                self._close_manifests()
                 if self._staging is not None:  # the swap removed it, or the run failed: never kept
                     self._remove_staging(self._staging)
             finally:
@@ -195,14 +188,14 @@ class Ingestor:
 
     def _open(self) -> None:
         self._staging: str | None = None
+        self._published = False  # a staged re-embed or rebuild became the index
         try:
             self._main = self.manifest = Manifest(self.db / "manifest.sqlite")
             meta = self.manifest.meta()
         except IndexDamagedError:
             if not self.rebuild:
                 raise
-            if getattr(self, "_main", None) is not None:
-                self._main.close()
+            self._close_manifests()
             # nothing to keep using: the index is re-created in place from the sources
             log.warning("%s: the manifest is damaged; the index is rebuilt from the sources", self.db)
             stores = [p for p in self.db.iterdir() if STORE_FOLDER.fullmatch(p.name)]
@@ -242,12 +235,7 @@ class Ingestor:
         try:
             self.store = open_store(self.store_kind, self.db, info, directory=directory)
         except Exception as exc:
-            if isinstance(exc, KiremeError) or storage_failure(exc) is not None:
-                raise
-            raise IndexDamagedError(
-                f"{self.db / directory} cannot be read ({type(exc).__name__}: {exc}); run 'kireme index "
-                f"--rebuild PATH... --db {self.db}' to rebuild the index from its sources"
-            ) from None
+            raise unreadable(exc, self.db / directory, self.db) from None
         self.entries = self.manifest.documents()
         # Only a run that did not finish, or a store changed behind the manifest's back, can have rows
         # without an entry or entries without their rows; counting every document's rows is slow on
@@ -260,18 +248,13 @@ class Ingestor:
             try:
                 self._reconcile()
             except Exception as exc:
-                if storage_failure(exc) is not None:
-                    raise
-                raise IndexDamagedError(
-                    f"{self.db / self.store_dir} cannot be read ({type(exc).__name__}: {exc}); run 'kireme "
-                    f"index --rebuild PATH... --db {self.db}' to rebuild the index from its sources"
-                ) from None
+                raise unreadable(exc, self.db / self.store_dir, self.db) from None
         self.manifest.set_meta("clean", False)
 
     def _reconcile(self) -> None:
         """Make manifest and store agree: rows without an entry go; an entry whose rows are not all there
         goes too (with what is left of its rows), so its document is indexed again by this run."""
-        counts = doc_counts(self.store)
+        counts = self.store.doc_counts()
         leftovers = sorted(set(counts) - set(self.entries))
         broken = sorted(d for d, e in self.entries.items() if counts.get(d, 0) != e.chunks)
         if leftovers:
@@ -306,21 +289,22 @@ class Ingestor:
                 "clean": True,
             },
         )
+        self._published = True
         if old != self.store_dir:
             _remove_tree(self.db / old)
 
     def _remove_staging(self, token: str) -> None:
         for path in self.db.glob(f"{STAGING_PREFIX}{token}.sqlite*"):
             path.unlink(missing_ok=True)
-        if self.store_dir != store_directory(self._main_meta()):
+        if not self._published:
             _remove_tree(self.db / self.store_dir)
 
-    def _main_meta(self) -> dict[str, Any]:
-        manifest = Manifest(self.db / "manifest.sqlite")
-        try:
-            return manifest.meta()
-        finally:
-            manifest.close()
+    def _close_manifests(self) -> None:
+        """Close the index's manifest and a staged one (each once; either may not be open yet)."""
+        main, staged = getattr(self, "_main", None), getattr(self, "manifest", None)
+        for manifest in (main, staged if staged is not main else None):
+            if manifest is not None:
+                manifest.close()
 
     def _remove_leftovers(self, keep: str) -> None:
         """What a killed re-embed left: its manifest and store folder (the old index is untouched)."""

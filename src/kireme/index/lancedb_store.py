@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
@@ -218,22 +219,14 @@ class LanceDBStore:
 
     def doc_counts(self) -> dict[str, int]:
         """Rows per document, from the ``doc_id`` column alone."""
-        counts: dict[str, int] = {}
-        if self._opened() is None:
-            return counts
-        for batch in self._scan(["doc_id"], None):
-            for doc_id in batch.column(0).to_pylist():
-                key = from_stored(doc_id)
-                counts[key] = counts.get(key, 0) + 1
-        return counts
+        counts: Counter[str] = Counter()
+        if self._opened() is not None:
+            for batch in self._scan(["doc_id"], None):
+                counts.update(from_stored(d) for d in batch.column(0).to_pylist())
+        return dict(counts)
 
     def doc_ids(self) -> set[str]:
-        if self._opened() is None:
-            return set()
-        result: set[str] = set()
-        for batch in self._scan(["doc_id"], None):
-            result.update(from_stored(d) for d in batch.column(0).to_pylist())
-        return result
+        return set(self.doc_counts())
 
     def count(self) -> int:
         return 0 if self._opened() is None else int(self._table.count_rows())

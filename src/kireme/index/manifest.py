@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kireme.errors import IndexDamagedError, storage_failure
+from kireme.errors import IndexDamagedError, rebuild_hint, storage_failure
 from kireme.index.names import from_stored, to_stored
 
 SCHEMA = """
@@ -73,11 +73,7 @@ class Manifest:
         """One line naming the file and what to run (a full disk is left as it is: nothing is damaged)."""
         if storage_failure(exc) is not None:
             return exc
-        folder = self.path.parent
-        return IndexDamagedError(
-            f"{self.path} is damaged ({exc}); run 'kireme index --rebuild PATH... --db {folder}' to rebuild "
-            "the index from its sources"
-        )
+        return IndexDamagedError(f"{self.path} is damaged ({exc}); {rebuild_hint(self.path.parent)}")
 
     def meta(self) -> dict[str, Any]:
         try:
@@ -97,8 +93,7 @@ class Manifest:
             return json.loads(value)
         except ValueError:
             raise IndexDamagedError(
-                f"{self.path} is damaged (its {key!r} setting is not valid JSON); run 'kireme index --rebuild "
-                f"PATH... --db {self.path.parent}' to rebuild the index from its sources"
+                f"{self.path} is damaged (its {key!r} setting is not valid JSON); {rebuild_hint(self.path.parent)}"
             ) from None
 
     def set_meta(self, key: str, value: Any) -> None:
@@ -165,10 +160,6 @@ class Manifest:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
-
-    def clear(self) -> None:
-        self._db.execute("DELETE FROM documents")
-        self._db.execute("DELETE FROM meta")
 
     def close(self) -> None:
         self._db.close()

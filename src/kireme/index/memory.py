@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
@@ -31,8 +32,11 @@ class MemoryStore:
         self._rows = [self._rows[i] for i in keep]
         self._vectors = self._vectors[keep] if keep else np.zeros((0, 0), dtype=np.float32)
 
+    def doc_counts(self) -> dict[str, int]:
+        return dict(Counter(c.doc_id for c in self._rows))
+
     def doc_ids(self) -> set[str]:
-        return {c.doc_id for c in self._rows}
+        return set(self.doc_counts())
 
     def count(self) -> int:
         return len(self._rows)

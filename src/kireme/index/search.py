@@ -19,7 +19,14 @@ from typing import Any
 import numpy as np
 
 from kireme.embed.base import Embedder
-from kireme.errors import ConfigError, IndexDamagedError, IndexNotFoundError, KiremeError, storage_failure
+from kireme.errors import (
+    ConfigError,
+    IndexDamagedError,
+    IndexNotFoundError,
+    KiremeError,
+    rebuild_hint,
+    unreadable,
+)
 from kireme.index.manifest import DocumentEntry, Manifest, store_directory
 from kireme.index.store import (
     FILTER_FIELDS,
@@ -83,7 +90,7 @@ class Searcher:
             if attempt:  # not a re-embed swapping folders under us: the store is gone
                 raise IndexDamagedError(
                     f"{folder}: the store is missing but the manifest names {len(entries)} document(s); "
-                    f"run 'kireme index --rebuild PATH... --db {self.db}' to rebuild it from the sources"
+                    f"{rebuild_hint(self.db)}"
                 )
         self.info: dict[str, Any] = meta.get("embedder") or {}
         self.store_kind: str = meta.get("store") or "lancedb"
@@ -91,7 +98,7 @@ class Searcher:
         # Only documents the manifest names are committed: rows of others are leftovers of a killed
         # run (or of a run still writing) and are never returned.
         self.documents: set[str] = set(entries)
-        self.generation = _generation(entries, self.store_dir)
+        self.generation = keyword_generation(entries, self.store_dir)
         try:
             self.store: VectorStore = open_store(
                 self.store_kind, self.db, self.info, directory=self.store_dir, create=False
@@ -117,12 +124,7 @@ class Searcher:
             )
 
     def _unreadable(self, exc: Exception) -> Exception:
-        if isinstance(exc, KiremeError) or storage_failure(exc) is not None:
-            return exc
-        return IndexDamagedError(
-            f"{self.db / self.store_dir} cannot be read ({type(exc).__name__}: {exc}); run 'kireme index "
-            f"--rebuild PATH... --db {self.db}' to rebuild the index from its sources"
-        )
+        return unreadable(exc, self.db / self.store_dir, self.db)
 
     def _recount(self) -> bool:
         """Whether the shortfall was only a writer replacing documents meanwhile (entries are removed
@@ -249,19 +251,11 @@ class Searcher:
         level = quiet.level
         quiet.setLevel(logging.ERROR)  # bm25s announces every build and load
         try:
-            try:
-                stamp = (folder / "generation").read_text(encoding="utf-8").split("\n")
-                raw = (folder / "ids.json").read_bytes()
-                # valid for this manifest and this state of the store, and its id list is the one written
-                if stamp == [self.generation, self._store_stamp(), hashlib.sha256(raw).hexdigest()]:
-                    ids = json.loads(raw)
-                    model = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
-                    if int(model.scores.get("num_docs", len(ids))) == len(ids):
-                        self._bm25 = (model, ids)
-                        return self._bm25
-                log.debug("BM25 cache stale or damaged; building it")
-            except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:  # rebuilt, never fatal
-                log.debug("BM25 cache not used (%s); building it", exc)
+            status, cached = read_keyword_cache(folder, self.generation, store_stamp(self.store))
+            if cached is not None:
+                self._bm25 = cached
+                return cached
+            log.debug("BM25 cache %s; building it", status)
             rows = sorted(
                 (c for c in self.store.chunks() if c.doc_id in self.documents),
                 key=lambda c: (c.doc_id, c.index),
@@ -274,9 +268,6 @@ class Searcher:
             quiet.setLevel(level)
         self._bm25 = (model, ids)
         return self._bm25
-
-    def _store_stamp(self) -> str:
-        return _stamp(store_state(self.store))
 
     def _save(self, folder: Path, model: Any, ids: list[str]) -> None:
         """Write the cache beside the old one, then swap it in (readers see the old or the new)."""
@@ -291,7 +282,7 @@ class Searcher:
             model.save(str(fresh), show_progress=False)
             raw = json.dumps(ids).encode("utf-8")
             (fresh / "ids.json").write_bytes(raw)
-            stamp = [self.generation, self._store_stamp(), hashlib.sha256(raw).hexdigest()]
+            stamp = [self.generation, store_stamp(self.store), hashlib.sha256(raw).hexdigest()]
             (fresh / "generation").write_text("\n".join(stamp), encoding="utf-8")
             if folder.exists():
                 os.replace(folder, stale)
@@ -303,8 +294,34 @@ class Searcher:
             shutil.rmtree(fresh, ignore_errors=True)
 
 
-def _stamp(state: dict[str, int]) -> str:
-    return json.dumps(state, sort_keys=True)
+def store_stamp(store: VectorStore) -> str:
+    """The store's state as the BM25 cache records it (its row count and version)."""
+    return json.dumps(store_state(store), sort_keys=True)
+
+
+def read_keyword_cache(folder: Path, generation: str, state: str) -> tuple[str, tuple[Any, list[str]] | None]:
+    """The BM25 cache in ``folder`` if it can be trusted: ``("current", (model, ids))``; else
+    ``("absent" | "stale" | "damaged", None)``. Current: made for this manifest (``generation``) and this
+    ``state`` of the store (`store_stamp`), with the id list that was written (its checksum) and as many
+    documents in the model as ids. Stale: made for another manifest or store state. Damaged: the rest."""
+    import bm25s
+
+    if not folder.exists():
+        return "absent", None
+    try:
+        stamp = (folder / "generation").read_text(encoding="utf-8").split("\n")
+        raw = (folder / "ids.json").read_bytes()
+        if len(stamp) != 3 or stamp[2] != hashlib.sha256(raw).hexdigest():
+            return "damaged", None
+        if stamp[:2] != [generation, state]:
+            return "stale", None
+        ids = json.loads(raw)
+        model = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
+        if int(model.scores.get("num_docs", len(ids))) != len(ids):
+            return "damaged", None
+    except (OSError, ValueError, KeyError, IndexError, TypeError):  # rebuilt, never fatal
+        return "damaged", None
+    return "current", (model, ids)
 
 
 def fuse(rankings: list[list[Hit]], k: int) -> list[Hit]:
@@ -319,7 +336,7 @@ def fuse(rankings: list[list[Hit]], k: int) -> list[Hit]:
     return [Hit(chunks[cid], scores[cid]) for cid in best[:k]]
 
 
-def _generation(entries: Mapping[str, DocumentEntry], store_dir: str) -> str:
+def keyword_generation(entries: Mapping[str, DocumentEntry], store_dir: str) -> str:
     """A fingerprint of the indexed documents and their store: the BM25 cache is valid while it holds."""
     digest = hashlib.sha256(f"{store_dir}\x1e".encode())
     for doc_id, entry in sorted(entries.items()):

@@ -96,6 +96,10 @@ class VectorStore(Protocol):
         """The documents that have at least one row."""
         ...
 
+    def doc_counts(self) -> dict[str, int]:
+        """Rows per document (a full scan: used only when the manifest and the store may disagree)."""
+        ...
+
     def count(self) -> int:
         """Number of rows."""
         ...
@@ -158,17 +162,6 @@ def split_filter(where: Mapping[str, str] | None) -> tuple[dict[str, str] | None
     store = {k: v for k, v in where.items() if k in FILTER_FIELDS}
     post = {k: v for k, v in where.items() if k in POST_FILTER_FIELDS}
     return store or None, post
-
-
-def doc_counts(store: VectorStore) -> dict[str, int]:
-    """Rows per document (a full scan: only when the manifest and the store may disagree)."""
-    counts = getattr(store, "doc_counts", None)
-    if callable(counts):
-        return dict(counts())
-    out: dict[str, int] = {}
-    for chunk in store.chunks():
-        out[chunk.doc_id] = out.get(chunk.doc_id, 0) + 1
-    return out
 
 
 def store_state(store: VectorStore) -> dict[str, int]:

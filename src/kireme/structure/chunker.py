@@ -124,8 +124,8 @@ class StructureChunker(Chunker):
                     hard_max_size=self.max_size,
                 )
                 made = [self._embed_text(doc, outline, context, section, p.start, p.end) for p in packed]
-                # how far the largest full embed_text (context and all) is over max_size (0 when the
-                # context does not count: nothing is measured)
+                # how far the largest embed_text is over max_size as made (`over`: the context may have
+                # given way) and as wanted (context and all); both negative when the context does not count
                 over = max((size for _, size, _ in made), default=0) - self.max_size
                 wanted = max((full for _, _, full in made), default=0) - self.max_size
                 if plain and wanted > 0 and budget > lowest:
@@ -237,7 +237,7 @@ class StructureChunker(Chunker):
             else:
                 groups.append([(a, b)])
         if self.min_size > 0:
-            self._fill_small(groups, joinable, lambda a, b: sizer.estimate(a, b))
+            self._fill_small(groups, joinable, sizer.estimate)
         return [(g[0][0], g[-1][1]) for g in groups]
 
     def _fill_small(
