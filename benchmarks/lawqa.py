@@ -229,11 +229,15 @@ class Entry:
     """One chunk in the index: what is indexed, how long the text handed to the reader is, where it lies
     (``start`` None: a peer's chunk that could not be placed)."""
 
-    text: str  # indexed (embed_text for kireme); named ``text`` because the retrievers read ``.text``
+    text: str  # indexed (embed_text for kireme); the retrievers read it as ``embed_text``
     read: int  # len of the chunk's text
     doc_id: str
     start: int | None
     end: int | None
+
+    @property
+    def embed_text(self) -> str:  # the retrievers index ``embed_text``
+        return self.text
 
 
 @dataclass

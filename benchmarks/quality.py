@@ -2,7 +2,8 @@
 
 Retrieval sets (from ``../shared/corpora``, ``--corpora`` to move; skipped cleanly when absent):
 
-* ``jsquad``: JSQuAD v1.3 *valid* (the test file is reserved and never read), one document per article.
+* ``jsquad``: JSQuAD v1.3 *valid*, one document per article. ``jsquad-test`` (the test file) is reserved for
+  the final report of a round and read only with ``--final-report``.
 * ``jaquad``: JaQuAD dev, one document per article.
 * ``chroma``: Chroma's chunking-evaluation corpora and questions (English).
 
@@ -89,6 +90,7 @@ from kireme.strategies import make_chunker  # noqa: E402
 RETRIEVAL_SETS = ("jsquad", "jaquad", "chroma")
 SEGMENTATION_SETS = ("choi", "jsquad-joined", "jaquad-joined")
 KIREME = ("fixed", "recursive", "sentence", "paragraph")
+OPTIMAL = ("recursive", "sentence", "paragraph")  # also with packing="optimal"
 # label -> (peer library, factory of a splitter at ``size`` characters)
 PEERS: dict[str, tuple[str, Callable[[int], Peer]]] = {
     "langchain": ("langchain", lambda size: langchain_peer("recursive", size)),
@@ -153,6 +155,13 @@ def configurations(
     """(label, chunker) for every configuration at ``size`` characters, filtered by ``wanted`` labels."""
     out: list[tuple[str, Any]] = [
         (f"kireme {s}", make_chunker(s, max_size=size, unit="chars")) for s in KIREME
+    ]
+    out += [
+        (f"kireme {s} optimal", make_chunker(s, max_size=size, unit="chars", packing="optimal"))
+        for s in OPTIMAL
+    ]
+    out += [  # the document title in front of embed_text (what is indexed; the text passed is unchanged)
+        (f"kireme {s} +title", make_chunker(s, max_size=size, unit="chars", context="title")) for s in OPTIMAL
     ]
     for sim in similarities:
         options: dict[str, Any] = {"similarity": sim}
@@ -262,10 +271,16 @@ def pareto(rows: list[dict[str, Any]]) -> None:
 
 
 def load_retrieval(root: Path, name: str, articles: int | None, questions: int | None) -> QASet | None:
-    path = corpus_path(root, {"jsquad": "jsquad-valid", "jaquad": "jaquad-dev"}.get(name, name), quiet=True)
+    if name == "jsquad-test":  # reserved: main() lets it through only with --final-report
+        found = root / "jsquad" / "test-v1.3.json"
+        path = found if found.is_file() else None
+    else:
+        path = corpus_path(
+            root, {"jsquad": "jsquad-valid", "jaquad": "jaquad-dev"}.get(name, name), quiet=True
+        )
     if path is None:
         qa = None
-    elif name in ("jsquad", "jaquad"):
+    elif name in ("jsquad", "jaquad", "jsquad-test"):
         qa = load_squad(path, name=name, limit_articles=articles)
     else:
         qa = load_chroma(path)
@@ -378,10 +393,18 @@ def main() -> int:
     ap.add_argument("--configs", nargs="+", default=None, help="only labels containing one of these")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--no-save", action="store_true")
+    ap.add_argument(
+        "--final-report",
+        action="store_true",
+        help="allow the reserved set jsquad-test (JSQuAD v1.3 test): only for the final report of a round, "
+        "after every choice was made on the tuning sets",
+    )
     args = ap.parse_args()
     if not corpora_present(args.corpora, "the quality benchmark"):
         return 0
-    unknown = set(args.sets) - {*RETRIEVAL_SETS, *SEGMENTATION_SETS}
+    if "jsquad-test" in args.sets and not args.final_report:
+        ap.error("jsquad-test is reserved for final reports: add --final-report (never tune on it)")
+    unknown = set(args.sets) - {*RETRIEVAL_SETS, *SEGMENTATION_SETS, "jsquad-test"}
     if unknown:
         ap.error(f"unknown set(s): {', '.join(sorted(unknown))}")
     peers, missing = installed_peers()
@@ -401,7 +424,7 @@ def main() -> int:
     results: dict[str, Any] = {"info": info, "retrieval": {}, "segmentation": {}}
     checked = False
 
-    for name in [s for s in args.sets if s in RETRIEVAL_SETS]:
+    for name in [s for s in args.sets if s in (*RETRIEVAL_SETS, "jsquad-test")]:
         qa = load_retrieval(args.corpora, name, args.articles, args.questions)
         if qa is None:
             print(f"# {name}: not found under {args.corpora}, skipped", file=sys.stderr)

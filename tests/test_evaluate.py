@@ -272,3 +272,18 @@ def test_a_question_with_several_evidence_passages_needs_them_all() -> None:
     assert not answered_by(q, [_chunk("d", 0, 10)])
     assert answered_by(q, [_chunk("d", 0, 10), _chunk("d", 45, 60)])
     assert not answered_by(q, [_chunk("d", 0, 10), _chunk("e", 45, 60)])
+
+
+def test_compare_cli_takes_packing_and_context_for_every_configuration() -> None:
+    base = ["compare", str(RULES), "--questions", str(QUESTIONS), "-s", "recursive", "--sizes", "60,120"]
+    base += ["--format", "jsonl"]
+    plain = run_cli(*base)
+    optimal = run_cli(*base, "--packing", "optimal", "--context", "title")
+    assert plain.returncode == optimal.returncode == 0, optimal.stderr
+    rows = [json.loads(line) for line in optimal.stdout.splitlines() if line.startswith("{")]
+    assert [r["max_size"] for r in rows] == [60, 120]
+    assert plain.stdout != optimal.stdout  # different cuts: chunk counts or hit rates move
+    bad = run_cli(*base, "--target-size", "50")
+    assert bad.returncode == 2 and "--target-size needs --packing optimal" in bad.stderr
+    too_big = run_cli(*base, "--packing", "optimal", "--target-size", "100")
+    assert too_big.returncode == 2 and "smallest of --sizes" in too_big.stderr

@@ -153,9 +153,11 @@ TEXTS = {
 }
 
 
-def _measure(work: Work, text: str, strategy: str, unit: str, max_size: int, overlap: int) -> tuple[int, int]:
+def _measure(
+    work: Work, text: str, strategy: str, unit: str, max_size: int, overlap: int, **options
+) -> tuple[int, int]:
     before = work.total
-    chunks = chunk(text, strategy, max_size=max_size, unit=unit, overlap=overlap)
+    chunks = chunk(text, strategy, max_size=max_size, unit=unit, overlap=overlap, **options)
     return work.total - before, len(chunks)
 
 
@@ -170,6 +172,20 @@ def test_work_grows_linearly_in_chars(work: Work, kind: str, strategy: str) -> N
     assert w_large <= 4 * w_small * 1.5, (kind, strategy, w_small, w_large)
     # the work per chunk is bounded by a small multiple of what a chunk holds, whatever the text
     assert w_large / n_large <= 40 * 400, (kind, strategy, w_large / n_large)
+
+
+@pytest.mark.parametrize("kind", sorted(TEXTS))
+@pytest.mark.parametrize("unit", ["chars", "tokens"])
+def test_optimal_packing_work_grows_linearly(work: Work, kind: str, unit: str) -> None:
+    """The optimal packer asks the levels and the sizer about as much as the greedy one: linear."""
+    size = 400 if unit == "chars" else 128
+    small, large = TEXTS[kind](20_000), TEXTS[kind](80_000)
+    w_small, n_small = _measure(work, small, "recursive", unit, size, size // 10, packing="optimal")
+    graphemes._all_boundaries.cache_clear()
+    w_large, n_large = _measure(work, large, "recursive", unit, size, size // 10, packing="optimal")
+    assert n_large >= 3 * n_small
+    assert w_large <= 4 * w_small * 1.5, (kind, unit, w_small, w_large)
+    assert w_large / n_large <= 40 * 400, (kind, unit, w_large / n_large)
 
 
 @pytest.mark.parametrize("kind", ["unpunctuated-ja", "letters-only", "quoted-ja"])

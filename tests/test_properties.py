@@ -11,6 +11,14 @@ from tests.strategies import csv_texts, markdown_texts, texts
 from kireme import Document, make_chunker
 
 STRATEGY_NAMES = ["fixed", "recursive", "sentence", "paragraph"]
+# every invariant holds for both packers; hypothesis picks one per example (and a target size for optimal)
+packings = st.one_of(
+    st.just({}),
+    st.builds(
+        lambda target: {"packing": "optimal", "target_size": target},
+        st.one_of(st.none(), st.integers(1, 200)),
+    ),
+)
 
 
 def _check(
@@ -24,6 +32,8 @@ def _check(
     **extra,
 ) -> list:
     """Chunk ``text`` with one configuration and assert every invariant (determinism included)."""
+    if extra.get("target_size") is not None:
+        extra["target_size"] = min(extra["target_size"], max_size)
     chunker = make_chunker(
         strategy, max_size=max_size, overlap=overlap, min_size=min_size, unit=unit, **extra
     )
@@ -38,7 +48,7 @@ def _check(
 def test_invariants_chars(strategy: str, text: str, max_size: int, data) -> None:
     overlap = data.draw(st.sampled_from([0, 0, max_size // 4, max_size - 1 if max_size > 1 else 0]))
     min_size = data.draw(st.sampled_from([0, 0, (max_size - overlap) // 3]))
-    _check(text, strategy, "chars", max_size, overlap, min_size)
+    _check(text, strategy, "chars", max_size, overlap, min_size, **data.draw(packings))
 
 
 @pytest.mark.parametrize("strategy", STRATEGY_NAMES)
@@ -46,26 +56,26 @@ def test_invariants_chars(strategy: str, text: str, max_size: int, data) -> None
 @given(text=texts, max_size=st.integers(4, 80), data=st.data())
 def test_invariants_tokens(strategy: str, text: str, max_size: int, data) -> None:
     overlap = data.draw(st.sampled_from([0, 0, max_size // 4]))
-    _check(text, strategy, "tokens", max_size, overlap)
+    _check(text, strategy, "tokens", max_size, overlap, **data.draw(packings))
 
 
-@given(text=texts, max_size=st.integers(1, 60))
-def test_invariants_user_separators(text: str, max_size: int) -> None:
-    _check(text, "recursive", "chars", max_size, 0, separators=[r"\n\n", "。", r"\s+", "x"])
+@given(text=texts, max_size=st.integers(1, 60), packing=packings)
+def test_invariants_user_separators(text: str, max_size: int, packing: dict) -> None:
+    _check(text, "recursive", "chars", max_size, 0, separators=[r"\n\n", "。", r"\s+", "x"], **packing)
 
 
-@given(text=texts, max_size=st.integers(2, 60))
-def test_invariants_callable_unit(text: str, max_size: int) -> None:
+@given(text=texts, max_size=st.integers(2, 60), packing=packings)
+def test_invariants_callable_unit(text: str, max_size: int, packing: dict) -> None:
     def utf8_bytes(s: str) -> int:
         return len(s.encode("utf-8"))
 
-    _check(text, "recursive", utf8_bytes, max(max_size, 4), 0)
+    _check(text, "recursive", utf8_bytes, max(max_size, 4), 0, **packing)
 
 
 @pytest.mark.parametrize("preset", ["markdown", "python", "sql", "javascript"])
-@given(text=texts, max_size=st.integers(1, 80))
-def test_invariants_presets(preset: str, text: str, max_size: int) -> None:
-    _check(text, "recursive", "chars", max_size, 0, preset=preset)
+@given(text=texts, max_size=st.integers(1, 80), packing=packings)
+def test_invariants_presets(preset: str, text: str, max_size: int, packing: dict) -> None:
+    _check(text, "recursive", "chars", max_size, 0, preset=preset, **packing)
 
 
 @given(text=texts)
@@ -91,13 +101,14 @@ def test_invariants_semantic_bigram(text: str, max_size: int, data) -> None:
         threshold=threshold,
         cache_dir=False,
         buffer=data.draw(st.integers(1, 3)),
+        **data.draw(packings),
     )
 
 
 @settings(max_examples=40)
-@given(text=texts, max_size=st.integers(4, 80))
-def test_invariants_semantic_tokens(text: str, max_size: int) -> None:
-    _check(text, "semantic", "tokens", max_size, 0, similarity="bigram", cache_dir=False)
+@given(text=texts, max_size=st.integers(4, 80), packing=packings)
+def test_invariants_semantic_tokens(text: str, max_size: int, packing: dict) -> None:
+    _check(text, "semantic", "tokens", max_size, 0, similarity="bigram", cache_dir=False, **packing)
 
 
 TABLE_MODES = ["rows", "fill-down", "group-by:区分", "records"]
@@ -110,7 +121,18 @@ def test_invariants_structure(fmt: str, text: str, max_size: int, data) -> None:
     min_size = data.draw(st.sampled_from([0, 0, (max_size - overlap) // 3]))
     table = data.draw(st.sampled_from(TABLE_MODES))
     context = data.draw(st.sampled_from(["none", "title", "headings"]))
-    chunks = _check(text, "markdown", "chars", max_size, overlap, min_size, fmt, table=table, context=context)
+    chunks = _check(
+        text,
+        "markdown",
+        "chars",
+        max_size,
+        overlap,
+        min_size,
+        fmt,
+        table=table,
+        context=context,
+        **data.draw(packings),
+    )
     for c in chunks:
         if context == "none" and table == "rows":
             assert c.text in c.embed_text  # only a repeated header or a reopened fence is added
@@ -121,7 +143,7 @@ def test_invariants_structure(fmt: str, text: str, max_size: int, data) -> None:
 def test_invariants_structure_tokens(text: str, max_size: int, data) -> None:
     overlap = data.draw(st.sampled_from([0, 0, max_size // 4]))
     table = data.draw(st.sampled_from(TABLE_MODES))
-    _check(text, "structure", "tokens", max_size, overlap, 0, "markdown", table=table)
+    _check(text, "structure", "tokens", max_size, overlap, 0, "markdown", table=table, **data.draw(packings))
 
 
 @pytest.mark.parametrize("fmt", ["csv", "tsv"])
@@ -130,4 +152,4 @@ def test_invariants_structure_tables(fmt: str, text: str, max_size: int, data) -
     if fmt == "tsv":
         text = text.replace(",", "\t")
     table = data.draw(st.sampled_from(TABLE_MODES))
-    _check(text, "markdown", "chars", max_size, 0, 0, fmt, table=table)
+    _check(text, "markdown", "chars", max_size, 0, 0, fmt, table=table, **data.draw(packings))

@@ -18,7 +18,7 @@ from kireme.context import ContextBuilder, check_context_mode
 from kireme.document import Chunk, ChunkIds, Document, RegionIndex
 from kireme.errors import ConfigError
 from kireme.length import Measure, get_measure
-from kireme.pack import PackedSpan, pack
+from kireme.pack import PACKINGS, PackedSpan, pack
 from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, markdown_headings
 
 DEFAULT_MAX_SIZE = 512
@@ -59,6 +59,10 @@ class Chunker:
     each chunk's ``embed_text``; with ``context_in_budget`` (the default, for every unit) that context
     counts toward ``max_size``, so ``embed_text`` fits it and sizes compare across strategies; pass
     ``False`` to let the context come on top.
+
+    ``packing``: ``"greedy"`` fills each chunk in turn; ``"optimal"`` chooses all cuts of a span together
+    (`kireme.pack`), trading cut strength against chunks near ``target_size`` (default: as large as
+    ``max_size`` allows); ``max_size`` and ``min_size`` stay hard limits either way.
     """
 
     max_size: int = DEFAULT_MAX_SIZE
@@ -67,6 +71,8 @@ class Chunker:
     unit: Unit = "chars"
     context: str = "none"
     context_in_budget: bool | None = None
+    packing: str = "greedy"
+    target_size: int | None = None
     strategy: ClassVar[str] = ""
     measure: Measure = field(init=False, repr=False, compare=False)
 
@@ -93,6 +99,17 @@ class Chunker:
                 f"overlap ({self.overlap}) must be smaller than max_size ({self.max_size}); "
                 "a quarter of max_size or less is usual"
             )
+        if self.packing not in PACKINGS:
+            raise ConfigError(f"packing must be one of {', '.join(PACKINGS)}, not {self.packing!r}")
+        if self.target_size is not None:
+            if isinstance(self.target_size, bool) or not isinstance(self.target_size, int):
+                raise ConfigError(f"target_size must be an integer, not {self.target_size!r}")
+            if not 0 < self.target_size <= self.max_size:
+                raise ConfigError(
+                    f"target_size ({self.target_size}) must be between 1 and max_size ({self.max_size})"
+                )
+            if self.packing != "optimal":
+                raise ConfigError("target_size is used by packing='optimal' only (--packing optimal)")
         if self.min_size > self.max_size - self.overlap:
             raise ConfigError(
                 f"min_size ({self.min_size}) cannot exceed max_size - overlap ({self.max_size - self.overlap})"
@@ -166,8 +183,13 @@ class Chunker:
             overlap=self.overlap,
             merge=self.merges(),
             keep_headings=self.keep_headings(),
+            **self.packing_options(),
         )
         return ChunkPlan(spans)
+
+    def packing_options(self) -> dict[str, Any]:
+        """`kireme.pack.pack` keywords for the packing this chunker asks for."""
+        return {"packing": self.packing, "target_size": self.target_size}
 
     # --------------------------------------------------------------------- public API
     @property
@@ -181,6 +203,9 @@ class Chunker:
             "unit": self.measure.name,
             **self.options(),
         }
+        if self.packing != "greedy":  # only when set: the ids of greedy chunks stay as they were
+            config["packing"] = self.packing
+            config["target_size"] = self.target_size
         if self.context != "none":
             config["context"] = self.context
             config["context_in_budget"] = self.context_counts

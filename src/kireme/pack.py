@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kireme.boundaries.levels import Level
+from kireme.errors import ConfigError
 from kireme.length import SpanSizer
 from kireme.text.graphemes import CutFilter, ceil_boundary, floor_boundary
 from kireme.text.headings import ends_with_heading
@@ -378,6 +379,206 @@ class _Packer:
         return [PackedSpan(s, e, size) for (s, e), size in zip(spans, sizes, strict=True)]
 
 
+# Costs of the optimal packer, in units of the badness of an empty chunk (1.0). Tuned on JSQuAD valid,
+# JaQuAD dev and Chroma (benchmarks/quality.py) and the structure benchmark; see the README.
+CUT_STEP = 0.15  # each level weaker than the strongest one that has candidates in the span
+MIX_COST = 0.5  # a chunk holding a stronger boundary than the ones it starts or ends at
+HEADING_COST = 4.0  # a chunk ending with a heading line (its body went to the next chunk)
+MIN_SIZE_COST = 8.0
+GRAIN = 32  # candidates per chunk length the DP weighs at most (denser ones are thinned)  # a chunk under min_size (merge_small still joins what it can afterwards)
+PACKINGS = ("greedy", "optimal")
+
+
+class _OptimalPacker(_Packer):
+    """All cuts of a span chosen together: dynamic programming over the candidate cuts.
+
+    Line breaking as Knuth and Plass (1981) do it: every candidate cut has a cost (the weaker its
+    level, the dearer), every chunk a badness ``((target - size) / target)²``, and the cuts minimising
+    the sum win, subject to the hard ``max_size``. The candidates are the ones the greedy packer would
+    use: the strongest level with cuts in an oversized span, then weaker levels only inside pieces that
+    are still oversized, so a piece that fits is never cut. A small tail is no longer left behind (three
+    chunks of 370 instead of 510 + 510 + 80), and a strong boundary a little before the limit wins over a
+    weak one at it. The DP looks ahead only as far as one chunk reaches, so the work stays linear in the
+    number of candidates times the candidates per chunk.
+    """
+
+    def __init__(self, *args: object, target_size: int | None = None, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.target = max(1, min(target_size or self.budget, self.budget))
+        self.dp_steps = 0  # chunks the DP weighed (the work linear-work tests count)
+
+    def split(self, a: int, b: int, level: int, budget: int, out: list[Span]) -> None:
+        a, b = self.trim(a, b)
+        if a >= b:
+            return
+        if level == 0 and not self.merge:  # one chunk (or more) per top-level piece: never joined
+            cuts = self.cut_filter.keep(self.levels[0].cuts(self.text, a, b)) if self.levels else []
+            for s, e in itertools.pairwise([a, *cuts, b]):
+                self.split(s, e, 1, budget, out)
+            return
+        if self.sizer.estimate(a, b) <= budget:
+            out.append((a, b))
+            return
+        bounds: list[int] = [a]
+        ranks: list[int] = [-1]
+        self.collect(a, b, level, budget, bounds, ranks)
+        bounds.append(b)
+        ranks.append(-1)
+        out.extend(self.best(bounds, ranks, budget))
+
+    # ------------------------------------------------------------------------------ candidates
+    def collect(self, a: int, b: int, level: int, budget: int, bounds: list[int], ranks: list[int]) -> None:
+        """Append the candidate cuts strictly inside the oversized span ``[a, b)`` with their ranks."""
+        s, e = self.trim(a, b)
+        if s >= e or self.sizer.estimate(s, e) <= budget:
+            return
+        cuts: list[int] = []
+        j = level
+        while j < len(self.levels):
+            cuts = self.cut_filter.keep(self.levels[j].cuts(self.text, s, e))
+            if cuts:
+                break
+            j += 1
+        if not cuts:
+            parts: list[Span] = []
+            self.split_graphemes(s, e, budget, parts)
+            for ps, _ in parts:  # the first may start after ``s`` (a mark split from its space base)
+                self.add_bound(bounds, ranks, ps, len(self.levels))
+            return
+        pieces = [s, *cuts, e]
+        for k, (ps, pe) in enumerate(itertools.pairwise(pieces)):
+            if k > 0:
+                self.add_bound(bounds, ranks, ps, j)
+            inner = budget
+            if (
+                self.keep_headings
+                and k > 0
+                and self.ends_with_heading(self.text, ps)
+                and self.sizer.estimate(pieces[k - 1], pe) > budget
+            ):  # heading + this piece do not fit: offer cuts inside it, so the heading keeps a start
+                heading = self.sizer.estimate(pieces[k - 1], self.trim(ps, pe)[0])
+                inner = max(budget - heading, max(1, budget // 4))
+            if self.sizer.estimate(ps, pe) > inner:
+                self.collect(ps, pe, j + 1, inner, bounds, ranks)
+
+    def add_bound(self, bounds: list[int], ranks: list[int], position: int, rank: int) -> None:
+        """A candidate after the last one; one that only whitespace separates from it is the same cut, kept
+        at the later position (a chunk may not start on the space a combining mark sits on)."""
+        last = bounds[-1]
+        if position <= last:
+            return
+        if len(bounds) > 1 and self.text[last:position].isspace():
+            bounds[-1] = position
+            ranks[-1] = min(ranks[-1], rank)
+            return
+        bounds.append(position)
+        ranks.append(rank)
+
+    def thin(self, bounds: list[int], ranks: list[int], budget: int) -> tuple[list[int], list[int]]:
+        """At most about `GRAIN` candidates per chunk length: of two closer than ``budget / GRAIN``, the
+        stronger (else the first) stays, provided the pieces around it still fit. Keeps the DP linear
+        where candidates are dense (every word of a text without punctuation); sizes move by at most
+        one grain."""
+        reach = self.sizer.furthest_position
+        end = bounds[-1]
+        grain = max(1, budget // GRAIN)
+        out_b, out_r = [bounds[0]], [ranks[0]]
+        near = reach(bounds[0], end, grain - 1)  # positions closer than a grain to the last kept one
+        fits = reach(bounds[0], end, budget)  # and those a piece from it may end at
+        prev_fits = end
+        for k in range(1, len(bounds) - 1):
+            position, rank = bounds[k], ranks[k]
+            if position <= near and len(out_b) > 1:
+                if rank < out_r[-1] and position <= prev_fits:
+                    out_b[-1], out_r[-1] = position, rank
+                    near, fits = reach(position, end, grain - 1), reach(position, end, budget)
+                    continue
+                if rank >= out_r[-1] and bounds[k + 1] <= fits:
+                    continue
+            out_b.append(position)
+            out_r.append(rank)
+            prev_fits = fits
+            near, fits = reach(position, end, grain - 1), reach(position, end, budget)
+        out_b.append(end)
+        out_r.append(ranks[-1])
+        return out_b, out_r
+
+    # ------------------------------------------------------------------------------ the DP
+    def best(self, bounds: list[int], ranks: list[int], budget: int) -> list[Span]:
+        """The cheapest way to cut ``bounds[0]..bounds[-1]`` at some of the inner ``bounds``.
+
+        Whether a chunk fits is asked of the sizer once per start (`furthest_position`); its size for
+        the badness is the sum of its pieces' estimates (exact for characters, within a token or so per
+        piece otherwise), so the inner loop is arithmetic.
+        """
+        bounds, ranks = self.thin(bounds, ranks, budget)
+        m = len(bounds) - 1
+        text = self.text
+        est = self.sizer.estimate
+        step = {r: CUT_STEP * i for i, r in enumerate(sorted(set(ranks[1:-1])))}
+        hard_ranks = {j for j in range(len(self.levels)) if getattr(self.levels[j], "hard", False)}
+        cut_cost = [0.0] * (m + 1)
+        for k in range(1, m):
+            cut_cost[k] = step[ranks[k]]
+            if self.keep_headings and self.ends_with_heading(text, bounds[k]):
+                cut_cost[k] += HEADING_COST
+        # trimmed chunk edges: a chunk (i, k) is [starts[i], ends[k]); its size about total[k] - total[i]
+        starts = [self.trim(bounds[i], bounds[i + 1])[0] for i in range(m)]
+        ends = [0] + [self.trim(bounds[k - 1], bounds[k])[1] for k in range(1, m + 1)]
+        total = [0] * (m + 1)
+        for k in range(1, m + 1):
+            total[k] = total[k - 1] + est(bounds[k - 1], bounds[k])
+        inf = float("inf")
+        dp = [inf] * (m + 1)
+        back = [0] * (m + 1)
+        dp[0] = 0.0
+        target = float(self.target)
+        min_size = self.min_size
+        for i in range(m):
+            base = dp[i]
+            if base == inf:
+                continue
+            limit = self.sizer.furthest_position(starts[i], bounds[-1], budget)
+            strongest = 1 << 30  # the strongest (lowest) rank strictly inside the chunk so far
+            hard_inside = False
+            rank_i = ranks[i] if i > 0 else -1
+            for k in range(i + 1, m + 1):
+                if ends[k] > limit and k > i + 1:
+                    break  # every longer chunk is over the limit too
+                if k > i + 1:
+                    r = ranks[k - 1]
+                    if r < strongest:
+                        strongest = r
+                    if r in hard_ranks:
+                        hard_inside = True
+                rank_k = ranks[k] if k < m else -1
+                mixed = rank_i > strongest or rank_k > strongest
+                if mixed and hard_inside:  # the rest of a section never joins the next section
+                    if rank_i > strongest:
+                        break  # every longer chunk still holds that boundary
+                    continue
+                size = total[k] - total[i]
+                cost = base + ((target - size) / target) ** 2 + cut_cost[k]
+                if mixed:
+                    cost += MIX_COST
+                if size < min_size and (i > 0 or k < m):
+                    cost += MIN_SIZE_COST
+                if cost < dp[k]:
+                    dp[k] = cost
+                    back[k] = i
+            self.dp_steps += k - i
+        spans: list[Span] = []
+        k = m
+        while k > 0:
+            i = back[k]
+            s, e = self.trim(bounds[i], bounds[k])
+            if s < e:
+                spans.append((s, e))
+            k = i
+        spans.reverse()
+        return spans
+
+
 _NUMBER_CHARS = frozenset("0123456789０１２３４５６７８９,.，．")
 _DIGITS = frozenset("0123456789０１２３４５６７８９")
 
@@ -417,6 +618,8 @@ def pack(
     gap_cost: Callable[[int], float] | None = None,
     span: Span | None = None,
     hard_max_size: int | None = None,
+    packing: str = "greedy",
+    target_size: int | None = None,
 ) -> list[PackedSpan]:
     """Cut ``text`` at the strongest available boundaries into spans of at most ``max_size``.
 
@@ -428,8 +631,17 @@ def pack(
     ``span=(a, b)`` packs only ``text[a:b]`` (one section), with offsets still into ``text``.
     ``hard_max_size``: a caller that lowered ``max_size`` to leave room for context keeps a grapheme
     cluster up to this size whole (the context gives way, the text is not cut).
+    ``packing``: ``"greedy"`` fills each chunk in turn; ``"optimal"`` chooses all cuts of a span together
+    (`_OptimalPacker`), aiming at chunks of ``target_size`` (default: the largest a chunk may be).
     """
-    return _Packer(
+    if packing not in PACKINGS:
+        raise ConfigError(f"packing must be one of {', '.join(PACKINGS)}, not {packing!r}")
+    extra: dict[str, object] = {}
+    packer_class: type[_Packer] = _Packer
+    if packing == "optimal":
+        packer_class = _OptimalPacker
+        extra["target_size"] = target_size
+    return packer_class(
         text,
         levels,
         sizer,
@@ -442,4 +654,5 @@ def pack(
         gap_cost=gap_cost,
         span=span,
         hard_max_size=hard_max_size,
+        **extra,
     ).run()

@@ -110,6 +110,8 @@ def chunker_from_options(
     context: str | None = None,
     context_in_budget: bool | None = None,
     table: str | None = None,
+    packing: str | None = None,
+    target_size: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     **semantic: Any,
 ) -> Chunker:
@@ -117,7 +119,7 @@ def chunker_from_options(
     build theirs here).
 
     ``separators``/``preset`` apply to ``recursive``, ``no_merge`` to ``paragraph``, ``table`` to
-    ``markdown``/``structure``, the semantic options (`SEMANTIC_DEFAULTS`: ``similarity``, ``threshold``,
+    ``markdown``/``structure``, ``packing``/``target_size`` to all, the semantic options (`SEMANTIC_DEFAULTS`: ``similarity``, ``threshold``,
     ``buffer``, ``window``, ``cache_dir``, ``no_cache``, ``embed_url``) to ``semantic``; ``None`` means
     the strategy's default. An option that does not apply to the strategy, or a bad value, is a
     `ConfigError` whose message names the command-line flag.
@@ -129,7 +131,15 @@ def chunker_from_options(
     if unknown:
         raise ConfigError(f"unknown option(s) {', '.join(unknown)}")
     options: dict[str, Any] = {"max_size": max_size, "min_size": min_size, "overlap": overlap, "unit": unit}
-    for key, value in (("context", context), ("context_in_budget", context_in_budget), ("table", table)):
+    if target_size is not None and packing != "optimal":
+        raise ConfigError("--target-size needs --packing optimal")
+    for key, value in (
+        ("context", context),
+        ("context_in_budget", context_in_budget),
+        ("table", table),
+        ("packing", packing),
+        ("target_size", target_size),
+    ):
         if value is None:
             continue
         if key == "table" and strategy not in ("markdown", "structure"):

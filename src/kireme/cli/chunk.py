@@ -17,6 +17,7 @@ from kireme.cli.common import (
     input_options,
     jsonl_line,
     load_documents,
+    packing_options,
     semantic_options,
     write,
 )
@@ -94,6 +95,7 @@ def format_text_chunk(chunk: Chunk) -> str:
     default=None,
     help="Count the context (title, heading path) toward --max-size, so embed_text fits it [default: on].",
 )
+@packing_options
 @input_options
 @click.option(
     "--format",
@@ -115,6 +117,8 @@ def chunk(
     separators: tuple[str, ...],
     no_merge: bool,
     context_in_budget: bool | None,
+    packing: str | None,
+    target_size: int | None,
     encoding: str | None,
     format_in: str | None,
     outputs: str,
@@ -139,6 +143,8 @@ def chunk(
         context=context,
         context_in_budget=context_in_budget,
         table=table_mode,
+        packing=packing,
+        target_size=target_size,
         **semantic,
     )
     fmt = fmt or ("text" if sys.stdout.isatty() else "jsonl")

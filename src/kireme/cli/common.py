@@ -185,11 +185,26 @@ def exit_quietly_on_broken_pipe(code: int) -> None:
 
 
 class EmbedProgress:
-    """``embedding 120/480 texts, 35/s, ETA 10s`` on stderr while a slow embedder works (terminal only)."""
+    """``embedding 120/480 texts, 35/s, ETA 10s`` on stderr while a slow embedder works (terminal only).
 
-    def __init__(self, stream: Any = None) -> None:
+    ``label`` and ``noun`` name other work (``contextualizing 3/12 chunks``); ``enabled=False`` (``--quiet``)
+    draws nothing. ``newline=False`` keeps one line for counts that grow over a run: `finish` ends it."""
+
+    def __init__(
+        self,
+        stream: Any = None,
+        *,
+        label: str = "embedding",
+        noun: str = "texts",
+        enabled: bool = True,
+        newline: bool = True,
+    ) -> None:
         self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty()
+        self.enabled = enabled and self.stream.isatty()
+        self.label = label
+        self.noun = noun
+        self.newline = newline
+        self.open_line = False
         self.started: float | None = None
         self.total_done = 0
 
@@ -201,9 +216,19 @@ class EmbedProgress:
             self.started = now
         rate = done / max(now - self.started, 1e-6)
         eta = (total - done) / rate if rate > 0 else 0
-        end = "\n" if done >= total else ""
-        self.stream.write(f"\rkireme: embedding {done}/{total} texts, {rate:.0f}/s, ETA {eta:.0f}s   {end}")
+        end = "\n" if done >= total and self.newline else ""
+        self.stream.write(
+            f"\rkireme: {self.label} {done}/{total} {self.noun}, {rate:.0f}/s, ETA {eta:.0f}s   {end}"
+        )
+        self.open_line = not end
         self.stream.flush()
+
+    def finish(self) -> None:
+        """End a line left open (``newline=False``)."""
+        if self.open_line:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.open_line = False
 
 
 def chunking_options(
@@ -282,6 +307,30 @@ def chunking_options(
         return func
 
     return decorate
+
+
+def packing_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--packing`` and ``--target-size``, shared by the commands that chunk."""
+    options = [
+        click.option(
+            "--packing",
+            type=click.Choice(["greedy", "optimal"]),
+            default=None,
+            help="How cuts are chosen: greedy fills each chunk in turn; optimal chooses all cuts of a "
+            "document together (dynamic programming), preferring strong boundaries and chunks near "
+            "--target-size, so no small tail is left behind [default: greedy].",
+        ),
+        click.option(
+            "--target-size",
+            type=click.IntRange(min=1),
+            default=None,
+            help="optimal packing: the chunk size to aim for, in --unit; --max-size stays the hard limit "
+            "[default: --max-size less --overlap].",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
 
 
 def semantic_options(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -16,12 +16,14 @@ from kireme.cli.common import (
     Failures,
     expand_paths,
     load_documents,
+    packing_options,
     semantic_options,
     semantic_settings,
     write,
 )
+from kireme.context import CONTEXT_MODES
 from kireme.errors import ConfigError, KiremeError
-from kireme.evaluate.retrievers import RETRIEVERS, make_retriever
+from kireme.evaluate.retrievers import RETRIEVER_HELP, RETRIEVERS, make_retriever
 from kireme.evaluate.runner import RetrievalRow, SegmentationRow, evaluate_retrieval, evaluate_segmentation
 from kireme.strategies import SEMANTIC_DEFAULTS, STRATEGIES, make_chunker
 
@@ -71,12 +73,18 @@ SEGMENT_COLUMNS = [
 
 
 def _chunker_grid(
-    strategies: Sequence[str], sizes: Sequence[int], unit: str, semantic: dict[str, Any]
+    strategies: Sequence[str],
+    sizes: Sequence[int],
+    unit: str,
+    semantic: dict[str, Any],
+    shared: dict[str, Any] | None = None,
 ) -> list:
+    """One chunker per (strategy, size); ``shared`` options (packing, context) go to every one."""
     grid = []
     for strategy in strategies:
         for size in sizes:
             options: dict[str, Any] = {"max_size": size, "unit": unit}
+            options.update({key: value for key, value in (shared or {}).items() if value is not None})
             if strategy == "semantic":
                 options.update(semantic_settings(**semantic))
             try:
@@ -183,7 +191,7 @@ def _show_misses(rows: Sequence[RetrievalRow]) -> None:
     type=click.Choice(RETRIEVERS),
     default="terms",
     show_default=True,
-    help="terms: count of question terms; bm25: BM25 on words / Japanese bigrams; dense: embeddings.",
+    help=RETRIEVER_HELP,
 )
 @click.option(
     "-k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="Chunks handed to the reader."
@@ -324,7 +332,9 @@ def best_within(rows: Sequence[RetrievalRow], budget: float) -> RetrievalRow | N
 )
 @click.option("--sizes", default="100,200,400,800", show_default=True, metavar="N,N,...", help="Size limits.")
 @click.option("--unit", type=click.Choice(["chars", "tokens"]), default="chars", show_default=True)
-@click.option("--retriever", type=click.Choice(RETRIEVERS), default="terms", show_default=True)
+@click.option(
+    "--retriever", type=click.Choice(RETRIEVERS), default="terms", show_default=True, help=RETRIEVER_HELP
+)
 @click.option("-k", "k", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--budget", type=click.FloatRange(min=0), default=None, help="Characters the reader can take.")
 @click.option(
@@ -336,6 +346,14 @@ def best_within(rows: Sequence[RetrievalRow], budget: float) -> RetrievalRow | N
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "jsonl", "csv"]), default="table", show_default=True
 )
+@click.option(
+    "--context",
+    type=click.Choice(CONTEXT_MODES),
+    default=None,
+    help="What every configuration puts in front of embed_text, which the retriever indexes (the "
+    "characters passed count the text only): compare runs with and without it to see whether it helps.",
+)
+@packing_options
 @semantic_options
 @click.option("--encoding", default=None, metavar="NAME")
 def compare_command(
@@ -349,6 +367,9 @@ def compare_command(
     budget: float | None,
     plot_path: Path | None,
     fmt: str,
+    context: str | None,
+    packing: str | None,
+    target_size: int | None,
     encoding: str | None,
     **semantic: Any,
 ) -> None:
@@ -361,7 +382,12 @@ def compare_command(
     if not size_list or min(size_list) < 1:
         raise click.UsageError("--sizes needs positive numbers")
     chosen = strategies or ("fixed", "recursive", "sentence", "paragraph", "semantic")
-    grid = _chunker_grid(chosen, size_list, unit, semantic)
+    if target_size is not None and packing != "optimal":
+        raise click.UsageError("--target-size needs --packing optimal")
+    if target_size is not None and target_size > min(size_list):
+        raise click.UsageError(f"--target-size ({target_size}) cannot exceed the smallest of --sizes")
+    shared = {"context": context, "packing": packing, "target_size": target_size}
+    grid = _chunker_grid(chosen, size_list, unit, semantic, shared)
     failures = Failures()
     try:
         documents = list(load_documents(expand_paths(paths, failures), encoding, failures, label="loading"))

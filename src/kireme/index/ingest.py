@@ -26,8 +26,10 @@ import numpy as np
 from kireme.chunkers import Chunker
 from kireme.document import Document
 from kireme.embed.base import Embedder
+from kireme.embed.late import LateChunkingEmbedder
 from kireme.embed.specs import spec_for_name
 from kireme.errors import (
+    ChatError,
     ConfigError,
     IndexBusyError,
     IndexDamagedError,
@@ -35,6 +37,7 @@ from kireme.errors import (
     LoadError,
     unreadable,
 )
+from kireme.index.contextualize import ContextStats, Contextualizer
 from kireme.index.manifest import DocumentEntry, Manifest, store_directory
 from kireme.index.store import StoredChunk, open_store, store_state
 from kireme.load import load
@@ -62,10 +65,13 @@ class IngestSummary:
     chunks_written: int = 0
     texts_embedded: int = 0
     errors: list[str] = field(default_factory=list)
+    contextualize: ContextStats | None = None  # with a Contextualizer: what it asked and found
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out.pop("errors")
+        if out["contextualize"] is None:
+            out.pop("contextualize")
         return out
 
 
@@ -123,6 +129,7 @@ class _Pending:
     chunks: list[StoredChunk]
     texts: list[str]
     replaces: bool
+    late: tuple[str, list[tuple[int, int]]] | None = None  # late chunking: the document text, chunk spans
 
 
 class Ingestor:
@@ -139,6 +146,8 @@ class Ingestor:
         rebuild: bool = False,
         wait: float = 0.0,
         embedder_limit: tuple[int, Callable[[str], int]] | None = None,
+        contextualizer: Contextualizer | None = None,
+        late_chunking: bool | LateChunkingEmbedder = False,
     ) -> None:
         self.db = Path(db)
         self.chunker = chunker
@@ -147,7 +156,16 @@ class Ingestor:
         self.reembed = reembed
         self.rebuild = rebuild
         self.limit = embedder_limit
-        self.summary = IngestSummary()
+        self.contextualizer = contextualizer
+        # late chunking: chunk vectors pooled from one pass over the document (ConfigError: no st: model)
+        self.late = (
+            late_chunking
+            if isinstance(late_chunking, LateChunkingEmbedder)
+            else LateChunkingEmbedder(embedder)
+            if late_chunking
+            else None
+        )
+        self.summary = IngestSummary(contextualize=contextualizer.stats if contextualizer else None)
         self._lock = IndexLock(self.db, wait)
         self._pending: list[_Pending] = []
         self._seen: set[str] = set()
@@ -322,7 +340,18 @@ class Ingestor:
     @property
     def config_hash(self) -> str:
         """What an entry must match besides the content: the chunking config and how files are read."""
-        return entry_config_hash(self.chunker.config_hash, self.load_options)
+        return self.entry_config(contextualized=self.contextualizer is not None)
+
+    def entry_config(self, contextualized: bool) -> str:
+        """`config_hash`, with the contextualizer's settings (model, prompt, window) when ``contextualized``:
+        a document indexed without the contexts it should have gets the plain hash, so the next run
+        with the contextualizer sees it as changed and adds them."""
+        options = dict(self.load_options)
+        if self.late is not None:
+            options["late_chunking"] = self.late.config
+        if contextualized and self.contextualizer is not None:
+            options["contextualize"] = self.contextualizer.config
+        return entry_config_hash(self.chunker.config_hash, options)
 
     def unchanged_on_disk(self, path: Path) -> bool:
         """Whether ``path`` has the size and modification time it had when indexed with this config
@@ -372,10 +401,16 @@ class Ingestor:
                         f"chunk {c.index} [{c.start}:{c.end}] is {n} tokens for the embedder, which reads "
                         f"at most {max_tokens}: use --unit tokens --max-size {max(16, max_tokens * 3 // 4)}"
                     )
+        if self.contextualizer is not None:  # ChatError: this document fails (its old entry stays)
+            chunks, contextualized = self.contextualizer.apply(doc, chunks, self.limit)
+            texts = [c.embed_text for c in chunks]
+            if not contextualized:
+                config = self.entry_config(contextualized=False)
         stored = [StoredChunk.from_chunk(c, doc) for c in chunks]
         source = str(doc.metadata.get("source", doc.id))
         new = DocumentEntry(doc.id, doc.sha256, config, len(stored), source, size, mtime_ns)
-        self._pending.append(_Pending(new, stored, texts, entry is not None))
+        late = (doc.text, [(c.start, c.end) for c in chunks]) if self.late is not None else None
+        self._pending.append(_Pending(new, stored, texts, entry is not None, late))
         if sum(len(p.chunks) for p in self._pending) >= BATCH_ROWS or len(self._pending) >= BATCH_DOCUMENTS:
             self.flush()
         return "updated" if entry is not None else "added"
@@ -387,7 +422,7 @@ class Ingestor:
         pending, self._pending = self._pending, []
         texts = [t for p in pending for t in p.texts]
         before = _embedded(self.embedder)
-        vectors = self.embedder.embed(texts, "passage") if texts else np.zeros((0, 1), dtype=np.float32)
+        vectors = self._vectors(pending, texts)
         after = _embedded(self.embedder)
         self.summary.texts_embedded += (
             after - before if before is not None and after is not None else len(texts)
@@ -407,6 +442,15 @@ class Ingestor:
                 self.summary.added += 1
         self.summary.chunks_written += len(rows)
         self._record_state()
+
+    def _vectors(self, pending: list[_Pending], texts: list[str]) -> np.ndarray:
+        """The pending chunks' vectors: their texts embedded, or late-chunked from their documents."""
+        if not texts:
+            return np.zeros((0, 1), dtype=np.float32)
+        if self.late is None:
+            return self.embedder.embed(texts, "passage")
+        late = [p.late for p in pending if p.late is not None and p.late[1]]
+        return np.concatenate(self.late.embed_documents(late)).astype(np.float32, copy=False)
 
     def fail(self, message: str, doc_id: str | None = None) -> None:
         """Record a document that could not be indexed; its entry (if any) stays and is never pruned."""
@@ -494,7 +538,7 @@ def ingest_paths(
                 stat = path.stat() if path.exists() else None
                 doc = load(path, **options, max_bytes=max_file_bytes)
                 outcome = ingestor.add(doc, stat)
-        except (LoadError, ConfigError) as exc:
+        except (LoadError, ConfigError, ChatError) as exc:
             message = str(exc) if isinstance(exc, LoadError) else f"{path.as_posix()}: {exc}"
             ingestor.fail(message, path.as_posix())  # the id `load` gives it
             if on_file is not None:

