@@ -493,3 +493,21 @@ def test_bad_settings_are_config_errors() -> None:
     for kwargs in ({"concurrency": 0}, {"budget": -1}, {"window": 10}):
         with pytest.raises(ConfigError):
             Contextualizer(FakeModel(), **kwargs)  # type: ignore[arg-type]
+
+
+def test_index_puts_the_title_in_front_for_strategies_without_headings(tmp_path: Path) -> None:
+    """`kireme index -s recursive` (no --context): the document title goes in front of embed_text."""
+    page = tmp_path / "guide.html"
+    page.write_text(
+        "<html><head><title>経費精算ガイド</title></head><body><p>領収書は月末までに提出する。"
+        "宿泊費の上限は一泊一万円とする。</p></body></html>",
+        encoding="utf-8",
+    )
+    plain_db, titled_db = tmp_path / "plain", tmp_path / "titled"
+    index(titled_db, page, args=["-s", "recursive"])
+    index(plain_db, page, args=["-s", "recursive", "--context", "none"])
+    titled, plain = list(rows_by_id(titled_db).values()), list(rows_by_id(plain_db).values())
+    assert titled and plain
+    assert all(c.embed_text.startswith("経費精算ガイド") and c.text in c.embed_text for c in titled)
+    assert all(c.embed_text == c.text for c in plain)
+    assert "title otherwise" in " ".join(CliRunner().invoke(cli, ["index", "--help"]).output.split())

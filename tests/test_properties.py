@@ -9,6 +9,7 @@ from tests.invariants import check_invariants
 from tests.strategies import csv_texts, markdown_texts, texts
 
 from kireme import Document, make_chunker
+from kireme.embed.hashed import HashedNgramEmbedder
 
 STRATEGY_NAMES = ["fixed", "recursive", "sentence", "paragraph"]
 # every invariant holds for both packers; hypothesis picks one per example (and a target size for optimal)
@@ -101,6 +102,25 @@ def test_invariants_semantic_bigram(text: str, max_size: int, data) -> None:
         threshold=threshold,
         cache_dir=False,
         buffer=data.draw(st.integers(1, 3)),
+        **data.draw(packings),
+    )
+
+
+@settings(max_examples=60)
+@given(text=texts, max_size=st.integers(1, 120), data=st.data())
+def test_invariants_semantic_global_segmenter(text: str, max_size: int, data) -> None:
+    """``auto:kcpd`` (all topic cuts chosen together from the sentence vectors), with the model-free hash
+    embedder standing in for a model."""
+    overlap = data.draw(st.sampled_from([0, 0, max_size // 4]))
+    _check(
+        text,
+        "semantic",
+        "chars",
+        max_size,
+        overlap,
+        similarity=HashedNgramEmbedder(),
+        threshold=data.draw(st.sampled_from(["auto:kcpd", "auto:kcpd:0.5", "auto:kcpd:3"])),
+        cache_dir=False,
         **data.draw(packings),
     )
 

@@ -232,12 +232,19 @@ class EmbedProgress:
 
 
 def chunking_options(
-    *, strategy: str, max_size: int, unit: str, strategy_help: str, max_size_help: str
+    *,
+    strategy: str,
+    max_size: int,
+    unit: str,
+    strategy_help: str,
+    max_size_help: str,
+    other_context: str = "none",
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The chunking options ``chunk`` and ``index`` share, with each command's own defaults.
 
     Adds ``--strategy``, ``--max-size``, ``--min-size``, ``--overlap``, ``--unit``, ``--preset``,
-    ``--context`` and ``--table`` (passed as ``table_mode``).
+    ``--context`` and ``--table`` (passed as ``table_mode``). ``other_context`` is the context the command
+    uses for strategies other than markdown/structure when ``--context`` is not given (for the help).
     """
     from kireme.boundaries.presets import PRESETS
     from kireme.context import CONTEXT_MODES
@@ -288,7 +295,8 @@ def chunking_options(
             type=click.Choice(CONTEXT_MODES),
             default=None,
             help="What goes in front of embed_text: the document title, or title and heading path "
-            "[default: headings for markdown/structure, none otherwise]. text and offsets never change.",
+            f"[default: headings for markdown/structure, {other_context} otherwise]. text and offsets never "
+            "change.",
         ),
         click.option(
             "--table",
