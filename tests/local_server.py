@@ -17,6 +17,17 @@ Handle = Callable[[str, dict[str, str], Any], Reply]
 PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
 
 
+# the environment variables that point kireme at a chat model (tests clear them)
+CHAT_ENV = (
+    "KIREME_CHAT_BASE_URL",
+    "OPENAI_BASE_URL",
+    "KIREME_CHAT_API_KEY",
+    "OPENAI_API_KEY",
+    "KIREME_CHAT_MODEL",
+    "OPENAI_MODEL",
+)
+
+
 def unset_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
     """A proxy from the environment would swallow requests to 127.0.0.1."""
     for name in PROXY_VARIABLES:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.local_server import LocalJsonServer, Reply, unset_proxies
+from tests.local_server import CHAT_ENV, LocalJsonServer, Reply, unset_proxies
 
 from kireme.errors import ChatError, ConfigError, KiremeError
 from kireme.index.chat import DEFAULT_BASE_URL, ChatClient
@@ -314,16 +314,6 @@ class Server(LocalJsonServer):
     @property
     def requests(self) -> list[Recorded]:
         return self.behaviour.requests
-
-
-CHAT_ENV = (
-    "KIREME_CHAT_BASE_URL",
-    "OPENAI_BASE_URL",
-    "KIREME_CHAT_API_KEY",
-    "OPENAI_API_KEY",
-    "KIREME_CHAT_MODEL",
-    "OPENAI_MODEL",
-)
 
 
 @pytest.fixture

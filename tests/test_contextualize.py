@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from tests.local_server import LocalJsonServer, Reply, unset_proxies
+from tests.local_server import CHAT_ENV, LocalJsonServer, Reply, unset_proxies
 from tests.test_index import DOCS, state
 
 from kireme.cli import cli
@@ -45,14 +45,6 @@ from kireme.strategies import make_chunker
 
 KEY = "sk-context-test-0123456789"
 MODEL = "ctx-model"
-CHAT_ENV = (
-    "KIREME_CHAT_BASE_URL",
-    "OPENAI_BASE_URL",
-    "KIREME_CHAT_API_KEY",
-    "OPENAI_API_KEY",
-    "KIREME_CHAT_MODEL",
-    "OPENAI_MODEL",
-)
 ENGLISH = """\
 # Expense guide
 
