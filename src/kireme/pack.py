@@ -107,13 +107,7 @@ class _Packer:
         if not top_level_no_merge and self.sizer.estimate(a, b) <= budget:
             out.append((a, b))
             return
-        cuts: list[int] = []
-        j = level
-        while j < len(self.levels):
-            cuts = self.cut_filter.keep(self.levels[j].cuts(self.text, a, b))
-            if cuts:
-                break
-            j += 1
+        j, cuts = self.strongest_cuts(a, b, level)
         if not cuts:
             self.split_graphemes(a, b, budget, out)
             return
@@ -123,6 +117,16 @@ class _Packer:
                 self.split(s, e, 1, budget, out)
             return
         self.merge_pieces(bounds, j, budget, out)
+
+    def strongest_cuts(self, a: int, b: int, level: int) -> tuple[int, list[int]]:
+        """The first level from ``level`` on with cuts inside ``(a, b)``, and those cuts (none: ``[]``)."""
+        j = level
+        while j < len(self.levels):
+            cuts = self.cut_filter.keep(self.levels[j].cuts(self.text, a, b))
+            if cuts:
+                return j, cuts
+            j += 1
+        return j, []
 
     def merge_pieces(self, bounds: list[int], j: int, budget: int, out: list[Span]) -> None:
         """Greedy: each chunk takes as many whole pieces as fit; oversized pieces go one level down.
@@ -384,8 +388,8 @@ class _Packer:
 CUT_STEP = 0.15  # each level weaker than the strongest one that has candidates in the span
 MIX_COST = 0.5  # a chunk holding a stronger boundary than the ones it starts or ends at
 HEADING_COST = 4.0  # a chunk ending with a heading line (its body went to the next chunk)
-MIN_SIZE_COST = 8.0
-GRAIN = 32  # candidates per chunk length the DP weighs at most (denser ones are thinned)  # a chunk under min_size (merge_small still joins what it can afterwards)
+MIN_SIZE_COST = 8.0  # a chunk under min_size (merge_small still joins what it can afterwards)
+GRAIN = 32  # candidates per chunk length the DP weighs at most (denser ones are thinned)
 PACKINGS = ("greedy", "optimal")
 
 
@@ -432,13 +436,7 @@ class _OptimalPacker(_Packer):
         s, e = self.trim(a, b)
         if s >= e or self.sizer.estimate(s, e) <= budget:
             return
-        cuts: list[int] = []
-        j = level
-        while j < len(self.levels):
-            cuts = self.cut_filter.keep(self.levels[j].cuts(self.text, s, e))
-            if cuts:
-                break
-            j += 1
+        j, cuts = self.strongest_cuts(s, e, level)
         if not cuts:
             parts: list[Span] = []
             self.split_graphemes(s, e, budget, parts)
