@@ -16,12 +16,12 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[index]'
 	touch $@
 
 $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet torch==$(TORCH_VERSION)
-	$(BIN)/python -m pip install --quiet -e '.[dev,st,formats,chroma]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,st,formats,chroma,index,tokenizers,langchain,llama-index,haystack,docs]'
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed
@@ -39,9 +39,10 @@ test: $(VENV)/.dev-installed
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir .kireme/site
 	$(BIN)/python -m pytest
 
-# the files and settings are in pyproject.toml ([tool.mypy]): all of src/kireme, the core strictly
+# the files and settings are in pyproject.toml ([tool.mypy]): all of src/kireme, strictly
 typecheck: $(VENV)/.dev-installed
 	$(BIN)/mypy
 

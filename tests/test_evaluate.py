@@ -103,6 +103,19 @@ def test_retrievers_are_deterministic_and_break_ties_by_order() -> None:
     assert bm25.search("ぶどう", 2) == [0, 1]  # nothing matches: document order
 
 
+def test_bm25_reads_japanese_terms_as_the_chunks_are_read() -> None:
+    """A question's ``terms`` go through the bigram tokenizer too: 宿泊費 finds the lodging chunk."""
+    chunks = [
+        _chunk("d", 0, 1, "日当は一日二千円とする。"),
+        _chunk("d", 1, 2, "交通費は実費を支給する。"),
+        _chunk("d", 2, 3, "宿泊費は一泊一万円を上限とする。"),
+    ]
+    bm25 = BM25Retriever()
+    bm25.fit(chunks)
+    assert bm25.search("上限はいくら？", 1, ["宿泊費"]) == [2]
+    assert bm25.search("", 1, ["交通費", "実費"]) == [1]
+
+
 def test_rules_document_paragraphs_hit_six_of_six_and_fixed_cuts_amounts() -> None:
     doc = load(RULES)
     questions = load_questions_jsonl(QUESTIONS, [doc])

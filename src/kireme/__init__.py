@@ -2,25 +2,73 @@
 
 Japanese first, English equally well. Every chunk is an exact slice of its document.
 
->>> from kireme import chunk
->>> [c.text for c in chunk("第1条　目的。\\n\\n第2条　範囲。", strategy="paragraph", max_size=8)]
-['第1条\\u3000目的。', '第2条\\u3000範囲。']
+Examples:
+    >>> from kireme import chunk
+    >>> [c.text for c in chunk("第1条　目的。\\n\\n第2条　範囲。", strategy="paragraph", max_size=8)]
+    ['第1条\\u3000目的。', '第2条\\u3000範囲。']
 """
 
-from kireme.chunkers import (
-    Chunker,
-    ChunkPlan,
-    FixedChunker,
-    ParagraphChunker,
-    RecursiveChunker,
-    SentenceChunker,
-)
-from kireme.document import Chunk, Document
-from kireme.errors import ConfigError, KiremeError, LoadError
-from kireme.length import Chars, Tokens, get_measure
-from kireme.load import load, load_text
-from kireme.semantic.chunker import SemanticAnalysis, SemanticChunker
-from kireme.strategies import STRATEGIES, chunk, make_chunker
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kireme.chunkers import (
+        Chunker,
+        ChunkPlan,
+        FixedChunker,
+        ParagraphChunker,
+        RecursiveChunker,
+        SentenceChunker,
+    )
+    from kireme.document import Chunk, Document
+    from kireme.errors import ConfigError, KiremeError, LoadError
+    from kireme.length import Chars, Tokens, get_measure
+    from kireme.semantic.chunker import SemanticAnalysis, SemanticChunker
+    from kireme.strategies import STRATEGIES, chunk, make_chunker
+
+# Where each public name lives: `import kireme` stays cheap (the CLI and a plain chunker do not pay for
+# the semantic, structure or loading modules they do not use); a name is imported when first used.
+_EXPORTS = {
+    "Chunker": "kireme.chunkers",
+    "ChunkPlan": "kireme.chunkers",
+    "FixedChunker": "kireme.chunkers",
+    "ParagraphChunker": "kireme.chunkers",
+    "RecursiveChunker": "kireme.chunkers",
+    "SentenceChunker": "kireme.chunkers",
+    "Chunk": "kireme.document",
+    "Document": "kireme.document",
+    "ConfigError": "kireme.errors",
+    "KiremeError": "kireme.errors",
+    "LoadError": "kireme.errors",
+    "Chars": "kireme.length",
+    "Tokens": "kireme.length",
+    "get_measure": "kireme.length",
+    "SemanticAnalysis": "kireme.semantic.chunker",
+    "SemanticChunker": "kireme.semantic.chunker",
+    "STRATEGIES": "kireme.strategies",
+    "chunk": "kireme.strategies",
+    "make_chunker": "kireme.strategies",
+}
+
+# Imported now, not lazily: `kireme.load` is also the name of a sub-package, and importing one of its
+# modules first would bind the package where users expect the function.
+from kireme.load import load, load_text  # noqa: E402
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kireme' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __all__ = [
     "STRATEGIES",
@@ -46,4 +94,4 @@ __all__ = [
     "make_chunker",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

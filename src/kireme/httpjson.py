@@ -247,7 +247,8 @@ class JsonEndpoint:
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:
             with _OPENER.open(request, timeout=self.timeout) as response:
-                return response.read()
+                payload: bytes = response.read()  # typeshed types urlopen's response as Any
+                return payload
         except _CrossOriginRedirect as exc:
             raise self.error_class(
                 f"{self.url} redirected to another origin ({exc.target}); not followed, so the API key "

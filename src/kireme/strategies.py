@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kireme.chunkers import (
@@ -18,18 +18,49 @@ from kireme.chunkers import (
 from kireme.document import Chunk, Document
 from kireme.embed.specs import EmbedderSpec, parse_spec
 from kireme.errors import ConfigError
-from kireme.semantic.chunker import SemanticChunker
-from kireme.structure.chunker import StructureChunker
 
-STRATEGIES: dict[str, type[Chunker]] = {
-    "fixed": FixedChunker,
-    "recursive": RecursiveChunker,
-    "sentence": SentenceChunker,
-    "paragraph": ParagraphChunker,
-    "semantic": SemanticChunker,
-    "markdown": StructureChunker,
-    "structure": StructureChunker,  # the same strategy: it reads HTML, notebooks, PDF, docx and CSV too
-}
+
+def _semantic() -> type[Chunker]:
+    from kireme.semantic.chunker import SemanticChunker
+
+    return SemanticChunker
+
+
+def _structure() -> type[Chunker]:
+    from kireme.structure.chunker import StructureChunker
+
+    return StructureChunker
+
+
+class _Strategies(Mapping[str, "type[Chunker]"]):
+    """Strategy names to chunker classes; the semantic and structure modules are imported on first use,
+    so `kireme chunk --strategy recursive` does not pay for numpy-backed similarity or HTML parsing."""
+
+    def __init__(self, classes: dict[str, type[Chunker] | Callable[[], type[Chunker]]]) -> None:
+        self._classes = classes
+
+    def __getitem__(self, name: str) -> type[Chunker]:
+        value = self._classes[name]
+        return value if isinstance(value, type) else value()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._classes)
+
+    def __len__(self) -> int:
+        return len(self._classes)
+
+
+STRATEGIES: Mapping[str, type[Chunker]] = _Strategies(
+    {
+        "fixed": FixedChunker,
+        "recursive": RecursiveChunker,
+        "sentence": SentenceChunker,
+        "paragraph": ParagraphChunker,
+        "semantic": _semantic,
+        "markdown": _structure,
+        "structure": _structure,  # the same strategy: it reads HTML, notebooks, PDF, docx and CSV too
+    }
+)
 
 # The semantic options of `chunker_from_options` and their defaults (the CLI's defaults too).
 SEMANTIC_DEFAULTS: dict[str, Any] = {
@@ -58,8 +89,9 @@ def make_chunker(strategy: str = "recursive", **options: Any) -> Chunker:
 def chunk(document: Document | str, strategy: str = "recursive", **options: Any) -> list[Chunk]:
     """Cut a document (or string) with the named strategy.
 
-    >>> [c.text for c in chunk("今日は晴れ。明日は雨。", strategy="sentence", max_size=6)]
-    ['今日は晴れ。', '明日は雨。']
+    Examples:
+        >>> [c.text for c in chunk("今日は晴れ。明日は雨。", strategy="sentence", max_size=6)]
+        ['今日は晴れ。', '明日は雨。']
     """
     return make_chunker(strategy, **options).chunk(document)
 
@@ -104,6 +136,7 @@ def chunker_from_options(
     min_size: int = 0,
     overlap: int = 0,
     unit: str = "chars",
+    tokenizer: str | None = None,
     separators: Sequence[str] = (),
     preset: str | None = None,
     no_merge: bool = False,
@@ -119,7 +152,8 @@ def chunker_from_options(
     build theirs here).
 
     ``separators``/``preset`` apply to ``recursive``, ``no_merge`` to ``paragraph``, ``table`` to
-    ``markdown``/``structure``, ``packing``/``target_size`` to all, the semantic options (`SEMANTIC_DEFAULTS`: ``similarity``, ``threshold``,
+    ``markdown``/``structure``, ``packing``/``target_size`` and ``tokenizer`` (with ``unit="tokens"``) to all,
+    the semantic options (`SEMANTIC_DEFAULTS`: ``similarity``, ``threshold``,
     ``buffer``, ``window``, ``cache_dir``, ``no_cache``, ``embed_url``) to ``semantic``; ``None`` means
     the strategy's default. An option that does not apply to the strategy, or a bad value, is a
     `ConfigError` whose message names the command-line flag.
@@ -139,6 +173,7 @@ def chunker_from_options(
         ("table", table),
         ("packing", packing),
         ("target_size", target_size),
+        ("tokenizer", tokenizer),
     ):
         if value is None:
             continue

@@ -7,22 +7,51 @@ Exit codes: 0 success; 1 some input could not be read, decoded or embedded (the 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import sys
 from pathlib import Path
 
 import click
 
-from kireme.cli.check import check_command
-from kireme.cli.chunk import chunk
-from kireme.cli.evaluate import compare_command, eval_command
-from kireme.cli.index import ask_command, index_command, search_command
-from kireme.cli.inspect import inspect_command
-from kireme.cli.load import load_command
+from kireme import __version__
+from kireme.cli.progress import MessageHandler
+
+# Subcommand name -> (module, attribute), in the order `kireme --help` lists them. A command's module is
+# imported only when that command runs (or help lists it): `kireme chunk` does not import the index,
+# evaluation or plotting code.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "chunk": ("kireme.cli.chunk", "chunk"),
+    "load": ("kireme.cli.load", "load_command"),
+    "inspect": ("kireme.cli.inspect", "inspect_command"),
+    "eval": ("kireme.cli.evaluate", "eval_command"),
+    "compare": ("kireme.cli.evaluate", "compare_command"),
+    "index": ("kireme.cli.index", "index_command"),
+    "search": ("kireme.cli.index", "search_command"),
+    "ask": ("kireme.cli.index", "ask_command"),
+    "check": ("kireme.cli.check", "check_command"),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
-@click.version_option(package_name="kireme")
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        command = getattr(importlib.import_module(target[0]), target[1])
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(
+    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110}
+)
+@click.version_option(__version__, prog_name="kireme")
 @click.option("-v", "--verbose", count=True, help="More messages on stderr (-vv for debug).")
 def cli(verbose: int) -> None:
     """kireme (切れ目): cut documents into chunks for RAG at the right places.
@@ -38,18 +67,10 @@ def cli(verbose: int) -> None:
       kireme check                         is the index whole? (--repair fixes what it can)
     """
     level = logging.WARNING - 10 * verbose
-    logging.basicConfig(level=max(level, logging.DEBUG), format="kireme: %(message)s", stream=sys.stderr)
-
-
-cli.add_command(chunk)
-cli.add_command(load_command)
-cli.add_command(inspect_command)
-cli.add_command(eval_command)
-cli.add_command(compare_command)
-cli.add_command(index_command)
-cli.add_command(search_command)
-cli.add_command(ask_command)
-cli.add_command(check_command)
+    # records are printed like kireme's own messages: above the progress bars while they are drawn
+    logging.basicConfig(
+        level=max(level, logging.DEBUG), format="kireme: %(message)s", handlers=[MessageHandler()]
+    )
 
 
 def separators_from_argv(argv: list[str]) -> list[str]:

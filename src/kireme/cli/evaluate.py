@@ -6,9 +6,9 @@ import csv
 import io
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,13 +19,21 @@ from kireme.cli.common import (
     packing_options,
     semantic_options,
     semantic_settings,
+    token_unit,
+    tokenizer_option,
     write,
 )
+from kireme.cli.progress import ProgressDisplay, quiet_option
 from kireme.context import CONTEXT_MODES
 from kireme.errors import ConfigError, KiremeError
-from kireme.evaluate.retrievers import RETRIEVER_HELP, RETRIEVERS, make_retriever
+from kireme.evaluate.retrievers import RETRIEVER_HELP, RETRIEVERS, Retriever, make_retriever
 from kireme.evaluate.runner import RetrievalRow, SegmentationRow, evaluate_retrieval, evaluate_segmentation
 from kireme.strategies import SEMANTIC_DEFAULTS, STRATEGIES, make_chunker
+
+if TYPE_CHECKING:
+    from kireme.chunkers import Chunker
+    from kireme.document import Document
+    from kireme.evaluate.datasets import Question, SegmentedDocument
 
 EVAL_EXAMPLES = """
 \b
@@ -78,20 +86,44 @@ def _chunker_grid(
     unit: str,
     semantic: dict[str, Any],
     shared: dict[str, Any] | None = None,
-) -> list:
-    """One chunker per (strategy, size); ``shared`` options (packing, context) go to every one."""
-    grid = []
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Chunker]:
+    """One chunker per (strategy, size); ``shared`` options (packing, context, tokenizer) go to every one;
+    ``progress(done, total)`` is told of the texts semantic chunkers embed."""
+    grid: list[Chunker] = []
     for strategy in strategies:
         for size in sizes:
             options: dict[str, Any] = {"max_size": size, "unit": unit}
             options.update({key: value for key, value in (shared or {}).items() if value is not None})
             if strategy == "semantic":
-                options.update(semantic_settings(**semantic))
+                options.update(semantic_settings(progress=progress, **semantic))
             try:
                 grid.append(make_chunker(strategy, **options))
             except ConfigError as exc:
                 raise click.UsageError(f"--strategy {strategy} --max-size {size}: {exc}") from None
     return grid
+
+
+def _retriever_factory(
+    name: str, display: ProgressDisplay, embedding: Callable[[int, int], None]
+) -> Callable[[], Retriever]:
+    """``make_retriever(name)`` for each configuration; its dense embedder reports to ``embedding`` (the
+    row the semantic chunkers use too), its sparse encoder to a row of its own."""
+    from kireme.evaluate.retrievers import default_embedder, default_sparse_encoder
+
+    encoding = display.tracker("sparse encoding", "texts", restarts=True)
+
+    def make() -> Retriever:
+        embedder = sparse = None
+        if name in ("dense", "hybrid", "hybrid-sparse"):
+            embedder = default_embedder()
+            embedder.progress = embedding
+        if name in ("sparse", "hybrid-sparse"):
+            sparse = default_sparse_encoder()
+            sparse.progress = encoding
+        return make_retriever(name, embedder=embedder, sparse_encoder=sparse)
+
+    return make
 
 
 def _format_rows(rows: Sequence[RetrievalRow | SegmentationRow], columns: list[str], fmt: str) -> str:
@@ -119,13 +151,25 @@ def _format_rows(rows: Sequence[RetrievalRow | SegmentationRow], columns: list[s
     return "\n".join(lines) + "\n"
 
 
-def _load_questions(questions_path: Path, documents: list) -> list:
+def _load_questions(questions_path: Path, documents: list[Document]) -> list[Question]:
     from kireme.evaluate.datasets import load_questions_jsonl
 
     return load_questions_jsonl(questions_path, documents)
 
 
-def _load_segments(path: Path) -> list:
+def _documents_and_questions(
+    paths: Sequence[str], questions: Path, encoding: str | None, failures: Failures, display: ProgressDisplay
+) -> tuple[list[Document], list[Question]]:
+    """The documents of ``paths`` and the questions about them; no readable document ends the command."""
+    documents = list(
+        load_documents(expand_paths(paths, failures), encoding, failures, label="loading", display=display)
+    )
+    if not documents:
+        sys.exit(failures.exit_code or 2)
+    return documents, _load_questions(questions, documents)
+
+
+def _load_segments(path: Path) -> list[SegmentedDocument]:
     from kireme.evaluate.datasets import load_choi, load_segments_jsonl
 
     return load_choi(path) if path.is_dir() or path.suffix == ".ref" else load_segments_jsonl(path)
@@ -186,6 +230,7 @@ def _show_misses(rows: Sequence[RetrievalRow]) -> None:
     help="Size limits to compare (repeatable) [default: 512].",
 )
 @click.option("--unit", type=click.Choice(["chars", "tokens"]), default="chars", show_default=True)
+@tokenizer_option
 @click.option(
     "--retriever",
     type=click.Choice(RETRIEVERS),
@@ -204,6 +249,7 @@ def _show_misses(rows: Sequence[RetrievalRow]) -> None:
 )
 @semantic_options
 @click.option("--encoding", default=None, metavar="NAME")
+@quiet_option
 def eval_command(
     paths: tuple[str, ...],
     questions: Path | None,
@@ -214,11 +260,13 @@ def eval_command(
     strategies: tuple[str, ...],
     sizes: tuple[int, ...],
     unit: str,
+    tokenizer: str | None,
     retriever: str,
     k: int,
     fmt: str,
     show_misses: bool,
     encoding: str | None,
+    quiet: bool,
     **semantic: Any,
 ) -> None:
     """Measure chunkings: answer hit rate on questions, or boundaries and topic purity on gold segments."""
@@ -240,42 +288,48 @@ def eval_command(
         raise click.UsageError(f"{sources[0]} brings its own documents: drop PATH")
     if "semantic" not in (strategies or ()) and any(v != SEMANTIC_DEFAULTS[n] for n, v in semantic.items()):
         raise click.UsageError("--similarity/--threshold/... apply when -s semantic is compared")
-    grid = _chunker_grid(strategies or ("recursive",), sizes or (512,), unit, semantic)
+    display = ProgressDisplay(quiet=quiet)
+    embedding = display.tracker("embedding", "texts", restarts=True)
+    grid = _chunker_grid(
+        strategies or ("recursive",),
+        sizes or (512,),
+        token_unit(unit, tokenizer),
+        semantic,
+        {"tokenizer": tokenizer},
+        progress=embedding,
+    )
     failures = Failures()
     try:
         if segments:
             if paths:
                 raise click.UsageError("--segments brings its own documents: drop PATH")
             segmented = _load_segments(segments)[:limit] if limit else _load_segments(segments)
-            rows_s = [evaluate_segmentation(ch, segmented) for ch in grid]
+            with display:
+                configurations = display.iterate(grid, "evaluating", "configurations")
+                rows_s = [evaluate_segmentation(ch, segmented) for ch in configurations]
             write(_format_rows(rows_s, SEGMENT_COLUMNS, fmt if fmt != "csv" else "csv"))
             sys.exit(failures.exit_code)
-        if squad or chroma:
-            from kireme.evaluate.datasets import load_chroma, load_squad
+        with display:
+            if squad or chroma:
+                from kireme.evaluate.datasets import load_chroma, load_squad
 
-            if squad:
-                qaset = load_squad(squad, limit_articles=limit)
+                if squad:
+                    qaset = load_squad(squad, limit_articles=limit)
+                else:
+                    assert chroma is not None  # squad or chroma, by the test above
+                    qaset = load_chroma(chroma)
+                documents, qs = qaset.documents, qaset.questions
             else:
-                assert chroma is not None  # squad or chroma, by the test above
-                qaset = load_chroma(chroma)
-            documents, qs = qaset.documents, qaset.questions
-        else:
-            assert questions is not None  # the one source left: exactly one was given
-            if not paths:
-                raise click.UsageError(
-                    "--questions needs the documents: kireme eval PATH... --questions Q.jsonl"
-                )
-            documents = list(
-                load_documents(expand_paths(paths, failures), encoding, failures, label="loading")
-            )
-            if not documents:
-                sys.exit(failures.exit_code or 2)
-            qs = _load_questions(questions, documents)
-        with click.progressbar(
-            grid, label="configurations", file=sys.stderr, hidden=len(grid) < 2 or not sys.stderr.isatty()
-        ) as bar:
+                assert questions is not None  # the one source left: exactly one was given
+                if not paths:
+                    raise click.UsageError(
+                        "--questions needs the documents: kireme eval PATH... --questions Q.jsonl"
+                    )
+                documents, qs = _documents_and_questions(paths, questions, encoding, failures, display)
+            make = _retriever_factory(retriever, display, embedding)
             rows = [
-                evaluate_retrieval(ch, documents, qs, lambda: make_retriever(retriever), k=k) for ch in bar
+                evaluate_retrieval(ch, documents, qs, make, k=k)
+                for ch in display.iterate(grid, "evaluating", "configurations")
             ]
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
@@ -332,6 +386,7 @@ def best_within(rows: Sequence[RetrievalRow], budget: float) -> RetrievalRow | N
 )
 @click.option("--sizes", default="100,200,400,800", show_default=True, metavar="N,N,...", help="Size limits.")
 @click.option("--unit", type=click.Choice(["chars", "tokens"]), default="chars", show_default=True)
+@tokenizer_option
 @click.option(
     "--retriever", type=click.Choice(RETRIEVERS), default="terms", show_default=True, help=RETRIEVER_HELP
 )
@@ -356,12 +411,14 @@ def best_within(rows: Sequence[RetrievalRow], budget: float) -> RetrievalRow | N
 @packing_options
 @semantic_options
 @click.option("--encoding", default=None, metavar="NAME")
+@quiet_option
 def compare_command(
     paths: tuple[str, ...],
     questions: Path,
     strategies: tuple[str, ...],
     sizes: str,
     unit: str,
+    tokenizer: str | None,
     retriever: str,
     k: int,
     budget: float | None,
@@ -371,6 +428,7 @@ def compare_command(
     packing: str | None,
     target_size: int | None,
     encoding: str | None,
+    quiet: bool,
     **semantic: Any,
 ) -> None:
     """Run every strategy over a grid of sizes on your questions; show the table, the Pareto front and the
@@ -386,26 +444,29 @@ def compare_command(
         raise click.UsageError("--target-size needs --packing optimal")
     if target_size is not None and target_size > min(size_list):
         raise click.UsageError(f"--target-size ({target_size}) cannot exceed the smallest of --sizes")
-    shared = {"context": context, "packing": packing, "target_size": target_size}
-    grid = _chunker_grid(chosen, size_list, unit, semantic, shared)
+    shared = {"context": context, "packing": packing, "target_size": target_size, "tokenizer": tokenizer}
+    display = ProgressDisplay(quiet=quiet)
+    embedding = display.tracker("embedding", "texts", restarts=True)
+    grid = _chunker_grid(chosen, size_list, token_unit(unit, tokenizer), semantic, shared, progress=embedding)
     failures = Failures()
     try:
-        documents = list(load_documents(expand_paths(paths, failures), encoding, failures, label="loading"))
-        if not documents:
-            sys.exit(failures.exit_code or 2)
-        qs = _load_questions(questions, documents)
-        with click.progressbar(
-            grid, label="configurations", file=sys.stderr, hidden=not sys.stderr.isatty()
-        ) as bar:
+        with display:
+            documents, qs = _documents_and_questions(paths, questions, encoding, failures, display)
+            make = _retriever_factory(retriever, display, embedding)
             rows = [
-                evaluate_retrieval(ch, documents, qs, lambda: make_retriever(retriever), k=k) for ch in bar
+                evaluate_retrieval(ch, documents, qs, make, k=k)
+                for ch in display.iterate(grid, "evaluating", "configurations")
             ]
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(1)
     front = pareto_front(rows)
     write(_format_rows(rows, RETRIEVAL_COLUMNS, fmt))
-    out = (lambda line: click.echo(line, err=True)) if fmt != "table" else (lambda line: click.echo(line))
+
+    def out(line: str) -> None:
+        """The Pareto summary: on stderr when stdout carries machine-readable rows."""
+        click.echo(line, err=fmt != "table")
+
     out("\nPareto front (hit rate up, characters passed down):")
     for r in front:
         out(

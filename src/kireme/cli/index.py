@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kireme.cli.common import (
     EXIT_FAILURE,
     EXIT_USAGE,
-    EmbedProgress,
     Failures,
     build_chunker,
     chunking_options,
@@ -20,6 +20,7 @@ from kireme.cli.common import (
     input_options,
     packing_options,
 )
+from kireme.cli.progress import ProgressDisplay, quiet_option
 from kireme.errors import (
     ConfigError,
     IndexBusyError,
@@ -31,6 +32,7 @@ from kireme.errors import (
 
 if TYPE_CHECKING:
     from kireme.index.contextualize import Contextualizer
+    from kireme.index.search import Searcher
 
 EXIT_PARTIAL = 3
 
@@ -67,7 +69,8 @@ INDEX_CONTEXT = "title"
 CONTEXT_OPTIONS = ("contextualize_concurrency", "contextualize_budget", "contextualize_window", "chat_model")
 
 
-def _db_option(func):
+def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--db``: the index directory, shared by index, search and ask."""
     return click.option(
         "--db",
         type=click.Path(file_okay=False, path_type=Path),
@@ -177,12 +180,7 @@ def _db_option(func):
     help="OpenAI-compatible endpoint for --contextualize, e.g. http://localhost:8000/v1 (the API key comes "
     "from KIREME_CHAT_API_KEY or OPENAI_API_KEY).",
 )
-@click.option(
-    "--quiet",
-    "-q",
-    is_flag=True,
-    help="No progress on stderr (errors, warnings and the summary still appear).",
-)
+@quiet_option
 @click.option(
     "--format",
     "fmt",
@@ -203,6 +201,7 @@ def index_command(
     min_size: int,
     overlap: int,
     unit: str,
+    tokenizer: str | None,
     preset: str | None,
     context: str | None,
     table_mode: str | None,
@@ -245,6 +244,7 @@ def index_command(
         min_size=min_size,
         overlap=overlap,
         unit=unit,
+        tokenizer=tokenizer,
         preset=preset,
         context=context,
         table=table_mode,
@@ -277,10 +277,9 @@ def index_command(
     files = expand_paths(paths, failures)
     if failures.usage and not files:
         sys.exit(EXIT_USAGE)
-    embed = cached(inner, db, progress=EmbedProgress(enabled=not quiet))
+    display = ProgressDisplay(quiet=quiet)  # rows: files, texts embedded, chunks contextualized
+    embed = cached(inner, db, progress=display.tracker("embedding", "texts", restarts=True))
     load_options = {"encoding": encoding, "format": format_in, "outputs": outputs}
-    show = len(files) > 1 and sys.stderr.isatty() and not quiet
-    context_progress = EmbedProgress(label="contextualizing", noun="chunks", enabled=not quiet, newline=False)
     contextualizer = (
         _contextualizer(
             db,
@@ -289,35 +288,36 @@ def index_command(
             contextualize_concurrency,
             contextualize_budget,
             contextualize_window,
-            context_progress,
+            display.tracker("contextualizing", "chunks"),
         )
         if contextualize
         else None
     )
     try:
-        with Ingestor(
-            db,
-            chunker,
-            embed,
-            store=store,
-            reembed=reembed,
-            rebuild=rebuild,
-            wait=wait,
-            embedder_limit=token_limit(inner),
-            contextualizer=contextualizer,
-            late_chunking=late_chunking,
-        ) as ingestor:
-            with click.progressbar(
-                length=len(files), label="indexing", file=sys.stderr, hidden=not show, show_pos=True
-            ) as bar:
-                ingest_paths(
-                    ingestor,
-                    files,
-                    fail_fast=fail_fast,
-                    load_options=load_options,
-                    max_file_bytes=max_file_size,
-                    on_file=lambda _path, _outcome: bar.update(1),
-                )
+        with (
+            display,
+            Ingestor(
+                db,
+                chunker,
+                embed,
+                store=store,
+                reembed=reembed,
+                rebuild=rebuild,
+                wait=wait,
+                embedder_limit=token_limit(inner),
+                contextualizer=contextualizer,
+                late_chunking=late_chunking,
+            ) as ingestor,
+        ):
+            files_row = display.steps("indexing", len(files), "files")
+            ingest_paths(
+                ingestor,
+                files,
+                fail_fast=fail_fast,
+                load_options=load_options,
+                max_file_bytes=max_file_size,
+                on_file=lambda _path, _outcome: files_row.advance(),
+            )
             if prune:
                 ingestor.prune([Path(p) for p in paths if p != "-"])
             summary = ingestor.summary
@@ -338,7 +338,6 @@ def index_command(
         )
         sys.exit(EXIT_FAILURE)
     finally:
-        context_progress.finish()
         if contextualizer is not None:
             contextualizer.close()
     if summary.added + summary.updated + summary.removed:
@@ -372,7 +371,7 @@ def _contextualizer(
     concurrency: int | None,
     budget: int | None,
     window: int | None,
-    progress: EmbedProgress,
+    progress: Callable[[int, int], None] | None,
 ) -> Contextualizer:
     """The `Contextualizer` of ``--contextualize`` (a usage error when no chat model is configured)."""
     from kireme.index.chat import ChatClient
@@ -422,8 +421,9 @@ Examples:
 """
 
 
-def _search_options(func):
-    options = [
+def _search_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--db``, ``-k``, ``--mode`` and ``--filter``: what search and ask retrieve."""
+    options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         _db_option,
         click.option(
             "-k", "k", type=click.IntRange(min=1), default=5, show_default=True, help="How many chunks."
@@ -449,7 +449,7 @@ def _search_options(func):
     return func
 
 
-def _searcher(db: Path):
+def _searcher(db: Path) -> Searcher:
     from kireme.index.search import Searcher
 
     return Searcher(db)

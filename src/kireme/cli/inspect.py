@@ -18,8 +18,11 @@ from kireme.cli.common import (
     load_one,
     semantic_options,
     semantic_settings,
+    token_unit,
+    tokenizer_option,
     write,
 )
+from kireme.cli.progress import ProgressDisplay, quiet_option
 from kireme.errors import ConfigError, KiremeError, LoadError
 from kireme.semantic.chunker import SemanticAnalysis, SemanticChunker
 from kireme.semantic.thresholds import Threshold
@@ -80,6 +83,7 @@ def _preview(text: str, width: int = 24) -> str:
     help="Size limit used to count the chunks each rule gives.",
 )
 @click.option("--unit", type=click.Choice(["chars", "tokens"]), default="chars", show_default=True)
+@tokenizer_option
 @click.option("--format", "fmt", type=click.Choice(["table", "jsonl"]), default="table", show_default=True)
 @click.option(
     "--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG plot."
@@ -90,19 +94,29 @@ def _preview(text: str, width: int = 24) -> str:
 @click.option(
     "--encoding", default=None, metavar="NAME", help="Decode with this encoding instead of detecting it."
 )
+@quiet_option
 def inspect_command(
     path: Path,
     max_size: int,
     unit: str,
+    tokenizer: str | None,
     fmt: str,
     plot_path: Path | None,
     html_path: Path | None,
     encoding: str | None,
+    quiet: bool,
     **semantic: Any,
 ) -> None:
     """Show the similarity between every pair of adjacent sentences of PATH and where each rule would cut."""
+    display = ProgressDisplay(quiet=quiet)
+    progress = display.tracker("embedding", "texts", restarts=True)
     try:
-        chunker = SemanticChunker(max_size=max_size, unit=unit, **semantic_settings(**semantic))
+        chunker = SemanticChunker(
+            max_size=max_size,
+            unit=token_unit(unit, tokenizer),
+            tokenizer=tokenizer,
+            **semantic_settings(progress=progress, **semantic),
+        )
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     try:
@@ -111,8 +125,9 @@ def inspect_command(
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(EXIT_USAGE if exc.reason == "no such file" else EXIT_FAILURE)
     try:
-        analysis = chunker.analyze(doc)
-        rules = _compare_rules(chunker, doc, analysis)
+        with display:
+            analysis = chunker.analyze(doc)
+            rules = _compare_rules(chunker, doc, analysis)
         if plot_path:
             from kireme.report.plot import save_distance_plot
 

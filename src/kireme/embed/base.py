@@ -32,7 +32,8 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     """L2-normalise each row; an all-zero row stays zero (its similarity to anything is 0)."""
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+    normalized: np.ndarray = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+    return normalized
 
 
 def check_vectors(name: str, texts: Sequence[str], vectors: object) -> np.ndarray:

@@ -29,8 +29,8 @@ def _normalize(text: str, mode: str) -> str:
         return text
     text = unicodedata.normalize("NFKC", text).lower()
     if mode == "letters":
-        return _NOT_LETTER.sub("", text)
-    return _SPACE.sub("", text)
+        return str(_NOT_LETTER.sub("", text))
+    return str(_SPACE.sub("", text))
 
 
 def bigrams(text: str, normalize: str = "letters") -> frozenset[str]:

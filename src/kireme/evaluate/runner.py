@@ -5,10 +5,11 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kireme.chunkers import Chunker
 from kireme.document import Chunk, Document
-from kireme.evaluate.datasets import Question
+from kireme.evaluate.datasets import Question, SegmentedDocument
 from kireme.evaluate.metrics import answered_by, contains_answer, intrinsic, span_scores, topic_purity
 from kireme.evaluate.retrievers import Retriever
 from kireme.evaluate.segmentation import boundary_scores, pk, windowdiff
@@ -51,7 +52,7 @@ class RetrievalRow:
     chars_lost: int = 0
     misses: tuple[Miss, ...] = field(default=(), repr=False)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "misses"}
         return d
 
@@ -138,7 +139,7 @@ class SegmentationRow:
     windowdiff: float
     boundary_f1: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
@@ -160,7 +161,7 @@ def _gap_of(ends: list[int], position: int) -> int:
 
 
 def evaluate_segmentation(
-    chunker: Chunker, documents: Sequence, *, label: str | None = None
+    chunker: Chunker, documents: Sequence[SegmentedDocument], *, label: str | None = None
 ) -> SegmentationRow:
     """Boundary metrics and topic purity of a chunker on `SegmentedDocument`s."""
     n_chunks = topics = pure = mixed = 0

@@ -183,7 +183,7 @@ class Ingestor:
             raise
         return self
 
-    def __exit__(self, exc_type, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         try:
             if exc_type is None:
                 self.flush()

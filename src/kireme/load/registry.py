@@ -11,7 +11,6 @@ import io
 import logging
 import os
 import stat
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,6 +52,8 @@ def sniff_format(data: bytes, guess: str) -> str:
     if data.startswith(b"%PDF-"):
         return "pdf"
     if data.startswith(b"PK\x03\x04") and guess != "docx":
+        import zipfile  # only for files that start like a zip archive
+
         try:
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
                 if "word/document.xml" in zf.namelist():

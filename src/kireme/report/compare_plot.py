@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from kireme.errors import MissingExtraError
 
+if TYPE_CHECKING:
+    from kireme.evaluate.runner import RetrievalRow
 
-def save_pareto_plot(rows: Sequence, front: Sequence, path: str | os.PathLike[str]) -> None:
+
+def save_pareto_plot(
+    rows: Sequence[RetrievalRow], front: Sequence[RetrievalRow], path: str | os.PathLike[str]
+) -> None:
     """Scatter of every configuration (colour = strategy, label = max_size), the Pareto front as a line."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg

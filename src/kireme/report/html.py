@@ -92,7 +92,7 @@ def _slider_start(analysis: SemanticAnalysis, lo: float, hi: float) -> float:
     level = _distance_level(analysis)
     if level is not None:
         return min(max(level, lo), hi)
-    ranked = sorted((d for d in analysis.distances.tolist() if math.isfinite(d)), reverse=True)
+    ranked: list[float] = sorted((d for d in analysis.distances.tolist() if math.isfinite(d)), reverse=True)
     k = len(analysis.cut_gaps)
     if k == 0 or not ranked:
         return hi

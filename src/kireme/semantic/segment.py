@@ -89,7 +89,8 @@ class _Costs:
         """Cost of the segments ``a[k] .. b[k]`` (``b > a``), elementwise."""
         a, b = np.asarray(a), np.asarray(b)
         s = self.csum[b] - self.csum[a]
-        return self.sq[b] - self.sq[a] - np.einsum("...j,...j->...", s, s) / (b - a)
+        costs: np.ndarray = self.sq[b] - self.sq[a] - np.einsum("...j,...j->...", s, s) / (b - a)
+        return costs
 
 
 def kernel_segment(
@@ -191,4 +192,5 @@ def _strength(costs: _Costs, ends: list[int], n: int, beta: float) -> np.ndarray
     a = np.where(cut, bounds[np.maximum(k - 1, 0)], bounds[k])
     b = bounds[np.minimum(k + 1, len(bounds) - 1)]
     gain = costs.cost(a, b) - costs.cost(a, t) - costs.cost(t, b)
-    return gain / (beta if beta > 0 else 1.0)
+    strength: np.ndarray = gain / (beta if beta > 0 else 1.0)
+    return strength

@@ -96,7 +96,8 @@ class EmbeddingBackend:
             index = {span: i for i, span in enumerate(spans)}
             lv = vectors[[index[s] for s in left]]
             rv = vectors[[index[s] for s in right]]
-            return np.einsum("ij,ij->i", lv, rv)
+            similarities: np.ndarray = np.einsum("ij,ij->i", lv, rv)
+            return similarities
         return window_similarities(self.vectors(text, units) if vectors is None else vectors, buffer)
 
 

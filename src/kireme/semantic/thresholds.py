@@ -31,6 +31,7 @@ from typing import cast
 import numpy as np
 
 from kireme.errors import ConfigError
+from kireme.semantic import AUTO_RULES
 
 DEFAULTS: dict[str, float | str | None] = {
     "percentile": 95.0,
@@ -40,7 +41,6 @@ DEFAULTS: dict[str, float | str | None] = {
     "absolute": None,
     "auto": "depth",
 }
-AUTO_RULES = ("depth", "otsu", "gap", "kcpd")
 
 
 @dataclass(frozen=True)

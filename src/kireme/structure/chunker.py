@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+from kireme.boundaries.levels import Level
 from kireme.chunkers import Chunker, ChunkPlan
 from kireme.context import ContextBuilder
 from kireme.document import Document
@@ -80,7 +81,7 @@ class StructureChunker(Chunker):
     def options(self) -> dict[str, Any]:
         return {"table": self.table}
 
-    def levels(self) -> list:
+    def levels(self) -> list[Level]:
         raise ConfigError("the markdown strategy's levels depend on the document: call chunk()")
 
     # ------------------------------------------------------------------------------ plan

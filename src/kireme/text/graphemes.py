@@ -12,7 +12,9 @@ from functools import lru_cache
 
 import regex
 
-_CLUSTER = regex.compile(r"\X")
+from kireme.text.patterns import lazy_regex
+
+_CLUSTER = lazy_regex(r"\X")
 _WINDOW = 32
 _MAX_BACKTRACK = 256
 
@@ -20,7 +22,7 @@ _MAX_BACKTRACK = 256
 # Between two characters of break class Other (letters, kana, kanji, most punctuation, emoji bases) UAX
 # #29 always allows a break (no Extend/ZWJ/Prepend/RI/Hangul/Indic-linker context involved), and so it
 # does after a line feed and around a tab. Any character outside that set may join its neighbour.
-_NOT_SIMPLE = regex.compile(r"[^\p{Grapheme_Cluster_Break=Other}\n\t]|\p{InCB=Consonant}", regex.VERSION1)
+_NOT_SIMPLE = lazy_regex(r"[^\p{Grapheme_Cluster_Break=Other}\n\t]|\p{InCB=Consonant}", regex.VERSION1)
 
 
 class CutFilter:
@@ -96,7 +98,7 @@ def floor_boundary(text: str, p: int, lo: int = 0) -> int:
     last = s
     for m in _CLUSTER.finditer(text, s, min(n, p + _WINDOW)):
         if m.end() > p:
-            return m.start()
+            return int(m.start())
         last = m.end()
     return last
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import regex
-
 from kireme.text.marks import BULLETS, CLAUSE_MARKS, CLOSERS, FULL_STOPS, TERMINATORS
+from kireme.text.patterns import lazy_regex
 
-_MARKDOWN_HEADING = regex.compile(r"#{1,6}[ \t]")
-_BULLET = regex.compile(rf"[{BULLETS}\-*+>|]")
+_MARKDOWN_HEADING = lazy_regex(r"#{1,6}[ \t]")
+_BULLET = lazy_regex(rf"[{BULLETS}\-*+>|]")
 # A line ending in one of these is prose or a list entry, not a title.
 _PROSE_END = TERMINATORS + FULL_STOPS + CLAUSE_MARKS + "…"
 MAX_HEADING_CHARS = 40

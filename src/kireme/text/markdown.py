@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 import regex
 
+from kireme.text.patterns import lazy_regex
+
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
@@ -113,10 +115,10 @@ def line_starts(text: str) -> list[int]:
     return starts
 
 
-_FRONT_MATTER = regex.compile(
+_FRONT_MATTER = lazy_regex(
     r"\A(?:\ufeff)?---[ \t]*\r?\n(.*?)(?:\r?\n)(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", regex.S
 )
-_TITLE_LINE = regex.compile(r"^title[ \t]*:[ \t]*(.+?)[ \t]*$", regex.M)
+_TITLE_LINE = lazy_regex(r"^title[ \t]*:[ \t]*(.+?)[ \t]*$", regex.M)
 
 
 def front_matter(text: str) -> tuple[int, str]:

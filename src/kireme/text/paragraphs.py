@@ -13,15 +13,16 @@ import statistics
 import regex
 
 from kireme.text.marks import CLOSERS, FULL_STOPS, ITEM_MARKER, QUOTE_CLOSERS, TERMINATORS
+from kireme.text.patterns import lazy_regex
 
 __all__ = ["pdf_paragraph_starts"]
 
 # A line that ends a sentence: final punctuation (or a closing Japanese quote), then any closing marks.
-_SENTENCE_END = regex.compile(
+_SENTENCE_END = lazy_regex(
     rf"[{regex.escape(TERMINATORS + FULL_STOPS + QUOTE_CLOSERS)}][{regex.escape(CLOSERS)}]*$"
 )
 # A line that starts a list item or a numbered heading.
-_MARKER = regex.compile(ITEM_MARKER)
+_MARKER = lazy_regex(ITEM_MARKER)
 _SHORT_RATIO = 0.8
 _MEDIAN_MIN_LEN = 10
 

@@ -9,6 +9,10 @@ may contain set operations, its own or a user's, goes through `compile_pattern`.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from typing import Any, cast
+
 import regex
 
 # A set operation inside a character class: "&&", "||", "~~", or "--" before a class or property.
@@ -29,3 +33,35 @@ def compile_pattern(pattern: str, flags: int = 0) -> regex.Pattern[str]:
     if uses_set_operations(pattern):
         flags |= regex.VERSION1
     return regex.compile(pattern, flags)
+
+
+class _LazyPattern:
+    """A compiled pattern made on first use, standing in for it (``search``, ``finditer``...).
+
+    Compiling kireme's Unicode-property patterns costs tens of milliseconds, most of `kireme chunk`'s
+    start-up on a small file; many runs never use a given pattern. After the first use the pattern's
+    methods are plain attributes of this object, so a call costs what a call on the pattern costs.
+    """
+
+    def __init__(self, compile: Callable[[str, int], Any], pattern: str, flags: int) -> None:
+        self._compile = compile
+        self._source = pattern
+        self._flags = flags
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        compiled = self._compile(self._source, self._flags)
+        for attr in ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split"):
+            self.__dict__[attr] = getattr(compiled, attr)
+        return getattr(compiled, name)
+
+
+def lazy_regex(pattern: str, flags: int = 0) -> regex.Pattern[str]:
+    """`regex.compile`, deferred to the first use of the pattern."""
+    return cast("regex.Pattern[str]", _LazyPattern(regex.compile, pattern, flags))
+
+
+def lazy_re(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """`re.compile`, deferred to the first use of the pattern."""
+    return cast("re.Pattern[str]", _LazyPattern(re.compile, pattern, flags))

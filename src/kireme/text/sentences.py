@@ -25,22 +25,23 @@ from typing import NamedTuple, cast
 import regex
 
 from kireme.text.marks import BULLETS, CLOSERS, ITEM_MARKER, OPEN_TO_CLOSE, TERMINATORS
+from kireme.text.patterns import lazy_re, lazy_regex
 
 # The shared vocabulary (`kireme.text.marks`): terminators, closing brackets/quotes, item markers.
 _HARD_END = TERMINATORS
 _CLOSERS = CLOSERS
 _OPEN_TO_CLOSE = OPEN_TO_CLOSE
 
-_ONLY_SPACE_LEFT = regex.compile(r"\s*\Z")
+_ONLY_SPACE_LEFT = lazy_regex(r"\s*\Z")
 _BLANK_LINE = r"\r?\n[ \t\u3000]*\r?\n"
-PARAGRAPH_BREAK = regex.compile(rf"{_BLANK_LINE}|\r?\n(?={ITEM_MARKER})")
+PARAGRAPH_BREAK = lazy_regex(rf"{_BLANK_LINE}|\r?\n(?={ITEM_MARKER})")
 # The same breaks, found fast: the stdlib engine jumps from one "\n" to the next (a pattern that starts
 # with "\r?" defeats that), and a cheap look at the first character after the indent runs the full
 # item-marker pattern only where an item can start. A "\r" before the "\n" is added back by the caller.
 # tests/test_core_guards.py checks the two agree.
 _ITEM_FIRST = "[ \t\u3000]*[【第0-9０-９（(①-⑳" + BULLETS + "*+\\-]"
-_FAST_PARAGRAPH_BREAK = re.compile(rf"\n(?:[ \t\u3000]*\r?\n|(?={_ITEM_FIRST})(?={ITEM_MARKER}))")
-_SPACE_RUN = re.compile(r"\s*")
+_FAST_PARAGRAPH_BREAK = lazy_re(rf"\n(?:[ \t\u3000]*\r?\n|(?={_ITEM_FIRST})(?={ITEM_MARKER}))")
+_SPACE_RUN = lazy_re(r"\s*")
 
 _ABBREVIATIONS = frozenset(
     [
@@ -117,14 +118,14 @@ _ABBREVIATIONS = frozenset(
 _MAY_END = frozenset(["etc", "al", "a.m", "p.m"])
 
 # Sentence ends other than line breaks (those are decided line by line, see _line_break_cuts).
-_CANDIDATE = regex.compile(
+_CANDIDATE = lazy_regex(
     rf"[{regex.escape(_HARD_END)}]+[{regex.escape(_CLOSERS)}]*"
     rf"|(?<![0-9０-９])．[{regex.escape(_CLOSERS)}]*"
     rf"|(?<=\S)\.+[{regex.escape(_CLOSERS)}]*(?=\s|$)"
     rf"|(?<=\w[ \t])\.(?=[ \t]+[\p{{Lu}}\"'“(\[])"  # tokenised text: "games . When"
 )
-_WORD_BEFORE = regex.compile(r"(?r)([\p{Latin}\p{N}.]+)\Z")  # searched backwards from the dot
-_SPACE_THEN_LOWER = regex.compile(r"\s+\p{Ll}")
+_WORD_BEFORE = lazy_regex(r"(?r)([\p{Latin}\p{N}.]+)\Z")  # searched backwards from the dot
+_SPACE_THEN_LOWER = lazy_regex(r"\s+\p{Ll}")
 # A line that is an item, a bracketed title or a "label: value" line ends its sentence even without a
 # terminator; any other single line break is a hard wrap inside a sentence.
 _ITEM_LINE = (
@@ -132,13 +133,13 @@ _ITEM_LINE = (
 )
 # Item, title and label lines, found in one pass: a pattern that starts with "\n" lets the stdlib engine
 # jump from line break to line break (a line-start anchor is tried at every position).
-_ITEM_LINE_START = re.compile(_ITEM_LINE)
-_ITEM_LINE_AFTER_BREAK = re.compile(rf"\n(?={_ITEM_LINE})")
-_LABEL_BEFORE_DOT = regex.compile(r"(?:^|\n)[ \t\u3000]*[\p{L}\p{N}]$")
+_ITEM_LINE_START = lazy_re(_ITEM_LINE)
+_ITEM_LINE_AFTER_BREAK = lazy_re(rf"\n(?={_ITEM_LINE})")
+_LABEL_BEFORE_DOT = lazy_regex(r"(?:^|\n)[ \t\u3000]*[\p{L}\p{N}]$")
 # What may follow a closing quote inside the same sentence: particles and quotative verbs.
-_QUOTE_CONTINUES = regex.compile(r"(?:と|って|という|の|が|を|は|に|で|も|や|より|から|まで|など|か[、。])")
-_NEXT_START = regex.compile(r"\s*([\p{Lu}\p{N}\"'“‘(\[「『（]|[^\p{L}\p{N}\s]|[^\p{Latin}\s])")
-_LOWER_NEXT = regex.compile(r"\s*\p{Ll}")
+_QUOTE_CONTINUES = lazy_regex(r"(?:と|って|という|の|が|を|は|に|で|も|や|より|から|まで|など|か[、。])")
+_NEXT_START = lazy_regex(r"\s*([\p{Lu}\p{N}\"'“‘(\[「『（]|[^\p{L}\p{N}\s]|[^\p{Latin}\s])")
+_LOWER_NEXT = lazy_regex(r"\s*\p{Ll}")
 
 
 def _period_ends(text: str, dot: int, after: int, caseless: bool = False) -> bool:
@@ -194,7 +195,7 @@ _CLOSER_OF = _OPEN_TO_CLOSE
 _CLOSING_SET = frozenset(_OPEN_TO_CLOSE.values())
 # Brackets, and blank lines (which close nothing: the stack is dropped). The stdlib engine scans a
 # character class much faster than `regex`.
-_BRACKETS = re.compile("[" + re.escape(_OPENERS + "".join(sorted(_CLOSING_SET))) + "]|" + _BLANK_LINE)
+_BRACKETS = lazy_re("[" + re.escape(_OPENERS + "".join(sorted(_CLOSING_SET))) + "]|" + _BLANK_LINE)
 _QUOTE_SPAN_LIMIT = 2000  # a "quote" longer than this is treated as unbalanced text
 _MAX_DEPTH = 32
 
@@ -260,8 +261,8 @@ def _line_break_cuts(text: str, a: int, b: int) -> list[int]:
     return cuts
 
 
-_CAPITAL = regex.compile(r"\p{Lu}|\p{Lt}")
-_LOWER = regex.compile(r"\p{Ll}")
+_CAPITAL = lazy_regex(r"\p{Lu}|\p{Lt}")
+_LOWER = lazy_regex(r"\p{Ll}")
 
 
 def _is_caseless(text: str, a: int, b: int) -> bool:

@@ -1,0 +1,248 @@
+"""Every code block in README.md and docs/ runs, and the output a page shows is what the code prints.
+
+The rules (also in docs/contributing.md):
+
+- Each page runs top to bottom in a fresh scratch directory holding a copy of ``examples/`` and a ``.venv``
+  link to this environment; this environment's ``bin`` is first on ``PATH``.
+- ``python`` blocks share one namespace per page; a following block fenced ``text title="Output"`` is
+  the stdout it must print.
+- ``console`` blocks: ``$ command`` lines (``\\`` continues), then the expected output (stdout and stderr
+  merged); exit 0 unless the command ends with ``# exit: N``; no lines after a command = not checked.
+- ``bash``/``sh`` blocks run as one script that must exit 0.
+- A line ``...`` in expected output matches any number of lines; trailing spaces are ignored.
+- ``<!-- skip: REASON -->`` on the line before a block skips it; the reason is required.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]) if (ROOT / "docs").is_dir() else []
+RUN = {"python", "console", "bash", "sh", "shell"}
+SKIP = re.compile(r"^<!--\s*skip:\s*(.*?)\s*-->$")
+FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)(.*)$")
+EXIT = re.compile(r"#\s*exit:\s*(\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class Block:
+    lang: str
+    info: str
+    code: str
+    line: int
+    skip: str | None
+    output: str | None = None  # the ``text title="Output"`` block that follows a python block
+
+
+def parse_blocks(markdown: str) -> list[Block]:
+    """The fenced blocks of a page, with the skip marker before each and the output block after it."""
+    lines = markdown.splitlines()
+    raw: list[tuple[str, str, str, int, str | None, int]] = []  # lang, info, code, line, skip, end line
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, fence, lang, info = m.group(1), m.group(2), m.group(3).lower(), m.group(4).strip()
+        j = i + 1
+        body: list[str] = []
+        while j < len(lines) and not (
+            lines[j].strip().startswith(fence[0] * len(fence)) and lines[j].strip().strip(fence[0]) == ""
+        ):
+            body.append(lines[j][len(indent) :] if lines[j].startswith(indent) else lines[j].lstrip())
+            j += 1
+        k = i - 1
+        while k >= 0 and not lines[k].strip():
+            k -= 1
+        marker = SKIP.match(lines[k].strip()) if k >= 0 else None
+        raw.append((lang, info, "\n".join(body) + "\n", i + 1, marker.group(1) if marker else None, j))
+        i = j + 1
+    blocks: list[Block] = []
+    for n, (lang, info, code, line, skip, end) in enumerate(raw):
+        output = None
+        if lang == "python" and n + 1 < len(raw):
+            nlang, ninfo, ncode, nline, _, _ = raw[n + 1]
+            between = lines[end + 1 : nline - 1]
+            if nlang == "text" and 'title="Output"' in ninfo and not any(s.strip() for s in between):
+                output = ncode
+        blocks.append(Block(lang, info, code, line, skip, output))
+    return blocks
+
+
+def matches(expected: str, actual: str) -> bool:
+    """Line-by-line equality, trailing spaces ignored; an expected line ``...`` matches any lines."""
+    want = [s.rstrip() for s in expected.rstrip("\n").splitlines()]
+    got = [s.rstrip() for s in actual.rstrip("\n").splitlines()]
+    pattern = "\n".join(".*?" if w == "..." else re.escape(w) for w in want)
+    pattern = pattern.replace("\n.*?\n", "(?:\n.*?)?\n")
+    if pattern.startswith(".*?\n"):
+        pattern = "(?:.*?\n)?" + pattern[4:]
+    if pattern.endswith("\n.*?"):
+        pattern = pattern[:-4] + "(?:\n.*)?"
+    return re.fullmatch(pattern, "\n".join(got), flags=re.DOTALL) is not None
+
+
+def console_commands(code: str) -> list[tuple[str, str | None, int]]:
+    """``(command, expected output or None, expected exit status)`` for each ``$`` line of a block."""
+    commands: list[tuple[str, list[str], int]] = []
+    lines = code.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("$ "):
+            cmd = line[2:]
+            while cmd.endswith("\\") and i + 1 < len(lines):
+                i += 1
+                cmd = cmd[:-1].rstrip() + " " + lines[i].strip()
+            m = EXIT.search(cmd)
+            commands.append((cmd, [], int(m.group(1)) if m else 0))
+        elif commands:
+            commands[-1][1].append(line)
+        elif line.strip():
+            raise AssertionError(f"console block text before the first `$ ` command: {line!r}")
+        i += 1
+    return [
+        (cmd, "\n".join(out) if any(s.strip() for s in out) else None, code_) for cmd, out, code_ in commands
+    ]
+
+
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    (tmp_path / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.delenv("KIREME_EMBED_URL", raising=False)
+    return tmp_path
+
+
+def run_shell(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-o", "pipefail", "-c", script],
+        cwd=cwd,
+        capture_output=False,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def page_id(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_page_code_blocks_run(page: Path, scratch: Path) -> None:
+    blocks = parse_blocks(page.read_text(encoding="utf-8"))
+    namespace: dict[str, object] = {"__name__": "__main__"}
+    where = page_id(page)
+    for block in blocks:
+        if block.lang not in RUN:
+            continue
+        if block.skip is not None:
+            assert block.skip, f"{where}:{block.line}: a skipped block must say why"
+            continue
+        if block.lang == "python":
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(compile(block.code, f"{where}:{block.line}", "exec"), namespace)
+            if block.output is not None:
+                assert matches(block.output, out.getvalue()), (
+                    f"{where}:{block.line}: printed\n{out.getvalue()}\nthe page shows\n{block.output}"
+                )
+        elif block.lang == "console":
+            for cmd, expected, status in console_commands(block.code):
+                done = run_shell(cmd, scratch)
+                assert done.returncode == status, (
+                    f"{where}:{block.line}: `{cmd}` exited {done.returncode}\n{done.stdout}"
+                )
+                if expected is not None:
+                    assert matches(expected, done.stdout), (
+                        f"{where}:{block.line}: `{cmd}` printed\n{done.stdout}\nthe page shows\n{expected}"
+                    )
+        else:
+            done = run_shell(block.code, scratch)
+            assert done.returncode == 0, (
+                f"{where}:{block.line}: script exited {done.returncode}\n{done.stdout}"
+            )
+
+
+# ------------------------------------------------------------------------------------ the runner itself
+
+PAGE = """\
+Intro.
+
+```python
+x = 2
+print(x * 3)
+```
+
+```text title="Output"
+6
+```
+
+<!-- skip: needs a server -->
+```console
+$ kireme ask "x"
+```
+
+```console
+$ echo one && echo two \\
+  three
+one
+...
+$ false  # exit: 1
+```
+
+```json
+{"not": "run"}
+```
+"""
+
+
+def test_parse_blocks_reads_languages_outputs_and_skips() -> None:
+    blocks = parse_blocks(PAGE)
+    assert [b.lang for b in blocks] == ["python", "text", "console", "console", "json"]
+    assert blocks[0].output == "6\n"
+    assert blocks[2].skip == "needs a server"
+    assert blocks[3].skip is None
+    assert console_commands(blocks[3].code) == [
+        ("echo one && echo two three", "one\n...", 0),
+        ("false  # exit: 1", None, 1),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual", "ok"),
+    [
+        ("a\nb", "a\nb\n", True),
+        ("a  \nb", "a\nb", True),
+        ("a\n...", "a\nb\nc", True),
+        ("a\n...\nd", "a\nd", True),
+        ("a\n...\nd", "a\nb\nc\nd", True),
+        ("...\nd", "a\nd", True),
+        ("...\nd", "d", True),
+        ("a\nb", "a\nc", False),
+        ("a", "a\nb", False),
+        ("a\n...\nd", "a\nb\nc", False),
+        ("a.b", "axb", False),
+    ],
+)
+def test_output_matching(expected: str, actual: str, ok: bool) -> None:
+    assert matches(expected, actual) is ok
