@@ -36,6 +36,8 @@ LAYERS: list[str] = [
     "kireme.embed",  # embedders, specs, cache (model-free strategies never embed)
     "kireme.semantic",  # SemanticChunker: embeds through kireme.embed
     "kireme.strategies",  # the registry and chunker_from_options
+    "kireme.parallel",  # ordered process pools (--jobs)
+    "kireme.stream",  # iter_chunks: many files, one document at a time, serial or in a pool
     "kireme.evaluate",  # metrics, datasets, retrievers
     "kireme.index",  # stores, ingest, search, context, chat
     "kireme.ray",  # Ray Data pipeline (DESIGN.md; placed ahead of its arrival)

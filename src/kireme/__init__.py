@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from kireme.length import Chars, Tokens, get_measure
     from kireme.semantic.chunker import SemanticAnalysis, SemanticChunker
     from kireme.strategies import STRATEGIES, chunk, make_chunker
+    from kireme.stream import iter_chunks
 
 # Where each public name lives: `import kireme` stays cheap (the CLI and a plain chunker do not pay for
 # the semantic, structure or loading modules they do not use); a name is imported when first used.
@@ -50,6 +51,7 @@ _EXPORTS = {
     "STRATEGIES": "kireme.strategies",
     "chunk": "kireme.strategies",
     "make_chunker": "kireme.strategies",
+    "iter_chunks": "kireme.stream",
 }
 
 # Imported now, not lazily: `kireme.load` is also the name of a sub-package, and importing one of its
@@ -89,6 +91,7 @@ __all__ = [
     "Tokens",
     "chunk",
     "get_measure",
+    "iter_chunks",
     "load",
     "load_text",
     "make_chunker",

@@ -140,6 +140,15 @@ class Chunker:
         """The chunker to use for this document (a strategy may adapt to its format)."""
         return self
 
+    @property
+    def embeds(self) -> bool:
+        """Whether chunking runs an embedding model or calls an embeddings server (semantic chunking).
+
+        Such a chunker is not copied into worker processes (``--jobs``): each copy would load its own
+        model; files are still read in parallel, and chunked in the calling process.
+        """
+        return False
+
     def document_levels(self, doc: Document) -> list[Level]:
         """The levels for this document (a strategy may need the text, e.g. parsed headings)."""
         return self.levels()

@@ -3,6 +3,9 @@
 Every chunk is a slice of its document: ``doc.text[chunk.start:chunk.end] == chunk.text`` holds by
 construction, and a chunk's ``id`` is derived from where it came from (never random), so re-ingesting the
 same text with the same settings gives the same ids.
+
+Documents, regions and chunks pickle and deep-copy to equal objects (their ``metadata`` stays a
+read-only view after the round trip), so they can be sent to worker processes.
 """
 
 from __future__ import annotations
@@ -54,6 +57,32 @@ class Region:
             raise ValueError(f"Region span must satisfy 0 <= start <= end, got [{self.start}, {self.end})")
         object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
 
+    def __getstate__(self) -> dict[str, Any]:
+        return _plain_state(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _restore_state(self, state)
+
+
+def _plain_state(obj: object) -> dict[str, Any]:
+    """What pickling (and `copy`) stores of a frozen model object: its fields, with the read-only
+    ``metadata`` view (a ``mappingproxy``, which pickle refuses) as the plain dict it wraps.
+
+    This is what lets documents and chunks travel to worker processes (``--jobs``, `kireme.parallel`).
+    """
+    state = dict(obj.__dict__)
+    state["metadata"] = dict(state["metadata"])
+    return state
+
+
+def _restore_state(obj: object, state: dict[str, Any], empty: Mapping[str, Any] | None = None) -> None:
+    """`_plain_state` back: the fields set as they were, ``metadata`` read-only again (``empty``: the
+    shared view to use when there is none)."""
+    state = dict(state)
+    metadata = state.get("metadata") or {}
+    state["metadata"] = empty if empty is not None and not metadata else MappingProxyType(dict(metadata))
+    obj.__dict__.update(state)  # frozen: no __setattr__; the fields were checked when first made
+
 
 @dataclass(frozen=True)
 class Document:
@@ -84,6 +113,12 @@ class Document:
                     f"Region [{r.start}, {r.end}) lies outside the text ({len(self.text)} chars)"
                 )
         object.__setattr__(self, "regions", regions)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _plain_state(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _restore_state(self, state)
 
     @property
     def format(self) -> str:
@@ -136,6 +171,12 @@ class Chunk:
             object.__setattr__(self, "metadata", metadata)
         if self.embed_text is None:
             object.__setattr__(self, "embed_text", self.text)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _plain_state(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _restore_state(self, state, empty=_NO_METADATA)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSONL row written by ``kireme chunk`` (a stable contract: extend, never rename)."""

@@ -48,7 +48,23 @@ __all__ = [
 
 
 class KiremeError(Exception):
-    """Base class of every error kireme raises on purpose."""
+    """Base class of every error kireme raises on purpose.
+
+    Every error pickles to an equal one (type, message and attributes such as ``path``), whatever its
+    constructor takes, so a worker process can send it back (``--jobs``).
+    """
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuilt, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuilt(cls: type[KiremeError], args: tuple[object, ...], state: dict[str, object]) -> KiremeError:
+    """A pickled `KiremeError` back, without calling its constructor (``LoadError(path, reason)`` takes
+    other arguments than the message ``args`` holds)."""
+    error = Exception.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class ConfigError(KiremeError, ValueError):

@@ -11,12 +11,13 @@ from kireme.chunkers import DEFAULT_MAX_SIZE
 from kireme.cli.common import (
     Failures,
     build_chunker,
+    chunk_files,
     chunking_options,
     exit_quietly_on_broken_pipe,
     expand_paths,
     input_options,
+    jobs_option,
     jsonl_line,
-    load_documents,
     packing_options,
     semantic_options,
     write,
@@ -42,6 +43,7 @@ Examples:
   kireme chunk manual.md guide.html spec.docx --strategy markdown --unit tokens --max-size 512
   kireme chunk 料金表.csv --strategy markdown --table group-by:区分 | jq -r .embed_text
   kireme chunk analysis.ipynb --strategy markdown --outputs text
+  kireme chunk wiki/ --jobs 8 > chunks.jsonl          # 8 processes; the same rows as --jobs 1
 
 \b
 Strategies:
@@ -107,6 +109,7 @@ def format_text_chunk(chunk: Chunk) -> str:
     default=None,
     help="Output format [default: jsonl when piped, text on a terminal].",
 )
+@jobs_option()
 @quiet_option
 def chunk(
     paths: tuple[str, ...],
@@ -129,6 +132,7 @@ def chunk(
     outputs: str,
     max_file_size: int,
     fmt: str | None,
+    jobs: int | None,
     quiet: bool,
     **semantic: Any,
 ) -> None:
@@ -162,29 +166,27 @@ def chunk(
     n_docs = n_chunks = total = largest = 0
     try:
         with display:
-            for doc in load_documents(
-                files,
-                encoding,
-                failures,
-                format=format_in,
-                outputs=outputs,
-                max_bytes=max_file_size,
-                display=display,
-            ):
-                try:
-                    chunks = chunker.chunk(doc)
-                except PatternTimeoutError as exc:  # the user's regex, not the file: a usage error
+            row = display.steps("chunking", len(files), "files")
+            outcomes = chunk_files(files, chunker, jobs, encoding, format_in, outputs, max_file_size)
+            for outcome in outcomes:
+                doc, exc = outcome.document, outcome.error
+                if doc is None:  # the file could not be read
+                    failures.report(str(exc), usage=False)
+                elif isinstance(exc, PatternTimeoutError):  # the user's regex, not the file: a usage error
                     raise click.UsageError(f"{doc.id}: {exc}") from None
-                except KiremeError as exc:  # an embedder that cannot be reached, a model that is missing
+                elif exc is not None:  # an embedder that cannot be reached, a model that is missing
                     failures.report(f"{doc.id}: {exc}", usage=False)
-                    continue
-                n_docs += 1
-                for c in chunks:
-                    n_chunks += 1
-                    total += c.size
-                    largest = max(largest, c.size)
-                    write(jsonl_line(c.to_dict()) if fmt == "jsonl" else format_text_chunk(c))
+                else:
+                    n_docs += 1
+                    for c in outcome.chunks or ():
+                        n_chunks += 1
+                        total += c.size
+                        largest = max(largest, c.size)
+                        write(jsonl_line(c.to_dict()) if fmt == "jsonl" else format_text_chunk(c))
+                row.advance()
         sys.stdout.flush()
+    except KiremeError as exc:  # a worker process died (killed, out of memory): the rest is not chunked
+        failures.report(str(exc), usage=False)
     except BrokenPipeError:
         exit_quietly_on_broken_pipe(failures.exit_code)
     if fmt == "text" or n_docs > 1:

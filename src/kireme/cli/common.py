@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -21,6 +21,9 @@ from kireme.load.registry import FORMATS, MAX_FILE_BYTES, sniff_format
 from kireme.semantic import AUTO_RULES
 from kireme.strategies import chunker_from_options
 from kireme.strategies import semantic_settings as library_semantic_settings
+
+if TYPE_CHECKING:
+    from kireme.stream import Chunked
 
 STDIN = "-"
 EXIT_FAILURE = 1
@@ -103,6 +106,56 @@ def load_documents(
             yield load_one(path, encoding, format, outputs, max_bytes)
         except LoadError as exc:
             failures.report(str(exc), usage=False)
+
+
+JOBS_HELP = (
+    "Processes that load and chunk files at once; the output (chunks, ids, order) is the same for any N, "
+    "1 runs in this process only [default: the number of usable cores, at most one per MiB of input: "
+    "a single file or under 1 MiB in all stays in this process]. Semantic chunking with a model or server "
+    "reads files in parallel but chunks them in this process, so the model is loaded once."
+)
+
+
+def jobs_option(extra_help: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--jobs N`` (passed as ``jobs``, ``None`` when not given: `kireme.parallel.choose_jobs` decides)."""
+    return click.option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(min=1),
+        default=None,
+        metavar="N",
+        help=JOBS_HELP + (" " + extra_help if extra_help else ""),
+    )
+
+
+def chunk_files(
+    files: Sequence[Path],
+    chunker: Chunker,
+    jobs: int | None,
+    encoding: str | None,
+    format: str | None = None,
+    outputs: str = "none",
+    max_bytes: int = MAX_FILE_BYTES,
+) -> Iterator[Chunked]:
+    """Each file loaded and chunked (`kireme.stream.iter_chunked`), in order: in ``jobs`` worker processes
+    (`kireme.parallel.choose_jobs`) unless standard input is among the files (read here, in its turn)."""
+    from kireme.parallel import choose_jobs, file_sizes
+    from kireme.stream import Chunked, ReadOptions, iter_chunked
+
+    read = ReadOptions(encoding, format, outputs, max_bytes)
+    if not any(str(path) == STDIN for path in files):
+        yield from iter_chunked(files, chunker, jobs=choose_jobs(jobs, file_sizes(files)), read=read)
+        return
+    for path in files:  # a worker cannot read this process's standard input: one process, in order
+        if str(path) != STDIN:
+            yield from iter_chunked([path], chunker, read=read)
+            continue
+        try:
+            doc = load_one(path, encoding, format, outputs, max_bytes)
+        except LoadError as exc:
+            yield Chunked("<stdin>", error=exc)
+            continue
+        yield from iter_chunked([doc], chunker, read=read)
 
 
 if TYPE_CHECKING:

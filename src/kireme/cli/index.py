@@ -18,6 +18,7 @@ from kireme.cli.common import (
     chunking_options,
     expand_paths,
     input_options,
+    jobs_option,
     packing_options,
 )
 from kireme.cli.progress import ProgressDisplay, quiet_option
@@ -43,6 +44,7 @@ Examples:
   kireme index docs/ --prune                 # and forget files deleted from docs/
   kireme index docs/ --db ~/idx --store chroma --embedder hash
   kireme index docs/ --format json           # one JSON summary on stdout
+  kireme index wiki/ --jobs 8                # load and chunk in 8 processes; embedding stays here
   kireme index docs/ --embedder st:all-minilm-l6-v2 --late-chunking
   KIREME_CHAT_BASE_URL=http://localhost:8000/v1 kireme index docs/ --contextualize --chat-model qwen
   kireme search "宿泊費の上限は？" -k 3
@@ -180,6 +182,7 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
     help="OpenAI-compatible endpoint for --contextualize, e.g. http://localhost:8000/v1 (the API key comes "
     "from KIREME_CHAT_API_KEY or OPENAI_API_KEY).",
 )
+@jobs_option("Embedding and writing stay in this process; files unchanged since the last run are not sent.")
 @quiet_option
 @click.option(
     "--format",
@@ -223,6 +226,7 @@ def index_command(
     contextualize_window: int | None,
     chat_model: str | None,
     chat_base_url: str | None,
+    jobs: int | None,
     quiet: bool,
     fmt: str,
 ) -> None:
@@ -317,6 +321,7 @@ def index_command(
                 load_options=load_options,
                 max_file_bytes=max_file_size,
                 on_file=lambda _path, _outcome: files_row.advance(),
+                jobs=jobs,
             )
             if prune:
                 ingestor.prune([Path(p) for p in paths if p != "-"])

@@ -16,7 +16,8 @@ import logging
 import os
 import re
 import secrets
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from kireme.chunkers import Chunker
-from kireme.document import Document
+from kireme.document import Chunk, Document
 from kireme.embed.base import Embedder
 from kireme.embed.late import LateChunkingEmbedder
 from kireme.embed.specs import spec_for_name
@@ -42,6 +43,8 @@ from kireme.index.manifest import DocumentEntry, Manifest, store_directory
 from kireme.index.store import StoredChunk, open_store, store_state
 from kireme.load import load
 from kireme.load.registry import MAX_FILE_BYTES
+from kireme.parallel import choose_jobs, file_sizes
+from kireme.stream import Chunked, ReadOptions, Task, run_tasks
 
 log = logging.getLogger(__name__)
 
@@ -353,9 +356,10 @@ class Ingestor:
             options["contextualize"] = self.contextualizer.config
         return entry_config_hash(self.chunker.config_hash, options)
 
-    def unchanged_on_disk(self, path: Path) -> bool:
+    def unchanged_on_disk(self, path: Path, *, count: bool = True) -> bool:
         """Whether ``path`` has the size and modification time it had when indexed with this config
-        (what make and rsync trust): then it is not even read. Counts it as unchanged."""
+        (what make and rsync trust): then it is not even read. Counts it as unchanged (``count=False``:
+        only asks, as `ingest_paths` does to choose which files to send to workers)."""
         doc_id = path.as_posix()
         entry = self.entries.get(doc_id)
         if entry is None or doc_id in self._seen or entry.config_hash != self.config_hash or entry.size < 0:
@@ -366,16 +370,28 @@ class Ingestor:
             return False
         if (st.st_size, st.st_mtime_ns) != (entry.size, entry.mtime_ns):
             return False
+        if not count:
+            return True
         self._seen.add(doc_id)
         self.summary.documents += 1
         self.summary.unchanged += 1
         return True
 
-    def add(self, doc: Document, stat: os.stat_result | None = None) -> str:
+    def indexed_content(self, doc_id: str) -> str | None:
+        """The content hash the index holds for ``doc_id`` with this configuration (``None``: none): a
+        document with that hash is unchanged and need not be chunked."""
+        entry = self.entries.get(doc_id)
+        return entry.content_hash if entry is not None and entry.config_hash == self.config_hash else None
+
+    def add(
+        self, doc: Document, stat: os.stat_result | None = None, chunks: Sequence[Chunk] | None = None
+    ) -> str:
         """Index one document unless its manifest entry is current; returns what happened.
 
         ``stat`` is the file's state when it was read (recorded so an unchanged file is not read next
-        time). A document this run already saw (the same file under two of the given paths) is ignored.
+        time). ``chunks``: the document's chunks by this ingestor's chunker when already made (in a
+        worker process); ``None``: chunked here. A document this run already saw (the same file under
+        two of the given paths) is ignored.
         """
         if doc.id in self._seen:
             return "duplicate"
@@ -390,7 +406,7 @@ class Ingestor:
                 self.entries[doc.id] = replace(entry, size=size, mtime_ns=mtime_ns)
                 self.manifest.put(self.entries[doc.id])
             return "unchanged"
-        chunks = self.chunker.chunk(doc)
+        chunks = list(chunks) if chunks is not None else self.chunker.chunk(doc)
         texts = [c.embed_text for c in chunks]
         if self.limit is not None:
             max_tokens, count = self.limit
@@ -523,31 +539,70 @@ def ingest_paths(
     load_options: dict[str, Any] | None = None,
     max_file_bytes: int = MAX_FILE_BYTES,
     on_file: Callable[[Path, str], None] | None = None,
+    jobs: int | None = 1,
 ) -> IngestSummary:
     """Load and add each file; a broken file is recorded in the summary and skipped (or stops the run).
 
     ``max_file_bytes`` refuses larger files; it is not part of an entry's configuration (raising it
-    re-reads nothing that was indexed)."""
+    re-reads nothing that was indexed).
+
+    ``jobs``: worker processes that load and chunk the files to index, a few files ahead
+    (`kireme.parallel.choose_jobs`; ``None`` chooses from the cores and the input's size). Files unchanged
+    on disk are never sent; embedding, writing and the manifest stay in this process, file by file in
+    order, so the index, the summary and the messages are the same for any number of jobs."""
     options = load_options or {}
     ingestor.load_options = {k: v for k, v in options.items() if v is not None}
-    for position, path in enumerate(files):
-        try:
-            if ingestor.unchanged_on_disk(path):
-                outcome = "unchanged"
-            else:
-                stat = path.stat() if path.exists() else None
-                doc = load(path, **options, max_bytes=max_file_bytes)
-                outcome = ingestor.add(doc, stat)
-        except (LoadError, ConfigError, ChatError) as exc:
-            message = str(exc) if isinstance(exc, LoadError) else f"{path.as_posix()}: {exc}"
-            ingestor.fail(message, path.as_posix())  # the id `load` gives it
+    todo = [i for i, path in enumerate(files) if not ingestor.unchanged_on_disk(path, count=False)]
+    workers = choose_jobs(jobs, file_sizes(files[i] for i in todo))
+    prepared = _prepared(ingestor, [files[i] for i in todo], options, max_file_bytes, workers)
+    sent = deque(todo) if prepared is not None else deque()
+    try:
+        for position, path in enumerate(files):
+            ready = None
+            if sent and sent[0] == position:  # taken in its turn, used or not: the results stay aligned
+                sent.popleft()
+                ready = next(prepared) if prepared is not None else None
+            try:
+                if ingestor.unchanged_on_disk(path):
+                    outcome = "unchanged"
+                elif ready is not None:
+                    if ready.document is None:
+                        raise ready.error or LoadError(path.as_posix(), "not loaded")
+                    # a chunking error in the worker: chunked again here, to fail in add's turn as it would
+                    chunks = ready.chunks if ready.error is None else None
+                    outcome = ingestor.add(ready.document, ready.stat, chunks)
+                else:
+                    stat = path.stat() if path.exists() else None
+                    doc = load(path, **options, max_bytes=max_file_bytes)
+                    outcome = ingestor.add(doc, stat)
+            except (LoadError, ConfigError, ChatError) as exc:
+                message = str(exc) if isinstance(exc, LoadError) else f"{path.as_posix()}: {exc}"
+                ingestor.fail(message, path.as_posix())  # the id `load` gives it
+                if on_file is not None:
+                    on_file(path, "failed")
+                if fail_fast:
+                    ingestor.keep([p.as_posix() for p in files[position + 1 :]])
+                    break
+                continue
             if on_file is not None:
-                on_file(path, "failed")
-            if fail_fast:
-                ingestor.keep([p.as_posix() for p in files[position + 1 :]])
-                break
-            continue
-        if on_file is not None:
-            on_file(path, outcome)
+                on_file(path, outcome)
+    finally:
+        if prepared is not None:
+            prepared.close()  # stops the workers (fail-fast, an error)
     ingestor.flush()
     return ingestor.summary
+
+
+def _prepared(
+    ingestor: Ingestor, files: list[Path], options: dict[str, Any], max_bytes: int, jobs: int
+) -> Generator[Chunked, None, None] | None:
+    """``files`` loaded (with their state before reading) and chunked in ``jobs`` workers, in order;
+    ``None`` for one job. A file whose content the index already holds is loaded but not chunked."""
+    if jobs <= 1:
+        return None
+    chunk = not ingestor.chunker.embeds  # a model-backed chunker chunks here, in `add` (one model)
+    tasks = (
+        Task(path, chunk=chunk, known_sha256=ingestor.indexed_content(path.as_posix()), stat=True)
+        for path in files
+    )
+    return run_tasks(tasks, ingestor.chunker, jobs=jobs, read=ReadOptions(**options, max_bytes=max_bytes))

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import copy
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -177,6 +178,42 @@ class SemanticChunker(Chunker):
             )
             object.__setattr__(self, "_backend", backend)
         return backend
+
+    @property
+    def embeds(self) -> bool:
+        """True unless the similarity is ``bigram`` (character overlap: no model, no server)."""
+        if isinstance(self.similarity, (str, EmbedderSpec)):
+            return parse_spec(self.similarity, "similarity").kind != "bigram"
+        return True
+
+    # pickling and copying carry the settings, never the built backend (a loaded model, an open cache):
+    # the copy builds its own on first use
+    def __getstate__(self) -> dict[str, Any]:
+        """The pickled state: the settings, without the backend and without ``progress`` (a callback into
+        this process's display: a copy in another process has no one to report to, and a lambda or a
+        display would not pickle). ``similarity`` pickles as the spec it is; an `Embedder` object given
+        as ``similarity`` travels only if that object pickles."""
+        state = dict(self.__dict__)
+        state["_backend"] = None
+        state["progress"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)  # frozen: no __setattr__; the settings were checked when first made
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SemanticChunker:
+        """A deep copy in this process: the settings copied, the same ``progress`` callback and the same
+        `Embedder` object (if one was given; a resource, not a setting), a backend of its own."""
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        shared = {"progress"} | ({"similarity"} if isinstance(self.similarity, Embedder) else set())
+        state = {
+            key: value if key in shared else copy.deepcopy(value, memo)
+            for key, value in self.__dict__.items()
+            if key != "_backend"
+        }
+        new.__dict__.update(state, _backend=None)
+        return new
 
     def options(self) -> dict[str, Any]:
         return {
