@@ -23,6 +23,7 @@ PACKAGE = "kireme"
 # Lowest first. A module may import modules of its own layer and of the layers before it, never after.
 LAYERS: list[str] = [
     "kireme.errors",  # the error tree: imports nothing from kireme
+    "kireme.lazy",  # deferred imports and values (start-up): imports nothing from kireme
     "kireme.document",  # Document, Chunk, ids
     "kireme.httpjson",  # the JSON-over-HTTP transport of the embeddings and chat clients
     "kireme.text",  # graphemes, sentences, paragraphs, Markdown outline, CSV, terms, the marks vocabulary

@@ -10,8 +10,9 @@ Examples:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kireme.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from kireme.chunkers import (
@@ -58,14 +59,7 @@ _EXPORTS = {
 # modules first would bind the package where users expect the function.
 from kireme.load import load, load_text  # noqa: E402
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kireme' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kireme.chunkers import (
@@ -18,6 +18,7 @@ from kireme.chunkers import (
 from kireme.document import Chunk, Document
 from kireme.embed.specs import EmbedderSpec, parse_spec
 from kireme.errors import ConfigError
+from kireme.lazy import LazyMapping
 
 
 def _semantic() -> type[Chunker]:
@@ -32,30 +33,14 @@ def _structure() -> type[Chunker]:
     return StructureChunker
 
 
-class _Strategies(Mapping[str, "type[Chunker]"]):
-    """Strategy names to chunker classes; the semantic and structure modules are imported on first use,
-    so `kireme chunk --strategy recursive` does not pay for numpy-backed similarity or HTML parsing."""
-
-    def __init__(self, classes: dict[str, type[Chunker] | Callable[[], type[Chunker]]]) -> None:
-        self._classes = classes
-
-    def __getitem__(self, name: str) -> type[Chunker]:
-        value = self._classes[name]
-        return value if isinstance(value, type) else value()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._classes)
-
-    def __len__(self) -> int:
-        return len(self._classes)
-
-
-STRATEGIES: Mapping[str, type[Chunker]] = _Strategies(
+# Strategy names to chunker classes; the semantic and structure modules are imported on first use, so
+# `kireme chunk --strategy recursive` does not pay for numpy-backed similarity or HTML parsing.
+STRATEGIES: Mapping[str, type[Chunker]] = LazyMapping(
     {
-        "fixed": FixedChunker,
-        "recursive": RecursiveChunker,
-        "sentence": SentenceChunker,
-        "paragraph": ParagraphChunker,
+        "fixed": lambda: FixedChunker,
+        "recursive": lambda: RecursiveChunker,
+        "sentence": lambda: SentenceChunker,
+        "paragraph": lambda: ParagraphChunker,
         "semantic": _semantic,
         "markdown": _structure,
         "structure": _structure,  # the same strategy: it reads HTML, notebooks, PDF, docx and CSV too

@@ -7,8 +7,7 @@ and the declaration (see `AttachedLevel`).
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import regex
@@ -25,6 +24,7 @@ from kireme.boundaries.levels import (
     RegexLevel,
 )
 from kireme.errors import ConfigError
+from kireme.lazy import LazyMapping
 
 _PROSE_TAIL: list[Level] = [SENTENCE, CLAUSE, WORD, SCRIPT]
 _BLANK_LINE = RegexLevel(r"\r?\n[ \t]*\r?\n", "blank line")
@@ -222,33 +222,9 @@ def _sql_levels() -> list[Level]:
     ]
 
 
-class _Presets(Mapping[str, list[Level]]):
-    """The preset level lists by name, each compiled on first use.
-
-    Compiling every preset's patterns at import cost a third of a second of `kireme chunk` start-up;
-    most runs use one preset. Aliases share their list (the same object).
-    """
-
-    def __init__(self, factories: dict[str, Callable[[], list[Level]]]) -> None:
-        self._factories = factories
-        self._built: dict[Callable[[], list[Level]], list[Level]] = {}
-        self._lock = threading.Lock()
-
-    def __getitem__(self, name: str) -> list[Level]:
-        factory = self._factories[name]
-        with self._lock:
-            if factory not in self._built:
-                self._built[factory] = factory()
-            return self._built[factory]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._factories)
-
-    def __len__(self) -> int:
-        return len(self._factories)
-
-
-PRESETS: Mapping[str, list[Level]] = _Presets(
+# Each preset's patterns compile on first use: compiling them all at import cost a third of a second of
+# `kireme chunk` start-up, and most runs use one preset. Aliases share their list (the same object).
+PRESETS: Mapping[str, list[Level]] = LazyMapping(
     {
         "default": _default,
         "markdown": _markdown,
