@@ -133,7 +133,6 @@ def run_shell(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["bash", "-o", "pipefail", "-c", script],
         cwd=cwd,
-        capture_output=False,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

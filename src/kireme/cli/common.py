@@ -160,8 +160,9 @@ def chunk_files(
 
 if TYPE_CHECKING:
     _IntParamType = click.ParamType[int]
+    _StrParamType = click.ParamType[str]
 else:  # click's ParamType is generic only from 8.4 on (kireme supports 8.1 and later)
-    _IntParamType = click.ParamType
+    _IntParamType = _StrParamType = click.ParamType
 
 
 class ByteSize(_IntParamType):
@@ -183,12 +184,6 @@ class ByteSize(_IntParamType):
         if size < 1:
             self.fail(f"{value!r} must be at least one byte", param, ctx)
         return size
-
-
-if TYPE_CHECKING:
-    _StrParamType = click.ParamType[str]
-else:
-    _StrParamType = click.ParamType
 
 
 class TokenizerSpec(_StrParamType):
