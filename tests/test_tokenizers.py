@@ -55,7 +55,7 @@ RULES = (
 HARD = "𠮷野家で𠮷田さんと会う。か\u3099ぎ\u3099かけ。👨\u200d👩\u200d👧と🇯🇵。caf\u00e9 na\u0308ive。" * 6
 
 
-def _wordpiece(path: Path, *, truncate: int | None = None) -> Path:
+def _wordpiece(path: Path) -> Path:
     """A BERT-style tokenizer: WordPiece, CJK characters split one by one, [CLS] A [SEP] around a text."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
 
@@ -67,8 +67,17 @@ def _wordpiece(path: Path, *, truncate: int | None = None) -> Path:
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 1), ("[SEP]", 2)]
     )
-    if truncate:
-        tok.enable_truncation(max_length=truncate)
+    tok.save(str(path))
+    return path
+
+
+def _truncating(source: Path, path: Path, max_length: int) -> Path:
+    """``source`` with truncation switched on in the file: the same vocabulary (training twice need not
+    give the same one: the trainer breaks ties between equally frequent pairs differently run to run)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(source))
+    tok.enable_truncation(max_length=max_length)
     tok.save(str(path))
     return path
 
@@ -97,10 +106,11 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The test tokenizer files (the tests that need them are skipped without the tokenizers library)."""
     pytest.importorskip("tokenizers")
     folder = tmp_path_factory.mktemp("tokenizers")
+    wordpiece = _wordpiece(folder / "wordpiece.json")
     return {
-        "wordpiece": _wordpiece(folder / "wordpiece.json"),
+        "wordpiece": wordpiece,
         "unigram": _unigram(folder / "unigram.json"),
-        "truncating": _wordpiece(folder / "truncating.json", truncate=8),
+        "truncating": _truncating(wordpiece, folder / "truncating.json", 8),
     }
 
 
