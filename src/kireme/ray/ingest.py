@@ -1,0 +1,127 @@
+"""``kireme index --engine ray``: files loaded and chunked by Ray tasks, chunks embedded by an actor pool.
+
+The driver (the process that runs ``kireme index``) keeps what must happen once and in order: it lists the
+files, asks the manifest which changed (unchanged files are never scheduled), and receives each file's
+outcome in input order to write rows and then manifest entries through the same `Ingestor` as the local
+path. So the crash-safety rule holds unchanged (an entry is written only after its rows are committed),
+and the index, the summary and the messages are those of a local run. Ray retries a task whose worker
+died and restarts a dead actor; a killed driver leaves what a killed local run leaves, which the next run
+completes.
+
+Embedding runs on the cluster unless the vectors can only be made on the driver: with a contextualizer
+(the contexts are asked for in order, within one budget) or late chunking (one pass over each document).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Generator
+from dataclasses import dataclass
+from pathlib import Path
+
+from kireme.embed.base import Embedder
+from kireme.embed.specs import EmbedderSpec, parse_spec, spec_for_name
+from kireme.index.ingest import Ingestor, Prepare
+from kireme.ray.session import actor_pool, connect, require_ray
+from kireme.ray.tasks import ChunkGroups, EmbedDocuments, chunk_groups, make_groups, outcome_of
+from kireme.stream import Chunked, ReadOptions, Task
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RayEngine:
+    """How to run ingestion on Ray.
+
+    ``address``: the cluster (``auto``, ``ray://HOST:PORT``; ``None``: ``RAY_ADDRESS``, else a local Ray).
+    ``embedder``: what the actors embed with (``None``: the spec the ingestor's embedder was made from;
+    an ``http`` endpoint given by ``base_url`` must be reachable from the workers). ``actors``: embedding
+    actors (``None``: as many as the cluster has CPUs, or GPUs with ``num_gpus``). ``num_gpus``: GPUs each
+    embedding actor takes (``0``: CPU). ``documents_per_batch``: files an actor embeds at once.
+    """
+
+    address: str | None = None
+    embedder: EmbedderSpec | Embedder | None = None
+    actors: int | None = None
+    num_gpus: float = 0
+    documents_per_batch: int = 16
+
+    def prepare(self) -> Prepare:
+        """The ``prepare`` argument of `kireme.index.ingest.ingest_paths`."""
+        return self._run
+
+    def _run(
+        self, ingestor: Ingestor, files: list[Path], read: ReadOptions
+    ) -> Generator[Chunked, None, None]:
+        if not files:
+            return
+        ray = require_ray()
+        where = connect(self.address)
+        log.info("indexing %d file(s) on %s", len(files), where)
+        from ray.data import DataContext
+
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        tasks = [
+            (i, Task(path, chunk=True, known_sha256=ingestor.indexed_content(path.as_posix()), stat=True))
+            for i, path in enumerate(files)
+        ]
+        groups = make_groups(tasks, at_least=cpus)
+        context = DataContext.get_current()
+        keep_order = context.execution_options.preserve_order
+        context.execution_options.preserve_order = True  # rows come back in input order
+        try:
+            import pickle
+
+            ds = ray.data.from_items(
+                [{"tasks": pickle.dumps(group)} for group in groups], override_num_blocks=len(groups)
+            )
+            level = logging.getLogger("kireme").getEffectiveLevel()
+            chunker = ingestor.chunker
+            if chunker.embeds:  # a model per actor, not per task
+                ds = ds.map_batches(
+                    ChunkGroups,
+                    batch_size=1,
+                    batch_format="numpy",
+                    fn_constructor_args=(chunker, read, level),
+                    compute=actor_pool(self.actors or cpus),
+                )
+            else:
+                ds = ds.map_batches(
+                    chunk_groups, batch_size=1, batch_format="numpy", fn_args=(chunker, read, level)
+                )
+            if ingestor.contextualizer is None and ingestor.late is None:
+                ds = self._embedded(ds, ingestor, cpus)
+            for row in ds.iter_rows():
+                yield outcome_of(row)
+        finally:
+            context.execution_options.preserve_order = keep_order
+
+    def _embedded(self, ds: object, ingestor: Ingestor, cpus: int) -> object:
+        embedder = self.embedder or _spec_of(ingestor.embedder)
+        gpus = int(ray_resources().get("GPU", 0)) if self.num_gpus else 0
+        actors = self.actors or (max(1, int(gpus / self.num_gpus)) if self.num_gpus else cpus)
+        cache = ingestor.db / "cache"
+        options: dict[str, object] = {"num_gpus": self.num_gpus} if self.num_gpus else {}
+        return ds.map_batches(  # type: ignore[attr-defined]
+            EmbedDocuments,
+            batch_size=self.documents_per_batch,
+            batch_format="numpy",
+            fn_constructor_args=(embedder, os.fspath(cache), getattr(ingestor.embedder, "batch_size", 32)),
+            compute=actor_pool(actors),
+            **options,
+        )
+
+
+def ray_resources() -> dict[str, float]:
+    ray = require_ray()
+    return dict(ray.cluster_resources())
+
+
+def _spec_of(embedder: Embedder) -> EmbedderSpec:
+    """The spec that makes ``embedder`` again on a worker (an index records its embedder's name)."""
+    inner = getattr(embedder, "inner", embedder)
+    base_url = getattr(inner, "base_url", None)
+    return parse_spec(
+        spec_for_name(inner.name), "index", base_url=base_url if isinstance(base_url, str) else None
+    )

@@ -1,0 +1,155 @@
+"""``kireme chunk --engine ray --output DIR``: files chunked by Ray tasks into numbered shards.
+
+Each task loads and chunks one group of consecutive files and writes their chunks to one shard,
+``part-NNNNNN.jsonl`` (the rows of ``kireme chunk``) or ``part-NNNNNN.parquet`` (the same fields,
+`kireme.ray.datasets.chunk_schema`), numbered in input order: the shards read in name order are the rows
+a local ``kireme chunk`` prints. A shard appears whole or not at all (written beside, then renamed), so a
+task that Ray retries after its worker died writes the same shard again. Workers write into ``DIR``
+directly: on a cluster it must be a folder every node sees (a shared file system). The driver receives a
+few numbers per file (and its error, and its log records) to report in order.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from kireme.chunkers import Chunker
+from kireme.document import Chunk
+from kireme.errors import KiremeError
+from kireme.ray.datasets import chunk_table
+from kireme.ray.session import actor_pool, connect, require_ray
+from kireme.ray.tasks import Rows, captured_logs, make_groups, replay
+from kireme.stream import ReadOptions, Task, run_task
+
+log = logging.getLogger(__name__)
+
+ShardFormat = Literal["jsonl", "parquet"]
+SHARD_PATTERN = "part-*.{}"
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """One file's outcome as the driver sees it: chunks written, their total and largest size, or why it
+    failed (``loaded``: whether the file was read; a chunking error is reported with the file's id)."""
+
+    source: str
+    chunks: int = 0
+    total: int = 0
+    largest: int = 0
+    error: KiremeError | None = None
+    loaded: bool = True
+
+
+def shard_name(group: int, fmt: ShardFormat) -> str:
+    return f"part-{group:06d}.{fmt}"
+
+
+def write_shard(chunks: list[Chunk], path: Path, fmt: ShardFormat) -> None:
+    """The chunks in one shard file, atomically (a reader never sees half a shard)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    if fmt == "jsonl":
+        import json
+
+        with temporary.open("w", encoding="utf-8", newline="\n") as out:
+            for c in chunks:
+                line = json.dumps(c.to_dict(), ensure_ascii=False)
+                try:
+                    line.encode("utf-8")
+                except UnicodeEncodeError:  # a file name kept as surrogate escapes: JSON escapes, as the CLI
+                    line = json.dumps(c.to_dict(), ensure_ascii=True)
+                out.write(line + "\n")
+    else:
+        import pyarrow.parquet as pq
+
+        pq.write_table(chunk_table(chunks), temporary)
+    os.replace(temporary, path)
+
+
+def shard_groups(
+    batch: dict[str, Any], chunker: Chunker, read: ReadOptions, level: int, out: str, fmt: ShardFormat
+) -> Rows:
+    """Ray Data batch function: each group's files chunked into its shard; one small row per file."""
+    rows: Rows = {"report": [], "logs": []}
+    for group, blob in zip(batch["group"], batch["tasks"], strict=True):
+        chunks: list[Chunk] = []
+        for _position, task in pickle.loads(blob):
+            with captured_logs(level) as records:
+                outcome = run_task(task, chunker, read)
+            made = outcome.chunks if outcome.error is None else None
+            report = FileReport(
+                outcome.source,
+                len(made or ()),
+                sum(c.size for c in made or ()),
+                max((c.size for c in made or ()), default=0),
+                outcome.error,
+                outcome.document is not None,
+            )
+            chunks.extend(made or ())
+            rows["report"].append(pickle.dumps(report))
+            rows["logs"].append(pickle.dumps(records))
+        write_shard(chunks, Path(out) / shard_name(int(group), fmt), fmt)
+    return rows
+
+
+class ShardGroups:
+    """`shard_groups` in an actor: a chunker that embeds loads its model once per actor."""
+
+    def __init__(self, *arguments: Any) -> None:
+        self.arguments = arguments
+
+    def __call__(self, batch: dict[str, Any]) -> Rows:
+        return shard_groups(batch, *self.arguments)
+
+
+def chunk_to_shards(
+    files: list[Path],
+    chunker: Chunker,
+    out: Path,
+    *,
+    fmt: ShardFormat = "jsonl",
+    read: ReadOptions | None = None,
+    address: str | None = None,
+    actors: int | None = None,
+) -> Iterator[FileReport]:
+    """Chunk ``files`` on Ray into shards in ``out`` (see the module docstring); each file's report, in
+    input order, as the tasks finish. Shards an earlier run left in ``out`` are removed first."""
+    ray = require_ray()
+    connect(address)
+    from ray.data import DataContext
+
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in [*out.glob(SHARD_PATTERN.format("jsonl")), *out.glob(SHARD_PATTERN.format("parquet"))]:
+        stale.unlink()
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    groups = make_groups([(i, Task(path)) for i, path in enumerate(files)], at_least=cpus)
+    items = [{"group": i, "tasks": pickle.dumps(group)} for i, group in enumerate(groups)]
+    if not items:
+        return
+    context = DataContext.get_current()
+    keep_order = context.execution_options.preserve_order
+    context.execution_options.preserve_order = True
+    try:
+        ds = ray.data.from_items(items, override_num_blocks=len(items))
+        level = logging.getLogger("kireme").getEffectiveLevel()
+        arguments = (chunker, read or ReadOptions(), level, os.fspath(out.resolve()), fmt)
+        if chunker.embeds:
+            ds = ds.map_batches(
+                ShardGroups,
+                batch_size=1,
+                batch_format="numpy",
+                fn_constructor_args=arguments,
+                compute=actor_pool(actors or cpus),
+            )
+        else:
+            ds = ds.map_batches(shard_groups, batch_size=1, batch_format="numpy", fn_args=arguments)
+        for row in ds.iter_rows():
+            replay(pickle.loads(row["logs"]))
+            yield pickle.loads(row["report"])
+    finally:
+        context.execution_options.preserve_order = keep_order
