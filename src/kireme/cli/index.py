@@ -33,6 +33,7 @@ from kireme.errors import (
     KiremeError,
     storage_failure,
 )
+from kireme.index.ann import ANN_MIN_ROWS, ANN_RETRAIN_GROWTH
 
 if TYPE_CHECKING:
     from kireme.index.contextualize import Contextualizer
@@ -198,6 +199,14 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
     metavar="G",
     help="--engine ray: GPUs each embedding actor takes (st: models run on them; 0.5 puts two actors on a GPU).",
 )
+@click.option(
+    "--optimize/--no-optimize",
+    default=None,
+    help="--optimize: build the vector (ANN) index now, whatever the size; --no-optimize: build none and "
+    f"drop one that exists, so every search scans all rows [default: built once the index holds "
+    f"{ANN_MIN_ROWS:,} chunks, kept up to date, re-trained when the index has grown {ANN_RETRAIN_GROWTH}x; "
+    "the lancedb store only, chroma always keeps its own].",
+)
 @quiet_option
 @click.option(
     "--format",
@@ -246,6 +255,7 @@ def index_command(
     ray_address: str | None,
     ray_actors: int | None,
     ray_gpus: float | None,
+    optimize: bool | None,
     quiet: bool,
     fmt: str,
 ) -> None:
@@ -334,6 +344,7 @@ def index_command(
                 embedder_limit=token_limit(inner),
                 contextualizer=contextualizer,
                 late_chunking=late_chunking,
+                ann="auto" if optimize is None else "always" if optimize else "never",
             ) as ingestor,
         ):
             files_row = display.steps("indexing", len(files), "files")
@@ -488,6 +499,12 @@ def _search_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="Only chunks whose doc_id, source (or path), format or title equals VALUE, or with VALUE among "
             "their headings (heading=第3条 宿泊費); repeatable, all must hold.",
         ),
+        click.option(
+            "--exact",
+            is_flag=True,
+            help="Dense search scans every row instead of the vector (ANN) index that large indexes have "
+            "(see kireme index --optimize): slower, never misses a nearer chunk.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -511,7 +528,7 @@ def _searcher(db: Path) -> Searcher:
     help="table for reading, jsonl for programs [default: table on a terminal, jsonl when piped].",
 )
 def search_command(
-    query: str, db: Path, k: int, mode: str, filters: tuple[str, ...], fmt: str | None
+    query: str, db: Path, k: int, mode: str, filters: tuple[str, ...], exact: bool, fmt: str | None
 ) -> None:
     """Find the chunks that best match QUERY (JSONL when piped: score, id, doc_id, start, end, headings, text)."""
     from kireme.index.search import parse_filters
@@ -521,7 +538,7 @@ def search_command(
         where = parse_filters(list(filters))
         searcher = _searcher(db)
         try:
-            hits = searcher.search(query, k, mode, where)
+            hits = searcher.search(query, k, mode, where, exact=exact)
         finally:
             searcher.close()
     except ConfigError as exc:
@@ -590,6 +607,7 @@ def ask_command(
     k: int,
     mode: str,
     filters: tuple[str, ...],
+    exact: bool,
     budget: int | None,
     reader_tokens: int,
     answer_reserve: int,
@@ -634,7 +652,7 @@ def ask_command(
         client = ChatClient(base_url=base_url, api_key=api_key, model=model)
         searcher = _searcher(db)
         try:
-            hits = searcher.search(question, max(k, 1) * 2, mode, where)
+            hits = searcher.search(question, max(k, 1) * 2, mode, where, exact=exact)
         finally:
             searcher.close()
         context = assemble_context(hits, budget)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from kireme.errors import IndexDamagedError, IndexNotFoundError, rebuild_hint, unreadable
+from kireme.index.ann import ANN_MIN_ROWS
 from kireme.index.manifest import DocumentEntry, Manifest, store_directory
 from kireme.index.store import VectorStore, open_store, store_state
 
@@ -104,6 +105,7 @@ def check_index(db: str | os.PathLike[str], *, repair: bool = False) -> CheckRep
         try:
             dimension = int((meta.get("embedder") or {}).get("dimension") or 1)
             _check_rows(manifest, store, entries, report, repair, rebuild, dimension)
+            _check_vector_index(store, report, repair, rebuild)
             _check_bm25(folder, meta, entries, store, report, repair)
         finally:
             store.close()
@@ -230,6 +232,49 @@ def _check_rows(
         + (" — run 'kireme index PATH...' to index them again" if dropped else ""),
         repaired=True,
     )
+
+
+def _check_vector_index(store: VectorStore, report: CheckReport, repair: bool, rebuild: str) -> None:
+    """Report the ANN index (LanceDB); said only where one exists or the store is large enough for one."""
+    read = getattr(store, "vector_index", None)
+    if read is None:
+        return
+    try:
+        index = read()
+    except Exception as exc:
+        report.add("vector index", "damaged", f"unreadable ({type(exc).__name__}: {exc}); {rebuild}")
+        return
+    if index is None:
+        if report.rows >= ANN_MIN_ROWS:
+            report.add(
+                "vector index",
+                "ok",
+                f"none: every dense search scans all {report.rows:,} rows "
+                "('kireme index PATH... --optimize' builds one)",
+            )
+        return
+    if index.noted:
+        since = f", {index.unindexed_rows:,} added since (scanned exactly)" if index.unindexed_rows else ""
+        report.add(
+            "vector index",
+            "ok",
+            f"{index.kind}: {index.indexed_rows:,} rows in {index.partitions} partition(s), "
+            f"{index.probes} read per query{since}",
+        )
+        return
+    detail = f"{index.kind} made outside kireme: searches scan every row instead of reading it"
+    if not repair:
+        report.add("vector index", "fixable", detail + " ('kireme check --repair' trains it again)")
+        return
+    writable = _writable(store)
+    try:
+        writable.optimize(ann="always")  # type: ignore[attr-defined]
+        trained = writable.vector_index()  # type: ignore[attr-defined]
+    finally:
+        writable.close()
+    report.add("vector index", "fixable", detail, repaired=bool(trained and trained.noted))
+    if trained and trained.noted:
+        report.add("vector index", "ok", "repaired: trained again by kireme", repaired=True)
 
 
 def _writable(store: VectorStore) -> VectorStore:

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from kireme.errors import MissingExtraError
+from kireme.errors import ConfigError, MissingExtraError
+from kireme.index.ann import AnnMode
 from kireme.index.names import from_stored, json_text, stored_filter, to_stored
 from kireme.index.store import Hit, StoredChunk, check_filter, check_rows
 
@@ -141,7 +142,15 @@ class ChromaStore:
     def count(self) -> int:
         return 0 if self._collection is None else int(self._collection.count())
 
-    def search(self, vector: np.ndarray, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
+    def search(
+        self, vector: np.ndarray, k: int, where: Mapping[str, str] | None = None, *, exact: bool = False
+    ) -> list[Hit]:
+        """Through Chroma's HNSW graph (which it always keeps); ``exact`` is a `ConfigError`."""
+        if exact:
+            raise ConfigError(
+                "the chroma store always searches its HNSW graph; exact search needs the lancedb store "
+                "(kireme index PATH... --store lancedb --db ANOTHER_DIR)"
+            )
         filter_ = chroma_where(where)
         n = min(k, self.count())
         if n <= 0:
@@ -198,8 +207,8 @@ class ChromaStore:
         raw = (self._collection.metadata or {}).get(INFO_KEY)
         return json.loads(raw) if raw else None
 
-    def optimize(self) -> None:
-        """Nothing to do: Chroma compacts on its own."""
+    def optimize(self, *, ann: AnnMode = "auto") -> None:
+        """Nothing to do: Chroma compacts on its own and always keeps its HNSW graph (``ann`` is ignored)."""
 
     def _raise_search_effort(self) -> None:
         """A collection made before `HNSW` was set keeps its graph (``max_neighbors`` and

@@ -38,6 +38,7 @@ from kireme.errors import (
     LoadError,
     unreadable,
 )
+from kireme.index.ann import ANN_MODES, AnnMode
 from kireme.index.contextualize import ContextStats, Contextualizer
 from kireme.index.manifest import DocumentEntry, Manifest, store_directory
 from kireme.index.store import StoredChunk, open_store, store_state
@@ -140,7 +141,12 @@ class _Pending:
 
 
 class Ingestor:
-    """Writes documents into one index directory. Use as a context manager (it holds the lock)."""
+    """Writes documents into one index directory. Use as a context manager (it holds the lock).
+
+    ``ann``: the store's approximate vector index, brought up to date when the run closes: ``"auto"``
+    builds it once the store is large (LanceDB: `kireme.index.lancedb_store.ANN_MIN_ROWS` rows),
+    ``"always"`` builds it now, ``"never"`` drops it (every search exact).
+    """
 
     def __init__(
         self,
@@ -155,8 +161,12 @@ class Ingestor:
         embedder_limit: tuple[int, Callable[[str], int]] | None = None,
         contextualizer: Contextualizer | None = None,
         late_chunking: bool | LateChunkingEmbedder = False,
+        ann: AnnMode = "auto",
     ) -> None:
+        if ann not in ANN_MODES:
+            raise ConfigError(f"ann must be one of {', '.join(ANN_MODES)}, not {ann!r}")
         self.db = Path(db)
+        self.ann: AnnMode = ann
         self.chunker = chunker
         self.embedder = embedder
         self.store_kind = store
@@ -195,8 +205,10 @@ class Ingestor:
             if exc_type is None:
                 self.flush()
                 optimize = getattr(self.store, "optimize", None)
-                if optimize is not None and self.summary.chunks_written + self.summary.removed:
-                    optimize()
+                changed = self.summary.chunks_written + self.summary.removed
+                # after changes; and when asked for (--optimize / --no-optimize) after none
+                if optimize is not None and (changed or self.ann != "auto"):
+                    optimize(ann=self.ann)
                 if self._staging is not None:
                     self._swap_in()
                 else:

@@ -41,7 +41,10 @@ class MemoryStore:
     def count(self) -> int:
         return len(self._rows)
 
-    def search(self, vector: np.ndarray, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
+    def search(
+        self, vector: np.ndarray, k: int, where: Mapping[str, str] | None = None, *, exact: bool = False
+    ) -> list[Hit]:
+        """Always exact (``exact`` changes nothing)."""
         if not self._rows:
             return []
         scores = self._vectors @ np.asarray(vector, dtype=np.float32)

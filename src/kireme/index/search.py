@@ -173,9 +173,19 @@ class Searcher:
         self.store.close()
 
     def search(
-        self, query: str, k: int = 5, mode: str = "hybrid", where: Mapping[str, str] | None = None
+        self,
+        query: str,
+        k: int = 5,
+        mode: str = "hybrid",
+        where: Mapping[str, str] | None = None,
+        *,
+        exact: bool = False,
     ) -> list[Hit]:
-        """The ``k`` best chunks for ``query``; scores are cosine (dense), BM25 or fused (hybrid)."""
+        """The ``k`` best chunks for ``query``; scores are cosine (dense), BM25 or fused (hybrid).
+
+        ``exact``: the dense part scans every row instead of reading the store's vector index (LanceDB
+        builds one past `kireme.index.lancedb_store.ANN_MIN_ROWS` rows): slower, never misses a neighbour.
+        """
         if mode not in MODES:
             raise ConfigError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")
         if k < 1:
@@ -184,7 +194,7 @@ class Searcher:
             raise ConfigError("the query is empty")
         self._swapped()  # one small manifest read: a long-lived searcher follows a finished re-embed
         try:
-            return self._search(query, k, mode, where)
+            return self._search(query, k, mode, where, exact)
         except KiremeError:
             raise
         except Exception as exc:
@@ -192,26 +202,30 @@ class Searcher:
             if not self._swapped():
                 raise self._unreadable(exc) from None
             try:
-                return self._search(query, k, mode, where)
+                return self._search(query, k, mode, where, exact)
             except KiremeError:
                 raise
             except Exception as again:
                 raise self._unreadable(again) from None
 
-    def _search(self, query: str, k: int, mode: str, where: Mapping[str, str] | None) -> list[Hit]:
+    def _search(
+        self, query: str, k: int, mode: str, where: Mapping[str, str] | None, exact: bool
+    ) -> list[Hit]:
         if mode == "dense":
-            return self.dense(query, k, where)
+            return self.dense(query, k, where, exact=exact)
         if mode == "bm25":
             return self.keyword(query, k, where)
         wide = max(50, 3 * k)
-        return fuse([self.dense(query, wide, where), self.keyword(query, wide, where)], k)
+        return fuse([self.dense(query, wide, where, exact=exact), self.keyword(query, wide, where)], k)
 
-    def dense(self, query: str, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
+    def dense(
+        self, query: str, k: int, where: Mapping[str, str] | None = None, *, exact: bool = False
+    ) -> list[Hit]:
         vector = self.embedder.embed([query], "query")[0]
         store_where, post = split_filter(where)
         want = k if not post else 4 * k
         while True:
-            hits = self.store.search(vector, want, store_where)
+            hits = self.store.search(vector, want, store_where, exact=exact)
             kept = [h for h in hits if h.chunk.doc_id in self.documents and matches(h.chunk, post)]
             if len(kept) >= k or len(hits) < want:  # enough, or the store has no more
                 return kept[:k]

@@ -104,10 +104,14 @@ class VectorStore(Protocol):
         """Number of rows."""
         ...
 
-    def search(self, vector: np.ndarray, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
+    def search(
+        self, vector: np.ndarray, k: int, where: Mapping[str, str] | None = None, *, exact: bool = False
+    ) -> list[Hit]:
         """The ``k`` rows nearest to ``vector`` by cosine similarity, best first.
 
-        ``where`` filters on exact values of ``doc_id``, ``source``, ``format`` or ``title``.
+        ``where`` filters on exact values of ``doc_id``, ``source``, ``format`` or ``title``. A store with
+        an approximate index (LanceDB past `kireme.index.lancedb_store.ANN_MIN_ROWS` rows) uses it unless
+        ``exact``; one that cannot search exactly raises a `ConfigError` for ``exact``.
         """
         ...
 
