@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import kireme.index.ann as ann
+import kireme.index.check as check_module
 import kireme.index.lancedb_store as lancedb_store
 from kireme.cli import cli
 from kireme.embed.hashed import HashedNgramEmbedder
@@ -188,7 +189,7 @@ def test_a_small_table_is_never_trained(tmp_path: Path) -> None:
     assert store.vector_index() is None
 
 
-def test_cli_optimize_check_exact_and_no_optimize(tmp_path: Path) -> None:
+def test_cli_optimize_check_exact_and_no_optimize(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     for i in range(30):
@@ -223,6 +224,9 @@ def test_cli_optimize_check_exact_and_no_optimize(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert LanceDBStore(Path(db) / "lancedb", create=False).vector_index() is None
     assert "vector index" not in runner.invoke(cli, ["check", "--db", db]).output
+    monkeypatch.setattr(check_module, "ANN_MIN_ROWS", 300)  # past the threshold without one: said so
+    check = runner.invoke(cli, ["check", "--db", db])
+    assert check.exit_code == 0 and "none: every dense search scans all 360 rows" in check.output
 
 
 def test_check_reports_an_index_made_outside_kireme_and_repair_trains_it(tmp_path: Path) -> None:

@@ -314,6 +314,8 @@ def index_command(
     if failures.usage and not files:
         sys.exit(EXIT_USAGE)
     prepare = _ray_engine(embedder, ray_address, ray_actors, ray_gpus) if engine == "ray" else None
+    if not quiet:  # building the vector index at the end takes half a minute per million chunks: say so
+        logging.getLogger("kireme.index.lancedb_store").setLevel(logging.INFO)
     display = ProgressDisplay(quiet=quiet)  # rows: files, texts embedded, chunks contextualized
     embed = cached(inner, db, progress=display.tracker("embedding", "texts", restarts=True))
     load_options = {"encoding": encoding, "format": format_in, "outputs": outputs}
