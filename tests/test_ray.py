@@ -25,6 +25,7 @@ pytest.importorskip("ray.data")
 from kireme.chunkers import Chunker, SentenceChunker  # noqa: E402
 from kireme.document import Chunk, Document  # noqa: E402
 from kireme.embed.hashed import HashedNgramEmbedder  # noqa: E402
+from kireme.errors import ConfigError  # noqa: E402
 from kireme.index.embedders import cached, make_index_embedder  # noqa: E402
 from kireme.index.ingest import Ingestor, IngestSummary, ingest_paths  # noqa: E402
 from kireme.ray import RayEngine, chunk_dataset, embed_dataset  # noqa: E402
@@ -237,6 +238,23 @@ def test_a_killed_driver_leaves_no_half_document_and_the_next_run_finishes(tmp_p
     )
     assert reference.failed == 0
     assert [r["id"] for r in rows(db)] == [r["id"] for r in rows(tmp_path / "local")]
+    # a file that cannot be read is a failed document: the command says so and exits 3, as a local run does
+    (tmp_path / "docs" / "zz-broken.txt").write_bytes(b"\xff\xfe\x00\xd8")
+    broken = subprocess.run([*command], capture_output=True, text=True, timeout=180)
+    assert broken.returncode == 3, broken.stderr
+    assert "zz-broken.txt" in broken.stderr and json.loads(broken.stdout)["failed"] == 1
+
+
+def test_gpus_the_cluster_does_not_have_are_refused_before_anything_runs(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="asks for 1 GPU"):
+        RayEngine(num_gpus=1).prepare()  # this Ray has CPUs only: the actors would wait forever
+    files = write_corpus(tmp_path / "docs")
+    address = ray.get_runtime_context().gcs_address
+    command = [sys.executable, "-m", "kireme.cli", "index", str(files[0]), "--db", str(tmp_path / "db")]
+    command += ["--embedder", EMBEDDER, "--engine", "ray", "--ray-address", address, "--ray-gpus", "0.5"]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "drop --ray-gpus" in run.stderr
+    assert not (tmp_path / "db").exists()
 
 
 def _entries(manifest: Path) -> int:

@@ -50,6 +50,7 @@ Examples:
   kireme index docs/ --db ~/idx --store chroma --embedder hash
   kireme index docs/ --format json           # one JSON summary on stdout
   kireme index wiki/ --jobs 8                # load and chunk in 8 processes; embedding stays here
+  kireme index docs/ --optimize              # the vector (ANN) index now (automatic from 100,000 chunks)
   kireme index docs/ --embedder st:all-minilm-l6-v2 --late-chunking
   KIREME_CHAT_BASE_URL=http://localhost:8000/v1 kireme index docs/ --contextualize --chat-model qwen
   kireme search "宿泊費の上限は？" -k 3
@@ -419,7 +420,11 @@ def _ray_engine(spec: str, address: str | None, actors: int | None, gpus: float 
         sys.exit(EXIT_USAGE)
     logging.getLogger("kireme.cli").info("indexing on %s", where)
     engine = RayEngine(address, parse_spec(spec, "index"), actors=actors, num_gpus=gpus or 0)
-    return engine.prepare()
+    try:
+        return engine.prepare()
+    except ConfigError as exc:
+        click.echo(f"kireme: error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
 
 
 def _contextualizer(
@@ -476,6 +481,7 @@ Examples:
   kireme search "宿泊費の上限" -k 3
   kireme search "rate limit" --mode bm25 --filter format=markdown
   kireme search "精算の期限" --filter source=docs/規程.md | jq -r .text
+  kireme search "精算の期限" --mode dense --exact      # scan every row, not the vector index
 """
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kireme.embed.base import Embedder
 from kireme.embed.specs import EmbedderSpec, parse_spec, spec_for_name
+from kireme.errors import ConfigError
 from kireme.index.ingest import Ingestor, Prepare
 from kireme.ray.session import actor_pool, connect, require_ray
 from kireme.ray.tasks import ChunkGroups, EmbedDocuments, chunk_groups, make_groups, outcome_of
@@ -48,7 +49,18 @@ class RayEngine:
     documents_per_batch: int = 16
 
     def prepare(self) -> Prepare:
-        """The ``prepare`` argument of `kireme.index.ingest.ingest_paths`."""
+        """The ``prepare`` argument of `kireme.index.ingest.ingest_paths`.
+
+        With ``num_gpus``, connects now and raises a `ConfigError` when the cluster has fewer GPUs than
+        one actor asks for (Ray would wait for them forever)."""
+        if self.num_gpus:
+            connect(self.address)
+            have = float(ray_resources().get("GPU", 0))
+            if have < self.num_gpus:
+                raise ConfigError(
+                    f"each embedding actor asks for {self.num_gpus:g} GPU(s) but the Ray cluster has {have:g}; "
+                    "drop --ray-gpus to embed on CPUs, or add a node with GPUs"
+                )
         return self._run
 
     def _run(
