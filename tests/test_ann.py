@@ -21,7 +21,7 @@ import kireme.index.lancedb_store as lancedb_store
 from kireme.cli import cli
 from kireme.embed.hashed import HashedNgramEmbedder
 from kireme.index.ingest import Ingestor, ingest_paths
-from kireme.index.lancedb_store import ANN_NOTE, LanceDBStore
+from kireme.index.lancedb_store import LanceDBStore
 from kireme.index.search import Searcher
 from kireme.index.store import StoredChunk
 from kireme.strategies import make_chunker
@@ -69,10 +69,9 @@ def test_no_index_below_the_threshold_and_one_on_request(tmp_path: Path) -> None
     store.add(rows(0, 3000), clustered(3000, 1))
     store.optimize()
     assert store.vector_index() is None  # "auto": 3000 rows are far below ANN_MIN_ROWS
-    assert not (tmp_path / "s" / ANN_NOTE).exists()
     store.optimize(ann="always")
     index = store.vector_index()
-    assert index is not None and index.noted
+    assert index is not None and index.ours
     assert (index.kind, index.indexed_rows, index.unindexed_rows, index.trained_rows) == (
         "IVF_SQ",
         3000,
@@ -81,6 +80,7 @@ def test_no_index_below_the_threshold_and_one_on_request(tmp_path: Path) -> None
     )
     names = {ix.name: ix.columns for ix in store._table.list_indices()}
     assert names["id_idx"] == ["id"] and names["doc_id_idx"] == ["doc_id"]  # lookups and deletions
+    assert names["vector_ivfsq_p1_n3000"] == ["vector"]  # what it was trained on, in its name
 
 
 def test_the_automatic_threshold_builds_it_at_the_end_of_an_index_run(
@@ -160,9 +160,12 @@ def test_never_drops_the_index_and_searches_exactly(tmp_path: Path) -> None:
     vectors = clustered(600, 7)
     store.add(rows(0, 600), vectors)
     store.optimize(ann="always")
-    assert store.vector_index() is not None and (tmp_path / "s" / ANN_NOTE).exists()
+    assert store.vector_index() is not None
     store.optimize(ann="never")
-    assert store.vector_index() is None and not (tmp_path / "s" / ANN_NOTE).exists()
+    assert store.vector_index() is None and [ix.columns for ix in store._table.list_indices()] == [
+        ["doc_id"],
+        ["id"],
+    ]
     assert ids(store.search(vectors[5], 1)) == ["c000005"]
     with pytest.raises(ValueError, match="auto, always, never"):
         store.optimize(ann="sometimes")  # type: ignore[arg-type]
@@ -241,7 +244,14 @@ def test_check_reports_an_index_made_outside_kireme_and_repair_trains_it(tmp_pat
     base = ["--db", str(db), "--embedder", f"hash:{DIM}", "--strategy", "paragraph", "--max-size", "30"]
     runner = CliRunner()
     assert runner.invoke(cli, ["index", str(docs), *base, "--quiet", "--optimize"]).exit_code == 0
-    (db / "lancedb" / ANN_NOTE).unlink()  # as if someone ran table.create_index themselves
+    from lancedb.index import IvfSq
+
+    store = LanceDBStore(db / "lancedb")  # as if someone replaced it by their own, with table.create_index
+    store._drop_vector_indexes()
+    store._table.create_index("vector", config=IvfSq(distance_type="cosine", num_partitions=2), name="mine")
+    index = store.vector_index()
+    assert index is not None and not index.ours
+    assert store._indexed_partitions() is None  # searches do not read an index whose training is unknown
     check = runner.invoke(cli, ["check", "--db", str(db)])
     assert check.exit_code != 0 and "made outside kireme" in check.output
     repaired = runner.invoke(cli, ["check", "--db", str(db), "--repair"])

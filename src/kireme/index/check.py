@@ -253,7 +253,7 @@ def _check_vector_index(store: VectorStore, report: CheckReport, repair: bool, r
                 "('kireme index PATH... --optimize' builds one)",
             )
         return
-    if index.noted:
+    if index.ours:
         since = f", {index.unindexed_rows:,} added since (scanned exactly)" if index.unindexed_rows else ""
         report.add(
             "vector index",
@@ -272,8 +272,8 @@ def _check_vector_index(store: VectorStore, report: CheckReport, repair: bool, r
         trained = writable.vector_index()  # type: ignore[attr-defined]
     finally:
         writable.close()
-    report.add("vector index", "fixable", detail, repaired=bool(trained and trained.noted))
-    if trained and trained.noted:
+    report.add("vector index", "fixable", detail, repaired=bool(trained and trained.ours))
+    if trained and trained.ours:
         report.add("vector index", "ok", "repaired: trained again by kireme", repaired=True)
 
 

@@ -22,11 +22,10 @@ reads it back so ingestion can refuse to mix vectors of two models.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import tempfile
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,8 +53,9 @@ log = logging.getLogger(__name__)
 INFO_KEY = b"kireme.info"
 DELETE_BATCH = 1000  # ids per ``DELETE ... IN (...)`` statement
 
-VECTOR_INDEX = "vector_idx"
-ANN_NOTE = "kireme-vector-index.json"  # beside the table: what the index was trained on
+# kireme's vector index carries what it was trained on in its name (no file beside the table, so nothing
+# can disagree with the index, and object storage needs nothing more): vector_ivfsq_p<partitions>_n<rows>
+VECTOR_INDEX = re.compile(r"vector_ivfsq_p(\d+)_n(\d+)")
 _ROW_COLUMNS = [
     "id",
     "doc_id",
@@ -77,7 +77,7 @@ class VectorIndex:
     """The approximate-nearest-neighbour index of a store (what `kireme check` reports)."""
 
     kind: str  # LanceDB's index type, e.g. IVF_SQ
-    noted: bool  # built by kireme (its note is there); searches bypass an index made by other means
+    ours: bool  # built by kireme (named by VECTOR_INDEX); searches bypass an index made by other means
     partitions: int
     trained_rows: int  # rows when the partitions were trained (re-trained at ANN_RETRAIN_GROWTH times this)
     indexed_rows: int
@@ -305,9 +305,17 @@ class LanceDBStore:
         return [Hit(chunk, 1.0 - float(d)) for chunk, d in zip(_rows(table), distances, strict=True)]
 
     def _indexed_partitions(self) -> int | None:
-        """The vector index's partition count from its note (``None``: no index, search exactly)."""
-        note = self._read_note()
-        return note.get("partitions") if note else None
+        """The partition count of kireme's vector index (``None``: none, search exactly)."""
+        for index in self._vector_indexes():
+            match = VECTOR_INDEX.fullmatch(str(getattr(index, "name", "")))
+            if match:
+                return int(match.group(1))
+        return None
+
+    def _vector_indexes(self) -> list[Any]:
+        return [
+            ix for ix in self._table.list_indices() if list(getattr(ix, "columns", ()) or ()) == ["vector"]
+        ]
 
     def chunks(self, where: Mapping[str, str] | None = None) -> Iterator[StoredChunk]:
         predicate = where_sql(where)
@@ -368,15 +376,15 @@ class LanceDBStore:
     def _update_vector_index(self, ann: AnnMode) -> None:
         current = self.vector_index()
         rows = self.count()
-        noted = self._read_note() is not None  # an index without one was made outside kireme: trained again
         if ann == "never":
             if current is not None:
                 log.info("dropping the vector index of %s: every search scans all rows", self.path)
-                self._table.drop_index(VECTOR_INDEX)
-            self._remove_note()
+            self._drop_vector_indexes()
             return
-        if current is not None and noted and rows < current.trained_rows * ANN_RETRAIN_GROWTH:
-            return  # up to date: optimize indexed the new rows with the trained partitions
+        # up to date (optimize indexed the new rows with the trained partitions); one made outside kireme
+        # is trained again, as searches do not read it
+        if current is not None and current.ours and rows < current.trained_rows * ANN_RETRAIN_GROWTH:
+            return
         if current is None and ann == "auto" and rows < ANN_MIN_ROWS:
             return
         if rows < ANN_MIN_TRAIN_ROWS:
@@ -392,53 +400,37 @@ class LanceDBStore:
             rows,
             partitions,
         )
+        # the old one goes first (two indexes on a column would leave which one a search reads to LanceDB);
+        # meanwhile, and if this run is killed before the new one is committed, searches are exact
+        self._drop_vector_indexes()
         self._table.create_index(
             "vector",  # the column first, as with the BTree indexes
             config=IvfSq(distance_type="cosine", num_partitions=partitions),
-            replace=True,
-            name=VECTOR_INDEX,
+            name=f"vector_ivfsq_p{partitions}_n{rows}",
         )
-        self._write_note({"kind": "IVF_SQ", "partitions": partitions, "trained_rows": rows})
+
+    def _drop_vector_indexes(self) -> None:
+        for index in self._vector_indexes():
+            self._table.drop_index(index.name)
 
     def vector_index(self) -> VectorIndex | None:
         """The vector index, or ``None`` when there is none (searches scan every row)."""
         if self._opened() is None:
             return None
-        names = {getattr(ix, "name", None) for ix in self._table.list_indices()}
-        if VECTOR_INDEX not in names:
+        indexes = self._vector_indexes()
+        if not indexes:
             return None
-        stats = self._table.index_stats(VECTOR_INDEX)
-        note = self._read_note() or {}
+        name = str(indexes[0].name)
+        match = VECTOR_INDEX.fullmatch(name)
+        stats = self._table.index_stats(name)
         return VectorIndex(
             kind=str(stats.index_type),
-            noted=bool(note),
-            partitions=int(note.get("partitions") or 1),
-            trained_rows=int(note.get("trained_rows") or stats.num_indexed_rows),
+            ours=match is not None,
+            partitions=int(match.group(1)) if match else 1,
+            trained_rows=int(match.group(2)) if match else int(stats.num_indexed_rows),
             indexed_rows=int(stats.num_indexed_rows),
             unindexed_rows=int(stats.num_unindexed_rows),
         )
-
-    def _note_path(self) -> str:
-        return os.path.join(self.path, ANN_NOTE)
-
-    def _read_note(self) -> dict[str, Any] | None:
-        try:
-            with open(self._note_path(), encoding="utf-8") as f:
-                note = json.load(f)
-        except (OSError, ValueError):
-            return None
-        return note if isinstance(note, dict) and isinstance(note.get("partitions"), int) else None
-
-    def _write_note(self, note: dict[str, Any]) -> None:
-        """Written beside the table and renamed into place: readers see the old note or the new one."""
-        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=".ann-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(note, f)
-        os.replace(tmp, self._note_path())
-
-    def _remove_note(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self._note_path())
 
     def _check_writable(self) -> None:
         if not self.writable:
