@@ -179,7 +179,11 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "BM25 ids shuffled": (_shuffle_ids, "repair"),
     "BM25 ids short": (lambda db: (db / "bm25" / "ids.json").write_text("[]"), "repair"),
     "BM25 model garbage": (lambda db: [_garbage(p) for p in (db / "bm25").glob("*.npy")], "repair"),
-    "embedding cache garbage": (lambda db: _garbage(db / "cache" / "embeddings.sqlite"), "repair"),
+    # the file and its write-ahead log: with the log intact, SQLite may read every page from it
+    "embedding cache garbage": (
+        lambda db: [_garbage(p) for p in (db / "cache").glob("embeddings.sqlite*") if p.stat().st_size],
+        "repair",
+    ),
     "lock is a directory": (
         lambda db: ((db / "kireme.lock").unlink(missing_ok=True), (db / "kireme.lock").mkdir()),
         "lock",
