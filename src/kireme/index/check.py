@@ -23,7 +23,7 @@ import numpy as np
 
 from kireme.errors import IndexDamagedError, IndexNotFoundError, rebuild_hint, unreadable
 from kireme.index.ann import ANN_MIN_ROWS
-from kireme.index.manifest import DocumentEntry, Manifest, store_directory
+from kireme.index.manifest import DocumentEntry, Manifest, is_remote, store_directory, store_location
 from kireme.index.store import VectorStore, open_store, store_state
 
 
@@ -119,8 +119,8 @@ def _open_store(
     folder: Path, meta: dict[str, Any], entries: dict[str, DocumentEntry], report: CheckReport, rebuild: str
 ) -> VectorStore | None:
     kind = meta.get("store") or "lancedb"
-    path = folder / store_directory(meta)
-    if not path.is_dir():
+    path = store_location(folder, meta)
+    if not is_remote(path) and not Path(path).is_dir():
         level = "damaged" if entries else "ok"
         report.add(
             "store", level, f"{path} is missing" + (f"; {rebuild}" if entries else " (nothing indexed yet)")
@@ -128,7 +128,9 @@ def _open_store(
         return None
     info = meta.get("embedder") or {}
     try:
-        store = open_store(kind, folder, info, directory=store_directory(meta), create=False)
+        store = open_store(
+            kind, folder, info, directory=store_directory(meta), create=False, base=meta.get("store_uri")
+        )
         report.rows = store.count()
         stored = getattr(store, "dimension", None)
         if isinstance(stored, int) and info.get("dimension") not in (None, stored):
@@ -142,6 +144,8 @@ def _open_store(
     except Exception as exc:  # any reader error of the store's own files
         report.add("store", "damaged", str(unreadable(exc, path, folder)))
         return None
+    if meta.get("store_uri"):
+        report.add("store", "ok", f"kept in {path}")
     return store
 
 
@@ -279,8 +283,10 @@ def _check_vector_index(store: VectorStore, report: CheckReport, repair: bool, r
 
 def _writable(store: VectorStore) -> VectorStore:
     """The same store opened for writing (check opens read-only; only `repair` writes)."""
-    path = Path(getattr(store, "path", ""))
-    return open_store(store.name, path.parent, {}, directory=path.name)
+    base, _, directory = str(getattr(store, "path", "")).rstrip("/").rpartition("/")
+    if is_remote(base):
+        return open_store(store.name, Path(), {}, directory=directory, base=base)
+    return open_store(store.name, Path(base or "."), {}, directory=directory)
 
 
 def _check_bm25(

@@ -40,7 +40,7 @@ from kireme.errors import (
 )
 from kireme.index.ann import ANN_MODES, AnnMode
 from kireme.index.contextualize import ContextStats, Contextualizer
-from kireme.index.manifest import DocumentEntry, Manifest, store_directory
+from kireme.index.manifest import DocumentEntry, Manifest, is_remote, store_directory, store_location
 from kireme.index.store import StoredChunk, open_store, store_state
 from kireme.load import load
 from kireme.load.registry import MAX_FILE_BYTES
@@ -146,6 +146,10 @@ class Ingestor:
     ``ann``: the store's approximate vector index, brought up to date when the run closes: ``"auto"``
     builds it once the store is large (LanceDB: `kireme.index.lancedb_store.ANN_MIN_ROWS` rows),
     ``"always"`` builds it now, ``"never"`` drops it (every search exact).
+
+    ``store_uri``: the LanceDB table lives under this URI (``s3://bucket/prefix``, ``gs://...``, or a
+    shared folder) instead of the index directory, which keeps the manifest, the keyword index and the
+    caches. Recorded in the manifest on the first run: later runs, searches and checks find it there.
     """
 
     def __init__(
@@ -162,11 +166,13 @@ class Ingestor:
         contextualizer: Contextualizer | None = None,
         late_chunking: bool | LateChunkingEmbedder = False,
         ann: AnnMode = "auto",
+        store_uri: str | None = None,
     ) -> None:
         if ann not in ANN_MODES:
             raise ConfigError(f"ann must be one of {', '.join(ANN_MODES)}, not {ann!r}")
         self.db = Path(db)
         self.ann: AnnMode = ann
+        self.store_uri = store_uri.rstrip("/") if store_uri else None
         self.chunker = chunker
         self.embedder = embedder
         self.store_kind = store
@@ -255,6 +261,25 @@ class Ingestor:
                 f"not {info['embedder']} (dimension {info['dimension']}): pass --embedder "
                 f"{spec_for_name(stored['embedder'])} to use it, or --reembed to rebuild the index"
             )
+        recorded_uri = meta.get("store_uri")
+        if self.store_uri and recorded_uri and self.store_uri != recorded_uri:
+            raise IndexMismatchError(
+                f"{self.db}: this index keeps its store under {recorded_uri}, not {self.store_uri} "
+                "(use another --db for a second location)"
+            )
+        if self.store_uri and stored and not recorded_uri:
+            raise IndexMismatchError(
+                f"{self.db}: this index keeps its store in the index directory; --store-uri applies to a "
+                "new index (use another --db)"
+            )
+        self.store_uri = self.store_uri or recorded_uri
+        if self.store_uri and self.store_kind != "lancedb":
+            message = f"--store-uri needs the lancedb store, not {self.store_kind}"
+            raise (
+                IndexMismatchError(f"{self.db}: this index uses the {kind} store; {message}")
+                if kind
+                else ConfigError(message)
+            )
         directory = store_directory({**meta, "store": self.store_kind})
         self._remove_leftovers(keep=directory)
         if stored and ((self.reembed and stored != info) or self.rebuild):
@@ -268,11 +293,14 @@ class Ingestor:
         else:
             self.manifest.set_meta("store", self.store_kind)
             self.manifest.set_meta("embedder", info)
+            if self.store_uri:
+                self.manifest.set_meta("store_uri", self.store_uri)
         self.store_dir = directory
+        self.location = store_location(self.db, {"store_dir": directory, "store_uri": self.store_uri})
         try:
-            self.store = open_store(self.store_kind, self.db, info, directory=directory)
+            self.store = open_store(self.store_kind, self.db, info, directory=directory, base=self.store_uri)
         except Exception as exc:
-            raise unreadable(exc, self.db / directory, self.db) from None
+            raise unreadable(exc, self.location, self.db) from None
         self.entries = self.manifest.documents()
         # Only a run that did not finish, or a store changed behind the manifest's back, can have rows
         # without an entry or entries without their rows; counting every document's rows is slow on
@@ -285,7 +313,7 @@ class Ingestor:
             try:
                 self._reconcile()
             except Exception as exc:
-                raise unreadable(exc, self.db / self.store_dir, self.db) from None
+                raise unreadable(exc, self.location, self.db) from None
         self.manifest.set_meta("clean", False)
 
     def _reconcile(self) -> None:
@@ -315,7 +343,7 @@ class Ingestor:
 
     def _swap_in(self) -> None:
         """Publish the re-embedded index: one manifest transaction, then the old store folder goes."""
-        old = store_directory(self._main.meta())
+        old = store_location(self.db, self._main.meta())
         self._main.replace_all(
             self.manifest.documents().values(),
             {
@@ -327,14 +355,26 @@ class Ingestor:
             },
         )
         self._published = True
-        if old != self.store_dir:
-            _remove_tree(self.db / old)
+        if old != self.location:
+            self._remove_store(old)
 
     def _remove_staging(self, token: str) -> None:
         for path in self.db.glob(f"{STAGING_PREFIX}{token}.sqlite*"):
             path.unlink(missing_ok=True)
         if not self._published:
-            _remove_tree(self.db / self.store_dir)
+            self._remove_store(self.location)
+
+    def _remove_store(self, location: str) -> None:
+        """A store folder that is no longer the index's (replaced by a re-embed, or a failed one)."""
+        if not is_remote(location):
+            _remove_tree(Path(location))
+            return
+        try:  # object storage has no folder: the table is dropped (its files deleted) through LanceDB
+            from kireme.index.lancedb_store import LanceDBStore
+
+            LanceDBStore(location).drop()
+        except Exception as exc:  # costs storage, never rows: said, not raised
+            log.warning("could not delete the replaced store %s: %s", location, exc)
 
     def _close_manifests(self) -> None:
         """Close the index's manifest and a staged one (each once; either may not be open yet)."""

@@ -141,7 +141,7 @@ class LanceDBStore:
         self._table: Any = None
         self.dimension: int | None = dimension
         self._db: Any = None
-        if not create and not os.path.isdir(self.path):
+        if not create and "://" not in self.path and not os.path.isdir(self.path):
             return  # a reader never creates anything: no directory yet reads as an empty store
         # Interval 0: every read checks for a newer version, so two store objects on the same directory
         # (a writer and a reader, or two processes) always see each other's commits.
@@ -431,6 +431,13 @@ class LanceDBStore:
             indexed_rows=int(stats.num_indexed_rows),
             unindexed_rows=int(stats.num_unindexed_rows),
         )
+
+    def drop(self) -> None:
+        """Delete the table and its files (a store replaced by a re-embed; on object storage, where
+        there is no folder to remove)."""
+        self._check_writable()
+        self._db.drop_table(self.table_name, ignore_missing=True)
+        self._table = None
 
     def _check_writable(self) -> None:
         if not self.writable:

@@ -50,6 +50,23 @@ def store_directory(meta: dict[str, Any]) -> str:
     return str(meta.get("store_dir") or meta.get("store") or "lancedb")
 
 
+def store_location(db: Path, meta: dict[str, Any]) -> str:
+    """Where the store's files are: ``DB/<folder>``, or ``<store_uri>/<folder>`` for an index made with
+    ``--store-uri`` (object storage such as ``s3://bucket/prefix``, or a shared folder)."""
+    base = meta.get("store_uri")
+    folder = store_directory(meta)
+    return f"{str(base).rstrip('/')}/{folder}" if base else str(db / folder)
+
+
+def is_remote(location: str) -> bool:
+    """Whether a store location is a URI (``s3://...``) rather than a folder of this machine.
+
+    >>> is_remote("s3://kireme/index/lancedb"), is_remote("/srv/index/lancedb")
+    (True, False)
+    """
+    return "://" in location
+
+
 class Manifest:
     """Read and write the manifest (each call is its own committed transaction)."""
 

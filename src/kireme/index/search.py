@@ -27,7 +27,7 @@ from kireme.errors import (
     rebuild_hint,
     unreadable,
 )
-from kireme.index.manifest import DocumentEntry, Manifest, store_directory
+from kireme.index.manifest import DocumentEntry, Manifest, is_remote, store_directory, store_location
 from kireme.index.store import (
     FILTER_FIELDS,
     POST_FILTER_FIELDS,
@@ -84,8 +84,8 @@ class Searcher:
                 meta, entries = manifest.snapshot()
             finally:
                 manifest.close()
-            folder = self.db / store_directory(meta)
-            if not entries or folder.is_dir():
+            folder = store_location(self.db, meta)
+            if not entries or is_remote(folder) or Path(folder).is_dir():
                 break
             if attempt:  # not a re-embed swapping folders under us: the store is gone
                 raise IndexDamagedError(
@@ -95,13 +95,20 @@ class Searcher:
         self.info: dict[str, Any] = meta.get("embedder") or {}
         self.store_kind: str = meta.get("store") or "lancedb"
         self.store_dir = store_directory(meta)
+        self.store_uri: str | None = meta.get("store_uri")
+        self.location = store_location(self.db, meta)
         # Only documents the manifest names are committed: rows of others are leftovers of a killed
         # run (or of a run still writing) and are never returned.
         self.documents: set[str] = set(entries)
         self.generation = keyword_generation(entries, self.store_dir)
         try:
             self.store: VectorStore = open_store(
-                self.store_kind, self.db, self.info, directory=self.store_dir, create=False
+                self.store_kind,
+                self.db,
+                self.info,
+                directory=self.store_dir,
+                create=False,
+                base=self.store_uri,
             )
             rows = self.store.count()
         except Exception as exc:
@@ -114,7 +121,7 @@ class Searcher:
         self.missing_rows = max(0, expected - rows)
         if self.missing_rows and not self._recount():
             raise IndexDamagedError(
-                f"{self.db / self.store_dir}: {self.missing_rows} chunk(s) the manifest lists are missing "
+                f"{self.location}: {self.missing_rows} chunk(s) the manifest lists are missing "
                 f"from the store; run 'kireme index PATH... --db {self.db}' to index those documents again"
             )
         if rows > expected and meta.get("clean") is True:  # no writer is running, none was killed
@@ -124,7 +131,7 @@ class Searcher:
             )
 
     def _unreadable(self, exc: Exception) -> Exception:
-        return unreadable(exc, self.db / self.store_dir, self.db)
+        return unreadable(exc, self.location, self.db)
 
     def _recount(self) -> bool:
         """Whether the shortfall was only a writer replacing documents meanwhile (entries are removed

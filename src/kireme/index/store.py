@@ -183,17 +183,28 @@ STORES = ("lancedb", "chroma")  # what `open_store` opens on disk ("memory" is f
 
 
 def open_store(
-    kind: str, db: Path, info: dict[str, Any], *, directory: str | None = None, create: bool = True
+    kind: str,
+    db: Path,
+    info: dict[str, Any],
+    *,
+    directory: str | None = None,
+    create: bool = True,
+    base: str | None = None,
 ) -> VectorStore:
     """The store of an index directory (``lancedb`` in ``db/lancedb``, ``chroma`` in ``db/chroma``).
 
     ``directory`` names another folder under ``db`` (a re-embedded index lives in ``lancedb-<hex>``);
     ``create=False`` opens for reading only: nothing on disk is created or changed, and a store that
-    does not exist yet reads as empty.
+    does not exist yet reads as empty. ``base``: the folder or URI (``s3://bucket/prefix``) that holds
+    the store's folder instead of ``db`` (``--store-uri``; LanceDB only).
     """
     if kind not in (*STORES, "memory"):
         raise ConfigError(f"unknown store {kind!r}: choose one of {', '.join(STORES)}")
-    path = db / (directory or kind)
+    if base and kind != "lancedb":
+        raise ConfigError(
+            f"--store-uri needs the lancedb store; the {kind} store lives in the index directory"
+        )
+    path: Path | str = f"{base.rstrip('/')}/{directory or kind}" if base else db / (directory or kind)
     if kind == "lancedb":
         from kireme.index.lancedb_store import LanceDBStore
 
