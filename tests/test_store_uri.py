@@ -130,3 +130,28 @@ def test_an_index_on_s3_is_written_searched_updated_checked_and_re_embedded(
     assert keys(s3, "team/index/lancedb/") == []  # the replaced table is dropped from the bucket
     assert any(key.startswith("team/index/lancedb-") for key in keys(s3, "team/index/"))
     assert "12,000円" in str(hits(db, "宿泊費の上限")[0]["text"])
+
+
+def test_an_unreachable_bucket_is_one_line_naming_what_to_check(
+    tmp_path: Path, s3: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = write_docs(tmp_path / "docs")
+    db = tmp_path / "db"
+    code, out = run(
+        "index",
+        str(docs),
+        "--db",
+        str(db),
+        "--embedder",
+        "hash:64",
+        "--quiet",
+        "--store-uri",
+        f"s3://{BUCKET}/x",
+    )
+    assert code == 0, out
+    for key in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT"):
+        monkeypatch.setenv(key, "http://127.0.0.1:9")  # nothing listens there: refused at once
+    code, out = run("search", "宿泊費", "--db", str(db))
+    assert code == 1
+    assert f"s3://{BUCKET}/x/lancedb cannot be reached or read" in out and "AWS_ENDPOINT_URL" in out
+    assert "Traceback" not in out

@@ -193,6 +193,11 @@ def unreadable(exc: Exception, what: str | os.PathLike[str], db: str | os.PathLi
     full or read-only disk (nothing is damaged) are left as they are."""
     if isinstance(exc, KiremeError) or storage_failure(exc) is not None:
         return exc
-    return IndexDamagedError(
-        f"{_shown(what)} cannot be read ({type(exc).__name__}: {exc}); {rebuild_hint(db)}"
-    )
+    shown = _shown(what)
+    if "://" in shown:  # object storage: unreachable or refused far more often than damaged
+        reason = " ".join(str(exc).split())
+        return IndexDamagedError(
+            f"{shown} cannot be reached or read ({type(exc).__name__}: {reason[:300]}); check the URI, the "
+            "network and the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL...)"
+        )
+    return IndexDamagedError(f"{shown} cannot be read ({type(exc).__name__}: {exc}); {rebuild_hint(db)}")
