@@ -16,6 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from kireme.cli import cli
+from kireme.index.check import _writable
+from kireme.index.search import Searcher
 
 BUCKET = "kireme-test"
 RULES = {
@@ -130,6 +132,17 @@ def test_an_index_on_s3_is_written_searched_updated_checked_and_re_embedded(
     assert keys(s3, "team/index/lancedb/") == []  # the replaced table is dropped from the bucket
     assert any(key.startswith("team/index/lancedb-") for key in keys(s3, "team/index/"))
     assert "12,000円" in str(hits(db, "宿泊費の上限")[0]["text"])
+    searcher = Searcher(db)
+    try:  # what `kireme check --repair` writes through: the same table, opened for writing
+        assert searcher.location.startswith(f"{uri}/lancedb-")
+        writable = _writable(searcher.store)
+        assert (writable.path, writable.writable, writable.count()) == (
+            searcher.location,
+            True,
+            searcher.store.count(),
+        )
+    finally:
+        searcher.close()
 
 
 def test_an_unreachable_bucket_is_one_line_naming_what_to_check(
