@@ -1,7 +1,7 @@
 """When and how an index gets an approximate-nearest-neighbour (ANN) vector index: the policy, in numbers.
 
 Below `ANN_MIN_ROWS` rows an exact scan is fast enough (~65 ms per query at 100k rows of dimension 384 on
-2 cores) and never misses; far above it, it is not (~1.9 s at 1M rows), and an IVF index answers in tens
+2 cores) and never misses; far above it, it is not (1.1-1.3 s at 1M rows), and an IVF index answers in tens
 of milliseconds. The partition count grows with the rows; a query reads `ANN_PROBE_SHARE` of the
 partitions and re-scores ``k * ANN_REFINE_FACTOR`` candidates on the full vectors: the share was chosen
 for recall@10 >= 0.95 against the exact scan at 1M rows (``benchmarks/ann.py``, whose table is in

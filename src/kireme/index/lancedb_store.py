@@ -8,7 +8,7 @@ one atomic Lance commit (a new table version), so a crash never leaves half a ba
 Search is exact (a flat scan) until the table is large: from `ANN_MIN_ROWS` rows on, `LanceDBStore.optimize`
 builds an approximate-nearest-neighbour index on the vectors (LanceDB's IVF_SQ, cosine: vectors cut into
 partitions by k-means, 8-bit scalar-quantised; candidates re-scored on the full vectors) and searches use
-it. A flat scan costs ~65 ms per query at 100k rows of dim 384 on 2 cores but ~1.9 s at 1M; the index
+it. A flat scan costs ~65 ms per query at 100k rows of dim 384 on 2 cores but 1.1-1.3 s at 1M; the index
 answers at 1M in tens of milliseconds with recall@10 ≥ 0.95 against the exact scan (`benchmarks/ann.py`).
 Rows added after the index was built are indexed by the next `optimize` (or scanned exactly until then,
 so they are always found); the partitions are trained again when the table has grown `ANN_RETRAIN_GROWTH`
