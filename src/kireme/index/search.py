@@ -191,7 +191,7 @@ class Searcher:
         """The ``k`` best chunks for ``query``; scores are cosine (dense), BM25 or fused (hybrid).
 
         ``exact``: the dense part scans every row instead of reading the store's vector index (LanceDB
-        builds one past `kireme.index.lancedb_store.ANN_MIN_ROWS` rows): slower, never misses a neighbour.
+        builds one past `kireme.index.ann.ANN_MIN_ROWS` rows): slower, never misses a neighbour.
         """
         if mode not in MODES:
             raise ConfigError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")

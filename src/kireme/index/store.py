@@ -110,7 +110,7 @@ class VectorStore(Protocol):
         """The ``k`` rows nearest to ``vector`` by cosine similarity, best first.
 
         ``where`` filters on exact values of ``doc_id``, ``source``, ``format`` or ``title``. A store with
-        an approximate index (LanceDB past `kireme.index.lancedb_store.ANN_MIN_ROWS` rows) uses it unless
+        an approximate index (LanceDB past `kireme.index.ann.ANN_MIN_ROWS` rows) uses it unless
         ``exact``; one that cannot search exactly raises a `ConfigError` for ``exact``.
         """
         ...
