@@ -222,9 +222,13 @@ def test_cli_optimize_check_exact_and_no_optimize(tmp_path: Path, monkeypatch: p
     first = [json.loads(line)["id"] for line in approximate.output.splitlines()]
     assert first == [json.loads(line)["id"] for line in exact.output.splitlines()]
     assert len(first) == 3
-    asked = runner.invoke(
-        cli, ["ask", "What is the allowance in handbook 17?", "--db", db, "--exact", "-k", "2"]
-    )
+    no_chat = {
+        f"{side}_{key}": None
+        for side in ("KIREME_CHAT", "OPENAI")
+        for key in ("BASE_URL", "MODEL", "API_KEY")
+    }
+    question = ["ask", "What is the allowance in handbook 17?", "--db", db, "--exact", "-k", "2"]
+    asked = runner.invoke(cli, question, env=no_chat)
     assert asked.exit_code == 0 and "allowance" in asked.output  # no chat model here: the context is printed
 
     result = runner.invoke(cli, ["index", str(docs), *base, "--no-optimize"])
