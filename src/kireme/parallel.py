@@ -151,7 +151,7 @@ def ordered_map(
         jobs, mp_context=context, initializer=_start_worker, initargs=(level, initializer, initargs)
     )
     pending: deque[Future[list[_Outcome[R]]]] = deque()
-    batches = _batches(items, weigh, batch_weight, max(1, batch_items))
+    batches = make_batches(items, weigh, batch_weight, max(1, batch_items))
     try:
         for batch in batches:
             pending.append(pool.submit(_call, fn, batch))
@@ -171,7 +171,7 @@ def ordered_map(
                 pending.append(pool.submit(_call, fn, batch))
                 break
             for result, error, records in outcomes:
-                _replay(records)
+                replay(records)
                 if error is not None:
                     raise error
                 yield cast(R, result)
@@ -179,9 +179,11 @@ def ordered_map(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _batches(
+def make_batches(
     items: Iterable[T], weigh: Callable[[T], int] | None, batch_weight: int, batch_items: int
 ) -> Iterator[list[T]]:
+    """Consecutive batches of ``items``, each closed at ``batch_items`` items or ``batch_weight`` in all
+    (``weigh`` gives an item's weight; ``None``: only the count)."""
     batch: list[T] = []
     weight = 0
     for item in items:
@@ -199,16 +201,21 @@ def _batches(
 _records: list[logging.LogRecord] = []
 
 
+def picklable(record: logging.LogRecord) -> logging.LogRecord:
+    """``record`` made picklable in place (message formatted, traceback as text), to send to the caller."""
+    record.msg = record.getMessage()
+    record.args = None
+    if record.exc_info:
+        record.exc_text = logging.Formatter().formatException(record.exc_info)
+        record.exc_info = None
+    return record
+
+
 class _Collect(logging.Handler):
     """Keeps a worker's log records, made picklable, to send back with the item's result."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        record.msg = record.getMessage()
-        record.args = None
-        if record.exc_info:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-            record.exc_info = None
-        _records.append(record)
+        _records.append(picklable(record))
 
 
 def _start_worker(level: int, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
@@ -233,8 +240,9 @@ def _call(fn: Callable[[T], R], batch: list[T]) -> list[_Outcome[R]]:
     return outcomes
 
 
-def _replay(records: list[logging.LogRecord]) -> None:
-    """A worker's log records, handled by this process's loggers (their levels and handlers)."""
+def replay(records: list[logging.LogRecord]) -> None:
+    """A worker's log records (a process pool's or a Ray task's), handled by this process's loggers
+    (their levels and handlers)."""
     for record in records:
         logger = logging.getLogger(record.name)
         if logger.isEnabledFor(record.levelno):

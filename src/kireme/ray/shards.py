@@ -22,9 +22,10 @@ from typing import Any, Literal
 from kireme.chunkers import Chunker
 from kireme.document import Chunk
 from kireme.errors import KiremeError
+from kireme.parallel import replay
 from kireme.ray.datasets import chunk_table
 from kireme.ray.session import actor_pool, connect, require_ray
-from kireme.ray.tasks import Rows, captured_logs, make_groups, replay
+from kireme.ray.tasks import Rows, captured_logs, make_groups
 from kireme.stream import ReadOptions, Task, run_task
 
 log = logging.getLogger(__name__)

@@ -24,6 +24,7 @@ from kireme.embed.base import Embedder
 from kireme.embed.cache import CachedEmbedder, EmbeddingCache
 from kireme.embed.specs import EmbedderSpec, make_embedder
 from kireme.errors import KiremeError
+from kireme.parallel import make_batches, picklable, replay
 from kireme.stream import Chunked, ReadOptions, Task, run_task, task_weight
 
 GROUP_BYTES = 256 << 10
@@ -47,18 +48,7 @@ def make_groups(
     least ``at_least`` groups when there are that many files (every worker gets some)."""
     total = sum(task_weight(task) for _, task in tasks)
     weight = max(1, min(weight, total // max(1, at_least)))
-    groups: list[list[tuple[int, Task]]] = []
-    group: list[tuple[int, Task]] = []
-    size = 0
-    for item in tasks:
-        group.append(item)
-        size += task_weight(item[1])
-        if len(group) >= files or size >= weight:
-            groups.append(group)
-            group, size = [], 0
-    if group:
-        groups.append(group)
-    return groups
+    return list(make_batches(tasks, lambda item: task_weight(item[1]), weight, files))
 
 
 @contextmanager
@@ -68,12 +58,7 @@ def captured_logs(level: int) -> Iterator[list[logging.LogRecord]]:
 
     class Collect(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            record.msg = record.getMessage()
-            record.args = None
-            if record.exc_info:
-                record.exc_text = logging.Formatter().formatException(record.exc_info)
-                record.exc_info = None
-            records.append(record)
+            records.append(picklable(record))
 
     logger = logging.getLogger("kireme")
     handler, old_level, old_propagate = Collect(level), logger.level, logger.propagate
@@ -86,14 +71,6 @@ def captured_logs(level: int) -> Iterator[list[logging.LogRecord]]:
         logger.removeHandler(handler)
         logger.setLevel(old_level)
         logger.propagate = old_propagate
-
-
-def replay(records: list[logging.LogRecord]) -> None:
-    """Log records from the cluster, handled by this process's loggers (their levels and handlers)."""
-    for record in records:
-        logger = logging.getLogger(record.name)
-        if logger.isEnabledFor(record.levelno):
-            logger.handle(record)
 
 
 def chunk_groups(batch: dict[str, Any], chunker: Chunker, read: ReadOptions, level: int) -> Rows:
