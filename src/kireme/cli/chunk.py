@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -207,25 +208,18 @@ def chunk(
             files, chunker, output, fmt or "jsonl", read, failures, display, ray_address, ray_actors
         )
     fmt = fmt or ("text" if sys.stdout.isatty() else "jsonl")
-    n_docs = n_chunks = total = largest = 0
+    tally = Tally()
     try:
         with display:
             row = display.steps("chunking", len(files), "files")
             outcomes = chunk_files(files, chunker, jobs, encoding, format_in, outputs, max_file_size)
             for outcome in outcomes:
-                doc, exc = outcome.document, outcome.error
-                if doc is None:  # the file could not be read
-                    failures.report(str(exc), usage=False)
-                elif isinstance(exc, PatternTimeoutError):  # the user's regex, not the file: a usage error
-                    raise click.UsageError(f"{doc.id}: {exc}") from None
-                elif exc is not None:  # an embedder that cannot be reached, a model that is missing
-                    failures.report(f"{doc.id}: {exc}", usage=False)
-                else:
-                    n_docs += 1
-                    for c in outcome.chunks or ():
-                        n_chunks += 1
-                        total += c.size
-                        largest = max(largest, c.size)
+                doc = outcome.document
+                if not failed(failures, doc.id if doc else "", doc is not None, outcome.error):
+                    chunks = outcome.chunks or []
+                    sizes = [c.size for c in chunks]
+                    tally.add(len(sizes), sum(sizes), max(sizes, default=0))
+                    for c in chunks:
                         write(jsonl_line(c.to_dict()) if fmt == "jsonl" else format_text_chunk(c))
                 row.advance()
         sys.stdout.flush()
@@ -233,13 +227,44 @@ def chunk(
         failures.report(str(exc), usage=False)
     except BrokenPipeError:
         exit_quietly_on_broken_pipe(failures.exit_code)
-    if fmt == "text" or n_docs > 1:
-        avg = total / n_chunks if n_chunks else 0
-        echo_err(
-            f"{n_docs} document(s), {n_chunks} chunks, average {avg:.1f} {chunker.measure.name}, "
-            f"max {largest} {chunker.measure.name}"
-        )
+    if fmt == "text" or tally.documents > 1:
+        echo_err(tally.summary(chunker.measure.name))
     sys.exit(failures.exit_code)
+
+
+@dataclass
+class Tally:
+    """What the closing line of `kireme chunk` counts (local and on Ray alike)."""
+
+    documents: int = 0
+    chunks: int = 0
+    total: int = 0
+    largest: int = 0
+
+    def add(self, chunks: int, total: int, largest: int) -> None:
+        """One document: its chunk count, the sum and the largest of their sizes."""
+        self.documents += 1
+        self.chunks += chunks
+        self.total += total
+        self.largest = max(self.largest, largest)
+
+    def summary(self, unit: str) -> str:
+        avg = self.total / self.chunks if self.chunks else 0
+        return f"{self.documents} document(s), {self.chunks} chunks, average {avg:.1f} {unit}, max {self.largest} {unit}"
+
+
+def failed(failures: Failures, source: str, loaded: bool, error: Exception | None) -> bool:
+    """Whether a file failed (reported in ``failures``); a timed-out pattern is the user's regex, not the
+    file: a usage error."""
+    if not loaded:  # the file could not be read
+        failures.report(str(error), usage=False)
+        return True
+    if isinstance(error, PatternTimeoutError):
+        raise click.UsageError(f"{source}: {error}") from None
+    if error is not None:  # an embedder that cannot be reached, a model that is missing
+        failures.report(f"{source}: {error}", usage=False)
+        return True
+    return False
 
 
 def _chunk_on_ray(
@@ -262,32 +287,19 @@ def _chunk_on_ray(
     except ConfigError as exc:
         echo_err(f"kireme: error: {exc}")
         sys.exit(EXIT_USAGE)
-    n_docs = n_chunks = total = largest = 0
+    tally = Tally()
     try:
         with display:
             row = display.steps("chunking", len(files), "files")
             shape: ShardFormat = "parquet" if fmt == "parquet" else "jsonl"
             for report in chunk_to_shards(files, chunker, output, fmt=shape, read=read, actors=actors):
-                if not report.loaded:  # the file could not be read
-                    failures.report(str(report.error), usage=False)
-                elif isinstance(report.error, PatternTimeoutError):  # the user's regex: a usage error
-                    raise click.UsageError(f"{report.source}: {report.error}") from None
-                elif report.error is not None:
-                    failures.report(f"{report.source}: {report.error}", usage=False)
-                else:
-                    n_docs += 1
-                    n_chunks += report.chunks
-                    total += report.total
-                    largest = max(largest, report.largest)
+                if not failed(failures, report.source, report.loaded, report.error):
+                    tally.add(report.chunks, report.total, report.largest)
                 row.advance()
     except KiremeError as exc:
         failures.report(str(exc), usage=False)
     except OSError as exc:  # the output folder cannot be written
         failures.report(f"{output}: {exc.strerror or exc}", usage=False)
-    avg = total / n_chunks if n_chunks else 0
     shards = len(list(output.glob(f"part-*.{fmt}"))) if output.is_dir() else 0
-    echo_err(
-        f"{n_docs} document(s), {n_chunks} chunks, average {avg:.1f} {chunker.measure.name}, "
-        f"max {largest} {chunker.measure.name} → {output} ({shards} {fmt} shard(s))"
-    )
+    echo_err(f"{tally.summary(chunker.measure.name)} → {output} ({shards} {fmt} shard(s))")
     sys.exit(failures.exit_code)
