@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -194,6 +195,18 @@ class Chunk:
             "title": self.title,
             "embed_text": self.embed_text,
         }
+
+    def to_jsonl(self) -> str:
+        """`to_dict` as one JSON line (newline included), as ``kireme chunk`` writes it: readable UTF-8; a
+        name that is not valid UTF-8 (kept as surrogate escapes) is written with JSON escapes, so the line
+        is still valid UTF-8 and the name is not lost."""
+        row = self.to_dict()
+        line = json.dumps(row, ensure_ascii=False)
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:
+            line = json.dumps(row, ensure_ascii=True)
+        return line + "\n"
 
 
 def chunk_id(doc: Document, config_hash: str, start: int, end: int) -> str:

@@ -22,7 +22,6 @@ from kireme.cli.common import (
     expand_paths,
     input_options,
     jobs_option,
-    jsonl_line,
     packing_options,
     semantic_options,
     write,
@@ -220,7 +219,7 @@ def chunk(
                     sizes = [c.size for c in chunks]
                     tally.add(len(sizes), sum(sizes), max(sizes, default=0))
                     for c in chunks:
-                        write(jsonl_line(c.to_dict()) if fmt == "jsonl" else format_text_chunk(c))
+                        write(c.to_jsonl() if fmt == "jsonl" else format_text_chunk(c))
                 row.advance()
         sys.stdout.flush()
     except KiremeError as exc:  # a worker process died (killed, out of memory): the rest is not chunked

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -330,17 +329,6 @@ def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(options):
         func = option(func)
     return func
-
-
-def jsonl_line(row: Any) -> str:
-    """One JSON line, readable UTF-8; a name that is not valid UTF-8 (kept as surrogate escapes) is
-    written with JSON escapes, so the line is still valid UTF-8 and the name is not lost."""
-    line = json.dumps(row, ensure_ascii=False)
-    try:
-        line.encode("utf-8")
-    except UnicodeEncodeError:
-        line = json.dumps(row, ensure_ascii=True)
-    return line + "\n"
 
 
 def write(text: str) -> None:

@@ -55,16 +55,8 @@ def write_shard(chunks: list[Chunk], path: Path, fmt: ShardFormat) -> None:
     """The chunks in one shard file, atomically (a reader never sees half a shard)."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     if fmt == "jsonl":
-        import json
-
         with temporary.open("w", encoding="utf-8", newline="\n") as out:
-            for c in chunks:
-                line = json.dumps(c.to_dict(), ensure_ascii=False)
-                try:
-                    line.encode("utf-8")
-                except UnicodeEncodeError:  # a file name kept as surrogate escapes: JSON escapes, as the CLI
-                    line = json.dumps(c.to_dict(), ensure_ascii=True)
-                out.write(line + "\n")
+            out.writelines(c.to_jsonl() for c in chunks)
     else:
         import pyarrow.parquet as pq
 
