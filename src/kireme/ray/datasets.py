@@ -24,11 +24,11 @@ import numpy as np
 from kireme.chunkers import Chunker
 from kireme.document import Chunk, Document
 from kireme.embed.base import Embedder, Kind
-from kireme.embed.cache import CachedEmbedder, EmbeddingCache
-from kireme.embed.specs import EmbedderSpec, make_embedder, parse_spec
+from kireme.embed.specs import EmbedderSpec, parse_spec
 from kireme.errors import ConfigError
 from kireme.load.registry import MAX_FILE_BYTES
 from kireme.ray.session import actor_pool, require_ray, task_pool
+from kireme.ray.tasks import cached_embedder
 from kireme.strategies import make_chunker
 from kireme.stream import ReadOptions, Task, run_task
 
@@ -188,8 +188,7 @@ class _EmbedColumn:
     """Ray Data callable class: a text column embedded, the model loaded once per actor."""
 
     def __init__(self, embedder: EmbedderSpec | Embedder, column: str, output: str, kind: Kind) -> None:
-        inner = make_embedder(embedder, "index") if isinstance(embedder, EmbedderSpec) else embedder
-        self.embedder = CachedEmbedder(inner, EmbeddingCache(False))
+        self.embedder = cached_embedder(embedder, None)  # no cache folder: a memory-only cache
         self.column, self.output, self.kind = column, output, kind
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -97,7 +97,7 @@ class ChunkGroups:
 
 
 def cached_embedder(
-    embedder: EmbedderSpec | Embedder, cache_dir: str | None, batch_size: int
+    embedder: EmbedderSpec | Embedder, cache_dir: str | None, batch_size: int = 32
 ) -> CachedEmbedder:
     """The embedder an actor uses: the index's content cache when this machine can see its folder (a local
     Ray, a shared file system), else a memory-only cache (a remote node never creates the folder)."""
