@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +25,8 @@ from kireme.embed.base import Embedder
 from kireme.embed.specs import EmbedderSpec, parse_spec, spec_for_name
 from kireme.errors import ConfigError
 from kireme.index.ingest import Ingestor, Prepare
-from kireme.ray.session import actor_pool, connect, require_ray
-from kireme.ray.tasks import ChunkGroups, EmbedDocuments, chunk_groups, make_groups, outcome_of
+from kireme.ray.session import actor_pool, cluster_cpus, cluster_resources, connect, in_input_order
+from kireme.ray.tasks import EmbedDocuments, chunk_groups, make_groups, map_groups, outcome_of
 from kireme.stream import Chunked, ReadOptions, Task
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ class RayEngine:
         one actor asks for (Ray would wait for them forever)."""
         if self.num_gpus:
             connect(self.address)
-            have = float(ray_resources().get("GPU", 0))
+            have = float(cluster_resources().get("GPU", 0))
             if have < self.num_gpus:
                 raise ConfigError(
                     f"each embedding actor asks for {self.num_gpus:g} GPU(s) but the Ray cluster has {have:g}; "
@@ -68,50 +69,28 @@ class RayEngine:
     ) -> Generator[Chunked, None, None]:
         if not files:
             return
-        ray = require_ray()
         where = connect(self.address)
         log.info("indexing %d file(s) on %s", len(files), where)
-        from ray.data import DataContext
-
-        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        cpus = cluster_cpus()
         tasks = [
             (i, Task(path, chunk=True, known_sha256=ingestor.indexed_content(path.as_posix()), stat=True))
             for i, path in enumerate(files)
         ]
-        groups = make_groups(tasks, at_least=cpus)
-        context = DataContext.get_current()
-        keep_order = context.execution_options.preserve_order
-        context.execution_options.preserve_order = True  # rows come back in input order
-        try:
-            import pickle
-
-            ds = ray.data.from_items(
-                [{"tasks": pickle.dumps(group)} for group in groups], override_num_blocks=len(groups)
-            )
-            level = logging.getLogger("kireme").getEffectiveLevel()
-            chunker = ingestor.chunker
-            if chunker.embeds:  # a model per actor, not per task
-                ds = ds.map_batches(
-                    ChunkGroups,
-                    batch_size=1,
-                    batch_format="numpy",
-                    fn_constructor_args=(chunker, read, level),
-                    compute=actor_pool(self.actors or cpus),
-                )
-            else:
-                ds = ds.map_batches(
-                    chunk_groups, batch_size=1, batch_format="numpy", fn_args=(chunker, read, level)
-                )
+        groups = [{"tasks": pickle.dumps(group)} for group in make_groups(tasks, at_least=cpus)]
+        level = logging.getLogger("kireme").getEffectiveLevel()
+        chunker = ingestor.chunker
+        with in_input_order():  # rows come back in input order
+            # a chunker that embeds gets a model per actor, not per task
+            pool = (self.actors or cpus) if chunker.embeds else None
+            ds = map_groups(groups, chunk_groups, (chunker, read, level), pool)
             if ingestor.contextualizer is None and ingestor.late is None:
                 ds = self._embedded(ds, ingestor, cpus)
             for row in ds.iter_rows():
                 yield outcome_of(row)
-        finally:
-            context.execution_options.preserve_order = keep_order
 
     def _embedded(self, ds: object, ingestor: Ingestor, cpus: int) -> object:
         embedder = self.embedder or _spec_of(ingestor.embedder)
-        gpus = int(ray_resources().get("GPU", 0)) if self.num_gpus else 0
+        gpus = int(cluster_resources().get("GPU", 0)) if self.num_gpus else 0
         actors = self.actors or (max(1, int(gpus / self.num_gpus)) if self.num_gpus else cpus)
         cache = ingestor.db / "cache"
         options: dict[str, object] = {"num_gpus": self.num_gpus} if self.num_gpus else {}
@@ -123,11 +102,6 @@ class RayEngine:
             compute=actor_pool(actors),
             **options,
         )
-
-
-def ray_resources() -> dict[str, float]:
-    ray = require_ray()
-    return dict(ray.cluster_resources())
 
 
 def _spec_of(embedder: Embedder) -> EmbedderSpec:

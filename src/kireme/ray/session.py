@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -86,6 +88,30 @@ def connect(address: str | None = None, *, progress_bars: bool = False) -> str:
             f"then pass --ray-address auto or set {ADDRESS_VARIABLE})"
         ) from None
     return f"the Ray cluster at {address}"
+
+
+def cluster_resources() -> dict[str, float]:
+    """What the connected cluster has (``CPU``, ``GPU``, memory...)."""
+    return dict(require_ray().cluster_resources())
+
+
+def cluster_cpus() -> int:
+    """The connected cluster's CPUs (one at least)."""
+    return max(1, int(cluster_resources().get("CPU", 1)))
+
+
+@contextmanager
+def in_input_order() -> Iterator[None]:
+    """Ray Data returns rows in the order of its input meanwhile (the driver writes and reports in order)."""
+    from ray.data import DataContext
+
+    context = DataContext.get_current()
+    keep = context.execution_options.preserve_order
+    context.execution_options.preserve_order = True
+    try:
+        yield
+    finally:
+        context.execution_options.preserve_order = keep
 
 
 def actor_pool(actors: int) -> Any:

@@ -24,8 +24,8 @@ from kireme.document import Chunk
 from kireme.errors import KiremeError
 from kireme.parallel import replay
 from kireme.ray.datasets import chunk_table
-from kireme.ray.session import actor_pool, connect, require_ray
-from kireme.ray.tasks import Rows, captured_logs, make_groups
+from kireme.ray.session import cluster_cpus, connect, in_input_order
+from kireme.ray.tasks import Rows, captured_logs, make_groups, map_groups
 from kireme.stream import ReadOptions, Task, run_task
 
 log = logging.getLogger(__name__)
@@ -90,16 +90,6 @@ def shard_groups(
     return rows
 
 
-class ShardGroups:
-    """`shard_groups` in an actor: a chunker that embeds loads its model once per actor."""
-
-    def __init__(self, *arguments: Any) -> None:
-        self.arguments = arguments
-
-    def __call__(self, batch: dict[str, Any]) -> Rows:
-        return shard_groups(batch, *self.arguments)
-
-
 def chunk_to_shards(
     files: list[Path],
     chunker: Chunker,
@@ -112,37 +102,19 @@ def chunk_to_shards(
 ) -> Iterator[FileReport]:
     """Chunk ``files`` on Ray into shards in ``out`` (see the module docstring); each file's report, in
     input order, as the tasks finish. Shards an earlier run left in ``out`` are removed first."""
-    ray = require_ray()
     connect(address)
-    from ray.data import DataContext
-
     out.mkdir(parents=True, exist_ok=True)
     for stale in [*out.glob(SHARD_PATTERN.format("jsonl")), *out.glob(SHARD_PATTERN.format("parquet"))]:
         stale.unlink()
-    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    cpus = cluster_cpus()
     groups = make_groups([(i, Task(path)) for i, path in enumerate(files)], at_least=cpus)
     items = [{"group": i, "tasks": pickle.dumps(group)} for i, group in enumerate(groups)]
     if not items:
         return
-    context = DataContext.get_current()
-    keep_order = context.execution_options.preserve_order
-    context.execution_options.preserve_order = True
-    try:
-        ds = ray.data.from_items(items, override_num_blocks=len(items))
-        level = logging.getLogger("kireme").getEffectiveLevel()
-        arguments = (chunker, read or ReadOptions(), level, os.fspath(out.resolve()), fmt)
-        if chunker.embeds:
-            ds = ds.map_batches(
-                ShardGroups,
-                batch_size=1,
-                batch_format="numpy",
-                fn_constructor_args=arguments,
-                compute=actor_pool(actors or cpus),
-            )
-        else:
-            ds = ds.map_batches(shard_groups, batch_size=1, batch_format="numpy", fn_args=arguments)
-        for row in ds.iter_rows():
+    level = logging.getLogger("kireme").getEffectiveLevel()
+    arguments = (chunker, read or ReadOptions(), level, os.fspath(out.resolve()), fmt)
+    with in_input_order():
+        pool = (actors or cpus) if chunker.embeds else None  # a chunker that embeds: a model per actor
+        for row in map_groups(items, shard_groups, arguments, pool).iter_rows():
             replay(pickle.loads(row["logs"]))
             yield pickle.loads(row["report"])
-    finally:
-        context.execution_options.preserve_order = keep_order

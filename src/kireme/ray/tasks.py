@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +25,7 @@ from kireme.embed.cache import CachedEmbedder, EmbeddingCache
 from kireme.embed.specs import EmbedderSpec, make_embedder
 from kireme.errors import KiremeError
 from kireme.parallel import make_batches, picklable, replay
+from kireme.ray.session import actor_pool, require_ray
 from kireme.stream import Chunked, ReadOptions, Task, run_task, task_weight
 
 GROUP_BYTES = 256 << 10
@@ -86,14 +87,36 @@ def chunk_groups(batch: dict[str, Any], chunker: Chunker, read: ReadOptions, lev
     return rows
 
 
-class ChunkGroups:
-    """`chunk_groups` in an actor: a chunker that embeds (semantic chunking) loads its model once per actor."""
+class _InActor:
+    """A group function in an actor: what it is given (a chunker that embeds: semantic chunking) is
+    unpickled, and its model loaded, once per actor instead of once per group."""
 
-    def __init__(self, chunker: Chunker, read: ReadOptions, level: int) -> None:
-        self.chunker, self.read, self.level = chunker, read, level
+    def __init__(self, function: Callable[..., Rows], *arguments: Any) -> None:
+        self.function, self.arguments = function, arguments
 
     def __call__(self, batch: dict[str, Any]) -> Rows:
-        return chunk_groups(batch, self.chunker, self.read, self.level)
+        return self.function(batch, *self.arguments)
+
+
+def map_groups(
+    groups: list[dict[str, Any]],
+    function: Callable[..., Rows],
+    arguments: tuple[Any, ...],
+    actors: int | None,
+) -> Any:
+    """A dataset of ``groups`` (one row each, one block each), ``function(batch, *arguments)`` applied to
+    every group: in Ray tasks, or in a pool of up to ``actors`` actors when given."""
+    ray = require_ray()
+    ds = ray.data.from_items(groups, override_num_blocks=len(groups))
+    if actors is None:
+        return ds.map_batches(function, batch_size=1, batch_format="numpy", fn_args=arguments)
+    return ds.map_batches(
+        _InActor,
+        batch_size=1,
+        batch_format="numpy",
+        fn_constructor_args=(function, *arguments),
+        compute=actor_pool(actors),
+    )
 
 
 def cached_embedder(
