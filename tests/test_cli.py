@@ -140,3 +140,78 @@ def test_stdin_is_read_with_the_same_decoding(rules: Path) -> None:
         [sys.executable, "-m", "kireme.cli", "load", "-"], input=data, capture_output=True
     )
     assert loaded.stdout == RULES.encode("utf-8")
+
+
+def rows_of(result: subprocess.CompletedProcess[bytes]) -> list[dict]:
+    assert result.returncode == 0, result.stderr.decode()
+    return [json.loads(line) for line in result.stdout.decode("utf-8").splitlines()]
+
+
+def test_every_file_gets_a_title_and_title_overrides_it(tmp_path: Path, rules: Path) -> None:
+    # plain text: the file name; with the title context it goes in front of embed_text
+    plain = rows_of(run("chunk", str(rules), "--max-size", "30"))
+    assert {r["title"] for r in plain} == {"規程"} and all(r["embed_text"] == r["text"] for r in plain)
+    titled = rows_of(run("chunk", str(rules), "--max-size", "40", "--context", "title"))
+    loaded = run("load", str(rules)).stdout.decode("utf-8")
+    for r in titled:
+        assert r["embed_text"] == "規程\n\n" + r["text"] and loaded[r["start"] : r["end"]] == r["text"]
+    # Markdown: front matter, else the first H1, else the file name
+    manual = tmp_path / "manual.md"
+    manual.write_text(
+        "Read this first.\n\n# Expense Claims\n\nSubmit receipts within 14 days.\n\n"
+        "## Hotels\n\nHotels are paid at cost, up to 12,000 yen a night.\n",
+        encoding="utf-8",
+    )
+    notes = tmp_path / "週報.md"
+    notes.write_text("## 今週の予定\n\n水曜日に棚卸しを行う。\n", encoding="utf-8")
+    rows = rows_of(run("chunk", str(manual), str(notes), "--strategy", "markdown", "--max-size", "80"))
+    assert {r["doc_id"].rsplit("/", 1)[-1]: r["title"] for r in rows} == {
+        "manual.md": "Expense Claims",
+        "週報.md": "週報",
+    }
+    hotels = next(r for r in rows if r["text"].startswith("## Hotels"))
+    assert hotels["embed_text"] == "Expense Claims\n\n" + hotels["text"]  # the path's "Expense Claims" once
+    weekly = next(r for r in rows if r["title"] == "週報")
+    assert weekly["embed_text"] == "週報\n\n" + weekly["text"]
+
+    # --title: one title for every document of the run, in the rows and in front of embed_text
+    given = rows_of(
+        run(
+            "chunk",
+            str(rules),
+            str(notes),
+            "--title",
+            "総務部 規程集",
+            "--context",
+            "title",
+            "--max-size",
+            "60",
+        )
+    )
+    assert {r["title"] for r in given} == {"総務部 規程集"}
+    assert all(r["embed_text"] == "総務部 規程集\n\n" + r["text"] for r in given)
+    on_top = rows_of(
+        run("chunk", str(rules), str(notes), "--title", "総務部 規程集", "--context", "title",
+            "--no-context-in-budget", "--max-size", "60")
+    )  # fmt: skip
+    untitled = rows_of(run("chunk", str(rules), str(notes), "--max-size", "60"))
+    # the title changes embed_text only: the same slices as without any context
+    assert [(r["start"], r["end"], r["text"]) for r in on_top] == [
+        (r["start"], r["end"], r["text"]) for r in untitled
+    ]
+    assert all(r["embed_text"] == "総務部 規程集\n\n" + r["text"] for r in on_top)
+
+    stdin = subprocess.run(
+        [sys.executable, "-m", "kireme.cli", "chunk", "-", "--title", "出張旅費規程", "--context", "title"],
+        input=rules.read_bytes(),
+        capture_output=True,
+    )
+    assert {r["title"] for r in rows_of(stdin)} == {"出張旅費規程"}
+
+    info = run("load", str(notes), "--title", "Weekly report", "--info")
+    assert info.returncode == 0 and "title=Weekly report" in info.stderr.decode()
+    empty = run("chunk", str(rules), "--title", " ")
+    assert empty.returncode == 2 and "--context none" in empty.stderr.decode()
+    assert "Traceback" not in empty.stderr.decode()
+    help_text = run("chunk", "--help").stdout.decode()
+    assert "--title TEXT" in help_text and "file name" in help_text

@@ -23,6 +23,7 @@ import pytest
 
 from kireme.embed.hashed import HashedNgramEmbedder
 from kireme.errors import IndexBusyError, IndexDamagedError, IndexMismatchError
+from kireme.fusion import DEFAULT_FUSION, RRF, Fusion
 from kireme.index.embedders import cached
 from kireme.index.ingest import IndexLock, Ingestor, IngestSummary, ingest_paths
 from kireme.index.manifest import DocumentEntry, Manifest, store_directory
@@ -691,14 +692,30 @@ def _hit(doc: str, index: int) -> Hit:
     )
 
 
-def test_fuse_is_reciprocal_rank_fusion() -> None:
+def test_fuse_with_rrf_is_reciprocal_rank_fusion() -> None:
     a, b, c = _hit("d", 0), _hit("d", 1), _hit("d", 2)
-    fused = fuse([[a, b], [b, c]], 3)
+    fused = fuse([[a, b], [b, c]], 3, RRF)
     assert [h.chunk.id for h in fused] == ["d#1", "d#0", "d#2"]
     assert fused[0].score == pytest.approx(1 / 62 + 1 / 61)
     assert fused[1].score == pytest.approx(1 / 61)
-    assert fuse([[a, b], [b, c]], 1) == fused[:1]
+    assert fuse([[a, b], [b, c]], 1, RRF) == fused[:1]
     assert fuse([], 3) == []
+
+
+def test_fuse_by_default_averages_each_sides_standardised_scores() -> None:
+    def scored(doc: str, index: int, score: float) -> Hit:
+        return Hit(_hit(doc, index).chunk, score)
+
+    # lexical (BM25): d#0 12, d#1 10, d#3 2 -> z +0.93, +0.46, -1.39; dense (cosine): d#2 0.9, d#1 0.8,
+    # d#4 0.3 -> z +0.89, +0.51, -1.40; a chunk absent from a side gets that side's lowest z. d#1, second
+    # on both sides, is the only one near the top of both: first (RRF would put it first too).
+    lexical = [scored("d", 0, 12.0), scored("d", 1, 10.0), scored("d", 3, 2.0)]
+    dense = [scored("d", 2, 0.9), scored("d", 1, 0.8), scored("d", 4, 0.3)]
+    assert Fusion("zscore", (0.5, 0.5)) == DEFAULT_FUSION
+    fused = fuse([lexical, dense], 5)
+    assert [h.chunk.id for h in fused] == ["d#1", "d#0", "d#2", "d#3", "d#4"]
+    assert fused[0].score == pytest.approx(0.5 * (0.463 + 0.508), abs=1e-3)
+    assert fuse([lexical, dense], 2) == fused[:2]
 
 
 def test_parse_filters() -> None:
@@ -849,3 +866,161 @@ def test_the_keyword_index_is_cached_on_disk_and_rebuilt_after_a_change(
         assert found and "3,000円" in found[0].chunk.text  # the new document is in the rebuilt index
     finally:
         later.close()
+
+
+# ------------------------------------------------------------------------------------ keywords setting
+
+
+def _meta(db: Path) -> dict[str, Any]:
+    manifest = Manifest(db / "manifest.sqlite")
+    try:
+        return manifest.meta()
+    finally:
+        manifest.close()
+
+
+def _vocabulary(db: Path) -> set[str]:
+    searcher = Searcher(db)
+    try:
+        return set(searcher.keyword_index()[0].vocab_dict)
+    finally:
+        searcher.close()
+
+
+def test_keywords_setting_is_recorded_honoured_and_a_change_rebuilds_the_keyword_index(
+    docs: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("sudachipy")
+    pytest.importorskip("sudachidict_core")
+    from kireme.text.terms import DEFAULT_KEYWORDS
+
+    db = tmp_path / "db"
+    run(db, "lancedb", files(docs))
+    assert _meta(db)["keywords"] == DEFAULT_KEYWORDS == "bigrams"  # a new index records the default
+    assert {"宿泊", "泊費"} <= _vocabulary(db)  # bigrams: 宿泊費 gives 宿泊 and 泊費
+
+    with Ingestor(db, chunker(), cached(CountingEmbedder(), db), keywords="sudachi") as ingestor:
+        ingest_paths(ingestor, files(docs))
+    assert ingestor.keywords_changed and ingestor.summary.chunks_written == 0  # rows untouched
+    assert _meta(db)["keywords"] == "sudachi"
+    searcher = Searcher(db)
+    try:
+        assert searcher.keywords == "sudachi"
+        assert searcher.tokenizer("宿泊費の上限") == ["宿泊費", "の", "上限"]  # queries as the index
+        vocabulary = set(searcher.keyword_index()[0].vocab_dict)
+        assert "宿泊費" in vocabulary and "泊費" not in vocabulary  # rebuilt with words, not bigrams
+        hits = searcher.search("宿泊費の上限はいくら", 3, "bm25")
+        assert hits and "11,000円" in hits[0].chunk.text
+        assert any("11,000円" in h.chunk.text for h in searcher.search("宿泊費の上限はいくら", 3, "hybrid"))
+    finally:
+        searcher.close()
+
+    run(db, "lancedb", files(docs))  # no setting given: the recorded one is kept
+    assert _meta(db)["keywords"] == "sudachi"
+    run(db, "lancedb", files(docs), keywords="bigrams")  # and back
+    assert _meta(db)["keywords"] == "bigrams" and "泊費" in _vocabulary(db)
+
+
+def test_an_index_from_before_the_keywords_setting_searches_with_bigrams_and_keeps_its_cache(
+    docs: Path, tmp_path: Path
+) -> None:
+    from kireme.index.search import keyword_generation
+
+    db = tmp_path / "db"
+    run(db, "lancedb", files(docs))
+    before = Searcher(db)
+    try:
+        before.keyword_index()
+        generation = before.generation
+    finally:
+        before.close()
+    manifest = Manifest(db / "manifest.sqlite")
+    try:  # as an index written by an earlier version: no keywords meta
+        manifest._db.execute("DELETE FROM meta WHERE key = 'keywords'")
+        manifest._db.commit()
+        meta, entries = manifest.snapshot()
+    finally:
+        manifest.close()
+    assert "keywords" not in meta
+    searcher = Searcher(db)
+    try:
+        assert searcher.keywords == "bigrams" and searcher.generation == generation
+        assert generation == keyword_generation(entries, store_directory(meta))  # the old fingerprint
+        assert generation != keyword_generation(entries, store_directory(meta), "sudachi")
+    finally:
+        searcher.close()
+
+
+def test_a_missing_analyser_names_the_ja_extra(
+    docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from kireme.errors import MissingExtraError
+    from kireme.text import terms
+
+    db = tmp_path / "db"
+    run(db, "lancedb", files(docs))
+    manifest = Manifest(db / "manifest.sqlite")
+    try:  # an index built where the extra was installed
+        manifest.set_meta("keywords", "sudachi")
+    finally:
+        manifest.close()
+    terms.analyser_words.cache_clear()
+    try:
+        with monkeypatch.context() as patch:
+            patch.setitem(sys.modules, "sudachipy", None)  # `import sudachipy` fails, as when not installed
+            with pytest.raises(MissingExtraError, match=r"pip install 'kireme\[ja\]'"):
+                terms.keyword_tokenizer("sudachi")
+            with pytest.raises(MissingExtraError, match=r"kireme\[ja\]"):
+                Ingestor(tmp_path / "other", chunker(), cached(CountingEmbedder(), db), keywords="sudachi")
+            assert not (tmp_path / "other").exists()  # refused before anything was created
+            searcher = Searcher(db)
+            try:
+                assert searcher.search("宿泊費の上限", 2, "dense")  # dense needs no analyser
+                for mode in ("bm25", "hybrid"):
+                    with pytest.raises(MissingExtraError, match=r"keywords 'sudachi' needs sudachipy"):
+                        searcher.search("宿泊費の上限", 2, mode)
+            finally:
+                searcher.close()
+    finally:
+        terms.analyser_words.cache_clear()
+
+
+# ------------------------------------------------------------------------------------------- titles
+
+
+def test_an_index_from_before_file_name_titles_is_rechunked_never_left_stale(
+    docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index built when a .txt file had no title (embed_text version 1): the next run sees every entry
+    as out of date, re-chunks every document and stores the new titles and embed_text; only the texts
+    that changed are embedded, the rest come from the cache."""
+    import importlib
+
+    ingest = importlib.import_module("kireme.index.ingest")
+    registry = importlib.import_module("kireme.load.registry")  # kireme.load is also the function
+    db = tmp_path / "db"
+    with monkeypatch.context() as before_titles:
+        before_titles.setattr(ingest, "EMBED_TEXT_VERSION", 1)
+        before_titles.setattr(registry, "file_title", lambda id: "")
+        run(db, "lancedb", files(docs))
+    _, before = state(db)
+    security = (docs / "情報セキュリティ.txt").as_posix()
+    assert {c.title for c in before if c.doc_id == security} == {""}
+
+    inner = CountingEmbedder()
+    summary = run(db, "lancedb", files(docs), inner)
+    assert (summary.updated, summary.unchanged, summary.failed) == (5, 0, 0)
+    _, after = state(db)
+    rows = [c for c in after if c.doc_id == security]
+    assert {c.title for c in rows} == {"情報セキュリティ"}
+    assert all(c.embed_text == "情報セキュリティ\n\n" + c.text for c in rows)
+    text = (docs / "情報セキュリティ.txt").read_text(encoding="utf-8")
+    assert all(text[c.start : c.end] == c.text for c in rows)
+    fresh = {c.embed_text for c in after} - {c.embed_text for c in before}
+    assert summary.texts_embedded == inner.texts == len(fresh) >= 1  # the others from the cache
+    # the Markdown files kept their titles and their slices, so their chunk ids too
+    travel = (docs / "旅費規程.md").as_posix()
+    assert ids_by_doc(after)[travel] == ids_by_doc(before)[travel]
+    assert run(db, "lancedb", files(docs)).unchanged == 5

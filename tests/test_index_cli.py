@@ -517,3 +517,95 @@ def test_search_refuses_a_query_embedder_other_than_the_index_one(
         assert server.requests == requests
     finally:
         server.close()
+
+
+# ------------------------------------------------------------------------------------------- titles
+
+
+def test_every_file_reaches_the_index_with_a_title_and_title_is_configuration(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "出張旅費規程.txt").write_text(
+        "第1条（目的）\nこの規程は、社員が出張する場合の旅費について定める。\n\n"
+        "第2条（日当）\n日当は、１日につき２，０００円とする。日帰り出張の場合は、１，０００円とする。\n",
+        encoding="utf-8",
+    )
+    (folder / "remote.md").write_text(
+        "---\ntitle: 在宅勤務規程\n---\n\n## 第1条 対象\n\n入社6か月以上の社員は、週3日まで在宅勤務できる。\n",
+        encoding="utf-8",
+    )
+    db = tmp_path / "db"
+    env = clean_env(tmp_path)
+
+    def index(*extra: str) -> dict[str, Any]:
+        result = kireme("index", str(folder), "--db", str(db), "--embedder", "hash", "--max-size", "80",
+                        "--format", "json", *extra, env=env)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    def titles() -> dict[str, set[str]]:
+        found = check_index(db, HashedNgramEmbedder(512))  # the CLI's hash embedder
+        out: dict[str, set[str]] = {}
+        for row in found["rows"]:
+            out.setdefault(Path(row.doc_id).name, set()).add(row.title)
+        return out
+
+    first = index()
+    assert first["added"] == 2 and first["failed"] == 0
+    assert titles() == {"出張旅費規程.txt": {"出張旅費規程"}, "remote.md": {"在宅勤務規程"}}
+    hits = kireme("search", "日帰り出張の日当", "--db", str(db), "-k", "1", "--mode", "bm25", env=env)
+    assert hits.returncode == 0, hits.stderr
+    assert json.loads(hits.stdout.splitlines()[0])["title"] == "出張旅費規程"
+
+    given = index("--title", "総務部 規程集")  # part of the configuration: both files again
+    assert (given["updated"], given["unchanged"]) == (2, 0) and given["texts_embedded"] > 0
+    assert titles() == {"出張旅費規程.txt": {"総務部 規程集"}, "remote.md": {"総務部 規程集"}}
+    again = index("--title", "総務部 規程集")
+    assert (again["unchanged"], again["texts_embedded"]) == (2, 0)
+    back = index()  # without --title: each file's own title again (its vectors from the cache)
+    assert back["updated"] == 2 and back["texts_embedded"] == 0
+    assert titles() == {"出張旅費規程.txt": {"出張旅費規程"}, "remote.md": {"在宅勤務規程"}}
+    bad = kireme("index", str(folder), "--db", str(db), "--title", "", env=env)
+    assert bad.returncode == 2 and "--context none" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# ------------------------------------------------------------------------------------ --keywords
+
+
+def test_keywords_option_is_recorded_and_a_missing_analyser_names_the_extra(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in DOCS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    env = clean_env(tmp_path)
+    # where the analyser is not installed (simulated: an importable sudachipy that fails as a missing one)
+    fake = tmp_path / "no-sudachi" / "sudachipy"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('simulated: not installed')\n", encoding="utf-8")
+    without = {**env, "PYTHONPATH": os.pathsep.join([str(fake.parent), env.get("PYTHONPATH", "")])}
+    db = tmp_path / "db"
+    index = ("index", str(folder), "--db", str(db), "--embedder", "hash", "--max-size", "80")
+    refused = kireme(*index, "--keywords", "sudachi", env=without)
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "keywords 'sudachi' needs sudachipy: pip install 'kireme[ja]'" in refused.stderr
+    assert not (db / "manifest.sqlite").exists()  # refused before the index was created
+    assert "--keywords [bigrams|sudachi|sudachi+bigrams]" in kireme("index", "--help", env=env).stdout
+
+    pytest.importorskip("sudachipy")
+    pytest.importorskip("sudachidict_core")
+    built = kireme(*index, "--keywords", "sudachi", env=env)
+    assert built.returncode == 0, built.stderr
+    meta = sqlite3.connect(db / "manifest.sqlite").execute("SELECT value FROM meta WHERE key='keywords'")
+    assert json.loads(meta.fetchone()[0]) == "sudachi"
+    stamp = (db / "bm25" / "generation").read_text(encoding="utf-8")
+    found = kireme("search", "宿泊費の上限", "--db", str(db), "--mode", "bm25", "-k", "1", env=env)
+    assert found.returncode == 0 and "11,000円" in json.loads(found.stdout)["text"]
+    failed = kireme("search", "宿泊費の上限", "--db", str(db), "--mode", "bm25", env=without)
+    assert failed.returncode != 0 and "pip install 'kireme[ja]'" in failed.stderr
+    assert "Traceback" not in failed.stderr
+    # another setting on unchanged files: recorded, and the keyword index rebuilt by the same run
+    again = kireme(*index, "--keywords", "bigrams", env=env)
+    assert again.returncode == 0 and "0 added, 0 updated, 5 unchanged" in again.stderr
+    assert (db / "bm25" / "generation").read_text(encoding="utf-8") != stamp
+    found = kireme("search", "宿泊費の上限", "--db", str(db), "--mode", "bm25", "-k", "1", env=without)
+    assert found.returncode == 0 and "11,000円" in json.loads(found.stdout)["text"]  # bigrams: no analyser

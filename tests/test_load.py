@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kireme import LoadError, load
+from kireme.load import load_bytes
 
 TEXT = "経費精算の締め切りは毎月２５日です。\r\n遅れた場合は翌月に回ります。\r\n"
 
@@ -59,3 +60,79 @@ def test_binary_and_missing_files_are_refused_with_the_path(tmp_path: Path) -> N
         load(tmp_path / "nothing.txt")
     with pytest.raises(LoadError, match="is a directory"):
         load(tmp_path)
+
+
+# ------------------------------------------------------------------------------------------- titles
+
+
+def test_a_plain_text_file_is_titled_by_its_name(tmp_path: Path) -> None:
+    folder = tmp_path / "総務"
+    folder.mkdir()
+    rules = folder / "出張旅費規程.txt"
+    rules.write_bytes(TEXT.encode("cp932"))
+    doc = load(rules)
+    assert doc.title == "出張旅費規程" and doc.metadata["title"] == "出張旅費規程"
+    assert doc.text == TEXT  # the title is metadata only
+    notes = tmp_path / "meeting notes 2025-04.txt"
+    notes.write_text("The budget review moved to Friday.\n", encoding="utf-8")
+    assert load(notes).title == "meeting notes 2025-04"
+    # standard input has no name: a text gets no title, Markdown still its own
+    assert load_bytes(TEXT.encode("utf-8"), "<stdin>").title == ""
+    assert (
+        load_bytes("# 在宅勤務規程\n\n本文。\n".encode(), "<stdin>", format="markdown").title
+        == "在宅勤務規程"
+    )
+
+
+REMOTE_WORK = """\
+```sh
+# 設定を確認する（コードの中のコメントは見出しではない）
+kireme --version
+```
+
+## 改定履歴
+
+2025年4月改定。
+
+# 在宅勤務規程
+
+## 第1条 目的
+
+在宅勤務の手続きを定める。
+"""
+
+
+def test_markdown_title_is_front_matter_then_first_h1_then_file_name(tmp_path: Path) -> None:
+    front = tmp_path / "remote.md"
+    front.write_text(
+        '---\ntitle: "Remote Work Policy"\nauthor: 総務部\n---\n\n# 在宅勤務規程\n', encoding="utf-8"
+    )
+    assert load(front).title == "Remote Work Policy"
+    h1 = tmp_path / "rules.md"
+    h1.write_text(REMOTE_WORK, encoding="utf-8")
+    doc = load(h1)
+    assert doc.title == "在宅勤務規程"  # the first level-1 heading, not the "#" line in the code block
+    assert doc.text == REMOTE_WORK
+    no_h1 = tmp_path / "連絡事項.md"
+    no_h1.write_text("## 今週の連絡\n\n金曜日の定例会議は中止です。\n", encoding="utf-8")
+    assert load(no_h1).title == "連絡事項"
+
+
+def test_html_without_a_title_falls_back_to_the_file_name(tmp_path: Path) -> None:
+    page = tmp_path / "expense-faq.html"
+    page.write_text(
+        "<html><body><p>Receipts are required above 3,000 yen.</p></body></html>", encoding="utf-8"
+    )
+    assert load(page).title == "expense-faq"
+    named = tmp_path / "named.html"
+    named.write_text("<title>経費精算 FAQ</title><p>領収書は必須です。</p>", encoding="utf-8")
+    assert load(named).title == "経費精算 FAQ"
+
+
+def test_a_given_title_replaces_the_found_one(tmp_path: Path) -> None:
+    rules = tmp_path / "rules.md"
+    rules.write_text(REMOTE_WORK, encoding="utf-8")
+    doc = load(rules, title="  Remote   work\tpolicy ")
+    assert doc.title == "Remote work policy"  # whitespace runs become one space
+    assert doc.text == REMOTE_WORK and doc.id == rules.as_posix()
+    assert load_bytes(TEXT.encode("utf-8"), "<stdin>", title="経費精算").title == "経費精算"

@@ -60,3 +60,15 @@ def test_markdown_sections_are_not_joined_and_fence_comments_are_not_headings() 
         "インストール\r\n------\r\n\r\nコマンドを実行します。",
         "# 付録\r\n\r\nよくある質問をまとめました。",
     ]
+
+
+def test_heading_paths_between_lists_the_headings_a_span_holds() -> None:
+    text = "# 導入ガイド\n\n前書き。\n\n   ## 準備\n\n必要なもの。\n\n## 実行\n\nコマンド。\n"
+    paths = HeadingPaths(markdown_headings(text))
+    titles = lambda start, end: [h.title for h in paths.between(start, end)]  # noqa: E731
+    assert titles(0, len(text)) == ["導入ガイド", "準備", "実行"]
+    indented = text.index("   ## 準備")
+    assert titles(indented + 3, len(text)) == ["実行"]  # starts inside the line of 準備: not "between"
+    assert paths.chain(indented + 3)[-1].title == "準備" and paths.chain(indented + 3)[-1].end > indented + 3
+    assert titles(text.index("前書き"), text.index("## 実行")) == ["準備"]
+    assert titles(5, 5) == []

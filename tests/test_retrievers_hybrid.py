@@ -24,6 +24,7 @@ from kireme.evaluate.retrievers import (
     make_retriever,
     reciprocal_rank_fusion,
 )
+from kireme.fusion import DEFAULT_FUSION, RRF, Fusion
 
 
 def _chunks(texts: Sequence[str], doc_id: str = "d") -> list[Chunk]:
@@ -59,7 +60,8 @@ def test_rrf_agrees_with_kireme_search() -> None:
         chunk = StoredChunk(id=f"c{i}", doc_id="d", index=i, start=0, end=1, text="x", embed_text="x")
         return Hit(chunk, 0.0)
 
-    expected = [int(h.chunk.id[1:]) for h in fuse([[hit(i) for i in r] for r in rankings], 6)]
+    fusion = Fusion("rrf", (1.0, 1.0, 1.0), k=RRF_K)
+    expected = [int(h.chunk.id[1:]) for h in fuse([[hit(i) for i in r] for r in rankings], 6, fusion)]
     assert reciprocal_rank_fusion(rankings, 6) == expected
 
 
@@ -80,14 +82,44 @@ class _Scores:
 def test_fusion_ranks_only_chunks_a_lexical_side_matched() -> None:
     dense = _Scores([0.1, 0.9, 0.5, 0.3], "dense")
     # bm25 matched only chunk 3; chunks 0-2 score 0 and must not get ranks 2-4 from it
-    fused = FusionRetriever("hybrid", [_Scores([0.0, 0.0, 0.0, 2.0], "bm25"), dense])
+    fused = FusionRetriever("hybrid", [_Scores([0.0, 0.0, 0.0, 2.0], "bm25"), dense], RRF)
     assert fused.rankings("q", 4) == [[3], [1, 2, 3, 0]]
     assert fused.search("q", 4) == [3, 1, 2, 0]  # 3: 1/61 + 1/63 beats 1: 1/61
     # a lexical side with nothing in common with the question: the dense ranking alone
     assert FusionRetriever("hybrid", [_Scores(None, "bm25"), dense]).search("q", 2) == [1, 2]
+    assert FusionRetriever("hybrid", [_Scores(None, "bm25"), dense], RRF).search("q", 2) == [1, 2]
     # a dense side keeps its negative scores (cosine), as kireme search does
     neg = FusionRetriever("x", [_Scores([-0.5, -0.1], "dense")])
     assert neg.search("q", 2) == [1, 0]
+
+
+def test_the_default_fusion_uses_the_sides_scores() -> None:
+    # bm25 matched chunks 0 and 3, chunk 3 far better; dense prefers 1 a little over 3
+    dense = _Scores([0.1, 0.62, 0.2, 0.6, 0.15], "dense")
+    bm25 = _Scores([1.0, 0.0, 0.0, 9.0, 0.0], "bm25")
+    fused = FusionRetriever("hybrid", [bm25, dense])
+    assert fused.scored("q", 3)[0] == [(3, 9.0), (0, 1.0)]
+    # z (bm25, dense): 3 (+1, +1.17), 1 (absent: bm25's lowest, -1; +1.26), 2 (-1, -0.59), 0 (-1, -1.03):
+    # chunk 0 is bm25's worst candidate, no better than one it did not match
+    assert fused.search("q", 3) == [3, 1, 2]
+    # rank-only: 0 (2nd in bm25, 5th in dense) beats 1 (1st in dense only)
+    assert FusionRetriever("hybrid", [bm25, dense], RRF).search("q", 3) == [3, 0, 1]
+
+
+def test_bm25_keywords_setting_and_a_missing_analyser() -> None:
+    chunks = _chunks(["宿泊費の上限は一泊一万円", "交通費は実費を支給する", "日当は二千円"])
+    assert BM25Retriever().keywords == "bigrams"
+    with pytest.raises(ConfigError, match="unknown keywords"):
+        BM25Retriever("kuromoji")
+    with pytest.raises(ConfigError, match="unknown keywords"):
+        make_retriever("hybrid", embedder=KeywordEmbedder({"x": ["x"]}), keywords="kuromoji")
+    pytest.importorskip("sudachipy")
+    pytest.importorskip("sudachidict_core")
+    for keywords in ("sudachi", "sudachi+bigrams"):
+        retriever = make_retriever("bm25", keywords=keywords)
+        retriever.fit(chunks)
+        assert retriever.search("宿泊費はいくら", 1) == [0], keywords
+        assert retriever.search("交通費", 1) == [1], keywords
 
 
 def test_fusion_reads_each_side_max_50_or_3k_deep() -> None:
@@ -190,9 +222,11 @@ def test_make_retriever_names() -> None:
     hybrid = make_retriever("hybrid", embedder=embedder)
     assert isinstance(hybrid, FusionRetriever)
     assert [type(p) for p in hybrid.parts] == [BM25Retriever, DenseRetriever]
+    assert hybrid.fusion == DEFAULT_FUSION  # what kireme search --mode hybrid fuses with
     both = make_retriever("hybrid-sparse", embedder=embedder, sparse_encoder=sparse)
     assert isinstance(both, FusionRetriever)
     assert [type(p) for p in both.parts] == [SparseRetriever, DenseRetriever]
+    assert both.fusion == RRF  # the default was measured for BM25, not for the sparse head
 
 
 def test_an_unknown_retriever_is_a_config_error_naming_the_choices() -> None:

@@ -441,5 +441,168 @@ def test_packed_sections_keep_every_heading_they_sit_under(text: str, max_size: 
                 run = before[0].start
             ends = [e for e in (text.find("。", nxt.start) + 1, text.find("\n", nxt.start)) if e > 0]
             first = min(ends, default=len(text))  # the body's first sentence
-            context = len(c.embed_text) - len(c.text) if c.embed_text.endswith(c.text) else 0
+            # what the packer reserves for the context of a chunk starting there (never less than the
+            # prefix embed_text gets: a heading the chunk holds is left out of that one)
+            context = len(chunker.context_builder(document).prefix(run))
             assert first - run + context > max_size, (c.text, text[nxt.start : first])
+
+
+# ------------------------------------------------------------------------- nothing said twice in front
+
+TRAVEL_DEEP = """\
+# 出張旅費規程
+
+## 第2章 旅費
+
+### 第1節 宿泊
+
+#### 第3条 宿泊費
+
+宿泊費は、１泊につき１０，０００円を上限として実費を支給する。ただし、東京都および大阪市内に宿泊する場合は、１泊につき１２，０００円を上限とする。
+
+#### 第4条 日当
+
+日当は、１日につき２，０００円とする。日帰り出張の場合は、１，０００円とする。
+
+   #### 第5条 交通費
+
+交通費は、最も経済的な経路による実費を支給する。
+"""
+
+
+def front_of(c) -> str:
+    """The context lines in front of a chunk's text, up to the blank line that ends them (a table or
+    code piece may add a repeated header or fence after them; its text itself is never changed)."""
+    if c.embed_text.startswith(c.text):
+        return ""
+    front = c.embed_text[: c.embed_text.index("\n\n") + 2]
+    assert c.text[:20] in c.embed_text[len(front) :], c.embed_text
+    return front
+
+
+def named_in_front(c) -> list[str]:
+    """The names the context line(s) in front of a chunk say: the title and the heading path."""
+    lines = front_of(c).rstrip("\n").split("\n") if front_of(c) else []
+    return [name for line in lines for name in line.split(" > ")]
+
+
+def held_headings(text: str, c) -> list[str]:
+    """The headings whose line (or part of it) is inside the chunk's text."""
+    return [h.title for h in markdown_outline(text).headings if h.start < c.end and h.end > c.start]
+
+
+@pytest.mark.parametrize("strategy", ["markdown", "recursive"])
+@pytest.mark.parametrize("overlap", [0, 20])
+def test_a_heading_line_in_the_chunk_is_not_repeated_in_front(strategy: str, overlap: int) -> None:
+    document = doc(TRAVEL_DEEP, title="出張旅費規程")
+    chunker = make_chunker(strategy, max_size=100, overlap=overlap, context="headings")
+    chunks = chunker.chunk(document)
+    check_invariants(document, chunks, max_size=100, overlap=overlap, chunker=chunker)
+    for c in chunks:
+        assert TRAVEL_DEEP[c.start : c.end] == c.text
+        said = named_in_front(c)
+        assert not set(said) & set(held_headings(TRAVEL_DEEP, c)), (c.text, front_of(c))
+        assert said.count("出張旅費規程") <= 1
+    if overlap == 0:
+        # an indented heading: the chunk starts after the indentation, inside the heading's line
+        transport = next(c for c in chunks if "交通費は" in c.text)
+        assert transport.text.startswith("#### 第5条 交通費")
+        assert transport.start == TRAVEL_DEEP.index("#### 第5条") > TRAVEL_DEEP.index("   #### 第5条")
+        assert transport.embed_text == "出張旅費規程\n第2章 旅費 > 第1節 宿泊\n\n" + transport.text
+        assert transport.headings[-1] == "第5条 交通費"  # the chunk's path still names its own heading
+        allowance = next(c for c in chunks if c.text.startswith("#### 第4条 日当"))
+        assert allowance.embed_text == "出張旅費規程\n第2章 旅費 > 第1節 宿泊\n\n" + allowance.text
+
+
+def test_the_title_is_not_said_again_by_a_chunk_that_holds_its_heading() -> None:
+    chunks = chunk(RULES, max_size=120)
+    first = chunks[0]
+    assert first.text.startswith("---\ntitle: 出張旅費規程\n---\n\n# 出張旅費規程\n")
+    assert first.embed_text == first.text  # front matter and "# 出張旅費規程": no title in front
+    for c in chunks[1:]:
+        assert front_of(c).startswith("出張旅費規程\n") and named_in_front(c).count("出張旅費規程") == 1
+
+    # compared after case folding and NFKC: "REMOTE WORK POLICY" is the title "Remote Work Policy"
+    policy = (
+        "# REMOTE WORK POLICY\n\nStaff may work from home up to three days a week.\n\n"
+        "## Equipment\n\nThe company lends a laptop and a headset; broken equipment is replaced in five days.\n"
+    )
+    english = make_chunker("markdown", max_size=100).chunk(doc(policy, title="Remote Work Policy"))
+    assert english[0].embed_text == english[0].text
+    equipment = next(c for c in english if c.text.startswith("## Equipment"))
+    assert equipment.embed_text == "Remote Work Policy\n\n" + equipment.text
+    assert equipment.headings == ("REMOTE WORK POLICY", "Equipment")
+    faq = "# FAQ\n\n経費精算の締め切りは毎月２５日です。\n\n## 領収書\n\n領収書は原本を提出してください。\n"
+    wide = make_chunker("markdown", max_size=40).chunk(doc(faq, title="ＦＡＱ"))  # a full-width file name
+    receipts = next(c for c in wide if c.text.startswith("## 領収書"))
+    assert receipts.embed_text == "ＦＡＱ\n\n" + receipts.text and wide[0].embed_text == wide[0].text
+
+
+def test_plain_text_that_opens_with_its_title_does_not_get_it_twice() -> None:
+    text = (
+        "出張旅費規程\n\n第1条（目的）\nこの規程は、出張の旅費について定める。\n\n"
+        "第2条（日当）\n日当は、１日につき２，０００円とする。\n"
+    )
+    document = Document(
+        text, id="規程/出張旅費規程.txt", metadata={"format": "text", "title": "出張旅費規程"}
+    )
+    for strategy in ("paragraph", "recursive", "sentence"):
+        chunks = make_chunker(strategy, max_size=40, context="title").chunk(document)
+        assert chunks[0].text.startswith("出張旅費規程\n") and chunks[0].embed_text == chunks[0].text
+        assert all(c.embed_text == "出張旅費規程\n\n" + c.text for c in chunks[1:])
+        assert all(text[c.start : c.end] == c.text and len(c.embed_text) <= 40 for c in chunks)
+
+
+_ARTICLES = ["目的", "適用範囲", "宿泊費", "日当", "交通費", "Remote work", "精算"]
+
+
+@st.composite
+def titled_markdown(draw) -> tuple[str, str]:
+    """Markdown with headings at levels 1-4, some indented by up to three spaces (still headings), and a
+    title that is one of its headings, or not."""
+    items = draw(
+        st.lists(
+            st.tuples(st.integers(1, 4), st.integers(0, 3), st.sampled_from(_BODIES_FOR_TITLES)),
+            min_size=1,
+            max_size=12,
+        )
+    )
+    parts = []
+    names = []
+    for i, (level, indent, body) in enumerate(items):
+        name = f"第{i + 1}条 {_ARTICLES[i % len(_ARTICLES)]}"
+        names.append(name)
+        parts.append(f"{' ' * indent}{'#' * level} {name}\n\n" + (f"{body}\n\n" if body else ""))
+    title = draw(st.sampled_from([*names, "出張旅費規程"]))
+    return "".join(parts), title
+
+
+_BODIES_FOR_TITLES = [
+    "",
+    "本文。",
+    "職員が出張した場合には旅費を支給する。",
+    "Staff may work from home up to three days a week.",
+    "前項の規定にかかわらず、日当は一日につき二千円とする。" * 3,
+]
+
+
+@given(
+    case=titled_markdown(), strategy=st.sampled_from(["markdown", "recursive"]), max_size=st.integers(40, 160)
+)
+@settings(max_examples=80, deadline=None)
+def test_embed_text_never_names_a_heading_or_the_title_twice(
+    case: tuple[str, str], strategy: str, max_size: int
+) -> None:
+    text, title = case
+    document = doc(text, title=title)
+    chunker = make_chunker(strategy, max_size=max_size, context="headings")
+    chunks = chunker.chunk(document)
+    check_invariants(document, chunks, max_size=max_size, chunker=chunker)
+    for c in chunks:
+        assert text[c.start : c.end] == c.text and c.title == title
+        said = named_in_front(c)
+        held = held_headings(text, c)
+        assert not set(said) & set(held), (c.text, front_of(c))
+        assert said.count(title) <= 1
+        if title in held:
+            assert title not in said

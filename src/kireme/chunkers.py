@@ -12,7 +12,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-from kireme.boundaries.levels import CLAUSE, PARAGRAPH, SCRIPT, SENTENCE, WORD, Level, levels_for_separators
+from kireme.boundaries.levels import (
+    CLAUSE,
+    PARAGRAPH,
+    SCRIPT,
+    SENTENCE,
+    WORD,
+    Level,
+    levels_for_separators,
+    with_sentences,
+)
 from kireme.boundaries.presets import PRESET_ALIASES, PRESETS, PROSE_PRESETS, markdown_levels, preset_levels
 from kireme.context import ContextBuilder, check_context_mode
 from kireme.document import Chunk, ChunkIds, Document, RegionIndex
@@ -20,6 +29,7 @@ from kireme.errors import ConfigError
 from kireme.length import Measure, get_measure
 from kireme.pack import PACKINGS, PackedSpan, pack
 from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, markdown_headings
+from kireme.text.sentences import check_sentence_mode
 
 DEFAULT_MAX_SIZE = 512
 
@@ -66,6 +76,11 @@ class Chunker:
     ``packing``: ``"greedy"`` fills each chunk in turn; ``"optimal"`` chooses all cuts of a span together
     (`kireme.pack`), trading cut strength against chunks near ``target_size`` (default: as large as
     ``max_size`` allows); ``max_size`` and ``min_size`` stay hard limits either way.
+
+    ``sentences``: where sentences end. ``"auto"`` (default): kireme's Japanese/English rules
+    (`kireme.text.sentences`). ``"lines"``: every line break ends a sentence, for text that comes one
+    sentence a line (transcripts, subtitles, Choi's benchmark): the sentence level, and the semantic
+    strategy's units, are the lines (`kireme.boundaries.levels.with_sentences`).
     """
 
     max_size: int = DEFAULT_MAX_SIZE
@@ -77,12 +92,14 @@ class Chunker:
     packing: str = "greedy"
     target_size: int | None = None
     tokenizer: str | None = None
+    sentences: str = "auto"
     strategy: ClassVar[str] = ""
     measure: Measure = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "measure", get_measure(self.unit, self.tokenizer))
         check_context_mode(self.context)
+        check_sentence_mode(self.sentences)
         if self.context_in_budget is not None and not isinstance(self.context_in_budget, bool):
             raise ConfigError(
                 f"context_in_budget must be True, False or None, not {self.context_in_budget!r}"
@@ -153,6 +170,10 @@ class Chunker:
         """The levels for this document (a strategy may need the text, e.g. parsed headings)."""
         return self.levels()
 
+    def sentence_levels(self, doc: Document) -> list[Level]:
+        """`document_levels` in the chunker's sentence mode (``sentences``)."""
+        return with_sentences(self.document_levels(doc), self.sentences)
+
     @property
     def context_counts(self) -> bool:
         """Whether the context prefix takes part of ``max_size``."""
@@ -172,6 +193,7 @@ class Chunker:
             paths,
             self.measure,
             (self.max_size - self.overlap) // 2,
+            doc.text,
         )
 
     def text_max_size(self, doc: Document) -> int:
@@ -189,7 +211,7 @@ class Chunker:
         """
         spans = pack(
             doc.text,
-            self.document_levels(doc),
+            self.sentence_levels(doc),
             self.measure.for_text(doc.text),
             max_size=self.text_max_size(doc),
             min_size=self.min_size,
@@ -225,6 +247,8 @@ class Chunker:
         if self.context != "none":
             config["context"] = self.context
             config["context_in_budget"] = self.context_counts
+        if self.sentences != "auto":  # only when set: the ids of chunks cut at sentences stay as they were
+            config["sentences"] = self.sentences
         return config
 
     @property
@@ -272,7 +296,9 @@ class Chunker:
                     headings=headings,
                     metadata=metadata,
                     title=title,
-                    embed_text=embed(s.start, s.end) if embed is not None else context.prefix(s.start) + text,
+                    embed_text=(
+                        embed(s.start, s.end) if embed is not None else context.prefix(s.start, s.end) + text
+                    ),
                 )
             )
         return out

@@ -2,18 +2,26 @@
 
 A chunk cut from the middle of a manual ("上限は1泊12,000円とする。") is ambiguous alone; with
 "旅費規程 / 第3条 宿泊費" in front it is not. The context goes into `Chunk.embed_text` only: ``text`` and
-its offsets never change. Headings whose line is inside the chunk are not repeated, and a path that
-starts with the title does not say the title twice.
+its offsets never change. Nothing is said twice: a heading whose line the chunk holds (even one it starts
+inside, after the indentation of ``   #### 第3条``) is not in the path in front of it, a path that starts
+with the title does not say the title again (nor the title a deeper heading of the path that is the
+title), and a chunk that holds the title's own heading line, or opens with a line that is the title
+(plain text whose first line names it), gets no title in front.
+Names are compared after NFKC normalisation, case folding and whitespace collapsing.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Callable
 
 from kireme.errors import ConfigError
 from kireme.text.markdown import Heading, HeadingPaths
 
 CONTEXT_MODES = ("none", "title", "headings")
+# the marks of an ATX heading line: "## 第2章 ##" names "第2章"
+_ATX_MARKS = re.compile(r"^#{1,6}(?=\s|$)|\s+#+$")
 
 
 def check_context_mode(mode: str) -> str:
@@ -22,11 +30,17 @@ def check_context_mode(mode: str) -> str:
     return mode
 
 
+def _key(name: str) -> str:
+    """A title or heading as compared: ``"ＦＡＱ"`` and ``" faq "`` say the same thing."""
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
 class ContextBuilder:
     """Builds the prefix for any chunk of one document, and how much of the size budget it can take.
 
     ``limit`` caps the prefix size (in the chunker's measure): a deep heading path in a small chunk
     keeps its nearest headings and drops the outer ones (then the title) rather than crowd out the text.
+    ``text`` is the document's text (``""``: not known, a chunk's first line is not compared).
     """
 
     def __init__(
@@ -36,16 +50,19 @@ class ContextBuilder:
         paths: HeadingPaths | None,
         size: Callable[[str], int],
         limit: int,
+        text: str = "",
     ) -> None:
         self.mode = check_context_mode(mode)
-        self.title = title.strip() if mode != "none" else ""
+        self.title = " ".join(title.split()) if mode != "none" else ""
+        self._title_key = _key(self.title)
         self.paths = paths if mode == "headings" else None
         self.size = size
         self.limit = limit
+        self.text = text
 
     def _names(self, chain: tuple[Heading, ...]) -> list[str]:
         names = [h.title.strip() for h in chain if h.title.strip()]
-        if names and self.title and names[0] == self.title:
+        if names and self.title and _key(names[0]) == self._title_key:
             names = names[1:]
         return names
 
@@ -68,15 +85,43 @@ class ContextBuilder:
                 return prefix
         return ""
 
-    def prefix(self, start: int) -> str:
-        """The context of a chunk starting at ``start`` (headings at or after ``start`` are in its text)."""
+    def prefix(self, start: int, end: int | None = None) -> str:
+        """The context of a chunk ``[start, end)``: the headings whose line ends before ``start`` (a
+        heading line the chunk starts in or holds is its own text), and the title unless the chunk holds
+        the title's heading line or opens with the title.
+
+        Without ``end``: what size budgets reserve for a chunk starting at ``start`` (the headings that
+        start before it; the title unless it opens with the title heading) — never less than the chunk
+        gets, so where kireme cuts does not depend on which lines the chunk ends up holding."""
         if self.mode == "none":
             return ""
         chain = self.paths.chain(start) if self.paths is not None else ()
-        names = self._names(tuple(h for h in chain if h.start < start))
-        if chain and chain[-1].start == start and chain[-1].title.strip() == self.title:
-            return self._fit(names, titles=(False,))  # the chunk opens with the title heading itself
+        if end is None:
+            names = self._names(tuple(h for h in chain if h.start < start))
+            opens = bool(chain) and chain[-1].start == start and _key(chain[-1].title) == self._title_key
+        else:
+            names = self._names(tuple(h for h in chain if h.end <= start))
+            opens = self._holds_title(chain, start, end) or self._opens_with_title(start, end)
+        if self.title and (opens or any(_key(name) == self._title_key for name in names)):
+            return self._fit(names, titles=(False,))  # the chunk or the path says the title already
         return self._fit(names)
+
+    def _holds_title(self, chain: tuple[Heading, ...], start: int, end: int) -> bool:
+        """Whether the chunk holds the line of a heading that is the title."""
+        if self.paths is None:
+            return False
+        held = self.paths.between(start, end)
+        if chain and chain[-1].end > start:  # the heading line the chunk starts in (or opens with)
+            held = (chain[-1], *held)
+        return any(_key(h.title) == self._title_key for h in held)
+
+    def _opens_with_title(self, start: int, end: int) -> bool:
+        """Whether the chunk's first line is the title (``# `` marks and spaces aside)."""
+        if not self.text:
+            return False
+        stop = self.text.find("\n", start, end)
+        line = _ATX_MARKS.sub("", self.text[start : end if stop < 0 else stop].strip())
+        return bool(line) and _key(line) == self._title_key
 
     def largest(self, start: int | None = None) -> int:
         """The largest prefix size any chunk can get: in the section at ``start``, or anywhere."""

@@ -128,7 +128,9 @@ class Document:
 
     @property
     def title(self) -> str:
-        """The document title when the loader found one (front matter, ``<title>``, PDF info), else ``""``."""
+        """The document title (``metadata["title"]``), else ``""``. `kireme.load.load` gives every file one:
+        the one its format names (front matter, first ``#`` heading, ``<title>``, PDF/Word properties),
+        else the file name without its extension."""
         return str(self.metadata.get("title") or "")
 
     @property

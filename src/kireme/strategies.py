@@ -130,6 +130,7 @@ def chunker_from_options(
     table: str | None = None,
     packing: str | None = None,
     target_size: int | None = None,
+    sentences: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     **semantic: Any,
 ) -> Chunker:
@@ -137,7 +138,8 @@ def chunker_from_options(
     build theirs here).
 
     ``separators``/``preset`` apply to ``recursive``, ``no_merge`` to ``paragraph``, ``table`` to
-    ``markdown``/``structure``, ``packing``/``target_size`` and ``tokenizer`` (with ``unit="tokens"``) to all,
+    ``markdown``/``structure``, ``packing``/``target_size``, ``sentences`` (``auto`` or ``lines``) and
+    ``tokenizer`` (with ``unit="tokens"``) to all,
     the semantic options (`SEMANTIC_DEFAULTS`: ``similarity``, ``threshold``,
     ``buffer``, ``window``, ``cache_dir``, ``no_cache``, ``embed_url``) to ``semantic``; ``None`` means
     the strategy's default. An option that does not apply to the strategy, or a bad value, is a
@@ -159,6 +161,7 @@ def chunker_from_options(
         ("packing", packing),
         ("target_size", target_size),
         ("tokenizer", tokenizer),
+        ("sentences", sentences),
     ):
         if value is None:
             continue

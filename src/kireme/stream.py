@@ -69,15 +69,23 @@ Sources = Source | Iterable[Source]
 @dataclass(frozen=True)
 class ReadOptions:
     """How files are loaded (`kireme.load.load`'s keywords; the CLI's ``--encoding``, ``--format-in``,
-    ``--outputs``, ``--max-file-size``)."""
+    ``--outputs``, ``--max-file-size``, ``--title``)."""
 
     encoding: str | None = None
     format: str | None = None
     outputs: str = "none"
     max_bytes: int = MAX_FILE_BYTES
+    title: str | None = None
 
     def load(self, path: Path) -> Document:
-        return load(path, self.encoding, format=self.format, outputs=self.outputs, max_bytes=self.max_bytes)
+        return load(
+            path,
+            self.encoding,
+            format=self.format,
+            outputs=self.outputs,
+            max_bytes=self.max_bytes,
+            title=self.title,
+        )
 
 
 @dataclass(frozen=True)

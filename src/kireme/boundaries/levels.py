@@ -11,7 +11,7 @@ import regex
 
 from kireme.errors import ConfigError, PatternTimeoutError
 from kireme.text.patterns import compile_pattern
-from kireme.text.sentences import paragraph_cuts, sentence_cuts
+from kireme.text.sentences import check_sentence_mode, paragraph_cuts, sentence_cuts
 
 
 class Level(Protocol):
@@ -109,6 +109,22 @@ WORD = RegexLevel(r"[ \t\u3000]+", "word")
 SCRIPT = RegexLevel(r"\p{Hiragana}(?=[\p{Han}\p{Katakana}])", "script", cut_after=True)
 PARAGRAPH = ParagraphLevel()
 SENTENCE = SentenceLevel()
+
+
+def with_sentences(levels: Sequence[Level], mode: str = "auto") -> list[Level]:
+    """``levels`` for the sentence mode ``mode`` (`kireme.text.sentences.SENTENCE_MODES`).
+
+    ``"auto"``: unchanged. ``"lines"``: every line break ends a sentence, so `LINE` goes in front of the
+    sentence level (unless a stronger level is `LINE` already); the punctuation rules stay behind it, to
+    cut a line longer than the limit.
+    """
+    out = list(levels)
+    if check_sentence_mode(mode) == "auto" or LINE in out:
+        return out
+    for i, level in enumerate(out):
+        if level == SENTENCE:
+            return [*out[:i], LINE, *out[i:]]
+    return out
 
 
 def levels_for_separators(separators: Sequence[str | Level]) -> list[Level]:

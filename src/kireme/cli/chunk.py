@@ -24,6 +24,7 @@ from kireme.cli.common import (
     jobs_option,
     packing_options,
     semantic_options,
+    sentences_option,
     write,
 )
 from kireme.cli.progress import ProgressDisplay, echo_err, quiet_option
@@ -51,6 +52,7 @@ Examples:
   kireme chunk manual.md guide.html spec.docx --strategy markdown --unit tokens --max-size 512
   kireme chunk 料金表.csv --strategy markdown --table group-by:区分 | jq -r .embed_text
   kireme chunk analysis.ipynb --strategy markdown --outputs text
+  kireme chunk 議事録/ --context title --title "2025年度 経営会議 議事録"   # one title in every embed_text
   kireme chunk wiki/ --jobs 8 > chunks.jsonl          # 8 processes; the same rows as --jobs 1
 
 \b
@@ -102,6 +104,7 @@ def format_text_chunk(chunk: Chunk) -> str:
     ),
 )
 @click.option("--no-merge", is_flag=True, help="paragraph: one paragraph per chunk.")
+@sentences_option
 @semantic_options
 @click.option(
     "--context-in-budget/--no-context-in-budget",
@@ -144,6 +147,7 @@ def chunk(
     table_mode: str | None,
     separators: tuple[str, ...],
     no_merge: bool,
+    sentences: str | None,
     context_in_budget: bool | None,
     packing: str | None,
     target_size: int | None,
@@ -151,6 +155,7 @@ def chunk(
     format_in: str | None,
     outputs: str,
     max_file_size: int,
+    title: str | None,
     fmt: str | None,
     jobs: int | None,
     engine: str,
@@ -194,6 +199,7 @@ def chunk(
         table=table_mode,
         packing=packing,
         target_size=target_size,
+        sentences=sentences,
         **semantic,
     )
     failures = Failures()
@@ -202,7 +208,7 @@ def chunk(
         assert output is not None
         from kireme.stream import ReadOptions
 
-        read = ReadOptions(encoding, format_in, outputs, max_file_size)
+        read = ReadOptions(encoding, format_in, outputs, max_file_size, title)
         _chunk_on_ray(
             files, chunker, output, fmt or "jsonl", read, failures, display, ray_address, ray_actors
         )
@@ -211,7 +217,7 @@ def chunk(
     try:
         with display:
             row = display.steps("chunking", len(files), "files")
-            outcomes = chunk_files(files, chunker, jobs, encoding, format_in, outputs, max_file_size)
+            outcomes = chunk_files(files, chunker, jobs, encoding, format_in, outputs, max_file_size, title)
             for outcome in outcomes:
                 doc = outcome.document
                 if not failed(failures, doc.id if doc else "", doc is not None, outcome.error):

@@ -77,13 +77,15 @@ def load_one(
     format: str | None = None,
     outputs: str = "none",
     max_bytes: int = MAX_FILE_BYTES,
+    title: str | None = None,
 ) -> Document:
     if str(path) == STDIN:
         data = sys.stdin.buffer.read(max_bytes + 1)
         if len(data) > max_bytes:
             raise LoadError("<stdin>", f"more than {max_bytes:,} bytes (--max-file-size)")
-        return load_bytes(data, "<stdin>", encoding, sniff_format(data, format or "text"), outputs=outputs)
-    return load(path, encoding=encoding, format=format, outputs=outputs, max_bytes=max_bytes)
+        fmt = sniff_format(data, format or "text")
+        return load_bytes(data, "<stdin>", encoding, fmt, outputs=outputs, title=title)
+    return load(path, encoding=encoding, format=format, outputs=outputs, max_bytes=max_bytes, title=title)
 
 
 def load_documents(
@@ -194,13 +196,14 @@ def chunk_files(
     format: str | None = None,
     outputs: str = "none",
     max_bytes: int = MAX_FILE_BYTES,
+    title: str | None = None,
 ) -> Iterator[Chunked]:
     """Each file loaded and chunked (`kireme.stream.iter_chunked`), in order: in ``jobs`` worker processes
     (`kireme.parallel.choose_jobs`) unless standard input is among the files (read here, in its turn)."""
     from kireme.parallel import choose_jobs, file_sizes
     from kireme.stream import Chunked, ReadOptions, iter_chunked
 
-    read = ReadOptions(encoding, format, outputs, max_bytes)
+    read = ReadOptions(encoding, format, outputs, max_bytes, title)
     if not any(str(path) == STDIN for path in files):
         yield from iter_chunked(files, chunker, jobs=choose_jobs(jobs, file_sizes(files)), read=read)
         return
@@ -209,7 +212,7 @@ def chunk_files(
             yield from iter_chunked([path], chunker, read=read)
             continue
         try:
-            doc = load_one(path, encoding, format, outputs, max_bytes)
+            doc = load_one(path, encoding, format, outputs, max_bytes, title)
         except LoadError as exc:
             yield Chunked("<stdin>", error=exc)
             continue
@@ -282,6 +285,24 @@ def tokenizer_option(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
+SENTENCES_HELP = (
+    "Where sentences end: auto (kireme's Japanese/English rules) or lines (every line is one sentence: "
+    "transcripts, subtitles, one-sentence-a-line corpora) [default: auto]."
+)
+
+
+def sentences_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--sentences auto|lines`` (passed as ``sentences``, ``None`` when not given)."""
+    from kireme.text.sentences import SENTENCE_MODES
+
+    return click.option(
+        "--sentences",
+        type=click.Choice(SENTENCE_MODES),
+        default=None,
+        help=SENTENCES_HELP,
+    )(func)
+
+
 def token_unit(unit: str, tokenizer: str | None) -> str:
     """The ``--unit`` a command uses: ``--tokenizer`` alone means tokens, even where ``--unit`` defaults to
     chars; ``--tokenizer`` with ``--unit chars`` written out is a usage error."""
@@ -295,8 +316,28 @@ def token_unit(unit: str, tokenizer: str | None) -> str:
     raise click.UsageError(f"--tokenizer {tokenizer} counts tokens: use --unit tokens (or leave --unit out)")
 
 
+TITLE_HELP = (
+    "Use TEXT as the title of every document of this run, instead of the one found in each file. A "
+    "document's title is each chunk's title, and the title and headings contexts put it in front of "
+    "embed_text (kireme chunk: with --context title/headings or the markdown strategy), so a chunk cut "
+    "from the middle still says which document it is from. Found: Markdown front matter 'title:', else "
+    "the first '# ' heading; HTML <title>, else the first <h1>; PDF and Word document properties; else the "
+    "file name without its extension (出張旅費規程.txt: 出張旅費規程). Meant for one document, or a folder "
+    "that is one document. kireme index: part of the index configuration (another --title, or none, "
+    "re-indexes the files). For no title in embed_text use --context none."
+)
+
+
+def _title(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--title``: a text, never an empty one (``--context none`` is how to leave the title out)."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("give a text (for no title in front of embed_text use --context none)")
+    return value
+
+
 def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--encoding``, ``--format-in``, ``--outputs`` and ``--max-file-size``: how input files are read."""
+    """``--encoding``, ``--format-in``, ``--outputs``, ``--max-file-size`` and ``--title``: how input files
+    are read."""
     options = [
         click.option(
             "--encoding",
@@ -325,6 +366,7 @@ def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="Refuse files larger than this (each is read into memory whole): 500K, 200M, 2G...",
         ),
+        click.option("--title", default=None, metavar="TEXT", callback=_title, help=TITLE_HELP),
     ]
     for option in reversed(options):
         func = option(func)

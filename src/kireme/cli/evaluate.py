@@ -7,6 +7,7 @@ import io
 import json
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from kireme.cli.common import (
     packing_options,
     semantic_options,
     semantic_settings,
+    sentences_option,
     token_unit,
     tokenizer_option,
     write,
@@ -27,7 +29,14 @@ from kireme.cli.progress import ProgressDisplay, quiet_option
 from kireme.context import CONTEXT_MODES
 from kireme.errors import ConfigError, KiremeError
 from kireme.evaluate.retrievers import RETRIEVER_HELP, RETRIEVERS, Retriever, make_retriever
-from kireme.evaluate.runner import RetrievalRow, SegmentationRow, evaluate_retrieval, evaluate_segmentation
+from kireme.evaluate.runner import (
+    RetrievalRow,
+    SegmentationRow,
+    evaluate_budgets,
+    evaluate_retrieval,
+    evaluate_segmentation,
+    fit_corpus,
+)
 from kireme.strategies import SEMANTIC_DEFAULTS, STRATEGIES, make_chunker
 
 if TYPE_CHECKING:
@@ -45,15 +54,21 @@ Examples:
   kireme eval --segments choi/3-11/ -s semantic --similarity bigram
   kireme eval --squad jsquad/valid-v1.3.json --limit 10 -s paragraph -s semantic --retriever bm25 -k 5
   kireme eval --chroma chroma-chunking-eval/ --max-size 400 --max-size 800
+  kireme eval --squad jsquad/valid-v1.3.json --retriever bm25 --max-size 200 --budget 300 --budget 1500
 
 \b
 questions JSONL: {"question", "answer", "doc"?, "terms"?, "answer_start"?} per line. A question hits when one
 of the top-k chunks holds the answer (its exact span when answer_start is given, else the answer text).
 segments JSONL: {"id", "segments": ["topic 1 text", "topic 2 text", ...]} per line (concatenated, nothing
-added); a folder of Choi .ref files works too.
+added); a folder of Choi .ref files works too (one sentence a line: chunked with --sentences lines unless
+--sentences is given, boundaries measured in lines).
 Rows: strategy, max_size, chunks, avg_chars, hits, questions, hit_rate, chars_passed (mean characters
 handed to the reader per question), tokens_passed; with --segments: strategy, chunks, topics,
 pure_topics, mixed_chunks, pk, windowdiff, boundary_f1.
+With --budget N (repeatable, in --unit): one row per configuration and budget; hit_at_budget is the share of
+questions whose answer lies whole inside the context assembled within N (the retrieved chunks merged and
+grown at sentence boundaries: --assembly spans; or whole chunks in rank order: --assembly chunks), and
+chars_passed/tokens_passed measure that context.
 """
 
 RETRIEVAL_COLUMNS = [
@@ -64,6 +79,18 @@ RETRIEVAL_COLUMNS = [
     "hits",
     "questions",
     "hit_rate",
+    "chars_passed",
+    "tokens_passed",
+]
+BUDGET_COLUMNS = [
+    "strategy",
+    "max_size",
+    "budget",
+    "assembly",
+    "chunks",
+    "hits",
+    "questions",
+    "hit_at_budget",
     "chars_passed",
     "tokens_passed",
 ]
@@ -175,11 +202,65 @@ def _load_segments(path: Path) -> list[SegmentedDocument]:
     return load_choi(path) if path.is_dir() or path.suffix == ".ref" else load_segments_jsonl(path)
 
 
+def budget_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--budget N`` (repeatable) and ``--assembly``: measure the context a reader gets within a budget."""
+    func = click.option(
+        "--assembly",
+        type=click.Choice(["spans", "chunks"]),
+        default="spans",
+        show_default=True,
+        help="With --budget: spans = kireme's context (hits merged, grown at sentence boundaries, the budget "
+        "shared by the best hits); chunks = the retrieved chunks whole, in rank order, until the budget is "
+        "full (what a list of chunk strings gives a reader).",
+    )(func)
+    return click.option(
+        "--budget",
+        "budgets",
+        multiple=True,
+        type=int,
+        metavar="N",
+        help="Context budget in --unit (repeatable): report hit_at_budget, chars_passed and tokens_passed of "
+        "the context assembled within N per question.",
+    )(func)
+
+
+def _check_budgets(budgets: Sequence[int]) -> list[int]:
+    bad = [b for b in budgets if b <= 0]
+    if bad:
+        raise click.UsageError(f"--budget must be > 0, got {bad[0]}")
+    return sorted(set(budgets))
+
+
+def _evaluate_grid(
+    grid: Sequence[Chunker],
+    documents: Sequence[Document],
+    qs: Sequence[Question],
+    make: Callable[[], Retriever],
+    k: int,
+    budgets: Sequence[int],
+    assembly: str,
+    display: ProgressDisplay,
+) -> list[RetrievalRow]:
+    """One top-k row per configuration, then (with budgets) one row per configuration and budget; each
+    configuration chunks and indexes the corpus once."""
+    rows: list[RetrievalRow] = []
+    at_budget: list[RetrievalRow] = []
+    for ch in display.iterate(grid, "evaluating", "configurations"):
+        fitted = fit_corpus(ch, documents, make)
+        rows.append(evaluate_retrieval(ch, documents, qs, make, k=k, fitted=fitted))
+        if budgets:
+            at_budget.extend(
+                evaluate_budgets(ch, documents, qs, make, budgets, assembly=assembly, fitted=fitted)
+            )
+    return rows + at_budget
+
+
 def _show_misses(rows: Sequence[RetrievalRow]) -> None:
     for row in rows:
         if not row.misses:
             continue
-        click.echo(f"\nmisses of {row.strategy} max_size={row.max_size} ({len(row.misses)}):", err=True)
+        at = f" budget={row.budget}" if row.budget is not None else ""
+        click.echo(f"\nmisses of {row.strategy} max_size={row.max_size}{at} ({len(row.misses)}):", err=True)
         for miss in row.misses:
             click.echo(f"  Q: {miss.question}", err=True)
             click.echo(f"     expected: {miss.answer}", err=True)
@@ -247,7 +328,9 @@ def _show_misses(rows: Sequence[RetrievalRow]) -> None:
 @click.option(
     "--show-misses", is_flag=True, help="For every miss: the question, the answer, what was returned."
 )
+@budget_options
 @semantic_options
+@sentences_option
 @click.option("--encoding", default=None, metavar="NAME")
 @quiet_option
 def eval_command(
@@ -265,11 +348,16 @@ def eval_command(
     k: int,
     fmt: str,
     show_misses: bool,
+    budgets: tuple[int, ...],
+    assembly: str,
+    sentences: str | None,
     encoding: str | None,
     quiet: bool,
     **semantic: Any,
 ) -> None:
-    """Measure chunkings: answer hit rate on questions, or boundaries and topic purity on gold segments."""
+    """Measure chunkings: answer hit rate on questions (at a context budget with --budget), or boundaries and
+    topic purity on gold segments."""
+    budget_list = _check_budgets(budgets)
     sources = [
         name
         for name, given in (
@@ -295,7 +383,7 @@ def eval_command(
         sizes or (512,),
         token_unit(unit, tokenizer),
         semantic,
-        {"tokenizer": tokenizer},
+        {"tokenizer": tokenizer, "sentences": sentences},
         progress=embedding,
     )
     failures = Failures()
@@ -303,7 +391,15 @@ def eval_command(
         if segments:
             if paths:
                 raise click.UsageError("--segments brings its own documents: drop PATH")
+            if budget_list:
+                raise click.UsageError(
+                    "--budget measures answers to questions: it does not apply to --segments"
+                )
             segmented = _load_segments(segments)[:limit] if limit else _load_segments(segments)
+            if sentences is None and segmented:  # Choi: the lines are the sentences, by the format
+                modes = {sd.document.metadata.get("sentence_mode", "auto") for sd in segmented}
+                if modes == {"lines"}:
+                    grid = [replace(ch, sentences="lines") for ch in grid]
             with display:
                 configurations = display.iterate(grid, "evaluating", "configurations")
                 rows_s = [evaluate_segmentation(ch, segmented) for ch in configurations]
@@ -327,14 +423,13 @@ def eval_command(
                     )
                 documents, qs = _documents_and_questions(paths, questions, encoding, failures, display)
             make = _retriever_factory(retriever, display, embedding)
-            rows = [
-                evaluate_retrieval(ch, documents, qs, make, k=k)
-                for ch in display.iterate(grid, "evaluating", "configurations")
-            ]
+            rows = _evaluate_grid(grid, documents, qs, make, k, budget_list, assembly, display)
+            if budget_list:  # the rows asked for: at each budget
+                rows = [r for r in rows if r.budget is not None]
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(1)
-    write(_format_rows(rows, RETRIEVAL_COLUMNS, fmt))
+    write(_format_rows(rows, BUDGET_COLUMNS if budget_list else RETRIEVAL_COLUMNS, fmt))
     if show_misses:
         _show_misses(rows)
     sys.exit(failures.exit_code)
@@ -346,9 +441,12 @@ Examples:
   kireme compare 規程/ --questions qa.jsonl                      # every strategy x 100,200,400,800 chars
   kireme compare docs/ --questions qa.jsonl --budget 600 --plot pareto.png
   kireme compare docs/ --questions qa.jsonl --sizes 256,512 --unit tokens --retriever bm25 -k 3
+  kireme compare docs/ --questions qa.jsonl --retriever bm25 --budget 300 --budget 1500 --assembly chunks
 
 The Pareto front holds the configurations that no other beats on both hit rate (higher) and characters
-passed (fewer); `--budget` names the best configuration whose characters passed fit the budget.
+passed (fewer). With `--budget N` (repeatable, in --unit) every configuration is measured at each budget
+(hit_at_budget: the answer lies whole inside the context assembled within N) and the best configuration
+at each budget is named.
 """
 
 
@@ -373,6 +471,12 @@ def best_within(rows: Sequence[RetrievalRow], budget: float) -> RetrievalRow | N
     return max(fitting, key=lambda r: (r.hit_rate, -r.chars_passed)) if fitting else None
 
 
+def best_at_budget(rows: Sequence[RetrievalRow], budget: int) -> RetrievalRow | None:
+    """The highest hit_at_budget among rows measured at ``budget`` (less context passed on ties)."""
+    at = [r for r in rows if r.budget == budget]
+    return max(at, key=lambda r: (r.hit_rate, -r.chars_passed)) if at else None
+
+
 @click.command("compare", epilog=COMPARE_EXAMPLES)
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--questions", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -391,7 +495,7 @@ def best_within(rows: Sequence[RetrievalRow], budget: float) -> RetrievalRow | N
     "--retriever", type=click.Choice(RETRIEVERS), default="terms", show_default=True, help=RETRIEVER_HELP
 )
 @click.option("-k", "k", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--budget", type=click.FloatRange(min=0), default=None, help="Characters the reader can take.")
+@budget_options
 @click.option(
     "--plot",
     "plot_path",
@@ -421,7 +525,8 @@ def compare_command(
     tokenizer: str | None,
     retriever: str,
     k: int,
-    budget: float | None,
+    budgets: tuple[int, ...],
+    assembly: str,
     plot_path: Path | None,
     fmt: str,
     context: str | None,
@@ -432,7 +537,8 @@ def compare_command(
     **semantic: Any,
 ) -> None:
     """Run every strategy over a grid of sizes on your questions; show the table, the Pareto front and the
-    best configuration for your budget."""
+    best configuration at each of your budgets."""
+    budget_list = _check_budgets(budgets)
     try:
         size_list = sorted({int(s) for s in sizes.split(",") if s.strip()})
     except ValueError:
@@ -453,13 +559,12 @@ def compare_command(
         with display:
             documents, qs = _documents_and_questions(paths, questions, encoding, failures, display)
             make = _retriever_factory(retriever, display, embedding)
-            rows = [
-                evaluate_retrieval(ch, documents, qs, make, k=k)
-                for ch in display.iterate(grid, "evaluating", "configurations")
-            ]
+            rows = _evaluate_grid(grid, documents, qs, make, k, budget_list, assembly, display)
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(1)
+    at_budget = [r for r in rows if r.budget is not None]
+    rows = [r for r in rows if r.budget is None]
     front = pareto_front(rows)
     write(_format_rows(rows, RETRIEVAL_COLUMNS, fmt))
 
@@ -472,15 +577,26 @@ def compare_command(
         out(
             f"  {r.strategy:<10} max_size={r.max_size:<6} hit_rate={r.hit_rate:.3f} chars_passed={r.chars_passed:.1f}"
         )
-    if budget is not None:
+    for budget in budget_list:  # what a top-k row passes, against the budget in characters
         best = best_within(rows, budget)
         if best is None:
-            out(f"no configuration passes at most {budget:g} characters per question")
+            out(f"no configuration passes at most {budget} characters per question at k={k}")
         else:
             out(
-                f"best within {budget:g} characters: --strategy {best.strategy} --max-size {best.max_size} "
+                f"best within {budget} characters: --strategy {best.strategy} --max-size {best.max_size} "
                 f"(hit rate {best.hit_rate:.3f}, {best.chars_passed:.1f} characters)"
             )
+    if at_budget:
+        unit_name = "tokens" if unit == "tokens" or tokenizer else "characters"
+        out(f"\nAt each budget ({unit_name}; --assembly {assembly}):")
+        write(_format_rows(at_budget, BUDGET_COLUMNS, fmt))
+        for budget in budget_list:
+            best = best_at_budget(at_budget, budget)
+            if best is not None:
+                out(
+                    f"best at {budget} {unit_name}: --strategy {best.strategy} --max-size {best.max_size} "
+                    f"(hit_at_budget {best.hit_rate:.3f}, {best.chars_passed:.1f} characters passed)"
+                )
     if plot_path:
         from kireme.report.compare_plot import save_pareto_plot
 

@@ -217,6 +217,15 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
     f"{ANN_MIN_ROWS:,} chunks, kept up to date, re-trained when the index has grown {ANN_RETRAIN_GROWTH}x; "
     "the lancedb store only, chroma always keeps its own].",
 )
+@click.option(
+    "--keywords",
+    type=click.Choice(["bigrams", "sudachi", "sudachi+bigrams"]),
+    default=None,
+    help="How BM25 (--mode bm25 and hybrid) splits Japanese: bigrams (overlapping character pairs, no "
+    "dictionary), sudachi (SudachiPy's words) or sudachi+bigrams (both; needs pip install 'kireme[ja]'). "
+    "Recorded in the index: searches split queries the same way; another value rebuilds the keyword index "
+    "[default: what the index records; bigrams for a new one].",
+)
 @quiet_option
 @click.option(
     "--format",
@@ -249,6 +258,7 @@ def index_command(
     format_in: str | None,
     outputs: str,
     max_file_size: int,
+    title: str | None,
     prune: bool,
     fail_fast: bool,
     rebuild: bool,
@@ -267,6 +277,7 @@ def index_command(
     ray_actors: int | None,
     ray_gpus: float | None,
     optimize: bool | None,
+    keywords: str | None,
     quiet: bool,
     fmt: str,
 ) -> None:
@@ -331,7 +342,8 @@ def index_command(
         logging.getLogger("kireme.index.lancedb_store").setLevel(logging.INFO)
     display = ProgressDisplay(quiet=quiet)  # rows: files, texts embedded, chunks contextualized
     embed = cached(inner, db, progress=display.tracker("embedding", "texts", restarts=True))
-    load_options = {"encoding": encoding, "format": format_in, "outputs": outputs}
+    # --title is part of the index configuration (each entry's): changing it re-indexes the files given
+    load_options = {"encoding": encoding, "format": format_in, "outputs": outputs, "title": title}
     contextualizer = (
         _contextualizer(
             db,
@@ -361,6 +373,7 @@ def index_command(
                 late_chunking=late_chunking,
                 ann="auto" if optimize is None else "always" if optimize else "never",
                 store_uri=store_uri,
+                keywords=keywords,
             ) as ingestor,
         ):
             files_row = display.steps("indexing", len(files), "files")
@@ -396,7 +409,7 @@ def index_command(
     finally:
         if contextualizer is not None:
             contextualizer.close()
-    if summary.added + summary.updated + summary.removed:
+    if summary.added + summary.updated + summary.removed or ingestor.keywords_changed:
         from kireme.index.search import Searcher
 
         searcher = Searcher(db, embedder=embed)  # the keyword index, built now so searches need not wait
@@ -495,6 +508,14 @@ Examples:
   kireme search "rate limit" --mode bm25 --filter format=markdown
   kireme search "精算の期限" --filter source=docs/規程.md | jq -r .text
   kireme search "精算の期限" --mode dense --exact      # scan every row, not the vector index
+  kireme search "宿泊費の上限" --budget 1500            # the context a reader gets within 1,500 characters
+  kireme search "宿泊費の上限" --budget 800 --unit tokens --format jsonl | jq -r .text
+
+
+With --budget N the output is the context, not the hits: passages of the indexed documents, each an exact
+slice (doc_id, source, title, start, end, headings, ranks of the hits it holds, size, cut, pages, text),
+made from the ranked hits: hits that overlap or touch are merged, the best hits are widened at sentence
+boundaries when the budget is large, and the total never exceeds N (--unit chars or tokens).
 """
 
 
@@ -510,7 +531,8 @@ def _search_options(func: Callable[..., Any]) -> Callable[..., Any]:
             type=click.Choice(["dense", "bm25", "hybrid"]),
             default="hybrid",
             show_default=True,
-            help="dense: embeddings; bm25: keywords (Japanese bigrams); hybrid: both, rank-fused.",
+            help="dense: embeddings; bm25: keywords (Japanese bigrams, or the index's --keywords); hybrid: "
+            "both, their scores standardised and averaged.",
         ),
         click.option(
             "--filter",
@@ -548,17 +570,51 @@ def _searcher(db: Path) -> Searcher:
     default=None,
     help="table for reading, jsonl for programs [default: table on a terminal, jsonl when piped].",
 )
+@click.option(
+    "--budget",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Print the context a reader gets within N (--unit) instead of the top -k hits: the hits merged, "
+    "widened at sentence boundaries and cut to fit, as passages of the documents with exact offsets.",
+)
+@click.option(
+    "--unit",
+    type=click.Choice(["chars", "tokens"]),
+    default="chars",
+    show_default=True,
+    help="What --budget counts: characters, or cl100k_base tokens.",
+)
 def search_command(
-    query: str, db: Path, k: int, mode: str, filters: tuple[str, ...], exact: bool, fmt: str | None
+    query: str,
+    db: Path,
+    k: int,
+    mode: str,
+    filters: tuple[str, ...],
+    exact: bool,
+    fmt: str | None,
+    budget: int | None,
+    unit: str,
 ) -> None:
-    """Find the chunks that best match QUERY (JSONL when piped: score, id, doc_id, start, end, headings, text)."""
+    """Find the chunks that best match QUERY (JSONL when piped: score, id, doc_id, start, end, headings, text),
+    or with --budget the context within that budget."""
     from kireme.index.search import parse_filters
 
     fmt = fmt or ("table" if sys.stdout.isatty() else "jsonl")
+    if budget is not None and budget <= 0:
+        raise click.UsageError(f"--budget must be > 0, got {budget}")
     try:
         where = parse_filters(list(filters))
         searcher = _searcher(db)
         try:
+            if budget is not None:
+                from kireme.index.passages import budgeted_context
+
+                made = budgeted_context(
+                    searcher, query, budget, unit=unit, k=k, mode=mode, where=where, exact=exact
+                )
+                _print_passages(made, fmt)
+                return
             hits = searcher.search(query, k, mode, where, exact=exact)
         finally:
             searcher.close()
@@ -589,6 +645,39 @@ def search_command(
             click.echo(c.text)
     if not hits:
         click.echo("kireme: no chunk matched", err=True)
+
+
+def _print_passages(made: Any, fmt: str) -> None:
+    """The passages of a budgeted context (`kireme.index.passages.BudgetedContext`), then one line on
+    stderr: its size against the budget, and whether the best hit had to be cut."""
+    context = made.context
+    for number, passage in enumerate(made.passages, start=1):
+        span = passage.span
+        if fmt == "jsonl":
+            click.echo(json.dumps(passage.to_dict(), ensure_ascii=False))
+        else:
+            where_from = " > ".join(span.headings)
+            ranks = ",".join(str(r) for r in span.ranks)
+            click.echo(
+                f"── {number}. {passage.source} [{span.start}:{span.end}] {where_from}  "
+                f"(hits {ranks}; {span.size} {context.unit})"
+            )
+            click.echo(span.text)
+    if not made.passages:
+        click.echo("kireme: no chunk matched", err=True)
+        return
+    hits = len(context.ranks)
+    click.echo(
+        f"kireme: context {context.size}/{context.budget} {context.unit} in {len(made.passages)} passage(s) "
+        f"holding {hits} of {context.considered} hit(s) looked at",
+        err=True,
+    )
+    if context.cut:
+        click.echo(
+            f"kireme: the best hit is larger than {context.budget} {context.unit}: passed the sentences of it "
+            "that fit and share most words with the query",
+            err=True,
+        )
 
 
 ASK_EXAMPLES = """
@@ -641,7 +730,7 @@ def ask_command(
 ) -> None:
     """Retrieve chunks for QUESTION, fit them into a token budget, and ask a chat model."""
     from kireme.index.chat import ChatClient
-    from kireme.index.context import assemble_context
+    from kireme.index.passages import candidates_for, manifest_texts, render_passages
     from kireme.index.prompt import build_prompt, context_budget, default_template, load_template
     from kireme.index.search import parse_filters
 
@@ -673,10 +762,12 @@ def ask_command(
         client = ChatClient(base_url=base_url, api_key=api_key, model=model)
         searcher = _searcher(db)
         try:
-            hits = searcher.search(question, max(k, 1) * 2, mode, where, exact=exact)
+            hits = searcher.search(
+                question, candidates_for(budget, "tokens", max(k, 1) * 2), mode, where, exact=exact
+            )
         finally:
             searcher.close()
-        context = assemble_context(hits, budget)
+        context = render_passages(hits, budget, manifest_texts(db), query=question)
         prompt = build_prompt(question, context.text, text_template, language=language)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
@@ -687,8 +778,8 @@ def ask_command(
         click.echo(prompt)
         click.echo("─" * 40)
     click.echo(
-        f"kireme: context {context.tokens}/{budget} tokens from {len(context.used)} chunk(s)"
-        + (f", {len(context.skipped)} skipped (too large for what was left)" if context.skipped else ""),
+        f"kireme: context {context.tokens}/{budget} tokens from {len(context.used)} hit(s) "
+        f"in {len(context.sources)} document(s)",
         err=True,
     )
     if not client.configured():

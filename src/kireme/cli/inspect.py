@@ -18,6 +18,7 @@ from kireme.cli.common import (
     load_one,
     semantic_options,
     semantic_settings,
+    sentences_option,
     token_unit,
     tokenizer_option,
     write,
@@ -75,6 +76,7 @@ def _preview(text: str, width: int = 24) -> str:
 @click.command("inspect", epilog=INSPECT_EXAMPLES)
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @semantic_options
+@sentences_option
 @click.option(
     "--max-size",
     type=click.IntRange(min=1),
@@ -105,6 +107,7 @@ def inspect_command(
     html_path: Path | None,
     encoding: str | None,
     quiet: bool,
+    sentences: str | None,
     **semantic: Any,
 ) -> None:
     """Show the similarity between every pair of adjacent sentences of PATH and where each rule would cut."""
@@ -115,6 +118,7 @@ def inspect_command(
             max_size=max_size,
             unit=token_unit(unit, tokenizer),
             tokenizer=tokenizer,
+            sentences=sentences or "auto",
             **semantic_settings(progress=progress, **semantic),
         )
     except ConfigError as exc:

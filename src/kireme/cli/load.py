@@ -25,9 +25,15 @@ Examples:
 )
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @input_options
-@click.option("--info", is_flag=True, help="Print the document id, format and encoding to stderr.")
+@click.option("--info", is_flag=True, help="Print the document id, format, encoding and title to stderr.")
 def load_command(
-    path: Path, encoding: str | None, format_in: str | None, outputs: str, max_file_size: int, info: bool
+    path: Path,
+    encoding: str | None,
+    format_in: str | None,
+    outputs: str,
+    max_file_size: int,
+    title: str | None,
+    info: bool,
 ) -> None:
     """Print the text of PATH exactly as kireme reads it: what chunk offsets refer to.
 
@@ -35,7 +41,7 @@ def load_command(
     become Markdown; PDF the text of its pages.
     """
     try:
-        doc = load_one(path, encoding, format_in, outputs, max_file_size)
+        doc = load_one(path, encoding, format_in, outputs, max_file_size, title)
     except LoadError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(EXIT_USAGE if exc.reason == "no such file" else EXIT_FAILURE)

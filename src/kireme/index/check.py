@@ -297,10 +297,16 @@ def _check_bm25(
     report: CheckReport,
     repair: bool,
 ) -> None:
-    from kireme.index.search import Searcher, keyword_generation, read_keyword_cache, store_stamp
+    from kireme.index.search import (
+        Searcher,
+        keyword_generation,
+        read_keyword_cache,
+        recorded_keywords,
+        store_stamp,
+    )
 
     cache = folder / "bm25"
-    generation = keyword_generation(entries, store_directory(meta))
+    generation = keyword_generation(entries, store_directory(meta), recorded_keywords(meta))
     status, cached = read_keyword_cache(cache, generation, store_stamp(store))
     if cached is not None:
         try:  # the scores can be computed from its files (read lazily: garbage shows only here)

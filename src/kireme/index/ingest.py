@@ -41,11 +41,13 @@ from kireme.errors import (
 from kireme.index.ann import ANN_MODES, AnnMode
 from kireme.index.contextualize import ContextStats, Contextualizer
 from kireme.index.manifest import DocumentEntry, Manifest, is_remote, store_directory, store_location
+from kireme.index.search import recorded_keywords
 from kireme.index.store import StoredChunk, open_store, store_state
 from kireme.load import load
 from kireme.load.registry import MAX_FILE_BYTES
 from kireme.parallel import choose_jobs, file_sizes
 from kireme.stream import Chunked, ReadOptions, Task, run_tasks
+from kireme.text.terms import DEFAULT_KEYWORDS, check_keywords
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +140,7 @@ class _Pending:
     late: tuple[str, list[tuple[int, int]]] | None = None  # late chunking: the document text, chunk spans
     vectors: np.ndarray | None = None  # embedded elsewhere (a Ray actor): one row per chunk
     embedded: int = 0  # how many of those were embedded there (not found in a cache)
+    text: str = ""  # the document's text, kept in the manifest for context assembly at search time
 
 
 class Ingestor:
@@ -150,6 +153,11 @@ class Ingestor:
     ``store_uri``: the LanceDB table lives under this URI (``s3://bucket/prefix``, ``gs://...``, or a
     shared folder) instead of the index directory, which keeps the manifest, the keyword index and the
     caches. Recorded in the manifest on the first run: later runs, searches and checks find it there.
+
+    ``keywords``: how BM25 tokenises (`kireme.text.terms.KEYWORDS`), recorded in the manifest so searches
+    tokenise queries the same way; ``None`` keeps what the index records (a new one gets
+    `kireme.text.terms.DEFAULT_KEYWORDS`). Another setting is recorded at once and the keyword index is
+    rebuilt for it (`keywords_changed`); the stored chunks and vectors are untouched.
     """
 
     def __init__(
@@ -167,9 +175,14 @@ class Ingestor:
         late_chunking: bool | LateChunkingEmbedder = False,
         ann: AnnMode = "auto",
         store_uri: str | None = None,
+        keywords: str | None = None,
     ) -> None:
         if ann not in ANN_MODES:
             raise ConfigError(f"ann must be one of {', '.join(ANN_MODES)}, not {ann!r}")
+        if keywords is not None:
+            check_keywords(keywords)  # unknown, or its analyser missing: said before anything is opened
+        self._keywords_given = keywords
+        self.keywords_changed = False  # the index recorded another keywords setting before this run
         self.db = Path(db)
         self.ann: AnnMode = ann
         self.store_uri = store_uri.rstrip("/") if store_uri else None
@@ -248,6 +261,9 @@ class Ingestor:
             meta = {}
         self.info = info = embedder_info(self.embedder)
         stored = meta.get("embedder")
+        recorded = recorded_keywords(meta) if stored else None
+        self.keywords = self._keywords_given or recorded or DEFAULT_KEYWORDS
+        self.keywords_changed = recorded is not None and recorded != self.keywords
         kind = meta.get("store")
         if kind and self.store_kind and kind != self.store_kind:
             raise IndexMismatchError(
@@ -293,6 +309,7 @@ class Ingestor:
         else:
             self.manifest.set_meta("store", self.store_kind)
             self.manifest.set_meta("embedder", info)
+            self.manifest.set_meta("keywords", self.keywords)
             if self.store_uri:
                 self.manifest.set_meta("store_uri", self.store_uri)
         self.store_dir = directory
@@ -350,6 +367,7 @@ class Ingestor:
                 "store": self.store_kind,
                 "store_dir": self.store_dir,
                 "embedder": self.info,
+                "keywords": self.keywords,
                 "store_state": store_state(self.store),
                 "clean": True,
             },
@@ -490,7 +508,7 @@ class Ingestor:
         source = str(doc.metadata.get("source", doc.id))
         new = DocumentEntry(doc.id, doc.sha256, config, len(stored), source, size, mtime_ns)
         late = (doc.text, [(c.start, c.end) for c in chunks]) if self.late is not None else None
-        pending = _Pending(new, stored, texts, entry is not None, late)
+        pending = _Pending(new, stored, texts, entry is not None, late, text=doc.text)
         if vectors is not None and late is None and self.contextualizer is None:
             if vectors.shape[0] != len(texts) or vectors.shape[1:] != (self.info["dimension"],):
                 raise ConfigError(
@@ -528,6 +546,7 @@ class Ingestor:
             self.store.add(rows, vectors)
         for p in pending:
             self.manifest.put(p.entry)
+            self.manifest.put_text(p.entry.doc_id, p.entry.content_hash, p.text)
             self.entries[p.entry.doc_id] = p.entry
             if p.replaces:
                 self.summary.updated += 1
@@ -578,11 +597,21 @@ class Ingestor:
         return gone
 
 
+# How kireme makes a chunk's embed_text and title beyond what the chunker's configuration says (where
+# titles come from, which headings the context names). Raised when a release changes them: every entry
+# of an older index no longer matches, so its next run chunks every document again and replaces its rows;
+# only the texts whose embed_text changed are embedded (the others come from the embedding cache). Chunk
+# ids do not depend on it (they hash the slice: a chunk whose cut a longer context moved gets a new one).
+# 2: a title for every file (front matter, first heading, else the file name); no heading said twice.
+EMBED_TEXT_VERSION = 2
+
+
 def entry_config_hash(chunker_config_hash: str, load_options: dict[str, Any] | None = None) -> str:
-    """The configuration a manifest entry records: the chunker's and the load options (format, outputs,
-    encoding) — a change of either re-reads and re-chunks every file."""
+    """The configuration a manifest entry records: the chunker's, the load options (format, outputs,
+    encoding, title) and `EMBED_TEXT_VERSION` — a change of any re-reads and re-chunks every file."""
     options = {k: v for k, v in (load_options or {}).items() if v is not None}
     raw = chunker_config_hash + "\x1f" + json.dumps(options, sort_keys=True, default=str)
+    raw += f"\x1fembed_text={EMBED_TEXT_VERSION}"
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
 
 

@@ -16,8 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kireme.document import content_hash
 from kireme.errors import IndexDamagedError, rebuild_hint, storage_failure
 from kireme.index.names import from_stored, to_stored
+
+
+def _has_surrogates(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -29,6 +39,7 @@ CREATE TABLE IF NOT EXISTS documents (
     source TEXT NOT NULL,
     updated REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS texts (doc_id TEXT PRIMARY KEY, content_hash TEXT NOT NULL, text TEXT NOT NULL);
 """
 
 
@@ -153,7 +164,38 @@ class Manifest:
         )
 
     def remove(self, doc_ids: list[str]) -> None:
-        self._db.executemany("DELETE FROM documents WHERE doc_id = ?", [(to_stored(d),) for d in doc_ids])
+        rows = [(to_stored(d),) for d in doc_ids]
+        self._db.executemany("DELETE FROM documents WHERE doc_id = ?", rows)
+        self._db.executemany("DELETE FROM texts WHERE doc_id = ?", rows)
+
+    def put_text(self, doc_id: str, content_hash: str, text: str) -> None:
+        """Keep a document's text (what its chunks' offsets refer to), for context assembled from exact
+        offsets at search time. Written after its entry; a reader trusts it only while ``content_hash``
+        matches the entry and the text itself."""
+        key = to_stored(doc_id)
+        if _has_surrogates(text):  # SQLite keeps UTF-8 only: such a document's hits are passed whole
+            self._db.execute("DELETE FROM texts WHERE doc_id = ?", (key,))
+            return
+        self._db.execute(
+            "INSERT INTO texts (doc_id, content_hash, text) VALUES (?, ?, ?) ON CONFLICT(doc_id) DO UPDATE "
+            "SET content_hash = excluded.content_hash, text = excluded.text",
+            (key, content_hash, text),
+        )
+
+    def current_text(self, doc_id: str) -> str | None:
+        """The text kept for a document if it is the one its entry was indexed from (its hash checked), else
+        ``None``: none kept (an index written before texts were kept), another version, or unreadable."""
+        try:
+            row = self._db.execute(
+                "SELECT t.text, t.content_hash FROM texts t JOIN documents d "
+                "ON d.doc_id = t.doc_id AND d.content_hash = t.content_hash WHERE t.doc_id = ?",
+                (to_stored(doc_id),),
+            ).fetchone()
+        except sqlite3.DatabaseError:
+            return None
+        if not row or content_hash(str(row[0])) != row[1]:
+            return None
+        return str(row[0])
 
     def snapshot(self) -> tuple[dict[str, Any], dict[str, DocumentEntry]]:
         """Every meta value and every entry, read in one transaction (a consistent view while a writer

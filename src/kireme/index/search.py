@@ -1,9 +1,12 @@
-"""Search an index: dense (embeddings), BM25 (keywords) or hybrid (reciprocal rank fusion of both).
+"""Search an index: dense (embeddings), BM25 (keywords) or hybrid (the two fused).
 
-BM25 tokenises like the evaluation retriever (`kireme.text.terms`): words for spaced scripts, overlapping character bigrams for
-Japanese (no morphological analyser needed). Its index is built from the stored chunks' ``embed_text``
-(so the title and heading path count) and kept in the index directory, rebuilt only when the manifest
-changed.
+BM25 tokenises like the evaluation retriever (`kireme.text.terms`), with the index's recorded *keywords*
+setting: by default words for spaced scripts and overlapping character bigrams for Japanese (no
+morphological analyser needed), or a morphological analyser's words (``kireme index --keywords sudachi``,
+the ``ja`` extra). Its index is built from the stored chunks' ``embed_text`` (so the title and heading
+path count) and kept in the index directory, rebuilt only when the manifest (or the keywords setting)
+changed. Hybrid fuses each side's best candidates by `kireme.fusion.DEFAULT_FUSION`, the setting measured
+to lose to neither side (docs/benchmarks.md "Search modes").
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from kireme.errors import (
     rebuild_hint,
     unreadable,
 )
+from kireme.fusion import DEFAULT_FUSION, RRF, Fusion, fuse_scores
 from kireme.index.manifest import DocumentEntry, Manifest, is_remote, store_directory, store_location
 from kireme.index.store import (
     FILTER_FIELDS,
@@ -39,13 +43,14 @@ from kireme.index.store import (
     split_filter,
     store_state,
 )
-from kireme.text.terms import tokenize
+from kireme.text.terms import keyword_tokenizer
 
 log = logging.getLogger(__name__)
 
 MODES = ("dense", "bm25", "hybrid")
 FILTER_ALIASES = {"path": "source"}  # --filter path=docs/規程.md
-RRF_K = 60  # the usual constant of reciprocal rank fusion
+RRF_K = RRF.k  # the usual constant of reciprocal rank fusion (`fuse` with fusion=RRF)
+LEGACY_KEYWORDS = "bigrams"  # what an index that records no keywords setting was built with
 
 
 def parse_filters(items: list[str] | tuple[str, ...]) -> dict[str, str]:
@@ -100,7 +105,8 @@ class Searcher:
         # Only documents the manifest names are committed: rows of others are leftovers of a killed
         # run (or of a run still writing) and are never returned.
         self.documents: set[str] = set(entries)
-        self.generation = keyword_generation(entries, self.store_dir)
+        self.keywords: str = recorded_keywords(meta)
+        self.generation = keyword_generation(entries, self.store_dir, self.keywords)
         try:
             self.store: VectorStore = open_store(
                 self.store_kind,
@@ -187,11 +193,14 @@ class Searcher:
         where: Mapping[str, str] | None = None,
         *,
         exact: bool = False,
+        fusion: Fusion | None = None,
     ) -> list[Hit]:
         """The ``k`` best chunks for ``query``; scores are cosine (dense), BM25 or fused (hybrid).
 
         ``exact``: the dense part scans every row instead of reading the store's vector index (LanceDB
         builds one past `kireme.index.ann.ANN_MIN_ROWS` rows): slower, never misses a neighbour.
+        ``fusion``: how hybrid fuses the two sides (default `kireme.fusion.DEFAULT_FUSION`; `RRF` is the
+        equal-weight reciprocal rank fusion of earlier versions).
         """
         if mode not in MODES:
             raise ConfigError(f"unknown search mode {mode!r}: choose one of {', '.join(MODES)}")
@@ -200,8 +209,9 @@ class Searcher:
         if not query.strip():
             raise ConfigError("the query is empty")
         self._swapped()  # one small manifest read: a long-lived searcher follows a finished re-embed
+        fusion = fusion or DEFAULT_FUSION
         try:
-            return self._search(query, k, mode, where, exact)
+            return self._search(query, k, mode, where, exact, fusion)
         except KiremeError:
             raise
         except Exception as exc:
@@ -209,21 +219,23 @@ class Searcher:
             if not self._swapped():
                 raise self._unreadable(exc) from None
             try:
-                return self._search(query, k, mode, where, exact)
+                return self._search(query, k, mode, where, exact, fusion)
             except KiremeError:
                 raise
             except Exception as again:
                 raise self._unreadable(again) from None
 
     def _search(
-        self, query: str, k: int, mode: str, where: Mapping[str, str] | None, exact: bool
+        self, query: str, k: int, mode: str, where: Mapping[str, str] | None, exact: bool, fusion: Fusion
     ) -> list[Hit]:
         if mode == "dense":
             return self.dense(query, k, where, exact=exact)
         if mode == "bm25":
             return self.keyword(query, k, where)
-        wide = max(50, 3 * k)
-        return fuse([self.dense(query, wide, where, exact=exact), self.keyword(query, wide, where)], k)
+        wide = fusion.wide(k)  # lexical first, then dense: the order of the fusion's weights
+        return fuse(
+            [self.keyword(query, wide, where), self.dense(query, wide, where, exact=exact)], k, fusion
+        )
 
     def dense(
         self, query: str, k: int, where: Mapping[str, str] | None = None, *, exact: bool = False
@@ -240,7 +252,7 @@ class Searcher:
 
     def keyword(self, query: str, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
         model, ids = self.keyword_index()
-        tokens = [t for t in tokenize(query) if t in model.vocab_dict]
+        tokens = [t for t in self.tokenizer(query) if t in model.vocab_dict]
         if not ids or not tokens:
             return []
         scores = np.asarray(model.get_scores(tokens), dtype=float)
@@ -257,6 +269,12 @@ class Searcher:
                         return hits
         return hits
 
+    @property
+    def tokenizer(self) -> Any:
+        """The index's keywords tokeniser (a `MissingExtraError` naming the extra when its analyser is
+        not installed here)."""
+        return keyword_tokenizer(self.keywords)
+
     def keyword_index(self) -> tuple[Any, list[str]]:
         """The BM25 index over the committed chunks (and their ids), from the index directory's cache.
 
@@ -267,6 +285,7 @@ class Searcher:
             return self._bm25
         import bm25s
 
+        tokenize = self.tokenizer  # before anything is read: a missing analyser is said at once
         folder = self.db / "bm25"
         quiet = logging.getLogger("bm25s")
         level = quiet.level
@@ -345,21 +364,31 @@ def read_keyword_cache(folder: Path, generation: str, state: str) -> tuple[str, 
     return "current", (model, ids)
 
 
-def fuse(rankings: list[list[Hit]], k: int) -> list[Hit]:
-    """Reciprocal rank fusion: each list adds ``1 / (60 + rank)`` to a chunk's score."""
-    scores: dict[str, float] = {}
+def fuse(rankings: list[list[Hit]], k: int, fusion: Fusion = DEFAULT_FUSION) -> list[Hit]:
+    """The ``k`` best of several rankings (hybrid: lexical, then dense) by ``fusion``
+    (`kireme.fusion.fuse_scores` on each hit's score); ties go to the earlier chunk of a document."""
     chunks: dict[str, StoredChunk] = {}
     for ranking in rankings:
-        for rank, hit in enumerate(ranking, start=1):
-            scores[hit.chunk.id] = scores.get(hit.chunk.id, 0.0) + 1.0 / (RRF_K + rank)
+        for hit in ranking:
             chunks.setdefault(hit.chunk.id, hit.chunk)
+    scores = fuse_scores([[(h.chunk.id, h.score) for h in ranking] for ranking in rankings], fusion)
     best = sorted(scores, key=lambda cid: (-scores[cid], chunks[cid].doc_id, chunks[cid].index))
     return [Hit(chunks[cid], scores[cid]) for cid in best[:k]]
 
 
-def keyword_generation(entries: Mapping[str, DocumentEntry], store_dir: str) -> str:
-    """A fingerprint of the indexed documents and their store: the BM25 cache is valid while it holds."""
-    digest = hashlib.sha256(f"{store_dir}\x1e".encode())
+def recorded_keywords(meta: Mapping[str, Any]) -> str:
+    """The keywords setting an index records (`kireme.text.terms.KEYWORDS`); an index made before the
+    setting existed was built with bigrams."""
+    return str(meta.get("keywords") or LEGACY_KEYWORDS)
+
+
+def keyword_generation(
+    entries: Mapping[str, DocumentEntry], store_dir: str, keywords: str = LEGACY_KEYWORDS
+) -> str:
+    """A fingerprint of the indexed documents, their store and the keywords setting: the BM25 cache is
+    valid while it holds (bigrams add nothing to it, so caches written before the setting stay valid)."""
+    head = store_dir if keywords == LEGACY_KEYWORDS else f"{store_dir}\x1f{keywords}"
+    digest = hashlib.sha256(f"{head}\x1e".encode())
     for doc_id, entry in sorted(entries.items()):
         digest.update(
             f"{doc_id}\x1f{entry.content_hash}\x1f{entry.config_hash}\x1e".encode("utf-8", "surrogatepass")

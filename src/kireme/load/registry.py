@@ -3,6 +3,11 @@
 The format comes from the extension, checked against the content (a PDF or .docx named ``.txt`` is read
 as what it is; HTML named ``.txt`` stays text unless ``format`` says otherwise), and ``format`` overrides
 both. Every text format goes through the same encoding detection.
+
+Every document read from a file has a title (`Document.title`, put in front of ``embed_text`` by the
+``title`` and ``headings`` contexts): the one its format names (Markdown front matter ``title:``, else the
+first ``#`` heading; HTML ``<title>``, else the first ``<h1>``; PDF and Word document properties; a
+notebook's metadata or first heading), else the file name without its extension. ``title=`` replaces it.
 """
 
 from __future__ import annotations
@@ -74,6 +79,21 @@ def load_text(text: str, id: str = "", **metadata: object) -> Document:
     return Document(text=text, id=id, metadata=metadata)
 
 
+def file_title(id: str) -> str:
+    """The title a file's name gives: its name without the extension (``出張旅費規程`` for
+    ``規程/出張旅費規程.txt``); ``""`` for a stream such as ``<stdin>``. A name that is not valid UTF-8
+    (kept as surrogate escapes in the id) gives its bytes decoded with U+FFFD for what cannot be read: a
+    title is text for a reader and a store, and every store keeps UTF-8 only."""
+    if not id or id.startswith("<"):
+        return ""
+    stem = Path(id).stem.strip()
+    try:
+        raw = stem.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate outside the escape range: passed through, then replaced
+        raw = stem.encode("utf-8", "surrogatepass")
+    return raw.decode("utf-8", "replace")
+
+
 def _decoded(data: bytes, id: str, encoding: str | None, format: str, **extra: object) -> Document:
     try:
         decoded = decode(data, encoding)
@@ -100,16 +120,39 @@ def load_bytes(
     format: str = "text",
     *,
     outputs: str = "none",
+    title: str | None = None,
 ) -> Document:
     """Read bytes you already have (stdin, an upload) exactly like a file; ``id`` names it in errors.
 
     ``format`` is one of `FORMATS`; ``outputs`` (``none``/``text``) says whether notebook cell outputs
-    are kept.
+    are kept. ``title`` replaces the title the format names and the file name (`titled`).
     """
     doc = _load_bytes(data, id, encoding, format, outputs=outputs)
     if data.strip() and not doc.text.strip():  # never an empty result without a word
         logger.warning("%s: %d bytes of %s gave no text at all", id, len(data), format)
-    return doc
+    return titled(doc, title)
+
+
+def titled(doc: Document, title: str | None = None) -> Document:
+    """``doc`` with its title: ``title`` when given, else the one its loader found, else (Markdown, and
+    the Markdown that HTML, .docx and notebooks become) its front matter ``title:`` or first ``#``
+    heading, else its file name (`file_title`). Whitespace runs become one space."""
+    if title is None:
+        title = doc.title.strip() or _markdown_title(doc) or file_title(doc.id)
+    title = " ".join(title.split())
+    if title == doc.metadata.get("title", ""):
+        return doc
+    return Document(text=doc.text, id=doc.id, metadata={**doc.metadata, "title": title}, regions=doc.regions)
+
+
+def _markdown_title(doc: Document) -> str:
+    """Front matter ``title:``, else the first level-1 heading (never a ``#`` line inside a code block).
+    The parse is cached: chunking the document next does not parse it again."""
+    from kireme.text.markdown import MARKDOWN_FORMATS, markdown_outline
+
+    if doc.format not in MARKDOWN_FORMATS or not doc.text.strip():
+        return ""
+    return markdown_outline(doc.text, doc.id, warn=False).title
 
 
 def _load_bytes(data: bytes, id: str, encoding: str | None, format: str, *, outputs: str) -> Document:
@@ -158,6 +201,7 @@ def load(
     format: str | None = None,
     outputs: str = "none",
     max_bytes: int = MAX_FILE_BYTES,
+    title: str | None = None,
 ) -> Document:
     """Read one file; the document id is the path as given (POSIX separators).
 
@@ -165,6 +209,9 @@ def load(
 
     The format comes from the extension and the content unless ``format`` is given. Raises `LoadError`
     naming the file and the reason (missing, a directory, binary, undecodable, not a valid PDF...).
+
+    The title (`Document.title`) is the one the format names, else the file name without its extension
+    (``出張旅費規程`` for ``出張旅費規程.txt``); ``title`` replaces it.
     """
     p = Path(path)
     shown = p.as_posix()
@@ -190,7 +237,7 @@ def load(
     except OSError as exc:
         raise LoadError(shown, exc.strerror or str(exc)) from None
     fmt = check_format(format) if format else sniff_format(data, format_of(p))
-    return load_bytes(data, shown, encoding, fmt, outputs=outputs)
+    return load_bytes(data, shown, encoding, fmt, outputs=outputs, title=title)
 
 
 def iter_paths(path: str | os.PathLike[str]) -> Iterator[Path]:

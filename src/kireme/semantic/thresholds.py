@@ -19,7 +19,8 @@
   the sorted upper half of the distances.
 * ``auto:kcpd[:SCALE]`` — not a threshold on the distances but a global segmentation of the unit
   vectors: penalised kernel change-point detection (`kireme.semantic.segment`), the penalty derived from
-  the document and multiplied by ``SCALE`` (default 1; larger cuts less). It needs an embedding
+  the document (growing with its length beyond 80 units) and multiplied by ``SCALE`` (default 1; larger
+  cuts less). It needs an embedding
   similarity, so `SemanticChunker` applies it; `Threshold.cuts` refuses it.
 """
 

@@ -98,7 +98,7 @@ class StructureChunker(Chunker):
             from kireme.text.paragraphs import pdf_paragraph_starts
 
             paragraphs = pdf_paragraph_starts(doc.text)
-        levels = structure_levels(doc, outline, paragraphs)
+        levels = structure_levels(doc, outline, paragraphs, self.sentences)
         keep_headings, heading_end = heading_rule(doc, outline)
         spans: list[PackedSpan] = []
         embeds: dict[tuple[int, int], str] = {}
@@ -495,7 +495,7 @@ class StructureChunker(Chunker):
         body = self._table_text(doc, outline, start, end)
         block = section.table or section.code
         touches = block is not None and end > block.start
-        prefix = context.prefix(start)
+        prefix = context.prefix(start, end)
         group = section.group_line if touches else ""
         repeat = section.repeat if touches and section.repeat and start >= section.repeat_after else ""
         close = section.close if touches and section.close and end <= section.close_before else ""

@@ -21,6 +21,7 @@ from kireme.boundaries.levels import (
     WORD,
     Level,
     PositionLevel,
+    with_sentences,
 )
 from kireme.document import Document
 from kireme.text.csvtable import csv_outline
@@ -60,9 +61,11 @@ class Outside:
 
 
 def structure_levels(
-    doc: Document, outline: Outline, paragraph_starts: list[int] | None = None
+    doc: Document, outline: Outline, paragraph_starts: list[int] | None = None, sentences: str = "auto"
 ) -> list[Level]:
-    """Levels strongest first for this document's structure (see the module docstring)."""
+    """Levels strongest first for this document's structure (see the module docstring); ``sentences``
+    is the sentence mode (`kireme.boundaries.levels.with_sentences`: ``"lines"`` cuts hard-wrapped PDF
+    text at its line breaks too, before its sentences)."""
     text = doc.text
     protected = outline.protected()
     starts = tuple(s for s, _ in protected)
@@ -100,9 +103,12 @@ def structure_levels(
         levels.append(PositionLevel(blank, "code blank line"))
     if lines:
         levels.append(PositionLevel(lines, "code line"))
-    levels += [outside(SENTENCE), outside(CLAUSE), outside(WORD), outside(SCRIPT)]
+    tail = with_sentences([SENTENCE, CLAUSE, WORD, SCRIPT], sentences)
+    if any(isinstance(level, Outside) and level.level == LINE for level in levels):
+        tail = [SENTENCE, CLAUSE, WORD, SCRIPT]  # line breaks are cuts already
+    levels += [outside(level) for level in tail]
     if protected:  # a single row or code line larger than the limit
-        levels += [SENTENCE, CLAUSE, WORD, SCRIPT]
+        levels += tail
     return levels
 
 

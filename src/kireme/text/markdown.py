@@ -9,7 +9,7 @@ in the exact text (``\\r\\n`` kept), so headings, fences and table rows line up 
 from __future__ import annotations
 
 import logging
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -321,6 +321,12 @@ class HeadingPaths:
         """Like `at`, with the heading objects (their offsets tell whether a chunk holds the line)."""
         i = bisect_right(self._starts, position) - 1
         return self._chains[i] if i >= 0 else ()
+
+    def between(self, start: int, end: int) -> tuple[Heading, ...]:
+        """The headings whose line starts in ``[start, end)``, in order."""
+        first = bisect_left(self._starts, start)
+        last = bisect_left(self._starts, end)
+        return tuple(self._chains[i][-1] for i in range(first, last))
 
     def span(self, start: int, end: int) -> SpanHeadings:
         """The heading path every part of ``[start, end)`` shares, and the headings whose lines it holds

@@ -10,6 +10,11 @@ Rules (measured against the libraries in ``benchmarks/sentence_segmenters.py``, 
 * ``.`` ends an English sentence when whitespace and a plausible sentence start follow and the word before
   it is not a known abbreviation (``Dr.``, ``e.g.``, ``U.S.``), a single initial or a number.
 
+Those rules are the ``"auto"`` sentence mode. Text that comes one sentence a line (Choi's segmentation
+benchmark, transcripts with one utterance a line, subtitles, many corpora) says where its sentences end
+by itself, and lower-case tokenised lines defeat any punctuation rule: the ``"lines"`` mode makes every
+non-blank line one sentence (`line_spans`), whatever its punctuation.
+
 Every function returns offsets into the text it was given; nothing is copied or re-joined.
 """
 
@@ -24,6 +29,7 @@ from typing import NamedTuple, cast
 
 import regex
 
+from kireme.errors import ConfigError
 from kireme.text.marks import BULLETS, CLOSERS, ITEM_MARKER, OPEN_TO_CLOSE, TERMINATORS
 from kireme.text.patterns import lazy_re, lazy_regex
 
@@ -42,6 +48,9 @@ PARAGRAPH_BREAK = lazy_regex(rf"{_BLANK_LINE}|\r?\n(?={ITEM_MARKER})")
 _ITEM_FIRST = "[ \t\u3000]*[【第0-9０-９（(①-⑳" + BULLETS + "*+\\-]"
 _FAST_PARAGRAPH_BREAK = lazy_re(rf"\n(?:[ \t\u3000]*\r?\n|(?={_ITEM_FIRST})(?={ITEM_MARKER}))")
 _SPACE_RUN = lazy_re(r"\s*")
+
+# How sentence ends are found: kireme's rules, or one sentence per non-blank line.
+SENTENCE_MODES = ("auto", "lines")
 
 _ABBREVIATIONS = frozenset(
     [
@@ -390,9 +399,40 @@ def sentence_cuts(text: str, a: int = 0, b: int | None = None) -> list[int]:
     return sentence_index(text).cuts(a, b)
 
 
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of every sentence, whitespace at either side excluded."""
+def check_sentence_mode(mode: object) -> str:
+    """``mode`` when it is one of `SENTENCE_MODES`, else a `ConfigError` naming them."""
+    if mode not in SENTENCE_MODES:
+        raise ConfigError(f"sentences must be one of {', '.join(SENTENCE_MODES)}, not {mode!r}")
+    return str(mode)
+
+
+def sentence_spans(text: str, mode: str = "auto") -> list[tuple[int, int]]:
+    """``(start, end)`` of every sentence, whitespace at either side excluded.
+
+    ``mode="lines"``: every non-blank line is one sentence (`line_spans`)."""
+    if check_sentence_mode(mode) == "lines":
+        return line_spans(text)
     return _spans_from_cuts(text, sentence_cuts(text))
+
+
+def line_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every non-blank line, whitespace at either side excluded (``"\\n"`` ends a line,
+    as for the ``line`` level; a ``"\\r"`` before it is whitespace; U+2028 and friends do not)."""
+    spans = []
+    start = 0
+    n = len(text)
+    while start < n:
+        end = text.find("\n", start)
+        end = n if end == -1 else end
+        a, b = start, end
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if a < b:
+            spans.append((a, b))
+        start = end + 1
+    return spans
 
 
 def paragraph_cuts(text: str, a: int = 0, b: int | None = None) -> list[int]:

@@ -1,0 +1,552 @@
+"""The context a reader is handed, assembled within a budget from exact offsets.
+
+A reader is not given "5 chunks" but a budget: so many characters or tokens. For a given budget the
+question is which text most likely holds the answer. kireme knows where every retrieved unit lies in its
+document, so it can do what a list of chunk strings cannot:
+
+* **merge** hits that overlap or touch in one document into one span (nothing passed twice);
+* **grow** a small hit at sentence boundaries — first to its whole paragraph when that fits, then a
+  sentence at a time on either side, never past the next heading line — so an answer that lies just
+  outside the retrieved unit is passed too;
+* **widen** the best hits when the budget is large: the hit at rank *r* (1-based, among the spans taken)
+  grows by about its own size on either side when the budget holds ``widen × r`` mean retrieved units
+  (``widen`` = 8: a small budget buys more distinct hits, a large one buys the best hits' surroundings,
+  measured on JSQuAD valid; docs/benchmarks.md), the other hits come whole, and what is left at the end,
+  too small for the next hit, grows the best spans;
+* **cut to fit**: a hit that does not fit whole in what is left gives the run of its sentences that fits
+  and shares most terms with the query (``cut="all"``; ``"best"`` cuts only the best hit, when nothing
+  else was taken), so a small budget still passes the sentences that matter of a large chunk;
+* **never exceed** the budget, measured on the exact text passed; ``Context.cut`` says when the best hit
+  itself had to be cut.
+
+Every span is an exact slice: ``text[span.start:span.end] == span.text`` for the document's ``text``.
+A document whose text is unknown (an index written before texts were kept) still gets its hits passed
+whole and exact; they are only not grown.
+
+``policy="chunks"`` is what retrieval libraries do — the ranked units whole, in rank order, until the
+budget is full (no merging, no growth) — kept for comparisons (`kireme eval --budget`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kireme.errors import ConfigError
+from kireme.text.headings import is_heading_line
+from kireme.text.sentences import paragraph_cuts, sentence_cuts
+from kireme.text.terms import tokenize
+
+POLICIES = ("spans", "chunks")
+CUTS = ("all", "best")  # which hits that do not fit whole are cut to their best sentences
+DEFAULT_WIDEN = 8.0  # rank r is widened when the budget holds 8·r mean units (measured: docs/benchmarks.md)
+# how far around a hit sentences are looked for, in characters per unit of the window
+_LOOKAROUND_PER_UNIT = 6
+_LOOKAROUND_MIN = 2048
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One retrieved unit, best first in the list given to `assemble`: where it lies and its text.
+
+    ``text`` must equal ``document_text[start:end]``; it is what is passed when the document's text is
+    unknown. ``headings`` is the unit's heading path; ``metadata`` is carried to the span (pages…).
+    """
+
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    headings: tuple[str, ...] = ()
+    score: float = 0.0
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class ContextSpan:
+    """One passage of the context: an exact slice ``[start:end]`` of document ``doc_id``.
+
+    ``ranks`` are the 1-based ranks of the retrieved units it holds (best first); ``headings`` the
+    heading path of its best unit; ``size`` its length in the budget's unit; ``cut`` is true when it is
+    the best hit cut to a budget it did not fit.
+    """
+
+    doc_id: str
+    start: int
+    end: int
+    text: str
+    headings: tuple[str, ...]
+    ranks: tuple[int, ...]
+    size: int
+    cut: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "doc_id": self.doc_id,
+            "start": self.start,
+            "end": self.end,
+            "headings": list(self.headings),
+            "ranks": list(self.ranks),
+            "size": self.size,
+            "cut": self.cut,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class Context:
+    """The assembled context: spans grouped by document (documents by their best hit, spans in
+    document order inside one), its total ``size`` (≤ ``budget``, in ``unit``) and how it was made."""
+
+    spans: tuple[ContextSpan, ...]
+    budget: int
+    unit: str
+    size: int
+    considered: int  # how many ranked units were looked at
+    cut: bool = False  # the best hit did not fit and was cut at sentence boundaries
+
+    @property
+    def text(self) -> str:
+        """The spans' texts, one blank line between them (what `size` does not count)."""
+        return "\n\n".join(span.text for span in self.spans)
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        """Every rank passed, sorted."""
+        return tuple(sorted({r for span in self.spans for r in span.ranks}))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "budget": self.budget,
+            "unit": self.unit,
+            "size": self.size,
+            "considered": self.considered,
+            "cut": self.cut,
+            "spans": [span.to_dict() for span in self.spans],
+        }
+
+
+TextOf = Callable[[str], "str | None"]
+
+
+@dataclass
+class _Piece:
+    """A span being built: its bounds, the ranks it holds and whether it may still grow."""
+
+    doc_id: str
+    start: int
+    end: int
+    ranks: list[int]
+    headings: tuple[str, ...]
+    exact_text: str | None = None  # the unit's own text when the document's text is unknown
+    cut: bool = False
+
+
+class Assembler:
+    """Builds `Context` objects from ranked units; one per document collection and measure.
+
+    ``text_of(doc_id)`` gives a document's text (``None`` when unknown: its hits are passed whole, not
+    grown); ``measure`` counts the budget's unit (``len`` for characters, `kireme.length.Tokens`);
+    ``widen``: the hit at rank r grows when the budget holds ``widen × r`` mean units (0: never);
+    ``cut``: ``"all"`` hits that do not fit whole give their best sentences that fit, ``"best"`` only the
+    best hit when nothing else fits;
+    ``overhead(doc_id, headings)``:
+    what the caller adds around each span when rendering it (a citation line), counted against the budget.
+    """
+
+    def __init__(
+        self,
+        text_of: TextOf,
+        measure: Callable[[str], int] = len,
+        *,
+        unit: str = "chars",
+        policy: str = "spans",
+        widen: float = DEFAULT_WIDEN,
+        cut: str = "all",
+        overhead: Callable[[str, tuple[str, ...]], int] | None = None,
+    ) -> None:
+        if policy not in POLICIES:
+            raise ConfigError(f"unknown context policy {policy!r}: choose one of {', '.join(POLICIES)}")
+        if not isinstance(widen, int | float) or isinstance(widen, bool) or widen < 0:
+            raise ConfigError(f"widen must be a number >= 0, got {widen!r}")
+        if cut not in CUTS:
+            raise ConfigError(f"cut must be one of {', '.join(CUTS)}, got {cut!r}")
+        self._text_of = text_of
+        self._texts: dict[str, str | None] = {}
+        self.measure = measure
+        self.unit = unit
+        self.policy = policy
+        self.widen = float(widen)
+        self.cut = cut
+        self.overhead = overhead
+
+    # ------------------------------------------------------------------------------------- public
+
+    def assemble(self, ranked: Sequence[Ranked], budget: int, query: str = "") -> Context:
+        """The context for ``ranked`` (best first) in at most ``budget`` units.
+
+        A budget ≤ 0 is a `ConfigError`; so is one smaller than every sentence of the best hit (nothing
+        sensible fits). ``query`` chooses which sentences of the best hit to keep when even that hit does
+        not fit the budget whole.
+        """
+        if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
+            raise ConfigError(f"the context budget must be a whole number of {self.unit} > 0, got {budget!r}")
+        state = _State(self, budget)
+        sample = [self.measure(u.text) for u in ranked[:20]]
+        mean = max(1.0, sum(sample) / len(sample)) if sample else 1.0
+        for rank, unit in enumerate(ranked, start=1):
+            state.considered = rank
+            if state.holds(unit):
+                state.add_rank(unit, rank)
+                continue
+            if state.full():  # nothing more fits: later hits count only where a passage holds them
+                continue
+            wide = self.widen > 0 and budget >= self.widen * (len(state.pieces) + 1) * mean
+            if self.policy == "spans" and wide:
+                grown = self._grow(unit, 3 * self.measure(unit.text))
+                if grown is not None and state.try_add(unit, rank, grown):
+                    continue
+            if state.try_add(unit, rank, (unit.start, unit.end)):
+                continue
+            if self.policy == "spans" and (self.cut == "all" or not state.pieces):
+                run = self._best_run(unit, budget - state.total, query, need_match=bool(state.pieces))
+                if run is not None:
+                    state.try_add(unit, rank, run, cut=True)
+        if not state.pieces and ranked:
+            return self._cut_best(ranked[0], budget, query)
+        if self.policy == "spans":
+            state.grow_rest()
+        return state.context()
+
+    # ------------------------------------------------------------------------------------ helpers
+
+    def text(self, doc_id: str) -> str | None:
+        if doc_id not in self._texts:
+            self._texts[doc_id] = self._text_of(doc_id)
+        return self._texts[doc_id]
+
+    def size(self, doc_id: str, headings: tuple[str, ...], text: str) -> int:
+        extra = self.overhead(doc_id, headings) if self.overhead is not None else 0
+        return self.measure(text) + extra
+
+    def _document(self, unit: Ranked) -> str | None:
+        """The unit's document text when it is known and agrees with the unit (else ``None``)."""
+        text = self.text(unit.doc_id)
+        if text is None or text[unit.start : unit.end] != unit.text:
+            return None
+        return text
+
+    def _grow(self, unit: Ranked, limit: int) -> tuple[int, int] | None:
+        """``unit`` grown at sentence boundaries to at most ``limit`` units: to its paragraph if that fits,
+        then sentence by sentence (after, before, in turn), never past a heading line below it nor above
+        the heading line it sits under. ``None`` when the document's text is unknown."""
+        text = self._document(unit)
+        if text is None:
+            return None
+        return grow_span(
+            text, unit.start, unit.end, limit, lambda s, e: self.size(unit.doc_id, unit.headings, text[s:e])
+        )
+
+    def _unit_sentences(self, unit: Ranked) -> tuple[str, int, list[tuple[int, int]]]:
+        """The text to cut ``unit`` from, the offset that maps it to document offsets, and the unit's
+        sentences in that text (the document's own rules when its text is known, else the unit's)."""
+        document = self._document(unit)
+        if document is not None:
+            return document, 0, _sentences(document, unit.start, unit.end)
+        return unit.text, unit.start, _sentences(unit.text, 0, len(unit.text))
+
+    def _best_run(
+        self, unit: Ranked, room: int, query: str, *, need_match: bool = False
+    ) -> tuple[int, int] | None:
+        """The run of ``unit``'s sentences that fits ``room`` and shares most terms with ``query`` (the
+        longest such run; the first on ties), in document offsets; ``None`` when no sentence fits.
+        A run of heading lines only is never chosen when another fits; ``need_match``: a run must share a
+        term with the query (a filler passage for what is left of a budget must be worth its room)."""
+        text, offset, bounds = self._unit_sentences(unit)
+        wanted = set(tokenize(query)) if query else set()
+        best: tuple[int, int, int, int] | None = None  # (score, length, -start, end)
+        for i in range(len(bounds)):
+            for j in range(i, len(bounds)):
+                s, e = bounds[i][0], bounds[j][1]
+                if self.size(unit.doc_id, unit.headings, text[s:e]) > room:
+                    break
+                if all(_is_heading(text, b) for b in bounds[i : j + 1]) and (need_match or len(bounds) > 1):
+                    continue
+                score = len(wanted.intersection(tokenize(text[s:e]))) if wanted else 0
+                if need_match and score == 0:
+                    continue
+                key = (score, e - s, -s, e)
+                if best is None or key > best:
+                    best = key
+        if best is None:
+            return None
+        return -best[2] + offset, best[3] + offset
+
+    def _cut_best(self, unit: Ranked, budget: int, query: str) -> Context:
+        """The best unit cut to ``budget`` (`_best_run`), or a `ConfigError` when no sentence of it fits."""
+        run = self._best_run(unit, budget, query)
+        if run is None:
+            text, _, bounds = self._unit_sentences(unit)
+            shortest = min((self.size(unit.doc_id, unit.headings, text[s:e]) for s, e in bounds), default=0)
+            raise ConfigError(
+                f"a budget of {budget} {self.unit} is smaller than one sentence of the best hit "
+                f"(the shortest is {shortest} {self.unit}); raise the budget"
+            )
+        s, e = run
+        piece_text = unit.text[s - unit.start : e - unit.start]
+        span = ContextSpan(
+            doc_id=unit.doc_id,
+            start=s,
+            end=e,
+            text=piece_text,
+            headings=unit.headings,
+            ranks=(1,),
+            size=self.size(unit.doc_id, unit.headings, piece_text),
+            cut=True,
+        )
+        return Context((span,), budget, self.unit, span.size, 1, cut=True)
+
+
+class _State:
+    """The pieces chosen so far, per document, kept merged, and their total size."""
+
+    def __init__(self, assembler: Assembler, budget: int) -> None:
+        self.a = assembler
+        self.budget = budget
+        self.pieces: list[_Piece] = []  # in the order they were first taken (best rank first)
+        self.sizes: dict[int, int] = {}  # id(piece) -> size
+        self.total = 0
+        self.considered = 0
+
+    def holds(self, unit: Ranked) -> bool:
+        return any(
+            p.doc_id == unit.doc_id and p.start <= unit.start and unit.end <= p.end for p in self.pieces
+        )
+
+    def add_rank(self, unit: Ranked, rank: int) -> None:
+        for p in self.pieces:
+            if p.doc_id == unit.doc_id and p.start <= unit.start and unit.end <= p.end:
+                p.ranks.append(rank)
+                return
+
+    def full(self) -> bool:
+        return self.total >= self.budget
+
+    def _piece_size(self, p: _Piece) -> int:
+        return self.a.size(p.doc_id, p.headings, self._text(p))
+
+    def _text(self, p: _Piece) -> str:
+        if p.exact_text is not None:
+            return p.exact_text
+        text = self.a.text(p.doc_id)
+        assert text is not None
+        return text[p.start : p.end]
+
+    def _sizer(self, p: _Piece, text: str) -> Callable[[int, int], int]:
+        def size(s: int, e: int) -> int:
+            return self.a.size(p.doc_id, p.headings, text[s:e])
+
+        return size
+
+    def try_add(self, unit: Ranked, rank: int, bounds: tuple[int, int], *, cut: bool = False) -> bool:
+        """Add ``bounds`` of ``unit``'s document (merged with what it overlaps or touches) if the total
+        stays within the budget. ``cut``: the bounds are a part of the unit cut to fit."""
+        known = self.a._document(unit) is not None
+        if self.a.policy == "chunks" or not known:
+            s, e = bounds if cut else (unit.start, unit.end)
+            piece = _Piece(
+                unit.doc_id,
+                s,
+                e,
+                [rank],
+                unit.headings,
+                exact_text=unit.text[s - unit.start : e - unit.start],
+            )
+            piece.cut = cut
+            if self.a.policy == "chunks" and any(
+                p.doc_id == unit.doc_id and (p.start, p.end) == (unit.start, unit.end) for p in self.pieces
+            ):
+                return False
+            size = self._piece_size(piece)
+            if self.total + size > self.budget:
+                return False
+            self.pieces.append(piece)
+            self.sizes[id(piece)] = size
+            self.total += size
+            return True
+        text = self.a.text(unit.doc_id)
+        assert text is not None
+        lo, hi = bounds
+        merged: list[_Piece] = []
+        while True:  # a merged piece may reach one more: until nothing else touches
+            more = [
+                p
+                for p in self.pieces
+                if p.doc_id == unit.doc_id
+                and p.exact_text is None
+                and p not in merged
+                and _touch(text, (p.start, p.end), (lo, hi))
+            ]
+            if not more:
+                break
+            merged.extend(more)
+            lo = min([lo, *(p.start for p in more)])
+            hi = max([hi, *(p.end for p in more)])
+        headings = merged[0].headings if merged else unit.headings
+        candidate = _Piece(
+            unit.doc_id, lo, hi, sorted({rank, *(r for p in merged for r in p.ranks)}), headings
+        )
+        candidate.cut = cut and not merged
+        size = self._piece_size(candidate)
+        freed = sum(self.sizes[id(p)] for p in merged)
+        if self.total - freed + size > self.budget:
+            return False
+        first = min((self.pieces.index(p) for p in merged), default=len(self.pieces))
+        for p in merged:
+            self.pieces.remove(p)
+            del self.sizes[id(p)]
+        self.pieces.insert(min(first, len(self.pieces)), candidate)
+        self.sizes[id(candidate)] = size
+        self.total += size - freed
+        return True
+
+    def grow_rest(self) -> None:
+        """Spend what is left of the budget growing the pieces at sentence boundaries, best rank first."""
+        for p in sorted(self.pieces, key=lambda q: min(q.ranks)):
+            if self.total >= self.budget:
+                break
+            if p not in self.pieces or p.exact_text is not None:  # merged away meanwhile, or not growable
+                continue
+            text = self.a.text(p.doc_id)
+            assert text is not None
+            room = self.budget - (self.total - self.sizes[id(p)])
+            s, e = grow_span(text, p.start, p.end, room, self._sizer(p, text))
+            if (s, e) != (p.start, p.end):
+                unit = Ranked(p.doc_id, p.start, p.end, text[p.start : p.end], p.headings)
+                self.try_add(unit, min(p.ranks), (s, e))
+
+    def context(self) -> Context:
+        order: dict[str, list[_Piece]] = {}
+        for p in sorted(self.pieces, key=lambda q: min(q.ranks)):
+            order.setdefault(p.doc_id, []).append(p)
+        spans: list[ContextSpan] = []
+        for group in order.values():
+            for p in sorted(group, key=lambda q: (q.start, q.end)):
+                spans.append(
+                    ContextSpan(
+                        doc_id=p.doc_id,
+                        start=p.start,
+                        end=p.end,
+                        text=self._text(p),
+                        headings=p.headings,
+                        ranks=tuple(sorted(set(p.ranks))),
+                        size=self.sizes[id(p)],
+                        cut=p.cut,
+                    )
+                )
+        total = sum(span.size for span in spans)
+        assert total <= self.budget
+        cut = bool(spans) and any(s.cut and 1 in s.ranks for s in spans)
+        return Context(tuple(spans), self.budget, self.a.unit, total, self.considered, cut=cut)
+
+
+def _touch(text: str, a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether two spans of ``text`` overlap or only whitespace lies between them."""
+    (_, e1), (s2, _) = sorted([a, b])
+    return s2 <= e1 or text[e1:s2].isspace()
+
+
+def _sentences(text: str, a: int, b: int) -> list[tuple[int, int]]:
+    """Sentence spans inside ``[a, b)`` (whitespace trimmed), by the document-wide sentence rules."""
+    bounds = [a, *sentence_cuts(text, a, b), b]
+    out = []
+    for s, e in itertools.pairwise(bounds):
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if s < e:
+            out.append((s, e))
+    return out
+
+
+def _line_of(text: str, s: int, e: int) -> str:
+    return text[s:e] if "\n" not in text[s:e].strip("\n") else ""
+
+
+def grow_span(
+    text: str, start: int, end: int, limit: int, size: Callable[[int, int], int]
+) -> tuple[int, int]:
+    """``[start, end)`` grown at sentence boundaries while ``size(s, e) <= limit``.
+
+    First to the whole paragraph(s) it lies in, if they fit; then one sentence at a time, the next one
+    after and the one before in turn, not crossing a heading line that follows (another section) nor
+    going above the heading line the span sits under. Returns the bounds unchanged when nothing fits.
+    """
+    if size(start, end) > limit:
+        return start, end
+    reach = max(_LOOKAROUND_MIN, _LOOKAROUND_PER_UNIT * limit)
+    lo, hi = max(0, start - reach), min(len(text), end + reach)
+    # the paragraph(s): between the blank lines / item lines around the span
+    before = paragraph_cuts(text, lo, start + 1)
+    after = paragraph_cuts(text, end, hi)
+    p_start = before[-1] if before else lo
+    p_end = after[0] if after else hi
+    while p_start < p_end and text[p_start].isspace():
+        p_start += 1
+    while p_end > p_start and text[p_end - 1].isspace():
+        p_end -= 1
+    s, e = start, end
+    if (
+        (p_start, p_end) != (s, e)
+        and p_start <= s
+        and e <= p_end
+        and size(p_start, p_end) <= limit
+        and not _crosses_heading(text, e, p_end)
+    ):
+        s, e = p_start, p_end
+    sentences = _sentences(text, lo, hi)
+    starts = [a for a, _ in sentences]
+    i = bisect.bisect_right(starts, s) - 1  # the sentence the span starts in
+    j = bisect.bisect_left(starts, e)  # the first sentence that starts at or after its end
+    up_blocked = i >= 0 and sentences[i][0] == s and _is_heading(text, sentences[i])
+    down_blocked = False
+    while True:
+        moved = False
+        if not down_blocked and j < len(sentences) and (hi == len(text) or j < len(sentences) - 1):
+            nxt = sentences[j]
+            if _is_heading(text, nxt):
+                down_blocked = True
+            elif size(s, nxt[1]) <= limit:
+                e = nxt[1]
+                j += 1
+                moved = True
+            else:
+                down_blocked = True
+        if not up_blocked and i - 1 >= 0 and (lo == 0 or i - 1 > 0):
+            prev = sentences[i - 1]
+            if size(prev[0], e) <= limit:
+                s = prev[0]
+                i -= 1
+                moved = True
+                if _is_heading(text, prev):  # the section's own heading: taken, and no further up
+                    up_blocked = True
+            else:
+                up_blocked = True
+        if not moved:
+            break
+    return s, e
+
+
+def _is_heading(text: str, span: tuple[int, int]) -> bool:
+    line = _line_of(text, *span)
+    return bool(line) and is_heading_line(line)
+
+
+def _crosses_heading(text: str, a: int, b: int) -> bool:
+    """Whether a heading line starts in ``(a, b)`` (taking the rest of a paragraph would enter another
+    section)."""
+    return any(line.strip() and is_heading_line(line) for line in text[a:b].splitlines())

@@ -1,0 +1,279 @@
+"""Search results turned into the context a reader gets within a budget: spans of the indexed documents.
+
+`kireme search --budget`, `kireme ask` and the Python API call `budgeted_context`: the ranked hits of a
+`Searcher` go to `kireme.assemble` (merged, grown at sentence boundaries, never over the budget) with the
+documents' texts that `kireme index` keeps in the manifest, so every span is an exact slice of its
+document. A document indexed before texts were kept has its hits passed whole (still exact, not grown).
+
+`render_passages` makes the string a chat model reads — each span under a line citing its source and
+heading path — and checks its size against the budget on the exact string.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kireme.assemble import Assembler, Context, ContextSpan, Ranked
+from kireme.errors import ConfigError
+from kireme.index.context import AssembledContext, Source
+from kireme.index.manifest import Manifest
+from kireme.index.store import Hit, StoredChunk
+from kireme.length import Tokens
+
+UNITS = ("chars", "tokens")
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One span of the context with where it came from: the `ContextSpan` and its document's source
+    path and title (from the best hit it holds) and the pages of the hits it holds."""
+
+    span: ContextSpan
+    source: str
+    title: str
+    pages: tuple[Any, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON row of ``kireme search --budget``: doc_id, source, title, start, end, headings, ranks
+        (1-based ranks of the hits it holds), size (in the budget's unit), cut, text, pages."""
+        row = self.span.to_dict()
+        text = row.pop("text")
+        row.update({"source": self.source, "title": self.title, "pages": list(self.pages), "text": text})
+        return row
+
+
+@dataclass(frozen=True)
+class BudgetedContext:
+    """What `budgeted_context` returns: the passages (documents by best hit, spans in document order),
+    the hits they were made from (best first), and the `Context` with its size and budget."""
+
+    passages: tuple[Passage, ...]
+    hits: tuple[Hit, ...]
+    context: Context
+    texts_known: int = 0  # documents whose kept text let their hits grow
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return self.context.text
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.context.to_dict().items() if k != "spans"}
+        out["passages"] = [p.to_dict() for p in self.passages]
+        return out
+
+
+def manifest_texts(db: str | Path) -> Callable[[str], str | None]:
+    """``doc_id -> text`` from an index directory's manifest (``None`` for a document without a current
+    kept text). Opens the manifest on first use and keeps each text read."""
+    cache: dict[str, str | None] = {}
+    manifest: list[Manifest] = []
+
+    def text_of(doc_id: str) -> str | None:
+        if doc_id not in cache:
+            if not manifest:
+                manifest.append(Manifest(Path(db) / "manifest.sqlite"))
+            cache[doc_id] = manifest[0].current_text(doc_id)
+        return cache[doc_id]
+
+    return text_of
+
+
+def measure_for(unit: str) -> Callable[[str], int]:
+    """``len`` for ``"chars"``, cl100k_base tokens (offline) for ``"tokens"``."""
+    if unit not in UNITS:
+        raise ConfigError(f"unknown budget unit {unit!r}: choose chars or tokens")
+    return len if unit == "chars" else Tokens()
+
+
+def candidates_for(budget: int, unit: str, k: int = 5) -> int:
+    """How many hits to rank for a budget: enough small chunks to fill it twice over, at least ``k``."""
+    per_hit = 40 if unit == "chars" else 25
+    return max(k, min(200, 10 + math.ceil(2 * budget / per_hit)))
+
+
+def ranked(hits: Sequence[Hit]) -> list[Ranked]:
+    return [
+        Ranked(
+            h.chunk.doc_id,
+            h.chunk.start,
+            h.chunk.end,
+            h.chunk.text,
+            tuple(h.chunk.headings),
+            h.score,
+            metadata={"id": h.chunk.id},
+        )
+        for h in hits
+    ]
+
+
+def passages_from(hits: Sequence[Hit], made: Context) -> tuple[Passage, ...]:
+    """Each span of ``made`` with the source, title and pages of the hits it holds."""
+    out = []
+    for span in made.spans:
+        held = [hits[r - 1].chunk for r in span.ranks if 0 < r <= len(hits)]
+        best: StoredChunk | None = held[0] if held else None
+        pages: list[Any] = []
+        for chunk in held:
+            pages.extend(_pages(chunk.metadata))
+        out.append(
+            Passage(
+                span=span,
+                source=best.source if best else "",
+                title=best.title if best else "",
+                pages=tuple(sorted(set(pages), key=_page_key)),
+            )
+        )
+    return tuple(out)
+
+
+def assemble_hits(
+    hits: Sequence[Hit],
+    budget: int,
+    text_of: Callable[[str], str | None],
+    *,
+    unit: str = "chars",
+    query: str = "",
+    policy: str = "spans",
+    overhead: Callable[[str, tuple[str, ...]], int] | None = None,
+) -> BudgetedContext:
+    """`kireme.assemble` over search hits (best first): the context within ``budget`` ``unit``."""
+    assembler = Assembler(text_of, measure_for(unit), unit=unit, policy=policy, overhead=overhead)
+    made = assembler.assemble(ranked(hits), budget, query)
+    known = sum(1 for d in {h.chunk.doc_id for h in hits} if assembler.text(d) is not None)
+    return BudgetedContext(passages_from(hits, made), tuple(hits), made, known)
+
+
+def budgeted_context(
+    searcher: Any,
+    query: str,
+    budget: int,
+    *,
+    unit: str = "chars",
+    k: int = 5,
+    mode: str = "hybrid",
+    where: Mapping[str, str] | None = None,
+    exact: bool = False,
+    policy: str = "spans",
+) -> BudgetedContext:
+    """Search ``searcher`` (a `kireme.index.search.Searcher`) for ``query`` and assemble the context within
+    ``budget`` ``unit`` from the ranked hits and the documents' kept texts."""
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
+        raise ConfigError(f"the context budget must be a whole number of {unit} > 0, got {budget!r}")
+    measure_for(unit)
+    hits = searcher.search(query, candidates_for(budget, unit, k), mode, where, exact=exact)
+    return assemble_hits(hits, budget, manifest_texts(searcher.db), unit=unit, query=query, policy=policy)
+
+
+# ------------------------------------------------------------------------------------ for a chat model
+
+
+def render_passages(
+    hits: Sequence[Hit],
+    budget: int,
+    text_of: Callable[[str], str | None],
+    *,
+    query: str = "",
+    measure: Callable[[str], int] | None = None,
+    separator: str = "\n\n",
+) -> AssembledContext:
+    """The context string for a chat model within ``budget`` tokens (of ``measure``, cl100k_base by
+    default): passages assembled from exact offsets, each under a line citing its source, heading path
+    and pages (``[1] 規程/旅費.md — 第3章 宿泊 > 第3条 宿泊費 (p.3)``); documents numbered by their best
+    hit. The size is checked on the exact string returned."""
+    measure = measure if measure is not None else Tokens()
+    if budget <= 0:
+        return AssembledContext(text="", skipped=list(hits), budget=budget)
+    sep = measure(separator)
+    numbers: dict[str, int] = {}
+    chunks = {h.chunk.doc_id: h.chunk for h in reversed(hits)}  # the best hit of each document
+
+    def header(doc_id: str, headings: tuple[str, ...]) -> str:
+        chunk = chunks.get(doc_id)
+        number = numbers.setdefault(doc_id, len(numbers) + 1) if chunk is not None else 0
+        name = " ".join(str(chunk.source or chunk.title or doc_id).split()) if chunk else doc_id
+        line = f"[{number}] {name or '(unnamed)'}"
+        path = [" ".join(h.split()) for h in headings if h.strip()]
+        return line + (" — " + " > ".join(path) if path else "")
+
+    def overhead(doc_id: str, headings: tuple[str, ...]) -> int:
+        return measure(header(doc_id, headings) + "\n") + sep
+
+    target = budget
+    for _ in range(6):
+        try:
+            made = Assembler(text_of, measure, unit="tokens", overhead=overhead).assemble(
+                ranked(hits), target, query
+            )
+        except ConfigError:
+            return AssembledContext(text="", skipped=list(hits), budget=budget)
+        text, used, sources = _render(hits, made, measure, header, separator)
+        size = measure(text)
+        if size <= budget:
+            skipped = [h for i, h in enumerate(hits, start=1) if i not in set(made.ranks)]
+            return AssembledContext(
+                text=text, used=used, skipped=skipped, tokens=size, sources=sources, budget=budget
+            )
+        target -= size - budget + 1
+        if target <= 0:
+            break
+    return AssembledContext(text="", skipped=list(hits), budget=budget)
+
+
+def _render(
+    hits: Sequence[Hit],
+    made: Context,
+    measure: Callable[[str], int],
+    header: Callable[[str, tuple[str, ...]], str],
+    separator: str,
+) -> tuple[str, list[Hit], list[Source]]:
+    order: dict[str, int] = {}
+    for span in made.spans:  # spans come grouped: documents by best hit
+        order.setdefault(span.doc_id, len(order) + 1)
+    blocks, used, sources = [], [], []
+    by_doc: dict[str, list[ContextSpan]] = {}
+    for span in made.spans:
+        by_doc.setdefault(span.doc_id, []).append(span)
+    for doc_id, spans in by_doc.items():
+        number = order[doc_id]
+        paths: list[tuple[str, ...]] = []
+        pages: list[Any] = []
+        first: StoredChunk | None = None
+        for span in spans:
+            line = header(doc_id, span.headings).split("]", 1)[-1]
+            blocks.append(f"[{number}]{line}\n{span.text.strip(chr(13) + chr(10))}")
+            for r in span.ranks:
+                chunk = hits[r - 1].chunk
+                first = first or chunk
+                used.append(hits[r - 1])
+                pages.extend(_pages(chunk.metadata))
+            if span.headings and tuple(span.headings) not in paths:
+                paths.append(tuple(span.headings))
+        if first is not None:
+            sources.append(
+                Source(
+                    number=number,
+                    source=" ".join(str(first.source or first.title or doc_id).split()) or "(unnamed)",
+                    doc_id=doc_id,
+                    title=first.title,
+                    headings=tuple(paths),
+                    pages=tuple(sorted(set(pages), key=_page_key)),
+                )
+            )
+    return separator.join(blocks), used, sources
+
+
+def _pages(metadata: Mapping[str, Any]) -> tuple[Any, ...]:
+    pages = metadata.get("pages")
+    if isinstance(pages, list | tuple) and pages:
+        return tuple(p for p in pages if p is not None)
+    page = metadata.get("page")
+    return () if page is None or page == "" else (page,)
+
+
+def _page_key(page: Any) -> tuple[int, Any]:
+    return (0, page) if isinstance(page, int) and not isinstance(page, bool) else (1, str(page))

@@ -1,0 +1,456 @@
+"""The context within a budget (`kireme.assemble`, `kireme.index.passages`) and the commands that use it:
+``kireme eval/compare --budget``, ``kireme search --budget`` and ``kireme ask``."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kireme.assemble import Assembler, Ranked, grow_span
+from kireme.document import Document
+from kireme.errors import ConfigError
+from kireme.index.passages import render_passages
+from kireme.index.store import Hit, StoredChunk
+from kireme.length import Tokens
+from kireme.strategies import make_chunker
+
+RULES = """# 出張旅費規程
+
+## 第1条 目的
+
+この規程は、社員が業務のために出張する場合の旅費について定める。出張の命令は所属長が行う。
+
+## 第2条 宿泊費
+
+宿泊費は、１泊につき１０，０００円を上限として実費を支給する。東京都内に宿泊する場合は、１泊につき１２，０００円を上限とする。朝食代が含まれる場合も上限額は変わらない。
+
+領収書は出張から戻った日から１４日以内に提出する。提出が遅れた場合は、所属長の承認を得る。
+
+## 第3条 日当
+
+日帰り出張の日当は２，０００円とする。宿泊を伴う出張の日当は１日につき３，０００円とする。
+"""
+
+NOTES = """Meeting notes, platform team.
+
+The deploy pipeline now runs the integration suite before every release. It takes twelve minutes on the shared runners. We agreed to move the browser tests to a nightly job.
+
+Budget: the team may spend up to 4,000 dollars on build machines this quarter. Anything above that needs the director's approval.
+"""
+
+
+def span_of(text: str, piece: str) -> tuple[int, int]:
+    start = text.index(piece)
+    return start, start + len(piece)
+
+
+def unit(doc_id: str, text: str, piece: str, headings: tuple[str, ...] = ()) -> Ranked:
+    s, e = span_of(text, piece)
+    return Ranked(doc_id, s, e, text[s:e], headings)
+
+
+TEXTS = {"rules": RULES, "notes": NOTES}
+
+
+def assembler(**options: object) -> Assembler:
+    return Assembler(TEXTS.get, **options)  # type: ignore[arg-type]
+
+
+def check_exact(context: object, texts: dict[str, str]) -> None:
+    for span in context.spans:  # type: ignore[attr-defined]
+        assert texts[span.doc_id][span.start : span.end] == span.text
+
+
+# ------------------------------------------------------------------------------------------ assembly
+
+
+def test_hits_that_touch_in_one_document_become_one_span_in_document_order() -> None:
+    first = unit("rules", RULES, "東京都内に宿泊する場合は、１泊につき１２，０００円を上限とする。")
+    second = unit("rules", RULES, "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。")
+    made = assembler(widen=0).assemble([first, second], first.end - second.start)  # no room to grow
+    assert len(made.spans) == 1
+    span = made.spans[0]
+    assert span.start == second.start and span.end == first.end  # document order, one passage
+    assert span.ranks == (1, 2)
+    check_exact(made, TEXTS)
+
+
+def test_a_hit_inside_a_passage_already_taken_costs_nothing() -> None:
+    whole = unit("rules", RULES, "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。東京都内に")
+    inner = unit("rules", RULES, "１泊につき１０，０００円を上限")
+    made = assembler(widen=0).assemble([whole, inner, whole], len(whole.text))
+    assert len(made.spans) == 1 and made.spans[0].ranks == (1, 2, 3)
+    assert made.size == len(whole.text)
+
+
+def test_the_budget_is_never_exceeded_and_passages_are_exact() -> None:
+    doc = Document(RULES, id="rules")
+    chunks = make_chunker("recursive", max_size=40).chunk(doc)
+    ranked = [Ranked(c.doc_id, c.start, c.end, c.text, c.headings) for c in reversed(chunks)]
+    for budget in (30, 45, 80, 150, 400, 2000):
+        made = assembler().assemble(ranked, budget)
+        assert 0 < made.size <= budget
+        assert made.size == sum(len(s.text) for s in made.spans)
+        check_exact(made, TEXTS)
+
+
+def test_a_large_budget_widens_the_best_hit_at_sentence_boundaries() -> None:
+    hit = unit(
+        "rules", RULES, "東京都内に宿泊する場合は、１泊につき１２，０００円を上限とする。", ("第2条 宿泊費",)
+    )
+    narrow = assembler(widen=0).assemble([hit], 1000)
+    wide = assembler().assemble([hit], 1000)
+    assert narrow.spans[0].text == hit.text or narrow.spans[0].start <= hit.start
+    span = wide.spans[0]
+    assert span.start < hit.start and span.end > hit.end
+    assert span.text.startswith("## 第2条 宿泊費") or span.text.startswith("宿泊費は")
+    assert "第3条" not in span.text  # growth stops at the next section's heading
+    assert span.end in {e for e in range(len(RULES)) if RULES[e - 1] in "。\n"}  # ends a sentence
+    check_exact(wide, TEXTS)
+
+
+def test_grow_span_takes_the_paragraph_and_stops_at_a_heading() -> None:
+    s, e = span_of(RULES, "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。")
+    paragraph = span_of(
+        RULES,
+        "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。東京都内に宿泊する場合は、１泊につき"
+        "１２，０００円を上限とする。朝食代が含まれる場合も上限額は変わらない。",
+    )
+    assert grow_span(RULES, s, e, paragraph[1] - paragraph[0], lambda a, b: b - a) == paragraph
+    # with room for everything it still stays inside its section: own heading yes, the next one no
+    a, b = grow_span(RULES, s, e, 10_000, lambda a, b: b - a)
+    assert RULES[a:b].startswith("## 第2条 宿泊費") and "第3条" not in RULES[a:b]
+    # too small a limit: unchanged
+    assert grow_span(RULES, s, e, 5, lambda a, b: b - a) == (s, e)
+
+
+def test_leftover_budget_grows_the_passages() -> None:
+    hit = unit("notes", NOTES, "It takes twelve minutes on the shared runners.")
+    made = assembler(widen=0).assemble([hit], 400)
+    assert made.spans[0].text != hit.text and hit.text in made.spans[0].text
+    assert made.size <= 400
+
+
+def test_chunks_policy_passes_whole_units_in_rank_order_without_growth() -> None:
+    a = unit("notes", NOTES, "It takes twelve minutes on the shared runners.")
+    b = unit("rules", RULES, "日帰り出張の日当は２，０００円とする。")
+    made = assembler(policy="chunks").assemble([a, b, a], 10_000)
+    assert [s.text for s in made.spans] == [a.text, b.text]
+    assert made.size == len(a.text) + len(b.text)
+
+
+def test_a_document_without_known_text_passes_its_hits_whole() -> None:
+    text = "前半の文です。ここに答えがある。後半の文です。"
+    hit = unit("gone", text, "ここに答えがある。")
+    made = Assembler(lambda _doc: None).assemble([hit], 500)
+    assert [(s.start, s.end, s.text) for s in made.spans] == [(hit.start, hit.end, hit.text)]
+
+
+def test_a_hit_larger_than_the_budget_is_cut_at_sentences_sharing_the_query() -> None:
+    hit = unit(
+        "rules",
+        RULES,
+        "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。東京都内に宿泊する場合は、１泊につき"
+        "１２，０００円を上限とする。朝食代が含まれる場合も上限額は変わらない。",
+    )
+    made = assembler().assemble([hit], 40, query="東京都内の宿泊の上限")
+    assert made.cut and made.spans[0].cut
+    assert made.spans[0].text == "東京都内に宿泊する場合は、１泊につき１２，０００円を上限とする。"
+    check_exact(made, TEXTS)
+
+
+def test_bad_budgets_are_config_errors() -> None:
+    hit = unit("rules", RULES, "日帰り出張の日当は２，０００円とする。")
+    for budget in (0, -5):
+        with pytest.raises(ConfigError, match="budget"):
+            assembler().assemble([hit], budget)
+    with pytest.raises(ConfigError, match="smaller than one sentence"):
+        assembler().assemble([hit], 3)
+
+
+def test_tokens_are_counted_when_the_budget_is_in_tokens() -> None:
+    tokens = Tokens()
+    doc = Document(RULES, id="rules")
+    chunks = make_chunker("sentence", max_size=60).chunk(doc)
+    ranked = [Ranked(c.doc_id, c.start, c.end, c.text, c.headings) for c in chunks]
+    made = Assembler(TEXTS.get, tokens, unit="tokens").assemble(ranked, 90)
+    assert made.unit == "tokens" and made.size <= 90
+    assert made.size == sum(tokens(s.text) for s in made.spans)
+
+
+japanese = st.text(alphabet="あいうえおかきくけこ漢字東京円。、\n ", min_size=1, max_size=400)
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=japanese, size=st.integers(5, 80), budget=st.integers(1, 600), seed=st.randoms())
+def test_any_ranking_any_budget_gives_exact_disjoint_passages_within_the_budget(
+    text: str, size: int, budget: int, seed: object
+) -> None:
+    doc = Document(text, id="d")
+    chunks = make_chunker("recursive", max_size=size).chunk(doc)
+    if not chunks:
+        return
+    ranked = [Ranked(c.doc_id, c.start, c.end, c.text) for c in chunks]
+    seed.shuffle(ranked)  # type: ignore[attr-defined]
+    try:
+        made = Assembler({"d": text}.get).assemble(ranked, budget)
+    except ConfigError:
+        assert budget < len(ranked[0].text)  # only when even the best hit's sentences do not fit
+        return
+    assert made.size <= budget
+    spans = sorted((s.start, s.end) for s in made.spans)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))  # no text passed twice
+    for span in made.spans:
+        assert text[span.start : span.end] == span.text and span.text
+    assert {r for s in made.spans for r in s.ranks} <= set(range(1, len(ranked) + 1))
+
+
+# --------------------------------------------------------------------------------- rendering for ask
+
+
+def stored(doc_id: str, text: str, piece: str, index: int, headings: tuple[str, ...] = ()) -> StoredChunk:
+    s, e = span_of(text, piece)
+    return StoredChunk(
+        id=f"{doc_id}-{index}", doc_id=doc_id, index=index, start=s, end=e, text=piece, embed_text=piece,
+        headings=headings, title=doc_id, source=f"docs/{doc_id}.md", format="markdown",
+        metadata={"page": 3} if doc_id == "rules" else {},
+    )  # fmt: skip
+
+
+def test_render_passages_cites_sources_and_fits_the_token_budget() -> None:
+    hits = [
+        Hit(stored("rules", RULES, "東京都内に宿泊する場合は、１泊につき１２，０００円を上限とする。", 0, ("第2条 宿泊費",)), 0.9),
+        Hit(stored("notes", NOTES, "Anything above that needs the director's approval.", 1), 0.5),
+    ]  # fmt: skip
+    tokens = Tokens()
+    for budget in (80, 150, 400):
+        made = render_passages(hits, budget, TEXTS.get, query="東京の宿泊費")
+        assert made.tokens == tokens(made.text) <= budget
+        assert made.text.startswith("[1] docs/rules.md — 第2条 宿泊費\n")
+    small = render_passages(hits, 40, TEXTS.get)  # the best hit does not fit with its citation: the next does
+    assert small.tokens <= 40 and small.text.startswith("[1] docs/notes.md\n")
+    made = render_passages(hits, 400, TEXTS.get)
+    assert [s.number for s in made.sources] == [1, 2] and made.sources[0].pages == (3,)
+    assert "[2] docs/notes.md" in made.text
+
+
+# ------------------------------------------------------------------------------------------ commands
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KIREME_CHAT"))}
+    return subprocess.run(
+        [sys.executable, "-m", "kireme.cli", *args], capture_output=True, text=True, cwd=cwd, env=env
+    )
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("budget")
+    (folder / "docs").mkdir()
+    (folder / "docs" / "rules.md").write_text(RULES, encoding="utf-8")
+    (folder / "docs" / "notes.txt").write_text(NOTES, encoding="utf-8")
+    questions = [
+        {"question": "東京都内に宿泊する場合の上限はいくら？", "answer": "１２，０００円", "doc": "docs/rules.md"},
+        {"question": "日帰り出張の日当は？", "answer": "２，０００円", "doc": "docs/rules.md"},
+        {"question": "How long does the integration suite take?", "answer": "twelve minutes", "doc": "docs/notes.txt"},
+        {"question": "How much may the team spend on build machines?", "answer": "4,000 dollars", "doc": "docs/notes.txt"},
+    ]  # fmt: skip
+    (folder / "qa.jsonl").write_text(
+        "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in questions), encoding="utf-8"
+    )
+    return folder
+
+
+def test_eval_budget_reports_hit_at_budget_and_what_was_passed(corpus: Path) -> None:
+    args = [
+        "eval",
+        "docs",
+        "--questions",
+        "qa.jsonl",
+        "--retriever",
+        "bm25",
+        "--max-size",
+        "40",
+        "--format",
+        "jsonl",
+    ]
+    result = run_cli(*args, "--budget", "60", "--budget", "400", cwd=corpus)
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["budget"] for r in rows] == [60, 400]
+    for row in rows:
+        assert row["assembly"] == "spans" and 0 <= row["hit_at_budget"] <= 1
+        assert row["chars_passed"] <= row["budget"] and row["tokens_passed"] > 0
+    assert rows[1]["hit_at_budget"] == 1.0  # 400 characters hold every answer's passage
+    chunks = run_cli(*args, "--budget", "60", "--assembly", "chunks", cwd=corpus)
+    assert json.loads(chunks.stdout.splitlines()[0])["assembly"] == "chunks"
+    plain = run_cli(*args, cwd=corpus)  # no budget: the top-k rows, as before
+    assert "budget" not in json.loads(plain.stdout.splitlines()[0])
+
+
+def test_eval_and_compare_refuse_a_budget_of_zero(corpus: Path) -> None:
+    for command in ("eval", "compare"):
+        bad = run_cli(command, "docs", "--questions", "qa.jsonl", "--budget", "0", cwd=corpus)
+        assert bad.returncode == 2 and "--budget must be > 0" in bad.stderr
+
+
+def test_compare_names_the_best_configuration_at_each_budget(corpus: Path) -> None:
+    result = run_cli(
+        "compare", "docs", "--questions", "qa.jsonl", "-s", "sentence", "-s", "recursive", "--sizes", "40,120",
+        "--retriever", "bm25", "--budget", "100", "--budget", "300", cwd=corpus,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "best within 100 characters" in result.stdout  # the top-k view, as before
+    assert "At each budget (characters; --assembly spans)" in result.stdout
+    assert "best at 100 characters: --strategy" in result.stdout
+    assert "best at 300 characters: --strategy" in result.stdout
+
+
+@pytest.fixture(scope="module")
+def index(corpus: Path) -> Path:
+    db = corpus / "idx"
+    result = run_cli("index", "docs", "--db", str(db), "--embedder", "hash", "--max-size", "40", cwd=corpus)
+    assert result.returncode == 0, result.stderr
+    return db
+
+
+def test_search_budget_prints_exact_passages_within_the_budget(corpus: Path, index: Path) -> None:
+    texts = {"docs/rules.md": RULES, "docs/notes.txt": NOTES}
+    for budget in (50, 150, 600):
+        result = run_cli(
+            "search", "東京都内の宿泊費の上限", "--db", str(index), "--mode", "bm25", "--budget", str(budget),
+            "--format", "jsonl", cwd=corpus,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        rows = [json.loads(line) for line in result.stdout.splitlines()]
+        assert rows and sum(r["size"] for r in rows) <= budget
+        for row in rows:
+            assert texts[row["source"]][row["start"] : row["end"]] == row["text"]
+            assert set(row) >= {
+                "doc_id",
+                "source",
+                "title",
+                "start",
+                "end",
+                "headings",
+                "ranks",
+                "size",
+                "cut",
+            }
+        assert f"/{budget} chars" in result.stderr
+        if budget >= 150:  # room for the passage around the best hits
+            assert "１２，０００円" in "".join(r["text"] for r in rows)
+
+
+def test_search_budget_in_tokens_and_usage_errors(corpus: Path, index: Path) -> None:
+    base = ["search", "日当", "--db", str(index), "--mode", "bm25", "--format", "jsonl"]
+    tokens = run_cli(*base, "--budget", "60", "--unit", "tokens", cwd=corpus)
+    assert tokens.returncode == 0, tokens.stderr
+    assert sum(json.loads(line)["size"] for line in tokens.stdout.splitlines()) <= 60
+    for bad in ("0", "-3"):
+        result = run_cli(*base, "--budget", bad, cwd=corpus)
+        assert result.returncode == 2 and "--budget must be > 0" in result.stderr
+    tiny = run_cli(*base, "--budget", "2", cwd=corpus)
+    assert tiny.returncode == 2 and "smaller than one sentence" in tiny.stderr
+    assert "Traceback" not in tiny.stderr
+
+
+def test_a_hit_larger_than_the_budget_is_cut_and_the_command_says_so(corpus: Path, index: Path) -> None:
+    result = run_cli(
+        "search", "宿泊費 上限 東京都内", "--db", str(index), "--mode", "bm25", "--budget", "34", "--format", "jsonl",
+        cwd=corpus,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(rows) == 1 and rows[0]["size"] <= 34
+    if rows[0]["cut"]:
+        assert "passed the sentences of it that fit" in result.stderr
+
+
+def test_an_index_without_kept_texts_still_answers_with_whole_hits(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "old"
+    made = run_cli("index", "docs", "--db", str(db), "--embedder", "hash", "--max-size", "40", cwd=corpus)
+    assert made.returncode == 0, made.stderr
+    with sqlite3.connect(db / "manifest.sqlite") as connection:  # as an index of an earlier release
+        connection.execute("DELETE FROM texts")
+    result = run_cli(
+        "search", "日帰り出張の日当", "--db", str(db), "--mode", "bm25", "--budget", "300", "--format", "jsonl",
+        cwd=corpus,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert rows and all(
+        RULES[r["start"] : r["end"]] == r["text"] for r in rows if r["source"].endswith(".md")
+    )
+
+
+def test_ask_passes_passages_within_its_token_budget(corpus: Path, index: Path) -> None:
+    result = run_cli(
+        "ask",
+        "日帰り出張の日当はいくら？",
+        "--db",
+        str(index),
+        "--mode",
+        "bm25",
+        "--budget",
+        "120",
+        cwd=corpus,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "２，０００円" in result.stdout and result.stdout.startswith("[1] docs/rules.md")
+    assert Tokens()(result.stdout.rstrip("\n")) <= 120
+    assert "/120 tokens" in result.stderr
+
+
+def test_a_later_hit_too_large_for_what_is_left_gives_its_best_sentences() -> None:
+    first = unit("notes", NOTES, "It takes twelve minutes on the shared runners.")
+    second = unit(
+        "rules",
+        RULES,
+        "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。東京都内に宿泊する場合は、１泊につき"
+        "１２，０００円を上限とする。朝食代が含まれる場合も上限額は変わらない。",
+    )
+    budget = len(first.text) + 40
+    made = assembler(widen=0).assemble([first, second], budget, query="東京都内 宿泊 上限")
+    texts = [s.text for s in made.spans]
+    assert first.text in texts[0] or first.text in texts[1]
+    assert "東京都内に宿泊する場合は、１泊につき１２，０００円を上限とする。" in texts
+    assert made.size <= budget and not made.cut  # the best hit itself was passed whole
+    only_best = assembler(widen=0, cut="best").assemble([first, second], budget, query="東京都内 宿泊 上限")
+    assert all("東京都内" not in s.text for s in only_best.spans)
+    with pytest.raises(ConfigError, match="cut must be"):
+        assembler(cut="some")
+
+
+def test_the_manifest_gives_a_kept_text_only_while_it_is_the_indexed_one(tmp_path: Path) -> None:
+    from kireme.document import content_hash
+    from kireme.index.manifest import DocumentEntry, Manifest
+
+    manifest = Manifest(tmp_path / "manifest.sqlite")
+    try:
+        digest = content_hash(RULES)
+        manifest.put(DocumentEntry("規程.md", digest, "cfg", 3, "規程.md"))
+        manifest.put_text("規程.md", digest, RULES)
+        assert manifest.current_text("規程.md") == RULES
+        manifest.put(
+            DocumentEntry("規程.md", content_hash(NOTES), "cfg", 3, "規程.md")
+        )  # re-indexed elsewhere
+        assert manifest.current_text("規程.md") is None  # the kept text is another version: not trusted
+        manifest.put_text("規程.md", content_hash(NOTES), NOTES[:-5])  # damaged: its hash does not match
+        assert manifest.current_text("規程.md") is None
+        manifest.put_text("名\udcff.txt", "x", "a\udcffb")  # not UTF-8: not kept, hits pass whole
+        assert manifest.current_text("名\udcff.txt") is None
+        manifest.remove(["規程.md"])
+        assert manifest.current_text("規程.md") is None
+    finally:
+        manifest.close()

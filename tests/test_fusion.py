@@ -1,0 +1,118 @@
+"""Hybrid search's fusion (`kireme.fusion`): each method by hand on tiny rankings, the default's behaviour,
+and the same answer from `kireme search` (`kireme.index.search.fuse`) and the evaluation retriever."""
+
+from __future__ import annotations
+
+import pytest
+
+from kireme.errors import ConfigError
+from kireme.fusion import DEFAULT_FUSION, RRF, Fusion, fuse_scores
+
+
+def ranked(scores: dict[str, float]) -> list[str]:
+    return sorted(scores, key=lambda key: (-scores[key], key))
+
+
+# ------------------------------------------------------------------------------------------- methods
+
+
+def test_rrf_adds_weight_over_k_plus_rank() -> None:
+    lexical = [("a", 12.0), ("b", 7.0)]
+    dense = [("b", 0.9), ("c", 0.8)]
+    got = fuse_scores([lexical, dense], Fusion("rrf", (2.0, 1.0), k=10))
+    assert got == pytest.approx({"a": 2 / 11, "b": 2 / 12 + 1 / 11, "c": 1 / 12})
+    # equal weights, k=60: the fusion of earlier versions
+    old = fuse_scores([lexical, dense], RRF)
+    assert old == pytest.approx({"a": 1 / 61, "b": 1 / 62 + 1 / 61, "c": 1 / 62})
+
+
+def test_minmax_scales_each_list_to_its_own_range() -> None:
+    lexical = [("a", 12.0), ("b", 7.0), ("c", 2.0)]  # a 1, b 0.5, c 0
+    dense = [("c", 0.90), ("d", 0.80), ("a", 0.70)]  # c 1, d 0.5, a 0
+    got = fuse_scores([lexical, dense], Fusion("minmax", (0.6, 0.4)))
+    assert got == pytest.approx({"a": 0.6, "b": 0.3, "c": 0.4, "d": 0.2})
+    # one candidate, or all equal: each is its list's best
+    assert fuse_scores([[("x", 3.0)], []], Fusion("minmax", (0.5, 0.5))) == {"x": 0.5}
+
+
+def test_zscore_gives_an_absent_candidate_the_lists_lowest_score() -> None:
+    lexical = [("a", 3.0), ("b", 1.0)]  # z: a +1, b -1
+    dense = [("c", 0.5), ("a", 0.5)]  # all equal: z 0
+    got = fuse_scores([lexical, dense], Fusion("zscore", (1.0, 1.0)))
+    assert got == pytest.approx({"a": 1.0, "b": -1.0, "c": -1.0})  # c: lexical floor -1, dense 0
+
+
+def test_affine_changes_of_a_sides_scores_change_nothing_but_rrf_ignores_scores_entirely() -> None:
+    lexical = [("a", 10.0), ("b", 6.0), ("c", 1.0)]
+    dense = [("b", 0.8), ("c", 0.75), ("a", 0.2)]
+    shifted = [(key, 3 * score + 5) for key, score in lexical]
+    for fusion in (Fusion("minmax", (0.6, 0.4)), Fusion("zscore", (0.6, 0.4))):
+        assert fuse_scores([lexical, dense], fusion) == pytest.approx(fuse_scores([shifted, dense], fusion))
+    flat = [(key, 1.0) for key, _ in lexical]
+    assert fuse_scores([lexical, dense], RRF) == fuse_scores([flat, dense], RRF)
+
+
+def test_bad_settings_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="unknown fusion"):
+        Fusion("borda")
+    with pytest.raises(ConfigError, match="weights"):
+        Fusion("rrf", (1.0, -1.0))
+    with pytest.raises(ConfigError, match="k >= 0"):
+        Fusion("rrf", k=-1)
+    with pytest.raises(ConfigError, match="3 rankings"):
+        fuse_scores([[], [], []], Fusion("rrf", (1.0, 1.0)))
+    assert fuse_scores([[], []], DEFAULT_FUSION) == {}
+    assert Fusion("rrf", (1.0, 1.0), depth=50).wide(5) == 50
+    assert Fusion("rrf", (1.0, 1.0), depth=50).wide(40) == 120
+
+
+# ------------------------------------------------------------------------------------------- default
+
+
+def test_the_default_is_the_measured_zscore_average() -> None:
+    assert Fusion("zscore", (0.5, 0.5), k=60, depth=50) == DEFAULT_FUSION
+    assert DEFAULT_FUSION.label == "zscore 0.5:0.5"
+
+
+def test_a_chunk_second_on_both_sides_beats_one_first_on_one_side_when_the_scores_are_close() -> None:
+    # BM25 barely prefers a to c; dense barely prefers b to c: c is near the top of both, a and b of one
+    lexical = [("a", 10.0), ("c", 9.5), ("x", 3.0), ("y", 2.0)]
+    dense = [("b", 0.86), ("c", 0.85), ("y", 0.60), ("x", 0.55)]
+    assert ranked(fuse_scores([lexical, dense], DEFAULT_FUSION))[0] == "c"
+    assert ranked(fuse_scores([lexical, dense], RRF))[0] == "c"  # RRF: 2nd + 2nd always beats 1st alone
+
+
+def test_a_clear_winner_on_one_side_stays_first_where_rrf_would_demote_it() -> None:
+    # BM25 finds one chunk far above the other ten (a rare term matched); dense ranks without a standout
+    others = "defghijk"
+    lexical = [("a", 30.0), ("c", 6.0), *((o, 5.5 - 0.2 * i) for i, o in enumerate(others))]
+    dense = [("b", 0.86), ("c", 0.85), *((o, 0.84 - 0.01 * i) for i, o in enumerate(others))]
+    assert ranked(fuse_scores([lexical, dense], DEFAULT_FUSION))[:3] == ["a", "b", "c"]
+    assert ranked(fuse_scores([lexical, dense], RRF))[0] == "c"  # rank-only: 2nd + 2nd beats 1st alone
+
+
+def test_one_side_alone_keeps_its_order() -> None:
+    dense = [("b", 0.9), ("a", 0.7), ("c", 0.1)]
+    assert ranked(fuse_scores([[], dense], DEFAULT_FUSION)) == ["b", "a", "c"]
+    assert ranked(fuse_scores([dense[:1], []], DEFAULT_FUSION)) == ["b"]
+
+
+def test_search_and_the_evaluation_retriever_fuse_alike() -> None:
+    """`kireme.index.search.fuse` (hits of an index) and `FusionRetriever` (chunk numbers) give the same
+    order for the same candidates and scores, for every method."""
+    from kireme.evaluate.retrievers import fused
+    from kireme.index.search import fuse
+    from kireme.index.store import Hit, StoredChunk
+
+    lexical = [(3, 7.5), (0, 7.0), (7, 2.0), (2, 1.0)]
+    dense = [(7, 0.91), (3, 0.90), (5, 0.4), (0, 0.35), (1, 0.1)]
+
+    def hits(ranking: list[tuple[int, float]]) -> list[Hit]:
+        return [
+            Hit(StoredChunk(id=f"c{i}", doc_id="d", index=i, start=0, end=1, text="x", embed_text="x"), s)
+            for i, s in ranking
+        ]
+
+    for fusion in (DEFAULT_FUSION, RRF, Fusion("minmax", (0.6, 0.4)), Fusion("rrf", (2.0, 1.0), k=10)):
+        expected = [int(h.chunk.id[1:]) for h in fuse([hits(lexical), hits(dense)], 6, fusion)]
+        assert fused([lexical, dense], 6, fusion) == expected, fusion
