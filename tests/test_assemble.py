@@ -454,3 +454,15 @@ def test_the_manifest_gives_a_kept_text_only_while_it_is_the_indexed_one(tmp_pat
         assert manifest.current_text("規程.md") is None
     finally:
         manifest.close()
+
+
+def test_eval_measures_another_keywords_setting_before_it_is_indexed(corpus: Path) -> None:
+    pytest.importorskip("sudachipy")
+    args = ["eval", "docs", "--questions", "qa.jsonl", "--max-size", "40", "--format", "jsonl"]
+    words = run_cli(
+        *args, "--retriever", "bm25", "--keywords", "sudachi+bigrams", "--budget", "300", cwd=corpus
+    )
+    assert words.returncode == 0, words.stderr
+    assert json.loads(words.stdout.splitlines()[0])["hit_at_budget"] > 0
+    wrong = run_cli(*args, "--keywords", "sudachi", cwd=corpus)  # the default retriever is terms
+    assert wrong.returncode == 2 and "--keywords applies to --retriever bm25 or hybrid" in wrong.stderr

@@ -177,3 +177,21 @@ def test_chunk_and_inspect_take_sentences_lines(tmp_path: Path) -> None:
     shown = run_cli("inspect", str(path), "--similarity", "bigram", "--no-cache")
     assert f"{len(semantic_units(TRANSCRIPT))} sentences" in shown.stdout  # pieces of the one "sentence"
     assert "--sentences [auto|lines]" in run_cli("chunk", "--help").stdout
+
+
+def test_compare_takes_sentences_lines(tmp_path: Path) -> None:
+    path = tmp_path / "talk.txt"
+    path.write_text(TRANSCRIPT, encoding="utf-8")
+    questions = tmp_path / "qa.jsonl"
+    row = {
+        "question": "which train leaves the platform at noon",
+        "answer": "leaves the platform at noon",
+        "doc": str(path),
+    }
+    questions.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    common = ["compare", str(path), "--questions", str(questions), "-s", "sentence", "--sizes", "70"]
+    common += ["--retriever", "bm25", "--format", "jsonl", "-q"]
+    by_lines = json.loads(run_cli(*common, "--sentences", "lines").stdout.splitlines()[0])
+    by_rules = json.loads(run_cli(*common).stdout.splitlines()[0])
+    assert by_lines["hits"] == 1  # the utterance is one chunk when lines are the sentences
+    assert by_lines["chunks"] != by_rules["chunks"]

@@ -38,6 +38,7 @@ from kireme.evaluate.runner import (
     fit_corpus,
 )
 from kireme.strategies import SEMANTIC_DEFAULTS, STRATEGIES, make_chunker
+from kireme.text.terms import DEFAULT_KEYWORDS, KEYWORDS, check_keywords
 
 if TYPE_CHECKING:
     from kireme.chunkers import Chunker
@@ -131,8 +132,23 @@ def _chunker_grid(
     return grid
 
 
+def keywords_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--keywords``: how the bm25 and hybrid retrievers split Japanese (as ``kireme index --keywords``)."""
+    return click.option(
+        "--keywords",
+        type=click.Choice(KEYWORDS),
+        default=DEFAULT_KEYWORDS,
+        show_default=True,
+        help="How --retriever bm25/hybrid split Japanese: bigrams (no dictionary), sudachi or "
+        "sudachi+bigrams (SudachiPy's words; pip install 'kireme[ja]') — measure before you index.",
+    )(func)
+
+
 def _retriever_factory(
-    name: str, display: ProgressDisplay, embedding: Callable[[int, int], None]
+    name: str,
+    display: ProgressDisplay,
+    embedding: Callable[[int, int], None],
+    keywords: str = DEFAULT_KEYWORDS,
 ) -> Callable[[], Retriever]:
     """``make_retriever(name)`` for each configuration; its dense embedder reports to ``embedding`` (the
     row the semantic chunkers use too), its sparse encoder to a row of its own."""
@@ -148,7 +164,7 @@ def _retriever_factory(
         if name in ("sparse", "hybrid-sparse"):
             sparse = default_sparse_encoder()
             sparse.progress = encoding
-        return make_retriever(name, embedder=embedder, sparse_encoder=sparse)
+        return make_retriever(name, embedder=embedder, sparse_encoder=sparse, keywords=keywords)
 
     return make
 
@@ -222,6 +238,16 @@ def budget_options(func: Callable[..., Any]) -> Callable[..., Any]:
         help="Context budget in --unit (repeatable): report hit_at_budget, chars_passed and tokens_passed of "
         "the context assembled within N per question.",
     )(func)
+
+
+def _check_keywords(keywords: str, retriever: str) -> None:
+    """A keywords setting whose analyser is not installed is a usage error before anything is chunked."""
+    if keywords != DEFAULT_KEYWORDS and retriever not in ("bm25", "hybrid"):
+        raise click.UsageError(f"--keywords applies to --retriever bm25 or hybrid, not {retriever}")
+    try:
+        check_keywords(keywords)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def _check_budgets(budgets: Sequence[int]) -> list[int]:
@@ -319,6 +345,7 @@ def _show_misses(rows: Sequence[RetrievalRow]) -> None:
     show_default=True,
     help=RETRIEVER_HELP,
 )
+@keywords_option
 @click.option(
     "-k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="Chunks handed to the reader."
 )
@@ -345,6 +372,7 @@ def eval_command(
     unit: str,
     tokenizer: str | None,
     retriever: str,
+    keywords: str,
     k: int,
     fmt: str,
     show_misses: bool,
@@ -358,6 +386,7 @@ def eval_command(
     """Measure chunkings: answer hit rate on questions (at a context budget with --budget), or boundaries and
     topic purity on gold segments."""
     budget_list = _check_budgets(budgets)
+    _check_keywords(keywords, retriever)
     sources = [
         name
         for name, given in (
@@ -422,7 +451,7 @@ def eval_command(
                         "--questions needs the documents: kireme eval PATH... --questions Q.jsonl"
                     )
                 documents, qs = _documents_and_questions(paths, questions, encoding, failures, display)
-            make = _retriever_factory(retriever, display, embedding)
+            make = _retriever_factory(retriever, display, embedding, keywords)
             rows = _evaluate_grid(grid, documents, qs, make, k, budget_list, assembly, display)
             if budget_list:  # the rows asked for: at each budget
                 rows = [r for r in rows if r.budget is not None]
@@ -494,6 +523,7 @@ def best_at_budget(rows: Sequence[RetrievalRow], budget: int) -> RetrievalRow | 
 @click.option(
     "--retriever", type=click.Choice(RETRIEVERS), default="terms", show_default=True, help=RETRIEVER_HELP
 )
+@keywords_option
 @click.option("-k", "k", type=click.IntRange(min=1), default=1, show_default=True)
 @budget_options
 @click.option(
@@ -513,6 +543,7 @@ def best_at_budget(rows: Sequence[RetrievalRow], budget: int) -> RetrievalRow | 
     "characters passed count the text only): compare runs with and without it to see whether it helps.",
 )
 @packing_options
+@sentences_option
 @semantic_options
 @click.option("--encoding", default=None, metavar="NAME")
 @quiet_option
@@ -524,6 +555,7 @@ def compare_command(
     unit: str,
     tokenizer: str | None,
     retriever: str,
+    keywords: str,
     k: int,
     budgets: tuple[int, ...],
     assembly: str,
@@ -532,6 +564,7 @@ def compare_command(
     context: str | None,
     packing: str | None,
     target_size: int | None,
+    sentences: str | None,
     encoding: str | None,
     quiet: bool,
     **semantic: Any,
@@ -539,6 +572,7 @@ def compare_command(
     """Run every strategy over a grid of sizes on your questions; show the table, the Pareto front and the
     best configuration at each of your budgets."""
     budget_list = _check_budgets(budgets)
+    _check_keywords(keywords, retriever)
     try:
         size_list = sorted({int(s) for s in sizes.split(",") if s.strip()})
     except ValueError:
@@ -550,7 +584,13 @@ def compare_command(
         raise click.UsageError("--target-size needs --packing optimal")
     if target_size is not None and target_size > min(size_list):
         raise click.UsageError(f"--target-size ({target_size}) cannot exceed the smallest of --sizes")
-    shared = {"context": context, "packing": packing, "target_size": target_size, "tokenizer": tokenizer}
+    shared = {
+        "context": context,
+        "packing": packing,
+        "target_size": target_size,
+        "tokenizer": tokenizer,
+        "sentences": sentences,
+    }
     display = ProgressDisplay(quiet=quiet)
     embedding = display.tracker("embedding", "texts", restarts=True)
     grid = _chunker_grid(chosen, size_list, token_unit(unit, tokenizer), semantic, shared, progress=embedding)
@@ -558,7 +598,7 @@ def compare_command(
     try:
         with display:
             documents, qs = _documents_and_questions(paths, questions, encoding, failures, display)
-            make = _retriever_factory(retriever, display, embedding)
+            make = _retriever_factory(retriever, display, embedding, keywords)
             rows = _evaluate_grid(grid, documents, qs, make, k, budget_list, assembly, display)
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
