@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,6 @@ class BudgetedContext:
     hits: tuple[Hit, ...]
     context: Context
     texts_known: int = 0  # documents whose kept text let their hits grow
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
