@@ -30,14 +30,13 @@ budget is full (no merging, no growth) — kept for comparisons (`kireme eval --
 from __future__ import annotations
 
 import bisect
-import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kireme.errors import ConfigError
 from kireme.text.headings import is_heading_line
-from kireme.text.sentences import paragraph_cuts, sentence_cuts
+from kireme.text.sentences import paragraph_cuts, sentence_spans_in
 from kireme.text.terms import tokenize
 
 POLICIES = ("spans", "chunks")
@@ -460,17 +459,7 @@ def _touch(text: str, a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def _sentences(text: str, a: int, b: int) -> list[tuple[int, int]]:
-    """Sentence spans inside ``[a, b)`` (whitespace trimmed), by the document-wide sentence rules."""
-    bounds = [a, *sentence_cuts(text, a, b), b]
-    out = []
-    for s, e in itertools.pairwise(bounds):
-        while s < e and text[s].isspace():
-            s += 1
-        while e > s and text[e - 1].isspace():
-            e -= 1
-        if s < e:
-            out.append((s, e))
-    return out
+    return sentence_spans_in(text, a, b)
 
 
 def _line_of(text: str, s: int, e: int) -> str:

@@ -113,7 +113,7 @@ def evaluate_retrieval(
 
     ``fitted``: the corpus already chunked and indexed by `fit_corpus` (for the same chunker)."""
     fitted = fitted or fit_corpus(chunker, documents, retriever_factory)
-    chunks, checks, retriever = fitted.chunks, fitted.checks, fitted.retriever
+    chunks, retriever = fitted.chunks, fitted.retriever
     counter = Tokens()
     hits = 0
     chars = tokens = 0
@@ -140,6 +140,35 @@ def evaluate_retrieval(
     def mean(values: list[float]) -> float | None:
         return sum(values) / len(values) if values else None
 
+    return _row(
+        chunker,
+        fitted,
+        label,
+        hits,
+        n,
+        chars,
+        tokens,
+        k=k,
+        span_recall=mean(recalls),
+        span_precision=mean(precisions),
+        span_iou=mean(ious),
+        misses=tuple(misses),
+    )
+
+
+def _row(
+    chunker: Chunker,
+    fitted: Fitted,
+    label: str | None,
+    hits: int,
+    n: int,
+    chars: float,
+    tokens: float,
+    **fields: Any,
+) -> RetrievalRow:
+    """The row of one configuration: its chunking, its hits out of ``n`` questions and what was passed
+    (``chars``/``tokens`` summed over the questions); ``fields``: the rest of `RetrievalRow`."""
+    chunks = fitted.chunks
     return RetrievalRow(
         strategy=label or chunker.strategy,
         max_size=chunker.max_size,
@@ -151,15 +180,11 @@ def evaluate_retrieval(
         hit_rate=hits / n if n else 0.0,
         chars_passed=chars / n if n else 0.0,
         tokens_passed=tokens / n if n else 0.0,
-        k=k,
-        retriever=getattr(retriever, "name", "custom"),
-        span_recall=mean(recalls),
-        span_precision=mean(precisions),
-        span_iou=mean(ious),
-        mid_sentence_end_share=checks.mid_sentence_end_share,
-        limit_violations=checks.limit_violations,
-        chars_lost=checks.chars_lost,
-        misses=tuple(misses),
+        retriever=getattr(fitted.retriever, "name", "custom"),
+        mid_sentence_end_share=fitted.checks.mid_sentence_end_share,
+        limit_violations=fitted.checks.limit_violations,
+        chars_lost=fitted.checks.chars_lost,
+        **fields,
     )
 
 
@@ -206,7 +231,7 @@ def evaluate_budgets(
     widened (`kireme.assemble.DEFAULT_WIDEN`). ``fitted``: as for `evaluate_retrieval`.
     """
     fitted = fitted or fit_corpus(chunker, documents, retriever_factory)
-    chunks, checks, retriever = fitted.chunks, fitted.checks, fitted.retriever
+    chunks, retriever = fitted.chunks, fitted.retriever
     texts = {doc.id: doc.text for doc in documents}
     measure = chunker.measure
     options: dict[str, Any] = {"unit": measure.name, "policy": assembly}
@@ -237,22 +262,15 @@ def evaluate_budgets(
                 holder = next((c.text for c in chunks if contains_answer(q, c)), None)
                 misses.append(Miss(q.question, q.answer, passed, holder))
         rows.append(
-            RetrievalRow(
-                strategy=label or chunker.strategy,
-                max_size=chunker.max_size,
-                unit=measure.name,
-                chunks=len(chunks),
-                avg_chars=sum(len(c.text) for c in chunks) / len(chunks) if chunks else 0.0,
-                hits=hits,
-                questions=n,
-                hit_rate=hits / n if n else 0.0,
-                chars_passed=chars / n if n else 0.0,
-                tokens_passed=tokens / n if n else 0.0,
+            _row(
+                chunker,
+                fitted,
+                label,
+                hits,
+                n,
+                chars,
+                tokens,
                 k=want,
-                retriever=getattr(retriever, "name", "custom"),
-                mid_sentence_end_share=checks.mid_sentence_end_share,
-                limit_violations=checks.limit_violations,
-                chars_lost=checks.chars_lost,
                 misses=tuple(misses),
                 budget=budget,
                 assembly=assembly,

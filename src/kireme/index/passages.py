@@ -19,7 +19,8 @@ from typing import Any
 
 from kireme.assemble import Assembler, Context, ContextSpan, Ranked
 from kireme.errors import ConfigError
-from kireme.index.context import AssembledContext, Source
+from kireme.index.context import AssembledContext, Source, _page_key
+from kireme.index.context import _chunk_pages as _pages
 from kireme.index.manifest import Manifest
 from kireme.index.store import Hit, StoredChunk
 from kireme.length import Tokens
@@ -264,15 +265,3 @@ def _render(
                 )
             )
     return separator.join(blocks), used, sources
-
-
-def _pages(metadata: Mapping[str, Any]) -> tuple[Any, ...]:
-    pages = metadata.get("pages")
-    if isinstance(pages, list | tuple) and pages:
-        return tuple(p for p in pages if p is not None)
-    page = metadata.get("page")
-    return () if page is None or page == "" else (page,)
-
-
-def _page_key(page: Any) -> tuple[int, Any]:
-    return (0, page) if isinstance(page, int) and not isinstance(page, bool) else (1, str(page))

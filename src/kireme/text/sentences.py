@@ -482,9 +482,15 @@ def paragraph_spans(text: str) -> list[tuple[int, int]]:
     return _spans_from_cuts(text, paragraph_cuts(text))
 
 
-def _spans_from_cuts(text: str, cuts: list[int]) -> list[tuple[int, int]]:
+def sentence_spans_in(text: str, a: int, b: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of the sentences inside ``[a, b)``, whitespace at either side excluded, by the whole
+    text's rules (a window never changes where a sentence starts); the first and last may be partial."""
+    return _spans_from_cuts(text, sentence_cuts(text, a, b), a, b)
+
+
+def _spans_from_cuts(text: str, cuts: list[int], a: int = 0, b: int | None = None) -> list[tuple[int, int]]:
     spans = []
-    bounds = [0, *cuts, len(text)]
+    bounds = [a, *cuts, len(text) if b is None else b]
     for s, e in itertools.pairwise(bounds):
         while s < e and text[s].isspace():
             s += 1
