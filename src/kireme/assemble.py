@@ -40,7 +40,8 @@ from kireme.text.sentences import paragraph_cuts, sentence_spans_in
 from kireme.text.terms import tokenize
 
 POLICIES = ("spans", "chunks")
-CUTS = ("all", "best")  # which hits that do not fit whole are cut to their best sentences
+CUTS = ("all", "best")
+GROW_REACH = 3.0  # a widened hit grows to at most 3x its size: about its own size on either side  # which hits that do not fit whole are cut to their best sentences
 DEFAULT_WIDEN = 8.0  # rank r is widened when the budget holds 8·r mean units (measured: docs/benchmarks.md)
 # how far around a hit sentences are looked for, in characters per unit of the window
 _LOOKAROUND_PER_UNIT = 6
@@ -179,6 +180,7 @@ class Assembler:
         self.unit = unit
         self.policy = policy
         self.widen = float(widen)
+        self.reach = GROW_REACH
         self.cut = cut
         self.overhead = overhead
 
@@ -205,7 +207,7 @@ class Assembler:
                 continue
             wide = self.widen > 0 and budget >= self.widen * (len(state.pieces) + 1) * mean
             if self.policy == "spans" and wide:
-                grown = self._grow(unit, 3 * self.measure(unit.text))
+                grown = self._grow(unit, int(self.reach * self.measure(unit.text)))
                 if grown is not None and state.try_add(unit, rank, grown):
                     continue
             if state.try_add(unit, rank, (unit.start, unit.end)):
