@@ -466,3 +466,44 @@ def test_eval_measures_another_keywords_setting_before_it_is_indexed(corpus: Pat
     assert json.loads(words.stdout.splitlines()[0])["hit_at_budget"] > 0
     wrong = run_cli(*args, "--keywords", "sudachi", cwd=corpus)  # the default retriever is terms
     assert wrong.returncode == 2 and "--keywords applies to --retriever bm25 or hybrid" in wrong.stderr
+
+
+def test_widen_zero_passes_the_hits_without_their_surroundings(corpus: Path, index: Path) -> None:
+    args = [
+        "eval",
+        "docs",
+        "--questions",
+        "qa.jsonl",
+        "--retriever",
+        "bm25",
+        "--max-size",
+        "40",
+        "--format",
+        "jsonl",
+    ]
+    never = run_cli(*args, "--budget", "600", "--widen", "0", cwd=corpus)
+    assert never.returncode == 0, never.stderr
+    assert json.loads(never.stdout.splitlines()[0])["budget"] == 600
+    bad = run_cli(*args, "--budget", "600", "--widen", "-1", cwd=corpus)
+    assert bad.returncode == 2
+    base = ["search", "東京都内の宿泊費の上限", "--db", str(index), "--mode", "bm25", "--format", "jsonl"]
+    wide = run_cli(*base, "--budget", "600", "--widen", "1", cwd=corpus)
+    narrow = run_cli(*base, "--budget", "600", "--widen", "0", cwd=corpus)
+    assert wide.returncode == narrow.returncode == 0, wide.stderr + narrow.stderr
+    first_wide = json.loads(wide.stdout.splitlines()[0])
+    first_narrow = json.loads(narrow.stdout.splitlines()[0])
+    assert 1 in first_wide["ranks"] and 1 in first_narrow["ranks"]
+    assert sum(json.loads(line)["size"] for line in wide.stdout.splitlines()) <= 600
+
+
+def test_assembler_widen_setting() -> None:
+    hit = unit("rules", RULES, "東京都内に宿泊する場合は、１泊につき１２，０００円を上限とする。")
+    far = unit("notes", NOTES, "It takes twelve minutes on the shared runners.")
+    budget = 3 * len(hit.text)
+    never = assembler(widen=0).assemble([hit, far], budget)  # both hits, what is left grows the first
+    always = assembler(widen=0.1).assemble([hit, far], budget)  # the best hit widened first: no room left
+    assert {s.doc_id for s in never.spans} == {"rules", "notes"}
+    assert [s.doc_id for s in always.spans] == ["rules"]
+    assert always.spans[0].size > len(hit.text) and always.size <= budget and never.size <= budget
+    with pytest.raises(ConfigError, match="widen"):
+        assembler(widen=-1)

@@ -190,8 +190,8 @@ class Assembler:
         """The context for ``ranked`` (best first) in at most ``budget`` units.
 
         A budget ≤ 0 is a `ConfigError`; so is one smaller than every sentence of the best hit (nothing
-        sensible fits). ``query`` chooses which sentences of the best hit to keep when even that hit does
-        not fit the budget whole.
+        sensible fits). ``query`` chooses which sentences of a hit to keep when the hit does not fit whole
+        in what is left (`Context.cut` when it was the best hit).
         """
         if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
             raise ConfigError(f"the context budget must be a whole number of {self.unit} > 0, got {budget!r}")

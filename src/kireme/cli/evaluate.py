@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from kireme.assemble import DEFAULT_WIDEN
 from kireme.cli.common import (
     Failures,
     expand_paths,
@@ -229,6 +230,14 @@ def budget_options(func: Callable[..., Any]) -> Callable[..., Any]:
         "shared by the best hits); chunks = the retrieved chunks whole, in rank order, until the budget is "
         "full (what a list of chunk strings gives a reader).",
     )(func)
+    func = click.option(
+        "--widen",
+        type=click.FloatRange(min=0),
+        default=DEFAULT_WIDEN,
+        show_default=True,
+        help="With --budget: the hit at rank r is widened (about its own size on either side) when the budget "
+        "holds WIDEN x r retrieved chunks; lower widens more hits (long English evidence), 0 never.",
+    )(func)
     return click.option(
         "--budget",
         "budgets",
@@ -265,6 +274,7 @@ def _evaluate_grid(
     k: int,
     budgets: Sequence[int],
     assembly: str,
+    widen: float,
     display: ProgressDisplay,
 ) -> list[RetrievalRow]:
     """One top-k row per configuration, then (with budgets) one row per configuration and budget; each
@@ -276,7 +286,9 @@ def _evaluate_grid(
         rows.append(evaluate_retrieval(ch, documents, qs, make, k=k, fitted=fitted))
         if budgets:
             at_budget.extend(
-                evaluate_budgets(ch, documents, qs, make, budgets, assembly=assembly, fitted=fitted)
+                evaluate_budgets(
+                    ch, documents, qs, make, budgets, assembly=assembly, widen=widen, fitted=fitted
+                )
             )
     return rows + at_budget
 
@@ -378,6 +390,7 @@ def eval_command(
     show_misses: bool,
     budgets: tuple[int, ...],
     assembly: str,
+    widen: float,
     sentences: str | None,
     encoding: str | None,
     quiet: bool,
@@ -452,7 +465,7 @@ def eval_command(
                     )
                 documents, qs = _documents_and_questions(paths, questions, encoding, failures, display)
             make = _retriever_factory(retriever, display, embedding, keywords)
-            rows = _evaluate_grid(grid, documents, qs, make, k, budget_list, assembly, display)
+            rows = _evaluate_grid(grid, documents, qs, make, k, budget_list, assembly, widen, display)
             if budget_list:  # the rows asked for: at each budget
                 rows = [r for r in rows if r.budget is not None]
     except KiremeError as exc:
@@ -559,6 +572,7 @@ def compare_command(
     k: int,
     budgets: tuple[int, ...],
     assembly: str,
+    widen: float,
     plot_path: Path | None,
     fmt: str,
     context: str | None,
@@ -599,7 +613,7 @@ def compare_command(
         with display:
             documents, qs = _documents_and_questions(paths, questions, encoding, failures, display)
             make = _retriever_factory(retriever, display, embedding, keywords)
-            rows = _evaluate_grid(grid, documents, qs, make, k, budget_list, assembly, display)
+            rows = _evaluate_grid(grid, documents, qs, make, k, budget_list, assembly, widen, display)
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(1)

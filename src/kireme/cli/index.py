@@ -554,6 +554,20 @@ def _search_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def _widen_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--widen``: how many of the best hits the budget widens (`kireme.assemble.DEFAULT_WIDEN`)."""
+    from kireme.assemble import DEFAULT_WIDEN
+
+    return click.option(
+        "--widen",
+        type=click.FloatRange(min=0),
+        default=DEFAULT_WIDEN,
+        show_default=True,
+        help="The hit at rank r is widened at sentence boundaries when the budget holds WIDEN x r retrieved "
+        "chunks: lower widens more hits (long English evidence), 0 never; measure it with kireme eval --widen.",
+    )(func)
+
+
 def _searcher(db: Path) -> Searcher:
     from kireme.index.search import Searcher
 
@@ -585,6 +599,7 @@ def _searcher(db: Path) -> Searcher:
     show_default=True,
     help="What --budget counts: characters, or cl100k_base tokens.",
 )
+@_widen_option
 def search_command(
     query: str,
     db: Path,
@@ -595,6 +610,7 @@ def search_command(
     fmt: str | None,
     budget: int | None,
     unit: str,
+    widen: float,
 ) -> None:
     """Find the chunks that best match QUERY (JSONL when piped: score, id, doc_id, start, end, headings, text),
     or with --budget the context within that budget."""
@@ -611,7 +627,7 @@ def search_command(
                 from kireme.index.passages import budgeted_context
 
                 made = budgeted_context(
-                    searcher, query, budget, unit=unit, k=k, mode=mode, where=where, exact=exact
+                    searcher, query, budget, unit=unit, k=k, mode=mode, where=where, exact=exact, widen=widen
                 )
                 _print_passages(made, fmt)
                 return
@@ -711,6 +727,7 @@ KIREME_CHAT_API_KEY, else OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY.
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
 @click.option("--api-key", default=None, help="API key (better: KIREME_CHAT_API_KEY).")
 @click.option("--show-prompt", is_flag=True, help="Print the prompt sent to the model.")
+@_widen_option
 def ask_command(
     question: str,
     db: Path,
@@ -727,6 +744,7 @@ def ask_command(
     base_url: str | None,
     api_key: str | None,
     show_prompt: bool,
+    widen: float,
 ) -> None:
     """Retrieve chunks for QUESTION, fit them into a token budget, and ask a chat model."""
     from kireme.index.chat import ChatClient
@@ -767,7 +785,7 @@ def ask_command(
             )
         finally:
             searcher.close()
-        context = render_passages(hits, budget, manifest_texts(db), query=question)
+        context = render_passages(hits, budget, manifest_texts(db), query=question, widen=widen)
         prompt = build_prompt(question, context.text, text_template, language=language)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None

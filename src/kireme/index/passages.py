@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kireme.assemble import Assembler, Context, ContextSpan, Ranked
+from kireme.assemble import DEFAULT_WIDEN, Assembler, Context, ContextSpan, Ranked
 from kireme.errors import ConfigError
 from kireme.index.context import AssembledContext, Source, _page_key
 from kireme.index.context import _chunk_pages as _pages
@@ -139,10 +139,13 @@ def assemble_hits(
     unit: str = "chars",
     query: str = "",
     policy: str = "spans",
+    widen: float = DEFAULT_WIDEN,
     overhead: Callable[[str, tuple[str, ...]], int] | None = None,
 ) -> BudgetedContext:
     """`kireme.assemble` over search hits (best first): the context within ``budget`` ``unit``."""
-    assembler = Assembler(text_of, measure_for(unit), unit=unit, policy=policy, overhead=overhead)
+    assembler = Assembler(
+        text_of, measure_for(unit), unit=unit, policy=policy, widen=widen, overhead=overhead
+    )
     made = assembler.assemble(ranked(hits), budget, query)
     known = sum(1 for d in {h.chunk.doc_id for h in hits} if assembler.text(d) is not None)
     return BudgetedContext(passages_from(hits, made), tuple(hits), made, known)
@@ -159,6 +162,7 @@ def budgeted_context(
     where: Mapping[str, str] | None = None,
     exact: bool = False,
     policy: str = "spans",
+    widen: float = DEFAULT_WIDEN,
 ) -> BudgetedContext:
     """Search ``searcher`` (a `kireme.index.search.Searcher`) for ``query`` and assemble the context within
     ``budget`` ``unit`` from the ranked hits and the documents' kept texts."""
@@ -166,7 +170,9 @@ def budgeted_context(
         raise ConfigError(f"the context budget must be a whole number of {unit} > 0, got {budget!r}")
     measure_for(unit)
     hits = searcher.search(query, candidates_for(budget, unit, k), mode, where, exact=exact)
-    return assemble_hits(hits, budget, manifest_texts(searcher.db), unit=unit, query=query, policy=policy)
+    return assemble_hits(
+        hits, budget, manifest_texts(searcher.db), unit=unit, query=query, policy=policy, widen=widen
+    )
 
 
 # ------------------------------------------------------------------------------------ for a chat model
@@ -180,6 +186,7 @@ def render_passages(
     query: str = "",
     measure: Callable[[str], int] | None = None,
     separator: str = "\n\n",
+    widen: float = DEFAULT_WIDEN,
 ) -> AssembledContext:
     """The context string for a chat model within ``budget`` tokens (of ``measure``, cl100k_base by
     default): passages assembled from exact offsets, each under a line citing its source, heading path
@@ -206,7 +213,7 @@ def render_passages(
     target = budget
     for _ in range(6):
         try:
-            made = Assembler(text_of, measure, unit="tokens", overhead=overhead).assemble(
+            made = Assembler(text_of, measure, unit="tokens", widen=widen, overhead=overhead).assemble(
                 ranked(hits), target, query
             )
         except ConfigError:
