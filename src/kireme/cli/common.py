@@ -303,6 +303,21 @@ def sentences_option(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
+def widen_option(prefix: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--widen W``: how many of the best hits a context budget widens (`kireme.assemble.DEFAULT_WIDEN`);
+    ``prefix`` starts the help (``"With --budget: "``)."""
+    from kireme.assemble import DEFAULT_WIDEN
+
+    return click.option(
+        "--widen",
+        type=click.FloatRange(min=0),
+        default=DEFAULT_WIDEN,
+        show_default=True,
+        help=f"{prefix}{'the' if prefix else 'The'} hit at rank r is widened at sentence boundaries (about its own size on either side) "
+        "when the budget holds W x r retrieved chunks: lower widens more hits (long English evidence), 0 never.",
+    )
+
+
 def token_unit(unit: str, tokenizer: str | None) -> str:
     """The ``--unit`` a command uses: ``--tokenizer`` alone means tokens, even where ``--unit`` defaults to
     chars; ``--tokenizer`` with ``--unit chars`` written out is a usage error."""

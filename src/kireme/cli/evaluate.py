@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kireme.assemble import DEFAULT_WIDEN
 from kireme.cli.common import (
     Failures,
     expand_paths,
@@ -24,6 +23,7 @@ from kireme.cli.common import (
     sentences_option,
     token_unit,
     tokenizer_option,
+    widen_option,
     write,
 )
 from kireme.cli.progress import ProgressDisplay, quiet_option
@@ -230,14 +230,7 @@ def budget_options(func: Callable[..., Any]) -> Callable[..., Any]:
         "shared by the best hits); chunks = the retrieved chunks whole, in rank order, until the budget is "
         "full (what a list of chunk strings gives a reader).",
     )(func)
-    func = click.option(
-        "--widen",
-        type=click.FloatRange(min=0),
-        default=DEFAULT_WIDEN,
-        show_default=True,
-        help="With --budget: the hit at rank r is widened (about its own size on either side) when the budget "
-        "holds WIDEN x r retrieved chunks; lower widens more hits (long English evidence), 0 never.",
-    )(func)
+    func = widen_option("With --budget: ")(func)
     return click.option(
         "--budget",
         "budgets",

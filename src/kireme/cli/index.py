@@ -23,6 +23,7 @@ from kireme.cli.common import (
     input_options,
     jobs_option,
     packing_options,
+    widen_option,
 )
 from kireme.cli.progress import ProgressDisplay, quiet_option
 from kireme.errors import (
@@ -554,20 +555,6 @@ def _search_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def _widen_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--widen``: how many of the best hits the budget widens (`kireme.assemble.DEFAULT_WIDEN`)."""
-    from kireme.assemble import DEFAULT_WIDEN
-
-    return click.option(
-        "--widen",
-        type=click.FloatRange(min=0),
-        default=DEFAULT_WIDEN,
-        show_default=True,
-        help="The hit at rank r is widened at sentence boundaries when the budget holds WIDEN x r retrieved "
-        "chunks: lower widens more hits (long English evidence), 0 never; measure it with kireme eval --widen.",
-    )(func)
-
-
 def _searcher(db: Path) -> Searcher:
     from kireme.index.search import Searcher
 
@@ -599,7 +586,7 @@ def _searcher(db: Path) -> Searcher:
     show_default=True,
     help="What --budget counts: characters, or cl100k_base tokens.",
 )
-@_widen_option
+@widen_option()
 def search_command(
     query: str,
     db: Path,
@@ -727,7 +714,7 @@ KIREME_CHAT_API_KEY, else OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY.
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
 @click.option("--api-key", default=None, help="API key (better: KIREME_CHAT_API_KEY).")
 @click.option("--show-prompt", is_flag=True, help="Print the prompt sent to the model.")
-@_widen_option
+@widen_option()
 def ask_command(
     question: str,
     db: Path,
