@@ -200,8 +200,7 @@ class Assembler:
         mean = max(1.0, sum(sample) / len(sample)) if sample else 1.0
         for rank, unit in enumerate(ranked, start=1):
             state.considered = rank
-            if state.holds(unit):
-                state.add_rank(unit, rank)
+            if state.add_rank(unit, rank):  # a passage already holds it: it costs nothing
                 continue
             if state.full():  # nothing more fits: later hits count only where a passage holds them
                 continue
@@ -256,8 +255,8 @@ class Assembler:
         sentences in that text (the document's own rules when its text is known, else the unit's)."""
         document = self._document(unit)
         if document is not None:
-            return document, 0, _sentences(document, unit.start, unit.end)
-        return unit.text, unit.start, _sentences(unit.text, 0, len(unit.text))
+            return document, 0, sentence_spans_in(document, unit.start, unit.end)
+        return unit.text, unit.start, sentence_spans_in(unit.text, 0, len(unit.text))
 
     def _best_run(
         self, unit: Ranked, room: int, query: str, *, need_match: bool = False
@@ -322,16 +321,13 @@ class _State:
         self.total = 0
         self.considered = 0
 
-    def holds(self, unit: Ranked) -> bool:
-        return any(
-            p.doc_id == unit.doc_id and p.start <= unit.start and unit.end <= p.end for p in self.pieces
-        )
-
-    def add_rank(self, unit: Ranked, rank: int) -> None:
+    def add_rank(self, unit: Ranked, rank: int) -> bool:
+        """Record ``rank`` on the piece that holds ``unit`` whole; whether one does."""
         for p in self.pieces:
             if p.doc_id == unit.doc_id and p.start <= unit.start and unit.end <= p.end:
                 p.ranks.append(rank)
-                return
+                return True
+        return False
 
     def full(self) -> bool:
         return self.total >= self.budget
@@ -460,10 +456,6 @@ def _touch(text: str, a: tuple[int, int], b: tuple[int, int]) -> bool:
     return s2 <= e1 or text[e1:s2].isspace()
 
 
-def _sentences(text: str, a: int, b: int) -> list[tuple[int, int]]:
-    return sentence_spans_in(text, a, b)
-
-
 def _line_of(text: str, s: int, e: int) -> str:
     return text[s:e] if "\n" not in text[s:e].strip("\n") else ""
 
@@ -499,7 +491,7 @@ def grow_span(
         and not _crosses_heading(text, e, p_end)
     ):
         s, e = p_start, p_end
-    sentences = _sentences(text, lo, hi)
+    sentences = sentence_spans_in(text, lo, hi)
     starts = [a for a, _ in sentences]
     i = bisect.bisect_right(starts, s) - 1  # the sentence the span starts in
     j = bisect.bisect_left(starts, e)  # the first sentence that starts at or after its end

@@ -19,7 +19,7 @@ from typing import Any
 
 from kireme.assemble import DEFAULT_WIDEN, Assembler, Context, ContextSpan, Ranked
 from kireme.errors import ConfigError
-from kireme.index.context import AssembledContext, Source, _page_key
+from kireme.index.context import AssembledContext, Source, _one_line, _page_key, _source_name
 from kireme.index.context import _chunk_pages as _pages
 from kireme.index.manifest import Manifest
 from kireme.index.store import Hit, StoredChunk
@@ -196,19 +196,16 @@ def render_passages(
     if budget <= 0:
         return AssembledContext(text="", skipped=list(hits), budget=budget)
     sep = measure(separator)
-    numbers: dict[str, int] = {}
     chunks = {h.chunk.doc_id: h.chunk for h in reversed(hits)}  # the best hit of each document
+    widest = f"[{len(chunks)}] "  # no document number is wider
 
-    def header(doc_id: str, headings: tuple[str, ...]) -> str:
-        chunk = chunks.get(doc_id)
-        number = numbers.setdefault(doc_id, len(numbers) + 1) if chunk is not None else 0
-        name = " ".join(str(chunk.source or chunk.title or doc_id).split()) if chunk else doc_id
-        line = f"[{number}] {name or '(unnamed)'}"
-        path = [" ".join(h.split()) for h in headings if h.strip()]
-        return line + (" — " + " > ".join(path) if path else "")
+    def citation(doc_id: str, headings: tuple[str, ...]) -> str:
+        """``規程/旅費.md — 第3章 宿泊 > 第3条 宿泊費``: a span's header after its ``[n] ``."""
+        path = [line for line in (_one_line(h) for h in headings) if line]
+        return _source_name(chunks[doc_id]) + (" — " + " > ".join(path) if path else "")
 
     def overhead(doc_id: str, headings: tuple[str, ...]) -> int:
-        return measure(header(doc_id, headings) + "\n") + sep
+        return measure(widest + citation(doc_id, headings) + "\n") + sep
 
     target = budget
     for _ in range(6):
@@ -218,7 +215,7 @@ def render_passages(
             )
         except ConfigError:
             return AssembledContext(text="", skipped=list(hits), budget=budget)
-        text, used, sources = _render(hits, made, measure, header, separator)
+        text, used, sources = _render(hits, made, citation, separator)
         size = measure(text)
         if size <= budget:
             skipped = [h for i, h in enumerate(hits, start=1) if i not in set(made.ranks)]
@@ -234,25 +231,23 @@ def render_passages(
 def _render(
     hits: Sequence[Hit],
     made: Context,
-    measure: Callable[[str], int],
-    header: Callable[[str, tuple[str, ...]], str],
+    citation: Callable[[str, tuple[str, ...]], str],
     separator: str,
 ) -> tuple[str, list[Hit], list[Source]]:
-    order: dict[str, int] = {}
-    for span in made.spans:  # spans come grouped: documents by best hit
-        order.setdefault(span.doc_id, len(order) + 1)
+    """The blocks ``[n] citation`` + passage text, documents numbered by their best hit (the order the
+    spans come in), the hits used, and one `Source` per document."""
     blocks, used, sources = [], [], []
     by_doc: dict[str, list[ContextSpan]] = {}
     for span in made.spans:
         by_doc.setdefault(span.doc_id, []).append(span)
-    for doc_id, spans in by_doc.items():
-        number = order[doc_id]
+    for number, (doc_id, spans) in enumerate(by_doc.items(), start=1):
         paths: list[tuple[str, ...]] = []
         pages: list[Any] = []
         first: StoredChunk | None = None
         for span in spans:
-            line = header(doc_id, span.headings).split("]", 1)[-1]
-            blocks.append(f"[{number}]{line}\n{span.text.strip(chr(13) + chr(10))}")
+            blocks.append(
+                f"[{number}] {citation(doc_id, span.headings)}\n{span.text.strip(chr(13) + chr(10))}"
+            )
             for r in span.ranks:
                 chunk = hits[r - 1].chunk
                 first = first or chunk
@@ -264,7 +259,7 @@ def _render(
             sources.append(
                 Source(
                     number=number,
-                    source=" ".join(str(first.source or first.title or doc_id).split()) or "(unnamed)",
+                    source=_source_name(first),
                     doc_id=doc_id,
                     title=first.title,
                     headings=tuple(paths),
