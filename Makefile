@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet torch==$(TORCH_VERSION)
-	$(BIN)/python -m pip install --quiet -e '.[dev,st,formats,chroma,index,tokenizers,ja,langchain,llama-index,haystack,ray,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,st,formats,chroma,index,tokenizers,ja,langchain,llama-index,haystack,ray,serve,docs]'
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed

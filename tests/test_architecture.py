@@ -48,6 +48,7 @@ LAYERS: list[str] = [
     "kireme.integrations",  # LangChain / LlamaIndex / Haystack adapters
     "kireme.report",  # plots and HTML pages
     "kireme",  # the public package (kireme/__init__.py) re-exports the library
+    "kireme.serve",  # kireme serve: the HTTP API over chunking, search and ask
     "kireme.cli",  # the command: nothing imports it
 ]
 

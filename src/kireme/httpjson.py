@@ -8,10 +8,15 @@ with the API key blanked out of anything the server echoes. `JsonEndpoint` is th
 each client keeps its payload, its response parsing, its settings and its own wording, passed in as
 `Hints` together with the error class to raise. `parse_base_url` checks and splits the base URL both
 clients are given, once.
+
+`JsonEndpoint.post_stream` is the same transport for an answer sent as it is generated (server-sent
+events, ``text/event-stream``): it yields each event's data as it arrives, with the same errors and the
+same retries — but only while the caller has passed nothing on, since a retry starts the answer over.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import logging
@@ -22,7 +27,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 MAX_SLEEP = 10.0  # one wait, in seconds, even when Retry-After asks for more: a CLI must not hang
 DETAIL_CHARS = 200  # how much of the server's own error message a message quotes
+_READ_SIZE = 65536  # the most bytes one read of a streamed answer asks for
 
 
 def env(*names: str) -> str | None:
@@ -162,6 +168,23 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
+@dataclass(frozen=True)
+class Event:
+    """What `JsonEndpoint.post_stream` yields: one server-sent event's data, or a whole non-stream answer.
+
+    ``data`` is the event's ``data:`` lines joined by line breaks (the SSE rule), as bytes; when
+    ``whole_body`` is true the server did not answer with an event stream (it ignored the request to
+    stream, or sent an error page) and ``data`` is its entire body, to be decoded as a plain answer.
+    """
+
+    data: bytes
+    whole_body: bool = False
+
+
+def _no_cut_off() -> str | None:
+    return None
+
+
 class JsonEndpoint:
     """One URL that takes a JSON body by POST and answers JSON, failing as ``error_class`` only.
 
@@ -198,12 +221,7 @@ class JsonEndpoint:
 
     def post(self, payload: Any) -> Any:
         """The decoded JSON answer to ``payload``, retried as the class says; any failure is one error."""
-        text = json.dumps(payload, ensure_ascii=False)
-        try:
-            body = text.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate (a file name that is not UTF-8): JSON escapes keep it
-            body = json.dumps(payload).encode("ascii")
-        return self.decode(self.post_bytes(body))
+        return self.decode(self.post_bytes(_encode(payload)))
 
     def post_bytes(self, body: bytes) -> bytes:
         """The raw answer to an already encoded ``body``, with the retries of `post`."""
@@ -212,27 +230,66 @@ class JsonEndpoint:
             try:
                 return self._post_once(body)
             except _Retryable as exc:
-                if attempt == attempts - 1:
-                    raise self.error_class(
-                        f"{exc.message} (gave up after {attempts} attempt{'s' if attempts > 1 else ''})"
-                    ) from None
-                wait = exc.retry_after if exc.retry_after is not None else self.backoff * 2**attempt
-                wait = min(max(wait, 0.0), MAX_SLEEP)
-                self._log.info(
-                    "%s; retrying in %.1fs (attempt %d of %d)", exc.message, wait, attempt + 2, attempts
-                )
-                self._sleep(wait)
+                self._wait_or_give_up(exc, attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def decode(self, raw: bytes) -> Any:
-        """``raw`` as JSON, or an error that quotes its start (redacted) and asks whether this is the API."""
+    def post_stream(
+        self, payload: Any, *, cut_off: Callable[[], str | None] = _no_cut_off
+    ) -> Generator[Event, None, None]:
+        """The answer to ``payload`` as server-sent events, each yielded as soon as it has arrived.
+
+        The request asks for ``text/event-stream``; the answer is read line by line (each line is
+        decoded whole, so a character split across network packets arrives intact), comment lines and
+        the ``event:``/``id:``/``retry:`` fields are skipped, and an event is yielded at the blank line
+        that ends it (or at the end of the answer). An answer that is not an event stream is yielded
+        once, whole (`Event.whole_body`). Errors are those of `post`, and so are the retries — as long
+        as ``cut_off()`` returns None, which the caller makes it do until it has passed something on:
+        a retry starts the answer over. After that, a dropped connection or a timeout is an error that
+        ends with the text ``cut_off()`` returns (say, how much of the answer got through). Closing
+        the generator closes the connection.
+        """
+        body = _encode(payload)
+        attempts = self.max_retries + 1
+        for attempt in range(attempts):
+            try:
+                yield from self._stream_once(body)
+                return
+            except _Retryable as exc:
+                reason = cut_off()
+                if reason is not None:
+                    raise self.error_class(f"{exc.message}; {reason}") from None
+                self._wait_or_give_up(exc, attempt)
+            except self.error_class as exc:  # a timeout mid-answer: say how much got through
+                reason = cut_off()
+                if reason is None:
+                    raise
+                raise self.error_class(f"{exc}; {reason}") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def decode(self, raw: bytes, *, failure: str = "did not answer with JSON") -> Any:
+        """``raw`` as JSON, or an error that quotes its start (redacted) and asks whether this is the API.
+
+        ``failure`` is what the message says went wrong, after the URL.
+        """
         try:
             return json.loads(raw)
         except ValueError:
             snippet = self.redact(" ".join(raw[:80].decode("utf-8", "replace").split()))
             raise self.error_class(
-                f"{self.url} did not answer with JSON (it began {snippet!r}); is it {self.hints.api}?"
+                f"{self.url} {failure} (it began {snippet!r}); is it {self.hints.api}?"
             ) from None
+
+    def server_message(self, data: Any) -> str:
+        """The server's own error message in ``data`` (decoded JSON, or text that was not JSON).
+
+        ``{"error": {"message": ...}}``, ``{"error": "..."}``, ``{"detail": ...}`` or plain text, on
+        one short line with the API key blanked out, so that it can be quoted in an error.
+        """
+        error = data.get("error", data) if isinstance(data, dict) else data
+        if isinstance(error, dict):
+            error = error.get("message") or error.get("detail") or error
+        text = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
+        return self.redact(" ".join(text.split()))[:DETAIL_CHARS]
 
     def redact(self, text: str) -> str:
         """``text`` with the API key, if any, replaced by ``***``."""
@@ -240,15 +297,86 @@ class JsonEndpoint:
 
     # -- one attempt ---------------------------------------------------------------------------------
 
+    def _wait_or_give_up(self, exc: _Retryable, attempt: int) -> None:
+        """After the failed ``attempt`` (0 first): wait before the next one, or raise if it was the last."""
+        attempts = self.max_retries + 1
+        if attempt >= attempts - 1:
+            raise self.error_class(
+                f"{exc.message} (gave up after {attempts} attempt{'s' if attempts > 1 else ''})"
+            ) from None
+        wait = exc.retry_after if exc.retry_after is not None else self.backoff * 2**attempt
+        wait = min(max(wait, 0.0), MAX_SLEEP)
+        self._log.info("%s; retrying in %.1fs (attempt %d of %d)", exc.message, wait, attempt + 2, attempts)
+        self._sleep(wait)
+
     def _post_once(self, body: bytes) -> bytes:
-        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "kireme"}
+        with self._failures(), self._open(body, accept="application/json") as response:
+            payload: bytes = response.read()
+            return payload
+
+    def _stream_once(self, body: bytes) -> Iterator[Event]:
+        """One attempt of `post_stream`: its events, parsed by the rules of server-sent events."""
+        with self._failures():
+            response = self._open(body, accept="text/event-stream")
+        with response:
+            if response.headers.get_content_type() != "text/event-stream":
+                with self._failures():
+                    whole: bytes = response.read()
+                yield Event(whole, whole_body=True)
+                return
+            data: list[bytes] = []
+            for number, raw_line in enumerate(self._lines(response)):
+                line = raw_line.removeprefix(b"\xef\xbb\xbf") if number == 0 else raw_line  # a BOM
+                line = line.rstrip(b"\r\n")
+                if not line:  # the blank line that ends an event
+                    if data:
+                        yield Event(b"\n".join(data))
+                        data = []
+                    continue
+                field, _, value = line.partition(b":")
+                if field == b"data":  # a comment (":...") has an empty field; other fields don't matter
+                    data.append(value.removeprefix(b" "))
+            if data:  # the last event, without its blank line
+                yield Event(b"\n".join(data))
+
+    def _lines(self, response: http.client.HTTPResponse) -> Iterator[bytes]:
+        """The lines of ``response`` (each whole, with its line break), each as soon as it has arrived.
+
+        A line is only split at ``\\n``, so a UTF-8 character sent in two pieces comes out whole. Read
+        with ``read1`` (what has arrived, at most one wait) rather than ``readline``, whose look-ahead
+        takes a chunked answer that was cut off for one that ended: ``read1`` raises `IncompleteRead`.
+        """
+        pending = bytearray()
+        while True:
+            with self._failures():
+                block: bytes = response.read1(_READ_SIZE)
+            if not block:
+                break
+            start = 0
+            while (end := block.find(b"\n", start)) >= 0:
+                pending += block[start : end + 1]
+                yield bytes(pending)
+                pending.clear()
+                start = end + 1
+            pending += block[start:]
+        if pending:  # the last line, without its line break
+            yield bytes(pending)
+
+    def _open(self, body: bytes, *, accept: str) -> http.client.HTTPResponse:
+        """The response to POSTing ``body``, its headers read; failures are left to `_failures`."""
+        headers = {"Content-Type": "application/json", "Accept": accept, "User-Agent": "kireme"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        response: http.client.HTTPResponse = _OPENER.open(request, timeout=self.timeout)  # typeshed: Any
+        return response
+
+    @contextlib.contextmanager
+    def _failures(self) -> Iterator[None]:
+        """Turns what sending a request or reading its answer raises into one ``error_class`` line, or
+        `_Retryable` for what is worth another try: one mapping for plain and streamed answers."""
         try:
-            with _OPENER.open(request, timeout=self.timeout) as response:
-                payload: bytes = response.read()  # typeshed types urlopen's response as Any
-                return payload
+            yield
         except _CrossOriginRedirect as exc:
             raise self.error_class(
                 f"{self.url} redirected to another origin ({exc.target}); not followed, so the API key "
@@ -301,15 +429,19 @@ class JsonEndpoint:
         except (OSError, http.client.HTTPException):
             return ""
         try:
-            data = json.loads(raw)
+            data: Any = json.loads(raw)
         except ValueError:
-            text = raw
-        else:
-            error = data.get("error", data) if isinstance(data, dict) else data
-            if isinstance(error, dict):
-                error = error.get("message") or error.get("detail") or error
-            text = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
-        return self.redact(" ".join(text.split()))[:DETAIL_CHARS]
+            data = raw
+        return self.server_message(data)
+
+
+def _encode(payload: Any) -> bytes:
+    """``payload`` as a UTF-8 JSON body."""
+    text = json.dumps(payload, ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (a file name that is not UTF-8): JSON escapes keep it
+        return json.dumps(payload).encode("ascii")
 
 
 def retry_after(value: str | None) -> float | None:

@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("kireme.cli.index", "search_command"),
     "ask": ("kireme.cli.index", "ask_command"),
     "check": ("kireme.cli.check", "check_command"),
+    "serve": ("kireme.cli.serve", "serve_command"),
 }
 
 
@@ -65,6 +66,7 @@ def cli(verbose: int) -> None:
       kireme index DIR                     chunk, embed and store (incremental) in ./.kireme/index
       kireme search "QUERY"                hybrid search;  kireme ask "QUESTION": context + answer
       kireme check                         is the index whole? (--repair fixes what it can)
+      kireme serve                         keep the model and index open: HTTP API and a page of the cuts
     """
     level = logging.WARNING - 10 * verbose
     # records are printed like kireme's own messages: above the progress bars while they are drawn

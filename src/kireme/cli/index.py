@@ -734,51 +734,43 @@ def ask_command(
     widen: float,
 ) -> None:
     """Retrieve chunks for QUESTION, fit them into a token budget, and ask a chat model."""
+    from kireme.index.answer import AskSettings, prepare_question
     from kireme.index.chat import ChatClient
-    from kireme.index.passages import candidates_for, manifest_texts, render_passages
-    from kireme.index.prompt import build_prompt, context_budget, default_template, load_template
+    from kireme.index.prompt import default_template, load_template
     from kireme.index.search import parse_filters
 
     try:
-        where = parse_filters(list(filters))
-        text_template = load_template(template) if template else default_template(language)
-        if budget is not None:
-            room = context_budget(
-                question,
-                text_template,
-                language=language,
-                reader_tokens=reader_tokens,
-                answer_reserve=answer_reserve,
-            )
-            if budget > room:
-                click.echo(
-                    f"kireme: warning: --budget {budget} is more than the {room} tokens a {reader_tokens}-token "
-                    f"reader leaves after the question, the template and {answer_reserve} for the answer",
-                    err=True,
-                )
-        else:
-            budget = context_budget(
-                question,
-                text_template,
-                language=language,
-                reader_tokens=reader_tokens,
-                answer_reserve=answer_reserve,
-            )
+        settings = AskSettings(
+            k=k,
+            mode=mode,
+            where=parse_filters(list(filters)),
+            exact=exact,
+            budget=budget,
+            reader_tokens=reader_tokens,
+            answer_reserve=answer_reserve,
+            template=load_template(template) if template else default_template(language),
+            language=language,
+            widen=widen,
+        )
         client = ChatClient(base_url=base_url, api_key=api_key, model=model)
         searcher = _searcher(db)
         try:
-            hits = searcher.search(
-                question, candidates_for(budget, "tokens", max(k, 1) * 2), mode, where, exact=exact
-            )
+            prepared = prepare_question(searcher, question, settings)
         finally:
             searcher.close()
-        context = render_passages(hits, budget, manifest_texts(db), query=question, widen=widen)
-        prompt = build_prompt(question, context.text, text_template, language=language)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(EXIT_FAILURE if isinstance(exc, IndexDamagedError) else EXIT_USAGE)
+    if prepared.over_room:
+        click.echo(
+            f"kireme: warning: --budget {prepared.budget} is more than the {prepared.room} tokens a "
+            f"{reader_tokens}-token reader leaves after the question, the template and {answer_reserve} "
+            "for the answer",
+            err=True,
+        )
+    prompt, context, budget = prepared.prompt, prepared.context, prepared.budget
     if show_prompt:
         click.echo(prompt)
         click.echo("─" * 40)

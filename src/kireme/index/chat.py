@@ -10,16 +10,22 @@ Settings come from the arguments first, then the environment, first set (non-emp
 * API key: ``KIREME_CHAT_API_KEY``, then ``OPENAI_API_KEY`` (none: no ``Authorization`` header);
 * model: ``KIREME_CHAT_MODEL``, then ``OPENAI_MODEL``, then ``gpt-4o-mini``.
 
+`ChatClient.stream` asks for the same answer with ``"stream": true`` and yields its text as the server
+generates it (server-sent events of ``choices[0].delta.content``), so that a server of ours can pass it
+on at once; a server that ignores ``stream`` and answers in one piece still works.
+
 Every failure becomes one `ChatError` line that says what to fix; the API key never appears in a
-message. HTTP 429 and 5xx (and dropped connections) are retried with exponential backoff; that
-transport is `kireme.httpjson`'s, shared with the embeddings client.
+message. HTTP 429 and 5xx (and dropped connections) are retried with exponential backoff — when
+streaming, only until the first piece of text has been yielded; that transport is `kireme.httpjson`'s,
+shared with the embeddings client.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kireme.errors import ChatError, ConfigError
@@ -99,6 +105,27 @@ class ChatClient:
 
     def complete(self, messages: Messages, temperature: float = 0, max_tokens: int | None = None) -> str:
         """The model's answer. ``messages`` is a list of ``{"role", "content"}`` or one user prompt string."""
+        return self._answer(self._endpoint.post(self._payload(messages, temperature, max_tokens)))
+
+    def stream(
+        self, messages: Messages, temperature: float = 0, max_tokens: int | None = None
+    ) -> Iterator[str]:
+        """The model's answer in pieces, each yielded as soon as the server has sent it.
+
+        Takes what `complete` takes; the pieces join to the answer. The request is `complete`'s with
+        ``"stream": true``; a server that answers in one piece anyway yields it as one piece. Failures
+        are `complete`'s `ChatError` lines; a missing configuration is raised at once, by this call.
+        429/5xx answers and dropped connections are retried only until the first piece has been
+        yielded (a retry would start the answer over): a connection dropped after that is an error
+        that says after how many characters the answer was cut off. Closing the iterator early closes
+        the connection.
+        """
+        payload = self._payload(messages, temperature, max_tokens)
+        payload["stream"] = True
+        return self._stream(payload)
+
+    def _payload(self, messages: Messages, temperature: float, max_tokens: int | None) -> dict[str, Any]:
+        """The chat completions request for ``messages``; `ChatError` when there is nowhere to send it."""
         if not self.configured():
             raise ChatError(
                 "no chat model configured: set KIREME_CHAT_BASE_URL (a local OpenAI-compatible server) "
@@ -113,7 +140,54 @@ class ChatClient:
         }
         if max_tokens is not None:
             payload["max_tokens"] = max_tokens
-        return self._answer(self._endpoint.post(payload))
+        return payload
+
+    def _stream(self, payload: dict[str, Any]) -> Iterator[str]:
+        """The text deltas of the streamed answer to ``payload`` (see `stream`).
+
+        The answer ends at ``[DONE]`` or at the first choice's ``finish_reason`` (what may follow, such
+        as usage totals, is not needed, and a connection that drops after it loses nothing); a stream
+        that ends before either lost the end of the answer.
+        """
+        sent = 0  # characters yielded so far: once there are any, nothing may be retried
+
+        def cut_off() -> str | None:
+            return f"the answer was cut off after {sent} characters" if sent else None
+
+        chunks = False  # an event with a choice arrived: this is a chat completions stream
+        events = self._endpoint.post_stream(payload, cut_off=cut_off)
+        with contextlib.closing(events):
+            for event in events:
+                if event.whole_body:  # the server ignored "stream": a plain chat completion
+                    answer = self._answer(self._endpoint.decode(event.data))
+                    if answer:
+                        yield answer
+                    return
+                if event.data.strip() == b"[DONE]":
+                    if not chunks:
+                        break
+                    return
+                data = self._endpoint.decode(event.data, failure="sent an event that is not JSON")
+                if isinstance(data, dict) and "error" in data:
+                    said = self._endpoint.server_message(data)
+                    cut = f"; {cut_off()}" if sent else ""
+                    raise ChatError(f"{self.url} reported an error while answering: {said}{cut}")
+                choice = _first_choice(data, self.url)
+                if choice is None:  # e.g. the usage totals some servers send last
+                    continue
+                chunks = True
+                text = _delta_text(choice)
+                if text:
+                    sent += len(text)
+                    yield text
+                if choice.get("finish_reason") is not None:
+                    if choice["finish_reason"] == "length":
+                        logger.warning("the answer from %s was cut at the token limit", self.url)
+                    return
+        if not chunks:
+            raise ChatError(f"{self.url} answered without 'choices'; is it an OpenAI-compatible API?")
+        cut = f"; {cut_off()}" if sent else " (no text had arrived)"
+        raise ChatError(f"{self.url} closed the stream before the answer was finished{cut}")
 
     def _answer(self, data: Any) -> str:
         """The text of the first choice of a decoded chat completions response."""
@@ -124,13 +198,42 @@ class ChatClient:
         message = choice.get("message") if isinstance(choice, dict) else None
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}]
-            content = "".join(
-                part.get("text", "")
-                for part in content
-                if isinstance(part, dict) and part.get("type") == "text"
-            )
+            content = _parts_text(content)
         if not isinstance(content, str):
             raise ChatError(f"{self.url} answered with a choice that has no message content")
         if isinstance(choice, dict) and choice.get("finish_reason") == "length":
             logger.warning("the answer from %s was cut at the token limit", self.url)
         return content
+
+
+def _first_choice(data: Any, url: str) -> dict[str, Any] | None:
+    """The first choice (index 0) in a decoded stream chunk; None for a chunk without it (usage totals)."""
+    if not isinstance(data, dict):
+        raise ChatError(f"{url} sent an event that is not a JSON object; is it a chat completions API?")
+    choices = data.get("choices")
+    for choice in choices if isinstance(choices, list) else ():
+        if isinstance(choice, dict) and choice.get("index", 0) == 0:
+            found: dict[str, Any] = choice
+            return found
+    return None
+
+
+def _delta_text(choice: Mapping[str, Any]) -> str:
+    """The text a stream chunk's choice adds: ``delta.content`` as a string or as content parts.
+
+    A delta with only a role, a null content or something else entirely adds nothing.
+    """
+    delta = choice.get("delta")
+    content = delta.get("content") if isinstance(delta, dict) else None
+    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}]
+        content = _parts_text(content)
+    return content if isinstance(content, str) else ""
+
+
+def _parts_text(parts: list[Any]) -> str:
+    """The text of content parts ``[{"type": "text", "text": ...}, ...]``; other parts are skipped."""
+    return "".join(
+        part["text"]
+        for part in parts
+        if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+    )

