@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import ipaddress
 import os
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -149,10 +150,17 @@ def serve_command(
         echo_err("kireme: every route needs the token (a browser: open /?token=… once)")
     config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=10)
     server = uvicorn.Server(config)
+    stopped: list[int] = []
+    # uvicorn stops gracefully on SIGINT/SIGTERM, then re-raises the signal to the handlers it found:
+    # these, so that a requested stop ends the command with exit 0 and one line, not a traceback
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda number, frame: stopped.append(number))
     try:
         server.run(sockets=[sock])
     finally:
         sock.close()
+    if stopped:
+        echo_err(f"kireme: stopped ({signal.Signals(stopped[0]).name})")
 
 
 def _prepare(index: Any, warm: bool) -> str:

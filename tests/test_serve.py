@@ -1,0 +1,546 @@
+"""``kireme serve``: the HTTP API answers what the commands answer, refuses bad requests in one line, and
+follows the index another process writes.
+
+Most tests call the app in process (Starlette's test client: real ASGI requests, no socket); the last
+ones start the real server process on a free local port, load it from several threads while ``kireme
+index`` commits into the same index, and stop it with SIGTERM and SIGINT.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("fastapi_offline")
+pytest.importorskip("lancedb")
+
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+from tests.local_server import CHAT_ENV, unset_proxies
+from tests.test_chat_stream import PIECES, StreamServer, Wire
+from tests.test_index import DOCS
+
+from kireme.cli import cli
+from kireme.index.passages import budgeted_context
+from kireme.index.search import Searcher
+from kireme.load.registry import load_bytes
+from kireme.serve import ChatSettings, create_app
+from kireme.strategies import chunker_from_options
+
+NOTICE = """\
+# 社内システム移行のお知らせ
+
+## 停止期間
+
+2025年3月8日（土）9時から3月9日（日）18時まで、勤怠システムを停止します。
+
+## 影響
+
+停止中は打刻ができません。出勤した時刻は、再開後3営業日以内に申請してください。
+申請の締切を過ぎると、その日は欠勤として扱われます。
+
+## Contact
+
+Questions go to the IT help desk, extension 4321. 😀 The desk answers within one business day.
+"""
+
+
+def index_folder(folder: Path, db: Path, *extra: str) -> None:
+    """``kireme index FOLDER`` with the hash embedder (no model), chunks of at most 80 tokens."""
+    result = CliRunner().invoke(
+        cli, ["index", str(folder), "--db", str(db), "--embedder", "hash", "--max-size", "80", "-q", *extra]
+    )
+    assert result.exit_code == 0, result.output
+
+
+@pytest.fixture(scope="module")
+def company(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("serve")
+    folder = root / "docs"
+    folder.mkdir()
+    for name, text in DOCS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    db = root / "db"
+    index_folder(folder, db)
+    return folder, db
+
+
+@pytest.fixture()
+def client(company: tuple[Path, Path]) -> Iterator[TestClient]:
+    with TestClient(create_app(company[1])) as c:
+        yield c
+
+
+def error_of(response: Any) -> str:
+    """The one-line error of a 4xx/5xx JSON answer."""
+    assert 400 <= response.status_code < 600, response.text
+    body = response.json()
+    assert set(body) == {"error"}, body
+    message = body["error"]
+    assert isinstance(message, str) and message and "\n" not in message
+    assert "Traceback" not in message
+    return str(message)
+
+
+# ---------------------------------------------------------------------------------------------- chunk
+
+
+def test_chunk_rows_equal_the_library_and_the_command(
+    client: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options = {"strategy": "markdown", "max_size": 60, "overlap": 0, "context": "headings"}
+    answer = client.post("/chunk", json={"text": NOTICE, "filename": "notice.md", **options})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    doc = load_bytes(NOTICE.encode(), "notice.md", "utf-8", "markdown")
+    expected = [
+        c.to_dict() for c in chunker_from_options("markdown", max_size=60, context="headings").chunk(doc)
+    ]
+    assert body["chunks"] == expected and body["count"] == len(expected) > 3
+    assert body["text"] == doc.text and body["doc_id"] == "notice.md" and body["title"] == doc.title
+    for row in body["chunks"]:
+        assert body["text"][row["start"] : row["end"]] == row["text"]
+    assert any(row["headings"][-1:] == ["影響"] for row in body["chunks"])
+
+    # `kireme chunk FILE --format jsonl` on the same file writes the same rows, ids included
+    (tmp_path / "notice.md").write_text(NOTICE, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(
+        cli, ["chunk", "notice.md", "--strategy", "markdown", "--max-size", "60", "--context", "headings", "--format", "jsonl"]
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line) for line in result.stdout.splitlines()] == body["chunks"]
+
+
+def test_chunk_an_upload_reads_it_like_a_file(client: TestClient) -> None:
+    html = (
+        "<html><head><title>移行のお知らせ</title></head><body><h1>停止期間</h1>"
+        "<p>3月8日から3月9日まで停止します。</p><h2>申請</h2><p>再開後3営業日以内に申請してください。</p>"
+        "</body></html>"
+    ).encode()
+    options = {"strategy": "markdown", "max_size": 40}
+    answer = client.post(
+        "/chunk",
+        files={"file": ("notice.html", html, "text/html")},
+        data={"options": json.dumps(options)},
+    )
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["doc_id"] == "notice.html" and body["title"] == "移行のお知らせ"
+    assert "<p>" not in body["text"] and "3営業日以内" in body["text"]  # offsets index the extracted text
+    for row in body["chunks"]:
+        assert body["text"][row["start"] : row["end"]] == row["text"]
+    assert any("申請" in row["headings"] for row in body["chunks"])
+    # without options: the defaults, the format from the file name
+    plain = client.post("/chunk", files={"file": ("memo.txt", "一行目。\n二行目。".encode("cp932"))})
+    assert plain.status_code == 200 and plain.json()["text"] == "一行目。\n二行目。"
+
+
+def test_chunk_semantic_returns_the_distance_curve(client: TestClient) -> None:
+    options = {"strategy": "semantic", "similarity": "bigram", "max_size": 200, "filename": "notice.md"}
+    body = client.post("/chunk", json={"text": NOTICE, **options}).json()
+    analysis = body["analysis"]
+    assert len(analysis["distances"]) == len(analysis["units"]) - 1 >= 4
+    assert analysis["similarity"].startswith("bigram") and analysis["threshold"].startswith("auto")
+    assert all(0 <= g < len(analysis["distances"]) for g in analysis["cut_gaps"])
+    # a threshold just below the largest distance cuts exactly where the distance is above it
+    finite = [d for d in analysis["distances"] if d is not None]
+    level = sorted(finite)[-2] + 1e-9
+    moved = client.post("/chunk", json={"text": NOTICE, **options, "threshold": f"absolute:{level}"}).json()
+    assert moved["analysis"]["cut_gaps"] == [
+        i for i, d in enumerate(analysis["distances"]) if d is not None and d > level
+    ]
+    # other strategies carry no analysis
+    assert client.post("/chunk", json={"text": NOTICE}).json()["analysis"] is None
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "says"),
+    [
+        ({"text": "本文", "max_sise": 10}, 400, "max_sise"),
+        ({"text": "本文", "max_size": "big"}, 400, "max_size"),
+        ({"text": "本文", "max_size": 0}, 400, "max_size"),
+        ({"text": "本文", "strategy": "magic"}, 400, "magic"),
+        ({"text": "本文", "max_size": 10, "overlap": 10}, 400, "overlap"),
+        ({"text": "本文", "cache_dir": "/tmp/x"}, 400, "cache_dir"),
+        ({"text": "本文", "embed_url": "http://169.254.169.254/"}, 400, "embed_url"),
+        ({"text": "本文", "unit": "tokens", "tokenizer": "hf:/etc/passwd"}, 400, "hf:"),
+        ({"text": "本文", "strategy": "semantic", "similarity": "st:/home/model"}, 400, "similarity"),
+        ({"text": "本文", "format": "exe"}, 400, "format"),
+        ({"text": "本文", "separators": "(a|aa)+$", "max_size": 5}, None, None),
+        ({"max_size": 10}, 400, "text"),
+        (["not", "an", "object"], 400, "JSON object"),
+    ],
+)
+def test_bad_chunk_requests_are_one_line_4xx(
+    client: TestClient, body: Any, status: int | None, says: str | None
+) -> None:
+    answer = client.post("/chunk", json=body)
+    if status is None:  # a catastrophic pattern on a short text: answered (the time limit guards long ones)
+        assert answer.status_code in (200, 400), answer.text
+        return
+    assert answer.status_code == status, answer.text
+    assert says in error_of(answer)
+
+
+def test_bad_bodies_and_content_types(client: TestClient) -> None:
+    raw = client.post("/chunk", content=b"{not json", headers={"content-type": "application/json"})
+    assert raw.status_code == 400 and "JSON" in error_of(raw)
+    assert "JSON" in error_of(
+        client.post("/search", content=b"{", headers={"content-type": "application/json"})
+    )
+    assert client.post("/chunk", content=b"x", headers={"content-type": "text/csv"}).status_code == 415
+    missing = client.post("/search", json={"k": 3})
+    assert missing.status_code == 422 and "query" in error_of(missing)
+    assert "k" in error_of(client.post("/search", json={"query": "日当", "k": 0}))
+    assert "mode" in error_of(client.post("/search", json={"query": "日当", "mode": "magic"}))
+    assert "empty" in error_of(client.post("/search", json={"query": "   "}))
+    assert "filter" in error_of(client.post("/search", json={"query": "日当", "filters": {"colour": "red"}}))
+    assert "budget" in error_of(client.post("/search", json={"query": "日当", "budget": 0}))
+    upload = client.post("/chunk", files={"file": ("a.txt", b"abc")}, data={"options": "{oops"})
+    assert upload.status_code == 400 and "options" in error_of(upload)
+    assert client.get("/nowhere").status_code == 404 and error_of(client.get("/nowhere"))
+
+
+def test_request_size_limit(company: tuple[Path, Path]) -> None:
+    with TestClient(create_app(None, max_request_size=1000)) as small:
+        declared = small.post("/chunk", json={"text": "あ" * 600})  # 1,800 bytes of UTF-8
+        assert declared.status_code == 413 and "--max-request-size" in error_of(declared)
+
+        def pieces() -> Iterator[bytes]:  # no Content-Length: the body is counted as it arrives
+            yield b'{"text": "'
+            for _ in range(30):
+                yield b"x" * 100
+            yield b'"}'
+
+        streamed = small.post("/chunk", content=pieces(), headers={"content-type": "application/json"})
+        assert streamed.status_code == 413 and "limit" in error_of(streamed)
+        assert small.post("/chunk", json={"text": "あ" * 100}).status_code == 200
+
+
+def test_token_on_every_route(company: tuple[Path, Path]) -> None:
+    with TestClient(create_app(company[1], token="s3cret-token")) as gated:
+        for method, path in (
+            ("GET", "/health"),
+            ("GET", "/"),
+            ("GET", "/docs"),
+            ("GET", "/openapi.json"),
+            ("POST", "/search"),
+        ):
+            refused = gated.request(method, path, json={"query": "日当"})
+            assert refused.status_code == 401, path
+            assert refused.headers["www-authenticate"] == "Bearer" and "token" in error_of(refused)
+        wrong = gated.get("/health", headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        right = gated.post(
+            "/search", json={"query": "日当"}, headers={"Authorization": "Bearer s3cret-token"}
+        )
+        assert right.status_code == 200 and right.json()["hits"]
+        # a browser opens /?token=… once: a cookie, and the token leaves the address bar
+        opened = gated.get("/?token=s3cret-token", follow_redirects=False)
+        assert opened.status_code == 303 and opened.headers["location"] == "/"
+        assert (
+            "HttpOnly" in opened.headers["set-cookie"] and "SameSite=Strict" in opened.headers["set-cookie"]
+        )
+        assert gated.get("/health").status_code == 200  # the client keeps the cookie
+        assert gated.get("/?token=wrong", follow_redirects=False).status_code in (200, 303, 401)
+
+
+# ------------------------------------------------------------------------------------- search and ask
+
+
+def test_search_rows_and_budgeted_context_equal_the_library(
+    client: TestClient, company: tuple[Path, Path]
+) -> None:
+    folder, db = company
+    query = "日帰り出張の日当はいくら？"
+    body = client.post("/search", json={"query": query, "k": 3, "around": 30}).json()
+    searcher = Searcher(db)
+    try:
+        hits = searcher.search(query, 3, "hybrid")
+        made = budgeted_context(searcher, query, 300, k=3)
+    finally:
+        searcher.close()
+    assert [h["id"] for h in body["hits"]] == [h.chunk.id for h in hits]
+    assert [h["rank"] for h in body["hits"]] == [1, 2, 3] and body["context"] is None
+    first = body["hits"][0]
+    assert "1,000円" in first["text"] and first["headings"][-1] == "第2条 日当"
+    text = (folder / Path(first["source"]).name).read_text(encoding="utf-8")
+    assert text[first["start"] : first["end"]] == first["text"]
+    assert first["before"] == text[max(0, first["start"] - 30) : first["start"]]
+    assert first["after"] == text[first["end"] : first["end"] + 30]
+
+    budgeted = client.post("/search", json={"query": query, "k": 3, "budget": 300}).json()
+    assert budgeted["context"] == made.to_dict()
+    assert budgeted["context"]["size"] <= 300 and budgeted["context"]["passages"]
+    assert len(budgeted["hits"]) == 3
+
+    source = (folder / "就業規則.md").as_posix()
+    only = client.post(
+        "/search", json={"query": "日帰り出張の日当", "k": 5, "filters": {"source": source}}
+    ).json()
+    assert only["hits"] and {h["source"] for h in only["hits"]} == {source}
+    assert (
+        client.post("/search", json={"query": query, "mode": "bm25"}).json()["hits"][0]["id"] == first["id"]
+    )
+
+
+def test_documents_health_and_offline_docs(client: TestClient, company: tuple[Path, Path]) -> None:
+    documents = client.get("/documents").json()
+    assert documents["count"] == len(DOCS) == len(documents["documents"])
+    assert {Path(d["source"]).name for d in documents["documents"]} == set(DOCS)
+    health = client.get("/health").json()
+    assert health["status"] == "ok" and health["index"]["documents"] == len(DOCS)
+    assert health["index"]["rows"] == sum(d["chunks"] for d in documents["documents"])
+    assert health["index"]["embedder"].startswith("hash")
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "cdn" not in docs.text.lower()
+    script = re.search(r'src="([^"]+swagger-ui-bundle\.js)"', docs.text)
+    assert script and client.get(script.group(1)).status_code == 200  # served by this process: offline
+    schema = client.get("/openapi.json").json()
+    assert {"/chunk", "/search", "/ask", "/documents", "/health"} <= set(schema["paths"])
+    assert "multipart/form-data" in schema["paths"]["/chunk"]["post"]["requestBody"]["content"]
+
+
+def test_an_index_made_or_changed_later_is_picked_up(tmp_path: Path) -> None:
+    folder, db = tmp_path / "docs", tmp_path / "db"
+    folder.mkdir()
+    with TestClient(create_app(db)) as later:
+        absent = later.post("/search", json={"query": "勤怠システム"})
+        assert absent.status_code == 409 and "kireme index" in error_of(absent)
+        health = later.get("/health").json()
+        assert health["status"] == "ok" and health["index"] is None and "no index" in health["error"]
+
+        (folder / "notice.md").write_text(NOTICE, encoding="utf-8")
+        index_folder(folder, db)
+        hits = later.post("/search", json={"query": "勤怠システムの停止期間"}).json()["hits"]
+        assert hits and hits[0]["source"].endswith("notice.md")
+
+        (folder / "旅費規程.md").write_text(DOCS["旅費規程.md"], encoding="utf-8")
+        index_folder(folder, db)  # another commit: the next request sees it
+        assert later.get("/documents").json()["count"] == 2
+        hits = later.post("/search", json={"query": "日帰り出張の日当", "mode": "bm25"}).json()["hits"]
+        assert hits[0]["source"].endswith("旅費規程.md")
+        assert later.get("/health").json()["index"]["reopened"] >= 1
+    with TestClient(create_app(None)) as bare:
+        assert "--db" in error_of(bare.post("/search", json={"query": "x"}))
+
+
+@pytest.fixture()
+def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[StreamServer]:
+    unset_proxies(monkeypatch)
+    for name in CHAT_ENV:
+        monkeypatch.delenv(name, raising=False)
+    server = StreamServer()
+    yield server
+    server.close()
+
+
+def test_ask_answers_and_streams(
+    company: tuple[Path, Path], chat: StreamServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    question = "日帰り出張の日当はいくら？"
+    with TestClient(create_app(company[1])) as unconfigured:
+        plain = unconfigured.post("/ask", json={"question": question, "budget": 300}).json()
+    assert plain["answer"] is None and plain["configured"] is False
+    assert "1,000円" in plain["context"] and plain["tokens"] <= 300 == plain["budget"]
+    assert plain["sources"] and plain["sources"][0]["label"].startswith("[1] ")
+
+    whole = "日帰り出張の日当は1,000円です [1]。"
+    chat.scripts.append(lambda wire: Wire.whole(wire, 200, {"choices": [{"message": {"content": whole}}]}))
+    app = create_app(company[1], chat=ChatSettings(base_url=chat.base_url, model="local-test"))
+    with TestClient(app) as configured:
+        answered = configured.post("/ask", json={"question": question, "budget": 300}).json()
+        assert answered["answer"] == whole and answered["model"] == "local-test"
+        assert chat.requests[-1].body.get("stream") is not True
+        assert plain["context"] in chat.requests[-1].body["messages"][0]["content"]
+
+        with configured.stream(
+            "POST", "/ask", json={"question": question, "budget": 300, "stream": True}
+        ) as events:
+            assert events.headers["content-type"].startswith("text/event-stream")
+            raw = "".join(events.iter_text())
+    parsed = [
+        (
+            block.split("\n")[0].removeprefix("event: "),
+            json.loads(block.split("\n")[1].removeprefix("data: ")),
+        )
+        for block in raw.strip().split("\n\n")
+    ]
+    kinds = [kind for kind, _ in parsed]
+    assert kinds[0] == "context" and kinds[-1] == "done" and kinds[1:-1] == ["delta"] * len(PIECES)
+    assert parsed[0][1]["context"] == plain["context"]
+    assert "".join(data["text"] for kind, data in parsed if kind == "delta") == "".join(PIECES)
+    assert parsed[-1][1]["answer"] == "".join(PIECES)
+    assert chat.requests[-1].body["stream"] is True
+
+
+def test_a_chat_failure_is_a_502_or_an_error_event(company: tuple[Path, Path], chat: StreamServer) -> None:
+    chat.scripts.extend([lambda wire: Wire.whole(wire, 404, {"error": {"message": "no such model"}})] * 2)
+    app = create_app(company[1], chat=ChatSettings(base_url=chat.base_url, model="missing"))
+    with TestClient(app) as configured:
+        failed = configured.post("/ask", json={"question": "日当は？"})
+        assert failed.status_code == 502 and "missing" in error_of(failed)
+        with configured.stream(
+            "POST", "/ask", json={"question": "日当は？"}, headers={"accept": "text/event-stream"}
+        ) as events:
+            raw = "".join(events.iter_text())
+    assert raw.startswith("event: context\n") and "event: error\n" in raw and "event: done" not in raw
+
+
+# -------------------------------------------------------------------------------- the real process
+
+
+def start_server(
+    db: Path, *extra: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """``kireme serve --port 0`` as a process; its base URL once it answers /health."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kireme.cli", "serve", "--db", str(db), "--port", "0", *extra],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    assert process.stderr is not None
+    line = process.stderr.readline()
+    match = re.search(r"serving on (http://127\.0\.0\.1:\d+)", line)
+    assert match, line + (process.stderr.read() if process.poll() is not None else "")
+    threading.Thread(target=process.stderr.read, daemon=True).start()  # keep the pipe drained
+    return process, match.group(1)
+
+
+def call(base: str, path: str, body: Any = None, timeout: float = 30) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body, ensure_ascii=False).encode()
+    request = urllib.request.Request(base + path, data=data, headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, json.loads(exc.read())
+
+
+def no_proxy_env() -> dict[str, str]:
+    return {
+        k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")
+    }
+
+
+@pytest.mark.slow
+def test_real_server_under_load_while_the_index_grows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    unset_proxies(monkeypatch)
+    folder, db = tmp_path / "docs", tmp_path / "db"
+    folder.mkdir()
+    for name, text in DOCS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    index_folder(folder, db)
+    process, base = start_server(db, env=no_proxy_env())
+    try:
+        assert call(base, "/health")[1]["index"]["documents"] == len(DOCS)
+        more = tmp_path / "more"
+        more.mkdir()
+        for i in range(40):
+            (more / f"お知らせ{i:02d}.md").write_text(NOTICE.replace("4321", f"{4000 + i}"), encoding="utf-8")
+        failures: list[str] = []
+        statuses: list[int] = []
+        lock = threading.Lock()
+
+        def client(n: int) -> None:
+            for i in range(25):
+                if i % 3 == 2:
+                    status, body = call(base, "/chunk", {"text": NOTICE, "max_size": 40 + i})
+                    ok = status == 200 and all(
+                        body["text"][c["start"] : c["end"]] == c["text"] for c in body["chunks"]
+                    )
+                else:
+                    mode = "bm25" if i % 2 else "hybrid"
+                    status, body = call(base, "/search", {"query": "日帰り出張の日当", "mode": mode, "k": 3})
+                    ok = status == 200 and bool(body["hits"])
+                with lock:
+                    statuses.append(status)
+                    if not ok:
+                        failures.append(f"{status} {body}")
+
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        writer = subprocess.run(
+            [sys.executable, "-m", "kireme.cli", "index", str(more), "--db", str(db), "--embedder", "hash", "--max-size", "80", "-q"],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        for t in threads:
+            t.join(timeout=300)
+        assert writer.returncode == 0, writer.stderr
+        assert not failures and len(statuses) == 200, failures[:3]
+        health = call(base, "/health")[1]
+        assert health["index"]["documents"] == len(DOCS) + 40
+        assert call(base, "/search", {"query": "内線4007", "mode": "bm25", "k": 1})[1]["hits"][0][
+            "source"
+        ].endswith("07.md")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=20)
+    assert code == 0
+
+
+@pytest.mark.slow
+def test_real_server_stops_on_ctrl_c_and_refuses_unsafe_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    unset_proxies(monkeypatch)
+    env = {k: v for k, v in no_proxy_env().items() if k != "KIREME_SERVE_TOKEN"}
+    process, base = start_server(tmp_path / "none", "--no-index", env=env)
+    try:
+        status, body = call(
+            base, "/chunk", {"text": "停止期間は3月8日から。申請は3営業日以内。", "max_size": 12}
+        )
+        assert status == 200 and body["count"] == 2
+        port = base.rsplit(":", 1)[1]
+        busy = subprocess.run(
+            [sys.executable, "-m", "kireme.cli", "serve", "--no-index", "--port", port],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert busy.returncode == 2 and "in use" in busy.stderr and "Traceback" not in busy.stderr
+    finally:
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=20)
+    assert code == 0
+
+    public = subprocess.run(
+        [sys.executable, "-m", "kireme.cli", "serve", "--no-index", "--host", "0.0.0.0", "--port", "0"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert public.returncode == 2 and "Traceback" not in public.stderr
+    assert public.stderr.strip().count("\n") == 0 and "KIREME_SERVE_TOKEN" in public.stderr
+    started = time.monotonic()
+    token_env = {**env, "KIREME_SERVE_TOKEN": "t0ken"}
+    gated, base = start_server(tmp_path / "none", "--no-index", "--host", "127.0.0.1", env=token_env)
+    try:
+        assert call(base, "/health")[0] == 401
+        request = urllib.request.Request(base + "/health", headers={"Authorization": "Bearer t0ken"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.status == 200
+    finally:
+        gated.send_signal(signal.SIGTERM)
+        assert gated.wait(timeout=20) == 0
+    assert time.monotonic() - started < 120
