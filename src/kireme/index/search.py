@@ -184,8 +184,8 @@ class Searcher:
 
     def adopt_embedder(self, embedder: Embedder) -> None:
         """Use an embedder already loaded (a server hands it from one searcher to the next) when it is the
-        one this index records; otherwise keep loading the recorded one on first use."""
-        if self._embedder is None and embedder.name == self.info.get("embedder", ""):
+        one this index records; otherwise keep the recorded one (loaded on first use)."""
+        if embedder.name == self.info.get("embedder", ""):
             self._embedder = embedder
 
     def close(self) -> None:

@@ -452,8 +452,8 @@ def create_app(
         client = ChatClient(base_url=chat.base_url, api_key=chat.api_key, model=body.model or chat.model)
         searcher = service.searcher()
         if body.mode != "bm25":
-            service.embedder(searcher)
-        prepared = prepare_question(_Serialized(service, searcher), body.question, settings)
+            service.load_embedder(searcher)
+        prepared = prepare_question(searcher, body.question, settings)
         out = prepared.to_dict()
         out.update(
             {"configured": client.configured(), "model": client.model if client.configured() else None}
@@ -504,18 +504,6 @@ def create_app(
         app.add_middleware(TokenGate, token=token)  # added last: the outermost layer
     app.state.index = index
     return app
-
-
-class _Serialized:
-    """A searcher whose searches go through `IndexService.search` (one embedding at a time) — what
-    `prepare_question` needs of a searcher: ``db`` and ``search``."""
-
-    def __init__(self, service: IndexService, searcher: Any) -> None:
-        self.db = searcher.db
-        self._service = service
-
-    def search(self, query: str, k: int, mode: str, where: Any, *, exact: bool = False) -> Any:
-        return self._service.search(query, k, mode, where, exact=exact)
 
 
 def _sse(event: str, data: Any) -> bytes:

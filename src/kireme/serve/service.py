@@ -253,11 +253,26 @@ def manifest_stamp(db: Path) -> tuple[tuple[int, int, int] | None, ...]:
     return tuple(out)
 
 
+class OneAtATime:
+    """An embedder called by one thread at a time (a model's buffers are not shared safely); its other
+    attributes (``name``, ``dim``...) are the embedder's."""
+
+    def __init__(self, embedder: Any, lock: threading.Lock) -> None:
+        self._inner = embedder
+        self._lock = lock
+
+    def embed(self, texts: Any, kind: Any = "passage") -> Any:
+        with self._lock:
+            return self._inner.embed(texts, kind)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 class IndexService:
     """One index directory, searched by whatever `Searcher` matches its committed state.
 
-    Searches run concurrently; the embedder is called by one request at a time (a model's buffers are
-    not shared safely), so a dense or hybrid search waits for the one embedding before it.
+    Searches run concurrently; only the embedding of a query waits for another's (`OneAtATime`).
     """
 
     def __init__(self, db: str | os.PathLike[str]) -> None:
@@ -291,18 +306,21 @@ class IndexService:
                 log.info("%s: the index changed; searching its new state", self.db)
             return fresh
 
-    def embedder(self, searcher: Any) -> Any:
-        """The searcher's embedder, loaded once per embedder the index records."""
+    def load_embedder(self, searcher: Any) -> None:
+        """Give ``searcher`` the embedder its index records, loaded once per process and called by one
+        request at a time (the rest of a search runs concurrently)."""
         recorded = str(searcher.info.get("embedder", ""))
         with self._embed_lock:
-            embedder = searcher.embedder
-        self._embedders.setdefault(recorded, embedder)
-        return embedder
+            shared = self._embedders.get(recorded)
+            if shared is None:
+                shared = OneAtATime(searcher.embedder, self._embed_lock)
+                self._embedders[recorded] = shared
+        searcher.adopt_embedder(shared)
 
     def warm(self) -> None:
         """Load the embedder and the BM25 model now, so the first request does not wait for them."""
         searcher = self.searcher()
-        self.embedder(searcher)
+        self.load_embedder(searcher)
         searcher.keyword_index()
 
     def search(
@@ -315,12 +333,9 @@ class IndexService:
         exact: bool = False,
     ) -> list[Hit]:
         searcher = self.searcher()
-        if mode == "bm25":
-            hits: list[Hit] = searcher.search(query, k, mode, where, exact=exact)
-            return hits
-        self.embedder(searcher)
-        with self._embed_lock:
-            hits = searcher.search(query, k, mode, where, exact=exact)
+        if mode != "bm25":
+            self.load_embedder(searcher)
+        hits: list[Hit] = searcher.search(query, k, mode, where, exact=exact)
         return hits
 
     def text_of(self, doc_id: str) -> str | None:
