@@ -143,3 +143,17 @@ def test_eval_runs_without_the_index_extra(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert '"hit_rate"' in done.stdout
+
+
+def test_serve_without_its_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``kireme serve`` where the ``serve`` extra is not installed: one line naming it, exit 2."""
+    assert not any(dep.startswith(("fastapi", "uvicorn")) for dep in PYPROJECT["project"]["dependencies"])
+    assert {"fastapi", "uvicorn", "python-multipart", "fastapi-offline"} <= {
+        re.split(r"[<>=\[ ;]", dep)[0] for dep in PYPROJECT["project"]["optional-dependencies"]["serve"]
+    }
+    monkeypatch.setitem(sys.modules, "fastapi", None)  # `import fastapi` raises ImportError
+    monkeypatch.delitem(sys.modules, "kireme.serve.app", raising=False)
+    result = CliRunner().invoke(cli, ["serve", "--no-index", "--port", "0"])
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert lines == ["kireme: error: kireme serve needs fastapi: pip install 'kireme[serve]'"], result.output
