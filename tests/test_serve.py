@@ -234,6 +234,8 @@ def test_request_size_limit(company: tuple[Path, Path]) -> None:
 
 def test_token_on_every_route(company: tuple[Path, Path]) -> None:
     with TestClient(create_app(company[1], token="s3cret-token")) as gated:
+        form = gated.get("/", headers={"accept": "text/html"})  # a browser is asked for the token
+        assert form.status_code == 401 and 'name="token"' in form.text and "<form" in form.text
         for method, path in (
             ("GET", "/health"),
             ("GET", "/"),
@@ -285,7 +287,7 @@ def test_search_rows_and_budgeted_context_equal_the_library(
     assert first["after"] == text[first["end"] : first["end"] + 30]
 
     budgeted = client.post("/search", json={"query": query, "k": 3, "budget": 300}).json()
-    assert budgeted["context"] == made.to_dict()
+    assert budgeted["context"] == {**made.to_dict(), "text": made.text}
     assert budgeted["context"]["size"] <= 300 and budgeted["context"]["passages"]
     assert len(budgeted["hits"]) == 3
 

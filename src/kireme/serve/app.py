@@ -97,7 +97,7 @@ class ChunkRequest(BaseModel):
     separators: list[str] = []
     preset: str | None = None
     no_merge: bool = False
-    context: str | None = Field(None, description="none, title, headings or all")
+    context: str | None = Field(None, description="none, title or headings")
     context_in_budget: bool | None = None
     table: str | None = None
     packing: str | None = None
@@ -202,6 +202,9 @@ class TokenGate:
             )
             await send({"type": "http.response.body", "body": b""})
             return
+        if scope.get("path") == "/" and "text/html" in headers.get("accept", ""):
+            await _send_sign_in(send)
+            return
         await _send_error(
             send,
             401,
@@ -249,6 +252,26 @@ class BodyLimit:
             f"the request body ({size:,} bytes or more) is over the server's limit of {self.limit:,} bytes "
             "(kireme serve --max-request-size)"
         )
+
+
+SIGN_IN = """<!doctype html><html lang="ja"><head><meta charset="utf-8"><title>kireme — token</title></head>
+<body style="font-family: system-ui, sans-serif; margin: 3em auto; max-width: 32em">
+<h1>kireme serve</h1><p>This server needs its token (KIREME_SERVE_TOKEN). トークンを入力してください。</p>
+<form method="get" action="/"><input type="password" name="token" autofocus required size="32">
+<button type="submit">Open</button></form></body></html>
+"""
+
+
+async def _send_sign_in(send: Send) -> None:
+    """A browser that opens ``/`` without the token gets a form that asks for it (401, no data)."""
+    body = SIGN_IN.encode("utf-8")
+    headers = [
+        (b"content-type", b"text/html; charset=utf-8"),
+        (b"content-length", str(len(body)).encode()),
+        (b"www-authenticate", b"Bearer"),
+    ]
+    await send({"type": "http.response.start", "status": 401, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _send_error(
@@ -420,7 +443,7 @@ def create_app(
             made = assemble_hits(
                 hits, body.budget, text_of, unit=body.unit, query=body.query, widen=body.widen
             )
-            context = made.to_dict()
+            context = {**made.to_dict(), "text": made.text}  # the passages joined by blank lines
         shown = hits[: body.k]
         rows = [
             hit_row(rank, hit, body.around, text_of(hit.chunk.doc_id) if body.around else None)

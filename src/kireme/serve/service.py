@@ -383,8 +383,8 @@ class IndexService:
 
 
 def hit_row(rank: int, hit: Hit, around: int = 0, text: str | None = None) -> dict[str, Any]:
-    """A hit as ``kireme search --format jsonl`` writes it, with its rank, and with ``around > 0`` up to
-    that many characters of its document before and after it (``""`` when the text is not kept)."""
+    """A hit as ``kireme search --format jsonl`` writes it, with its rank, and ``before``/``after``: up to
+    ``around`` characters of its document before and after it (``""`` when 0 or the text is not kept)."""
     c = hit.chunk
     row = {
         "rank": rank,
@@ -399,8 +399,7 @@ def hit_row(rank: int, hit: Hit, around: int = 0, text: str | None = None) -> di
         "title": c.title,
         "metadata": dict(c.metadata),
     }
-    if around > 0:
-        exact = text is not None and text[c.start : c.end] == c.text
-        row["before"] = text[max(0, c.start - around) : c.start] if exact and text else ""
-        row["after"] = text[c.end : c.end + around] if exact and text else ""
+    exact = around > 0 and text is not None and text[c.start : c.end] == c.text
+    row["before"] = text[max(0, c.start - around) : c.start] if exact and text else ""
+    row["after"] = text[c.end : c.end + around] if exact and text else ""
     return row
