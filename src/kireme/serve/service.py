@@ -174,6 +174,7 @@ class ChunkService:
     def __init__(self, cache_size: int = CHUNKER_CACHE_SIZE) -> None:
         self._chunkers: OrderedDict[str, Chunker] = OrderedDict()
         self._lock = threading.Lock()
+        self._embedding = threading.Lock()
         self._cache_size = cache_size
 
     def chunker(self, chunking: Mapping[str, Any]) -> Chunker:
@@ -211,10 +212,11 @@ class ChunkService:
         chunking, reading = chunk_settings(options)
         chunker = self.chunker(chunking)
         document = self.document(data, reading)
-        chunks = chunker.chunk(document)
-        analysis = None
         analyze = getattr(chunker, "analyze", None)
-        if chunking["strategy"] == "semantic" and callable(analyze):
+        if chunking["strategy"] != "semantic" or not callable(analyze):
+            return ChunkResult(document, chunker.chunk(document), chunker.measure.name)
+        with self._embedding:  # a model is called by one request at a time
+            chunks = chunker.chunk(document)
             analysis = analysis_dict(analyze(document))  # the sentence vectors come from the cache
         return ChunkResult(document, chunks, chunker.measure.name, analysis)
 
