@@ -176,7 +176,7 @@ def test_chunk_semantic_returns_the_distance_curve(client: TestClient) -> None:
         ({"text": "本文", "max_size": 0}, 400, "max_size"),
         ({"text": "本文", "strategy": "magic"}, 400, "magic"),
         ({"text": "本文", "max_size": 10, "overlap": 10}, 400, "overlap"),
-        ({"text": "本文", "cache_dir": "/tmp/x"}, 400, "cache_dir"),
+        ({"text": "本文", "cache_dir": "/tmp/x"}, 400, "cannot be set in a request"),
         ({"text": "本文", "embed_url": "http://169.254.169.254/"}, 400, "embed_url"),
         ({"text": "本文", "unit": "tokens", "tokenizer": "hf:/etc/passwd"}, 400, "hf:"),
         ({"text": "本文", "strategy": "semantic", "similarity": "st:/home/model"}, 400, "similarity"),
@@ -340,6 +340,26 @@ def test_an_index_made_or_changed_later_is_picked_up(tmp_path: Path) -> None:
         assert later.get("/health").json()["index"]["reopened"] >= 1
     with TestClient(create_app(None)) as bare:
         assert "--db" in error_of(bare.post("/search", json={"query": "x"}))
+
+
+def test_readers_alone_never_make_the_server_reopen_the_index(company: tuple[Path, Path]) -> None:
+    """Only another process's commit counts as a change: concurrent searches and reads of kept texts
+    (which open and close the manifest themselves) do not."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kireme.serve.service import IndexService
+
+    service = IndexService(company[1])
+    questions = ["日帰り出張の日当", "宿泊費の上限", "パスワードの長さ", "精算の期限", "有給休暇の申請"] * 8
+
+    def ask(i: int) -> int:
+        hits = service.search(questions[i], 3, "bm25" if i % 2 else "hybrid")
+        service.text_of(hits[0].chunk.doc_id)
+        return len(hits)
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(n > 0 for n in pool.map(ask, range(len(questions))))
+    assert service.reopened == 0
 
 
 @pytest.fixture()

@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,7 @@ class Searcher:
             raise self._unreadable(exc) from None
         self._embedder = self._given_embedder
         self._bm25: tuple[Any, list[str]] | None = None
+        self._bm25_lock = threading.Lock()
         # A search answers from the whole index or not at all: rows missing (files removed, a version
         # rolled back) or rows whose entries were lost would give answers that look right and are not.
         expected = sum(e.chunks for e in entries.values())
@@ -289,6 +291,12 @@ class Searcher:
         """
         if self._bm25 is not None:
             return self._bm25
+        with self._bm25_lock:  # threads sharing a searcher (a server) build it once
+            if self._bm25 is None:
+                self._bm25 = self._keyword_index()
+            return self._bm25
+
+    def _keyword_index(self) -> tuple[Any, list[str]]:
         import bm25s
 
         tokenize = self.tokenizer  # before anything is read: a missing analyser is said at once
@@ -299,7 +307,6 @@ class Searcher:
         try:
             status, cached = read_keyword_cache(folder, self.generation, store_stamp(self.store))
             if cached is not None:
-                self._bm25 = cached
                 return cached
             log.debug("BM25 cache %s; building it", status)
             rows = sorted(
@@ -312,8 +319,7 @@ class Searcher:
             self._save(folder, model, ids)
         finally:
             quiet.setLevel(level)
-        self._bm25 = (model, ids)
-        return self._bm25
+        return model, ids
 
     def _save(self, folder: Path, model: Any, ids: list[str]) -> None:
         """Write the cache beside the old one, then swap it in (readers see the old or the new)."""

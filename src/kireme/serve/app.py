@@ -46,7 +46,7 @@ from kireme.errors import (
     LoadError,
     MissingExtraError,
 )
-from kireme.serve.service import ChunkService, IndexService, hit_row
+from kireme.serve.service import REFUSED_OPTIONS, ChunkService, IndexService, hit_row
 
 log = logging.getLogger(__name__)
 
@@ -554,6 +554,9 @@ def _validated(model: type[BaseModel], body: dict[str, Any]) -> Any:
     """``body`` checked against ``model``; the first problem is one `ConfigError` line."""
     from pydantic import ValidationError
 
+    for key in body:
+        if key in REFUSED_OPTIONS:
+            raise ConfigError(f"option {key!r} cannot be set in a request: {REFUSED_OPTIONS[key]}")
     try:
         return model.model_validate(body)
     except ValidationError as exc:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -241,18 +242,46 @@ def analysis_dict(analysis: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------ the index
 
 
-def manifest_stamp(db: Path) -> tuple[tuple[int, int, int] | None, ...]:
-    """What changes when a writer commits to the index: inode, size and mtime of the manifest and its
-    write-ahead log (SQLite WAL mode appends every commit there)."""
-    out: list[tuple[int, int, int] | None] = []
-    for name in ("manifest.sqlite", "manifest.sqlite-wal"):
+class ManifestWatch:
+    """Tells whether another process committed to an index's manifest since the last look.
+
+    One SQLite connection stays open for the server's life and asks ``PRAGMA data_version``, which
+    changes exactly when another connection commits (no false alarms from readers opening and closing
+    the file, as its write-ahead log's size and time would give); the file's inode catches a manifest
+    replaced by a new one. Costs microseconds, so every request can look.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+        self._inode: int | None = None
+
+    def stamp(self) -> tuple[int, int] | None:
+        """``(inode, data_version)`` of the manifest, or ``None`` when there is none (yet)."""
         try:
-            st = os.stat(db / name)
+            inode = os.stat(self.path).st_ino
         except OSError:
-            out.append(None)
-            continue
-        out.append((st.st_ino, st.st_size, st.st_mtime_ns))
-    return tuple(out)
+            self.close()
+            return None
+        if self._db is None or inode != self._inode:
+            self.close()
+            try:  # mode=rw: never creates a manifest where there is none
+                self._db = sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, check_same_thread=False)
+            except sqlite3.Error:
+                return None
+            self._inode = inode
+        try:
+            row = self._db.execute("PRAGMA data_version").fetchone()
+        except sqlite3.Error:
+            self.close()
+            return None
+        return inode, int(row[0])
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+        self._db = None
+        self._inode = None
 
 
 class OneAtATime:
@@ -282,7 +311,8 @@ class IndexService:
         self._lock = threading.Lock()
         self._embed_lock = threading.Lock()
         self._searcher: Any = None
-        self._stamp: tuple[tuple[int, int, int] | None, ...] | None = None
+        self._watch = ManifestWatch(self.db / "manifest.sqlite")
+        self._stamp: tuple[int, int] | None = None
         self._embedders: dict[str, Any] = {}
         self.reopened = 0  # how many times a committed change was picked up (for tests and /health)
 
@@ -290,11 +320,11 @@ class IndexService:
         """The `kireme.index.search.Searcher` of the index as last committed (opened when it changed)."""
         from kireme.index.search import Searcher
 
-        stamp = manifest_stamp(self.db)
         with self._lock:
-            if self._searcher is not None and stamp == self._stamp:
+            stamp = self._watch.stamp()
+            if self._searcher is not None and stamp is not None and stamp == self._stamp:
                 return self._searcher
-            if stamp[0] is None:
+            if stamp is None:
                 raise IndexNotFoundError(
                     f"{self.db}: no index here yet (create one with: kireme index PATH --db {self.db})"
                 )
