@@ -4,8 +4,14 @@
 #               (the headless-browser test also wants Debian's chromium, chromium-driver and
 #               fonts-noto-cjk: `make test` installs them where root can apt-get, else that test skips)
 PYTHON ?= python3
-# the CPU build of torch for the optional sentence-transformers tests (a plain `torch` pulls CUDA, GBs)
+# The CPU build of torch, for the optional sentence-transformers tests. On Linux a plain
+# `pip install torch==X` takes PyPI's CUDA build (GBs), and PyPI has no `X+cpu` build at all. So the
+# recipe first asks pip's configured sources for `torch==X+cpu`: that succeeds, offline, only where they
+# already hold the CPU build (a local mirror or wheel folder, as on this project's machines); anywhere
+# else it fails in a second or two and the CPU build comes from PyTorch's CPU index (TORCH_INDEX; on
+# macOS that index's plain build is the CPU one). Never a fallback to plain PyPI: that would be CUDA.
 TORCH_VERSION ?= 2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 VENV ?= .venv
 BIN := $(VENV)/bin
 
@@ -20,8 +26,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet torch==$(TORCH_VERSION)
-	$(BIN)/python -m pip install --quiet -e '.[dev,st,formats,chroma,index,tokenizers,ja,langchain,llama-index,haystack,ray,serve,docs]'
+	$(BIN)/python -m pip install --quiet "torch==$(TORCH_VERSION)+cpu" 2>/dev/null \
+	  || $(BIN)/python -m pip install --quiet "torch==$(TORCH_VERSION)" --index-url $(TORCH_INDEX)
+	$(BIN)/python -m pip install --quiet -e '.[dev,st,formats,chroma,index,tokenizers,ja,langchain,llama-index,haystack,ray,serve,docs,code,milvus,qdrant]'
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed
@@ -34,12 +41,13 @@ demo: $(VENV)/.installed
 	$(BIN)/kireme index examples --db .kireme/demo-index
 	$(BIN)/kireme search "役員が東京に泊まるときの宿泊費の上限" --db .kireme/demo-index -k 1 --format table
 
+# mkdocs runs without --quiet: --quiet drops warnings before --strict counts them (a broken page passed)
 test: $(VENV)/.dev-installed
 	-@$(MAKE) --no-print-directory browser
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir .kireme/site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .kireme/site
 	$(BIN)/python -m pytest
 
 # the files and settings are in pyproject.toml ([tool.mypy]): all of src/kireme, strictly

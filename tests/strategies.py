@@ -123,3 +123,70 @@ law_texts = st.lists(
         for level, n, body in items
     )
 )
+
+
+# JSON: nested objects and arrays with Japanese, escapes and awkward characters in keys and strings,
+# written compact, indented (spaces, tabs) or as JSON Lines (LF or CRLF), ASCII-escaped or not; sometimes
+# with a broken tail, so the fallback (and, for JSON Lines, a record kept as text) is exercised too.
+_JSON_STRINGS = st.lists(
+    st.one_of(atoms, st.sampled_from(['"', "\\", "/", "\u3042", "\x01"])), max_size=6
+).map("".join)
+_json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=False, allow_infinity=False),
+    _JSON_STRINGS,
+)
+json_values = st.recursive(
+    _json_scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=6), st.dictionaries(_JSON_STRINGS, inner, max_size=5)),
+    max_leaves=30,
+)
+
+
+def _dump(value: object, indent: object, ascii_only: bool) -> str:
+    import json
+
+    return json.dumps(value, indent=indent, ensure_ascii=ascii_only)
+
+
+json_documents = st.builds(_dump, json_values, st.sampled_from([None, 1, 2, "\t"]), st.booleans())
+jsonl_documents = st.builds(
+    lambda values, newline, ascii_only: newline.join(_dump(v, None, ascii_only) for v in values) + newline,
+    st.lists(json_values, min_size=1, max_size=8),
+    st.sampled_from(["\n", "\r\n"]),
+    st.booleans(),
+)
+json_texts = st.one_of(
+    json_documents,
+    jsonl_documents,
+    st.builds(lambda a, b: a + b, jsonl_documents, atoms),  # a broken last record
+)
+
+# Source code: definitions, decorators, comments (Japanese ones too) and statements of several languages,
+# mixed with the atoms above, so the parser meets broken code as well as well-formed code.
+_CODE_ATOMS = [
+    "# 合計を返す\n",
+    "@property\n",
+    "def total(self) -> int:\n    return 1\n",
+    "class Invoice:\n    rate = 10\n\n    def tax(self):\n        return 2\n",
+    "async def fetch(url):\n    '''取得する。'''\n    pass\n",
+    "import os\n",
+    "// 注文\n",
+    "/** ドキュメント */\n",
+    "export class Cart {\n  add(item: string): void {\n    this.items.push(item);\n  }\n}\n",
+    "function helper() {}\n",
+    "const total = (a) => a * 2;\n",
+    "func (o *Order) Total() int {\n\treturn 0\n}\n",
+    "impl Invoice {\n    #[inline]\n    pub fn total(&self) -> i32 { self.a }\n}\n",
+    "CREATE TABLE orders (\n  id INT\n);\n",
+    "SELECT * FROM orders;\n",
+    "}\n",
+    "{\n",
+    "    x = 1\n",
+    "\n",
+]
+code_texts = st.lists(
+    st.one_of(st.sampled_from(_CODE_ATOMS), st.sampled_from(_CODE_ATOMS), atoms), max_size=30
+).map("".join)

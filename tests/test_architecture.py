@@ -40,6 +40,7 @@ LAYERS: list[str] = [
     "kireme.strategies",  # the registry and chunker_from_options
     "kireme.parallel",  # ordered process pools (--jobs)
     "kireme.stream",  # iter_chunks: many files, one document at a time, serial or in a pool
+    "kireme.shards",  # chunks into numbered JSONL/Parquet shard files (kireme chunk --output)
     "kireme.assemble",  # the context within a budget, from exact offsets (evaluate and index use it)
     "kireme.evaluate",  # metrics, datasets, retrievers
     "kireme.index",  # stores, ingest, search, context, chat

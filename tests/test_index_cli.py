@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -285,6 +286,109 @@ def test_kill_9_at_any_moment_then_finish(tmp_path: Path, embed_server: EmbedSer
     assert summary["texts_embedded"] == summary["chunks_written"] == summary["added"] == 0
     assert embed_server.requests == requests  # not one request: even the probe came from the cache
     print("kill moments (name, complete documents, leftover documents):", seen)
+
+
+# ------------------------------------------------------------------------------- Ctrl-C and SIGTERM
+
+HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+def run_on_a_terminal(
+    command: list[str], env: dict[str, str], signum: int, when: Callable[[], bool]
+) -> tuple[int, float, str, str]:
+    """Run ``command`` with stderr on a pseudo-terminal (so the progress display draws), send ``signum``
+    once ``when()`` holds; returns the exit code, the seconds from the signal to the exit, the raw
+    terminal output and stdout."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL
+    )
+    os.close(slave)
+    seen = bytearray()
+
+    def read() -> None:
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                return
+            if not data:
+                return
+            seen.extend(data)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not when():
+            assert process.poll() is None, seen.decode("utf-8", "replace")[-1500:]
+            assert time.monotonic() < deadline, "the moment to send the signal never came"
+            time.sleep(0.01)
+        sent = time.monotonic()
+        process.send_signal(signum)
+        stdout, _ = process.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        reader.join(timeout=5)
+        os.close(master)
+    return process.returncode, took, seen.decode("utf-8", "replace"), stdout.decode("utf-8")
+
+
+def test_ctrl_c_and_sigterm_stop_promptly_say_what_was_kept_and_restore_the_cursor(tmp_path: Path) -> None:
+    """SIGINT (exit 130) and SIGTERM (exit 143) stop a run within seconds, between or inside batches: one
+    line says how many documents this run committed, the cursor the progress display hid is shown again,
+    and the next run continues from there."""
+    files = make_corpus(tmp_path / "corpus")
+    server = EmbedServer(delay=1.0)  # every request in flight for a second: the signal lands mid-run
+    try:
+        db = tmp_path / "db"
+        env = clean_env(tmp_path, KIREME_EMBED_BASE_URL=server.base_url, TERM="xterm-256color")
+        env.pop("TTY_COMPATIBLE", None)
+        command = [sys.executable, "-m", "kireme.cli", "index", str(tmp_path / "corpus"), "--db", str(db)]
+        command += ["--embedder", "http:test", "--format", "json"]
+        committed = 0
+        for signum, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+            before = manifest_count(db)
+            rc, took, screen, stdout = run_on_a_terminal(
+                command, env, signum, lambda before=before: manifest_count(db) > before
+            )
+            text = ANSI.sub("", screen).replace("\r", "")
+            lines = [line.strip() for line in text.splitlines() if line.startswith("kireme:")]
+            tail = text[-1500:]  # what the terminal shows at the end, without the bars' escapes
+            assert rc == code, tail
+            assert took < 10, f"{took:.1f} s from the signal to the exit"
+            kept = manifest_count(db)
+            assert before < kept < len(files)  # it stopped in the middle
+            assert lines == [
+                f"kireme: interrupted: {kept - before} document(s) committed to {db} by this run are kept; "
+                "run the same command again to continue from there"
+            ], tail
+            assert "Aborted" not in text and "Traceback" not in text, tail
+            assert stdout == ""
+            assert HIDE_CURSOR in screen, "the progress display did not draw: the cursor check checks nothing"
+            assert screen.rfind(SHOW_CURSOR) > screen.rfind(HIDE_CURSOR), f"the cursor is left hidden: {tail}"
+            committed = kept
+            assert len(check_index(db)["entries"]) == kept  # consistent: what the manifest names is whole
+
+        done = kireme(*command[3:], env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        summary = json.loads(done.stdout)
+        assert summary["unchanged"] == committed
+        assert summary["added"] == len(files) - committed and summary["failed"] == 0
+        found = check_index(db)
+        assert len(found["entries"]) == len(files) and found["leftovers"] == set()
+    finally:
+        server.close()
 
 
 # ---------------------------------------------------------------------------------- partial failure

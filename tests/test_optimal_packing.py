@@ -105,9 +105,10 @@ def test_no_punctuation_falls_back_to_words_and_graphemes() -> None:
 
 def test_every_strategy_takes_the_option_and_ids_record_it() -> None:
     doc = Document("# 規程\n\n" + _sentences(60), id="rules.md", metadata={"format": "markdown"})
-    for strategy in ("recursive", "sentence", "paragraph", "markdown", "fixed"):
-        greedy = make_chunker(strategy, max_size=200)
-        optimal = make_chunker(strategy, max_size=200, packing="optimal")
+    for strategy in ("recursive", "sentence", "paragraph", "markdown", "fixed", "json", "code"):
+        language = {"language": "python"} if strategy == "code" else {}  # Markdown read as Python
+        greedy = make_chunker(strategy, max_size=200, **language)
+        optimal = make_chunker(strategy, max_size=200, packing="optimal", **language)
         assert "packing" not in greedy.config  # ids of greedy chunks are what they always were
         assert optimal.config["packing"] == "optimal"
         assert greedy.config_hash != optimal.config_hash

@@ -97,8 +97,9 @@ def test_chunking_imports_no_index_model_or_framework_code(tmp_path: Path) -> No
 
 def test_make_chunker_result_is_callable_for_every_strategy() -> None:
     text = "# 出張\n\n宿泊費は実費とする。\n\n## 日当\n\n日当は二千円とする。\n"
-    for strategy in ("recursive", "sentence", "paragraph", "fixed", "markdown", "structure"):
-        chunker = kireme.make_chunker(strategy, max_size=40)
+    for strategy in ("recursive", "sentence", "paragraph", "fixed", "markdown", "structure", "json", "code"):
+        language = {"language": "python"} if strategy == "code" else {}  # Markdown read as Python
+        chunker = kireme.make_chunker(strategy, max_size=40, **language)
         assert [c.text for c in chunker(text)] == [c.text for c in chunker.chunk(text)], strategy
         assert all(text[c.start : c.end] == c.text for c in chunker(text))
 
@@ -157,3 +158,40 @@ def test_serve_without_its_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> No
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert lines == ["kireme: error: kireme serve needs fastapi: pip install 'kireme[serve]'"], result.output
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["compare", "examples", "--questions", "examples/questions.jsonl", "-s", "fixed", "--sizes", "200"],
+        ["inspect", "examples/travel-rules.txt", "--similarity", "bigram", "--no-cache"],
+    ],
+    ids=["compare", "inspect"],
+)
+def test_plot_without_matplotlib_names_the_extra(
+    command: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--plot`` where the ``plot`` extra is not installed: one line naming it, exit 2, before any work."""
+    monkeypatch.chdir(ROOT)
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    plot = tmp_path / "plot.png"
+    result = CliRunner().invoke(cli, [*command, "--plot", str(plot), "--quiet"])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert lines == ["kireme: error: --plot needs matplotlib: pip install 'kireme[plot]'"], result.output
+    assert not plot.exists()
+
+
+def test_make_test_installs_only_the_cpu_build_of_torch() -> None:
+    """On Linux a plain ``pip install torch==X`` takes PyPI's CUDA build (GBs): every pip command of the
+    Makefile that installs torch pins the ``+cpu`` build or reads PyTorch's CPU index."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^TORCH_INDEX \?= https://download\.pytorch\.org/whl/cpu$", makefile, re.M)
+    recipe = makefile.replace("\\\n", " ")  # continued lines as one
+    commands = [c for line in recipe.splitlines() for c in line.split("||") if "pip install" in c]
+    torch = [c for c in commands if re.search(r"\btorch==", c)]
+    assert torch, "the Makefile installs no torch"
+    for command in torch:
+        assert "+cpu" in command or "--index-url $(TORCH_INDEX)" in command, command

@@ -285,3 +285,31 @@ def test_listing_and_bars_share_one_terminal_cleanly(docs: list[Path]) -> None:
     assert len(wanted) > 6
     assert listing[: len(wanted)] == wanted
     assert listing[len(wanted)].startswith("3 document(s),")
+
+
+def test_sigterm_while_the_bars_are_drawn_shows_the_cursor_again(tmp_path: Path) -> None:
+    """A command without its own SIGTERM handling: the display erases the bars and shows the cursor it
+    hid, then the process ends as SIGTERM ends it (the parent sees the signal)."""
+    import signal
+
+    script = (
+        "import os, signal, sys\n"
+        "from kireme.cli import progress\n"
+        "progress.terminal_override = True\n"
+        "display = progress.ProgressDisplay()\n"
+        "with display:\n"
+        "    display.tracker('embedding', 'texts')(1, 10)\n"
+        "    sys.stderr.flush()\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    signal.pause()\n"
+    )
+    env = dict(os.environ, COLUMNS="100", TERM="xterm-256color")
+    env.pop("TTY_COMPATIBLE", None)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert done.returncode == -signal.SIGTERM, done.stderr
+    hide, show = "\x1b[?25l", "\x1b[?25h"
+    assert hide in done.stderr, "the display did not draw"
+    assert done.stderr.rfind(show) > done.stderr.rfind(hide), repr(done.stderr[-300:])
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # this process: nothing left installed

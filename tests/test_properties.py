@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.invariants import check_invariants
-from tests.strategies import csv_texts, markdown_texts, texts
+from tests.strategies import code_texts, csv_texts, json_texts, markdown_texts, texts
 
 from kireme import Document, make_chunker
 from kireme.embed.hashed import HashedNgramEmbedder
@@ -173,3 +173,47 @@ def test_invariants_structure_tables(fmt: str, text: str, max_size: int, data) -
         text = text.replace(",", "\t")
     table = data.draw(st.sampled_from(TABLE_MODES))
     _check(text, "markdown", "chars", max_size, 0, 0, fmt, table=table, **data.draw(packings))
+
+
+@settings(max_examples=40)
+@given(text=st.one_of(json_texts, texts), max_size=st.integers(1, 120), data=st.data())
+def test_invariants_json(text: str, max_size: int, data) -> None:
+    """JSON, JSON Lines (a broken record kept as text) and text that is not JSON (the fallback)."""
+    unit = data.draw(st.sampled_from(["chars", "chars", "tokens"]))
+    max_size = max(max_size, 4) if unit == "tokens" else max_size
+    overlap = data.draw(st.sampled_from([0, 0, max_size // 4]))
+    min_size = data.draw(st.sampled_from([0, 0, (max_size - overlap) // 3]))
+    _check(
+        text,
+        "json",
+        unit,
+        max_size,
+        overlap,
+        min_size,
+        data.draw(st.sampled_from(["json", "jsonl", "text"])),
+        context=data.draw(st.sampled_from(["none", "title", "headings"])),
+        **data.draw(packings),
+    )
+
+
+@pytest.mark.parametrize("language", ["python", "typescript", "go", "rust", "sql"])
+@settings(max_examples=25)
+@given(text=code_texts, max_size=st.integers(1, 150), data=st.data())
+def test_invariants_code(language: str, text: str, max_size: int, data) -> None:
+    pytest.importorskip("tree_sitter_language_pack", reason="the code extra is not installed")
+    unit = data.draw(st.sampled_from(["chars", "chars", "tokens"]))
+    max_size = max(max_size, 4) if unit == "tokens" else max_size
+    overlap = data.draw(st.sampled_from([0, 0, max_size // 4]))
+    min_size = data.draw(st.sampled_from([0, 0, (max_size - overlap) // 3]))
+    _check(
+        text,
+        "code",
+        unit,
+        max_size,
+        overlap,
+        min_size,
+        "code",
+        language=language,
+        context=data.draw(st.sampled_from(["none", "headings"])),
+        **data.draw(packings),
+    )

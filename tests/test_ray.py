@@ -192,8 +192,12 @@ def test_kireme_chunk_engine_ray_writes_shards_equal_to_the_local_rows(tmp_path:
 
     usage = cli("chunk", str(files[0]), "--engine", "ray")
     assert usage.returncode == 2 and "--output DIR" in usage.stderr
-    usage = cli("chunk", str(files[0]), "--output", str(out))
-    assert usage.returncode == 2 and "--engine ray" in usage.stderr
+    usage = cli("chunk", str(files[0]), *common, "--output", str(out), "--format", "text")
+    assert usage.returncode == 2 and "not --format text" in usage.stderr
+    # without Ray (tests/test_chunk_output.py covers it): the same rows, in the same files' format
+    run = cli("chunk", str(tmp_path / "docs"), *common[:4], "--output", str(out))
+    assert run.returncode == 1 and "broken.txt" in run.stderr
+    assert "".join(s.read_text(encoding="utf-8") for s in sorted(out.glob("part-*.jsonl"))) == local.stdout
     usage = cli("index", str(files[0]), "--engine", "ray", "--jobs", "2", "--db", str(tmp_path / "x"))
     assert usage.returncode == 2 and "--jobs" in usage.stderr
 

@@ -161,6 +161,25 @@ def test_slider_redraws_chunks_live(browser, tmp_path):
 
 
 @pytest.mark.slow  # a headless browser
+def test_gaps_are_numbered_from_zero_as_in_the_cli_and_the_plot(browser, tmp_path):
+    """Gap i lies between sentence i and i+1, as in `kireme inspect`'s table, its PNG and the docs."""
+    from selenium.webdriver.common.by import By
+
+    analysis = analyze()
+    assert analysis.cut_gaps == [1]
+    last = len(analysis.distances) - 1
+    open_page(browser, tmp_path, render_inspection_html(analysis, title="ramen-and-trains.txt"))
+    axis = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".axis span")]
+    assert axis[0] == "gap 0" and axis[-1] == f"gap {last}", axis
+    bars = browser.find_elements(By.CSS_SELECTOR, "#bars .bar")
+    assert bars[0].get_attribute("title").startswith("gap 0: ")
+    assert bars[-1].get_attribute("title").startswith(f"gap {last}: ")
+    rows = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#document .gap .value")]
+    assert [row.split(" · ")[0] for row in rows] == [f"gap {i}" for i in range(last + 1)], rows
+    assert "✂ cut" in rows[1] and not any("✂" in row for i, row in enumerate(rows) if i != 1), rows
+
+
+@pytest.mark.slow  # a headless browser
 def test_hostile_document_shows_as_text_without_running(browser, tmp_path):
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By

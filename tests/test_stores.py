@@ -1,4 +1,5 @@
-"""One contract for every `VectorStore`: the in-memory reference, LanceDB and Chroma.
+"""One contract for every `VectorStore`: the in-memory reference, LanceDB, Chroma, Milvus (milvus-lite)
+and Qdrant (its local mode).
 
 Vectors are one-hot rows of dimension 16 (chunk ``i`` points along axis ``i``), so the nearest
 neighbours of any query are known exactly.
@@ -137,6 +138,21 @@ def _chroma(path: Path, info: dict[str, Any] | None) -> VectorStore:
     return ChromaStore(path / "chroma", info=info)
 
 
+def _milvus(path: Path, info: dict[str, Any] | None) -> VectorStore:
+    pytest.importorskip("pymilvus")
+    pytest.importorskip("milvus_lite")
+    from kireme.index.milvus_store import MilvusStore
+
+    return MilvusStore(path / "milvus", info=info)
+
+
+def _qdrant(path: Path, info: dict[str, Any] | None) -> VectorStore:
+    pytest.importorskip("qdrant_client")
+    from kireme.index.qdrant_store import QdrantStore
+
+    return QdrantStore(path / "qdrant", info=info)
+
+
 def _memory(path: Path, info: dict[str, Any] | None) -> VectorStore:
     return MemoryStore()
 
@@ -145,6 +161,8 @@ FACTORIES: dict[str, Callable[[Path, dict[str, Any] | None], VectorStore]] = {
     "memory": _memory,
     "lancedb": _lancedb,
     "chroma": _chroma,
+    "milvus": _milvus,
+    "qdrant": _qdrant,
 }
 
 
@@ -427,6 +445,8 @@ def test_chroma_large_add_is_batched(tmp_path: Path) -> None:
     [
         ("kireme.index.lancedb_store", "LanceDBStore", "lancedb"),
         ("kireme.index.chroma_store", "ChromaStore", "chromadb"),
+        ("kireme.index.milvus_store", "MilvusStore", "pymilvus"),
+        ("kireme.index.qdrant_store", "QdrantStore", "qdrant_client"),
     ],
 )
 def test_missing_package_is_a_clear_error(
@@ -438,7 +458,7 @@ def test_missing_package_is_a_clear_error(
 
     store_class = getattr(importlib.import_module(module), cls)
     monkeypatch.setitem(sys.modules, package, None)  # makes ``import package`` raise ImportError
-    with pytest.raises(MissingExtraError, match=package):
+    with pytest.raises(MissingExtraError, match=package.replace("_", "-")):  # the name pip installs
         store_class(tmp_path / "x")
 
 

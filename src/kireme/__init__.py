@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from kireme.semantic.chunker import SemanticAnalysis, SemanticChunker
     from kireme.strategies import STRATEGIES, chunk, make_chunker
     from kireme.stream import iter_chunks
+    from kireme.structure.code import CodeChunker
+    from kireme.structure.jsonchunker import JsonChunker
 
 # Where each public name lives: `import kireme` stays cheap (the CLI and a plain chunker do not pay for
 # the semantic, structure or loading modules they do not use); a name is imported when first used.
@@ -53,6 +55,8 @@ _EXPORTS = {
     "chunk": "kireme.strategies",
     "make_chunker": "kireme.strategies",
     "iter_chunks": "kireme.stream",
+    "JsonChunker": "kireme.structure.jsonchunker",
+    "CodeChunker": "kireme.structure.code",
 }
 
 # Imported now, not lazily: `kireme.load` is also the name of a sub-package, and importing one of its
@@ -72,9 +76,11 @@ __all__ = [
     "Chunk",
     "ChunkPlan",
     "Chunker",
+    "CodeChunker",
     "ConfigError",
     "Document",
     "FixedChunker",
+    "JsonChunker",
     "KiremeError",
     "LoadError",
     "ParagraphChunker",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from kireme.errors import ConfigError
 from kireme.text.markdown import Heading, HeadingPaths
@@ -105,6 +105,21 @@ class ContextBuilder:
         if self.title and (opens or any(_key(name) == self._title_key for name in names)):
             return self._fit(names, titles=(False,))  # the chunk or the path says the title already
         return self._fit(names)
+
+    def named_prefix(self, names: Sequence[str], start: int, end: int) -> str:
+        """The prefix of a chunk ``[start, end)`` whose path above it is ``names``, for a strategy that
+        finds paths of its own (JSON paths, code signatures) instead of heading lines. Fitted within
+        ``limit`` as `prefix` is; ``names`` count only in the ``headings`` mode."""
+        if self.mode == "none":
+            return ""
+        kept = [n.strip() for n in names if n.strip()] if self.mode == "headings" else []
+        if kept and self.title and _key(kept[0]) == self._title_key:
+            kept = kept[1:]
+        if self.title and (
+            self._opens_with_title(start, end) or any(_key(n) == self._title_key for n in kept)
+        ):
+            return self._fit(kept, titles=(False,))
+        return self._fit(kept)
 
     def _holds_title(self, chain: tuple[Heading, ...], start: int, end: int) -> bool:
         """Whether the chunk holds the line of a heading that is the title."""

@@ -14,7 +14,8 @@ Catch `KiremeError` to handle anything kireme reports; catch a subclass for one 
     ├── IndexNotFoundError                 no index at the given path
     ├── IndexBusyError                     another process is writing the index
     ├── IndexMismatchError                 the index was built with another embedder or store
-    └── IndexDamagedError                  part of an index is missing or unreadable; says what to run
+    ├── IndexDamagedError                  part of an index is missing or unreadable; says what to run
+    └── StoreError                         a vector database (Milvus, Qdrant) cannot be reached or refused
 
 `ConfigError` and `DecodeError` are also ``ValueError`` so code written against plain ``ValueError``
 keeps working. A loader whose optional package is missing raises `LoadError` (one bad file must not stop
@@ -44,6 +45,7 @@ __all__ = [
     "LoadError",
     "MissingExtraError",
     "PatternTimeoutError",
+    "StoreError",
 ]
 
 
@@ -104,8 +106,9 @@ class MissingExtraError(KiremeError, ImportError):
     The message names what to install: ``pip install 'kireme[EXTRA]'``, or the package itself when
     ``extra`` is ``None`` (a dependency that should have come with kireme).
 
-    >>> str(MissingExtraError("reading PDF", "pdf", "pypdf"))
-    "reading PDF needs pypdf: pip install 'kireme[pdf]'"
+    Examples:
+        >>> str(MissingExtraError("reading PDF", "pdf", "pypdf"))
+        "reading PDF needs pypdf: pip install 'kireme[pdf]'"
     """
 
     def __init__(self, backend: str, extra: str | None, package: str) -> None:
@@ -149,6 +152,11 @@ class IndexMismatchError(KiremeError):
 
 class IndexDamagedError(KiremeError):
     """Part of an index is missing or unreadable; the message names it and what to run."""
+
+
+class StoreError(KiremeError):
+    """A vector database server cannot be reached, refused a request, or its local files are in use by
+    another process; the message names its URI or folder (never credentials) and what to check."""
 
 
 _STORAGE_REASONS = (
@@ -196,6 +204,11 @@ def unreadable(exc: Exception, what: str | os.PathLike[str], db: str | os.PathLi
     shown = _shown(what)
     if "://" in shown:  # object storage: unreachable or refused far more often than damaged
         reason = " ".join(str(exc).split())
+        if shown.startswith(("http://", "https://")):  # a vector database server (Milvus, Qdrant)
+            return StoreError(
+                f"{shown} cannot be reached or read ({type(exc).__name__}: {reason[:300]}); check the URI, "
+                "that the server is running, and its credentials (MILVUS_TOKEN, QDRANT_API_KEY)"
+            )
         return IndexDamagedError(
             f"{shown} cannot be reached or read ({type(exc).__name__}: {reason[:300]}); check the URI, the "
             "network and the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL...)"

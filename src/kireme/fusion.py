@@ -82,10 +82,11 @@ def fuse_scores(
     A list with more entries than there are weights is an error; missing weights are not guessed.
     The caller sorts (and breaks ties: kireme puts the earlier chunk first).
 
-    >>> fuse_scores([[("a", 9.0), ("b", 5.0)], [("b", 0.8), ("c", 0.7)]], Fusion("rrf", (1, 1), k=60))
-    {'a': 0.01639344262295082, 'b': 0.03252247488101534, 'c': 0.016129032258064516}
-    >>> fuse_scores([[("a", 9.0), ("b", 5.0)], [("b", 0.8), ("c", 0.7)]], Fusion("minmax", (0.5, 0.5)))
-    {'a': 0.5, 'b': 0.5, 'c': 0.0}
+    Examples:
+        >>> fuse_scores([[("a", 9.0), ("b", 5.0)], [("b", 0.8), ("c", 0.7)]], Fusion("rrf", (1, 1), k=60))
+        {'a': 0.01639344262295082, 'b': 0.03252247488101534, 'c': 0.016129032258064516}
+        >>> fuse_scores([[("a", 9.0), ("b", 5.0)], [("b", 0.8), ("c", 0.7)]], Fusion("minmax", (0.5, 0.5)))
+        {'a': 0.5, 'b': 0.5, 'c': 0.0}
     """
     from kireme.errors import ConfigError
 

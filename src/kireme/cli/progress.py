@@ -25,12 +25,19 @@ of dragging the figure down for the rest of the run. An ETA (files, configuratio
 `MIN_RATE_SECONDS` and one finished step.
 
 rich is imported only when a display will draw, so piped and ``--quiet`` runs do not pay for it.
+
+rich hides the cursor while it draws and shows it again when the display stops, which leaving the
+command's ``with`` block does, also by an exception, ``sys.exit`` or Ctrl-C. SIGTERM ends a process
+without that unless the command handles it (``kireme index`` does: `kireme.cli.interrupt`); while the
+bars are drawn, a SIGTERM nobody else handles erases them and shows the cursor, then ends the process
+as SIGTERM would have.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import threading
 from collections import deque
@@ -311,6 +318,7 @@ class ProgressDisplay:
         self._closed = False
         self._pending = ""  # the unfinished last line of stdout text printed through the console
         self._lock = threading.RLock()
+        self._on_sigterm: Callable[[int, Any], None] | None = None  # installed while the bars are drawn
 
     def __enter__(self) -> ProgressDisplay:
         return self
@@ -364,6 +372,7 @@ class ProgressDisplay:
                     self.stdout_shares_terminal = _same_terminal(sys.stdout, sys.stderr)
                     progress.start()
                     _activate(self)
+                    self._catch_sigterm()
             else:
                 progress.update(
                     tracker.task, total=tracker.total, completed=tracker.completed, rate=tracker.measured
@@ -388,8 +397,36 @@ class ProgressDisplay:
             self._closed = True
             if self.progress is None or not self._started:
                 return
-            self.progress.stop()
-            _activate(None, was=self)
+            try:
+                self.progress.stop()  # erases the bars and shows the cursor again
+            finally:
+                _activate(None, was=self)
+                self._release_sigterm()
             if self._pending:
                 sys.stdout.write(self._pending)
                 self._pending = ""
+
+    def _catch_sigterm(self) -> None:
+        """While the bars are drawn, a SIGTERM that would end the process at once (its default action)
+        first closes the display, so the terminal is not left with the cursor hidden."""
+        if threading.current_thread() is not threading.main_thread():
+            return  # handlers can be set only there; a display started elsewhere is left as it is
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return  # the command handles SIGTERM itself (and leaves its with-blocks, which close this)
+
+        def on_sigterm(signum: int, frame: Any) -> None:
+            try:
+                self.close()
+            finally:  # then end as SIGTERM ends a process: the parent sees the signal
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+        self._on_sigterm = on_sigterm
+
+    def _release_sigterm(self) -> None:
+        handler, self._on_sigterm = self._on_sigterm, None
+        if handler is None or threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) is handler:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -32,8 +32,9 @@ ANN_REFINE_FACTOR = 10  # candidates re-scored on the full vectors: k x this
 def ann_partitions(rows: int) -> int:
     """How many k-means partitions an index over ``rows`` vectors gets.
 
-    >>> ann_partitions(1_000_000), ann_partitions(100_000), ann_partitions(300)
-    (244, 24, 1)
+    Examples:
+        >>> ann_partitions(1_000_000), ann_partitions(100_000), ann_partitions(300)
+        (244, 24, 1)
     """
     return max(1, min(4096, rows // ANN_ROWS_PER_PARTITION))
 
@@ -41,7 +42,8 @@ def ann_partitions(rows: int) -> int:
 def ann_probes(partitions: int) -> int:
     """How many partitions a query reads (``nprobes``).
 
-    >>> ann_probes(244), ann_probes(1)
-    (147, 1)
+    Examples:
+        >>> ann_probes(244), ann_probes(1)
+        (147, 1)
     """
     return max(1, math.ceil(partitions * ANN_PROBE_SHARE))

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from kireme.errors import IndexDamagedError, IndexNotFoundError, rebuild_hint, unreadable
+from kireme.errors import IndexDamagedError, IndexNotFoundError, StoreError, rebuild_hint, unreadable
 from kireme.index.ann import ANN_MIN_ROWS
 from kireme.index.manifest import DocumentEntry, Manifest, is_remote, store_directory, store_location
 from kireme.index.store import VectorStore, open_store, store_state
@@ -141,8 +141,13 @@ def _open_store(
             )
             store.close()
             return None
+    except StoreError:
+        raise  # a database server that cannot be reached: nothing can be checked, nothing is damaged
     except Exception as exc:  # any reader error of the store's own files
-        report.add("store", "damaged", str(unreadable(exc, path, folder)))
+        failure = unreadable(exc, path, folder)
+        if isinstance(failure, StoreError):
+            raise failure from None
+        report.add("store", "damaged", str(failure))
         return None
     if meta.get("store_uri"):
         report.add("store", "ok", f"kept in {path}")

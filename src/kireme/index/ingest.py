@@ -42,7 +42,8 @@ from kireme.index.ann import ANN_MODES, AnnMode
 from kireme.index.contextualize import ContextStats, Contextualizer
 from kireme.index.manifest import DocumentEntry, Manifest, is_remote, store_directory, store_location
 from kireme.index.search import recorded_keywords
-from kireme.index.store import StoredChunk, open_store, store_state
+from kireme.index.servers import server_uri
+from kireme.index.store import SERVER_STORES, URI_STORES, StoredChunk, open_store, store_state
 from kireme.load import load
 from kireme.load.registry import MAX_FILE_BYTES
 from kireme.parallel import choose_jobs, file_sizes
@@ -57,7 +58,8 @@ Prepare = Callable[["Ingestor", list[Path], ReadOptions], Generator[Chunked, Non
 BATCH_ROWS = 1024
 BATCH_DOCUMENTS = 64
 STAGING_PREFIX = ".reembed-"  # the manifest of a re-embed under way: .reembed-<hex>.sqlite
-STORE_FOLDER = re.compile(r"(?:lancedb|chroma)(?:-[0-9a-f]{8})?")  # a store's folder (re-embedded: -<hex>)
+# a store's folder (re-embedded: -<hex>)
+STORE_FOLDER = re.compile(r"(?:lancedb|chroma|milvus|qdrant)(?:-[0-9a-f]{8})?")
 
 
 @dataclass
@@ -152,7 +154,9 @@ class Ingestor:
 
     ``store_uri``: the LanceDB table lives under this URI (``s3://bucket/prefix``, ``gs://...``, or a
     shared folder) instead of the index directory, which keeps the manifest, the keyword index and the
-    caches. Recorded in the manifest on the first run: later runs, searches and checks find it there.
+    caches. Recorded in the manifest on the first run: later runs, searches and checks find it there. With
+    the ``milvus`` or ``qdrant`` store it is the server's URL (``http://host:19530``): the index gets a
+    collection of its own there (``kireme_milvus_<hex>``, its folder name recorded as ``store_dir``).
 
     ``keywords``: how BM25 tokenises (`kireme.text.terms.KEYWORDS`), recorded in the manifest so searches
     tokenise queries the same way; ``None`` keeps what the index records (a new one gets
@@ -289,14 +293,21 @@ class Ingestor:
                 "new index (use another --db)"
             )
         self.store_uri = self.store_uri or recorded_uri
-        if self.store_uri and self.store_kind != "lancedb":
-            message = f"--store-uri needs the lancedb store, not {self.store_kind}"
+        if self.store_uri and self.store_kind not in URI_STORES:
+            message = f"--store-uri needs the lancedb store, or a milvus or qdrant server, not {kind or self.store_kind}"
             raise (
                 IndexMismatchError(f"{self.db}: this index uses the {kind} store; {message}")
                 if kind
                 else ConfigError(message)
             )
+        if self.store_uri and self.store_kind in SERVER_STORES:
+            # a URI that is not a server's URL: a ConfigError before anything is kept
+            self.store_uri = server_uri(self.store_kind, self.store_uri)
         directory = store_directory({**meta, "store": self.store_kind})
+        new_dir = None
+        if not meta.get("store_dir") and self.store_uri and self.store_kind in SERVER_STORES:
+            # a server holds the collections of many indexes: this one's gets a name of its own
+            new_dir = directory = f"{self.store_kind}-{secrets.token_hex(4)}"
         self._remove_leftovers(keep=directory)
         if stored and ((self.reembed and stored != info) or self.rebuild):
             # The new index is built beside the old one (its own store folder and manifest) and swapped
@@ -306,18 +317,20 @@ class Ingestor:
             self._staging = token
             directory = f"{self.store_kind}-{token}"
             self.manifest = Manifest(self.db / f"{STAGING_PREFIX}{token}.sqlite")
-        else:
-            self.manifest.set_meta("store", self.store_kind)
-            self.manifest.set_meta("embedder", info)
-            self.manifest.set_meta("keywords", self.keywords)
-            if self.store_uri:
-                self.manifest.set_meta("store_uri", self.store_uri)
         self.store_dir = directory
         self.location = store_location(self.db, {"store_dir": directory, "store_uri": self.store_uri})
         try:
             self.store = open_store(self.store_kind, self.db, info, directory=directory, base=self.store_uri)
         except Exception as exc:
             raise unreadable(exc, self.location, self.db) from None
+        if self._staging is None:  # recorded once the store opened: a URI that fails is not kept
+            self.manifest.set_meta("store", self.store_kind)
+            self.manifest.set_meta("embedder", info)
+            self.manifest.set_meta("keywords", self.keywords)
+            if self.store_uri:
+                self.manifest.set_meta("store_uri", self.store_uri)
+            if new_dir is not None:
+                self.manifest.set_meta("store_dir", new_dir)
         self.entries = self.manifest.documents()
         # Only a run that did not finish, or a store changed behind the manifest's back, can have rows
         # without an entry or entries without their rows; counting every document's rows is slow on
@@ -387,10 +400,13 @@ class Ingestor:
         if not is_remote(location):
             _remove_tree(Path(location))
             return
-        try:  # object storage has no folder: the table is dropped (its files deleted) through LanceDB
-            from kireme.index.lancedb_store import LanceDBStore
-
-            LanceDBStore(location).drop()
+        try:  # object storage or a server has no folder: the table or collection is dropped through the store
+            base, _, directory = location.rpartition("/")
+            store = open_store(self.store_kind or "lancedb", Path(), {}, directory=directory, base=base)
+            try:
+                store.drop()  # type: ignore[attr-defined]
+            finally:
+                store.close()
         except Exception as exc:  # costs storage, never rows: said, not raised
             log.warning("could not delete the replaced store %s: %s", location, exc)
 

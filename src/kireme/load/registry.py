@@ -2,7 +2,10 @@
 
 The format comes from the extension, checked against the content (a PDF or .docx named ``.txt`` is read
 as what it is; HTML named ``.txt`` stays text unless ``format`` says otherwise), and ``format`` overrides
-both. Every text format goes through the same encoding detection.
+both. Every text format goes through the same encoding detection. JSON (``.json``), JSON Lines
+(``.jsonl``, ``.ndjson``) and source files (``.py``, ``.ts``, ``.go``... `kireme.text.languages`) are
+read as text with the format ``json``, ``jsonl`` or ``code`` (and the ``language`` in the metadata) when
+named; a directory walk takes them only for the strategy that reads them (`walked_suffixes`).
 
 Every document read from a file has a title (`Document.title`, put in front of ``embed_text`` by the
 ``title`` and ``headings`` contexts): the one its format names (Markdown front matter ``title:``, else the
@@ -16,12 +19,13 @@ import io
 import logging
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from kireme.document import Document
 from kireme.errors import ConfigError, DecodeError, LoadError
 from kireme.load.encoding import decode
+from kireme.text.languages import LANGUAGE_SUFFIXES, SUFFIX_LANGUAGES, check_language, language_of
 
 SUPPORTED_SUFFIXES: dict[str, str] = {
     ".txt": "text",
@@ -39,7 +43,11 @@ SUPPORTED_SUFFIXES: dict[str, str] = {
     ".tsv": "tsv",
     ".tab": "tsv",
 }
-FORMATS = ("text", "markdown", "html", "ipynb", "pdf", "docx", "csv", "tsv")
+# Read when a file is named (by `load` and on the command line), never picked up by a directory walk
+# unless asked for (`iter_paths(suffixes=...)`): a folder of documents often holds data and scripts too.
+JSON_SUFFIXES: dict[str, str] = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+CODE_SUFFIXES: dict[str, str] = {suffix: "code" for suffix in SUFFIX_LANGUAGES}
+FORMATS = ("text", "markdown", "html", "ipynb", "pdf", "docx", "csv", "tsv", "json", "jsonl", "code")
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +56,10 @@ MAX_FILE_BYTES = 1 << 30
 
 
 def format_of(path: str | os.PathLike[str]) -> str:
-    """The format an extension names (``text`` for anything unknown)."""
-    return SUPPORTED_SUFFIXES.get(Path(path).suffix.lower(), "text")
+    """The format an extension names (``text`` for anything unknown): ``json``/``jsonl`` for JSON and
+    JSON Lines, ``code`` for source code (`kireme.text.languages`)."""
+    suffix = Path(path).suffix.lower()
+    return SUPPORTED_SUFFIXES.get(suffix) or JSON_SUFFIXES.get(suffix) or CODE_SUFFIXES.get(suffix, "text")
 
 
 def sniff_format(data: bytes, guess: str) -> str:
@@ -175,6 +185,9 @@ def _load_bytes(data: bytes, id: str, encoding: str | None, format: str, *, outp
         return load_notebook(data, id, outputs=outputs, encoding=encoding)
     if format in ("csv", "tsv"):
         return _table(data, id, encoding, format)
+    if format == "code":
+        language = language_of(id) if id and not id.startswith("<") else None
+        return _decoded(data, id, encoding, format, **({"language": language} if language else {}))
     return _decoded(data, id, encoding, format)
 
 
@@ -240,15 +253,18 @@ def load(
     return load_bytes(data, shown, encoding, fmt, outputs=outputs, title=title)
 
 
-def iter_paths(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """A file as itself; a directory as its supported files, recursively, in sorted order."""
+def iter_paths(path: str | os.PathLike[str], suffixes: Collection[str] | None = None) -> Iterator[Path]:
+    """A file as itself; a directory as its files with one of ``suffixes`` (default: the documents of
+    `SUPPORTED_SUFFIXES`; JSON and source files only when asked for: `walked_suffixes`), recursively, in
+    sorted order."""
     p = Path(path)
+    wanted = SUPPORTED_SUFFIXES if suffixes is None else suffixes
     if p.is_dir():
         for dirpath, dirnames, filenames in os.walk(p):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for name in sorted(filenames):
                 child = Path(dirpath) / name
-                if child.suffix.lower() not in SUPPORTED_SUFFIXES:
+                if child.suffix.lower() not in wanted:
                     continue
                 try:
                     regular = stat.S_ISREG(child.stat().st_mode)
@@ -260,3 +276,15 @@ def iter_paths(path: str | os.PathLike[str]) -> Iterator[Path]:
                     logger.warning("%s: not a regular file (a FIFO, device or socket); skipped", child)
     else:
         yield p
+
+
+def walked_suffixes(strategy: str, language: str | None = None) -> frozenset[str]:
+    """The extensions a directory walk reads for a strategy: JSON and JSON Lines files for ``json``,
+    source files for ``code`` (of ``language`` only, when given), the documents otherwise."""
+    if strategy == "json":
+        return frozenset(JSON_SUFFIXES)
+    if strategy == "code":
+        if language is not None:
+            return frozenset(LANGUAGE_SUFFIXES[check_language(language)])
+        return frozenset(CODE_SUFFIXES)
+    return frozenset(SUPPORTED_SUFFIXES)

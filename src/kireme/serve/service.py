@@ -53,6 +53,7 @@ CHUNK_OPTIONS: dict[str, Any] = {
     "packing": None,
     "target_size": None,
     "sentences": None,
+    "language": None,
     "similarity": None,
     "threshold": None,
     "buffer": None,
@@ -107,7 +108,17 @@ def chunk_settings(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
         value = chunking.get(key, reading.get(key))
         if not isinstance(value, str):
             raise ConfigError(f"{key} must be a string, got {value!r}")
-    for key in ("tokenizer", "preset", "context", "table", "packing", "sentences", "similarity", "threshold"):
+    for key in (
+        "tokenizer",
+        "preset",
+        "context",
+        "table",
+        "packing",
+        "sentences",
+        "language",
+        "similarity",
+        "threshold",
+    ):
         if chunking[key] is not None and not isinstance(chunking[key], str):
             raise ConfigError(f"{key} must be a string, got {chunking[key]!r}")
     for key in ("filename", "format", "title", "encoding"):
