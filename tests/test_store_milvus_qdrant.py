@@ -4,8 +4,8 @@ command line, with their local engines (milvus-lite, qdrant-client's local mode)
 Each store goes through what LanceDB and Chroma go through: index a few Japanese and English files,
 search them (dense, BM25, hybrid), filter (a source name with an apostrophe included), re-run (nothing
 written), edit one file (only it is redone), remove one (``--prune``), ``kireme check``, and the server's
-`IndexService`. No server is reachable here: a server URI is checked to fail quickly, in one line,
-without credentials. The store contract itself (every method) is in tests/test_stores.py.
+`IndexService`. Milvus also through the network, against the gRPC server milvus-lite ships; no Qdrant
+server can be started here: a server URI is checked to fail quickly, in one line, without credentials. The store contract itself (every method) is in tests/test_stores.py.
 """
 
 from __future__ import annotations
@@ -73,10 +73,68 @@ def every_chunk(db: Path) -> list[StoredChunk]:
 
 
 def test_index_search_filter_update_prune_check_and_serve(tmp_path: Path, store: str) -> None:
+    exercise(tmp_path, store)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def listening(port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.slow
+def test_a_real_milvus_server(tmp_path: Path) -> None:
+    """The same life of an index against a Milvus server over the network: the gRPC server milvus-lite
+    ships (``python -m milvus_lite server``), reached through ``--store-uri http://127.0.0.1:PORT``."""
+    for module in EXTRAS["milvus"]:
+        pytest.importorskip(module, reason="the milvus extra is not installed")
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(tmp_path / "milvus-server"),
+         "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not listening(port):
+            assert server.poll() is None and time.monotonic() < deadline, (
+                "the milvus-lite server did not start"
+            )
+            time.sleep(0.2)
+        uri = f"http://127.0.0.1:{port}"
+        exercise(tmp_path, "milvus", uri)
+        from pymilvus import MilvusClient
+
+        client = MilvusClient(uri=uri)
+        try:  # the re-embed dropped the collection it replaced: one kireme collection is left
+            assert len([c for c in client.list_collections() if c.startswith("kireme_")]) == 1
+        finally:
+            client.close()
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+def exercise(tmp_path: Path, store: str, uri: str | None = None) -> None:
+    """Index, search, filter, re-run, edit, prune, check, re-embed and serve one index of ``store``
+    (its local engine inside --db, or the server at ``uri``)."""
     docs, db = write_docs(tmp_path / "docs"), tmp_path / "db"
-    summary = index(docs, db, "--store", store, "--embedder", "hash")
+    where_to = ("--store-uri", uri) if uri else ()
+    summary = index(docs, db, "--store", store, *where_to, "--embedder", "hash")
     assert summary["added"] == 3 and summary["chunks_written"] > 3
-    if store == "milvus":
+    if uri:
+        assert not (db / store).exists()  # nothing of the store inside --db: it is on the server
+    elif store == "milvus":
         assert (db / "milvus" / "milvus.db").exists()  # milvus-lite's files, inside --db
     else:
         assert (db / "qdrant" / "collection").is_dir()  # qdrant's local mode, inside --db
@@ -135,7 +193,8 @@ def test_index_search_filter_update_prune_check_and_serve(tmp_path: Path, store:
     # another embedder: built beside the old store (its own folder and collection) and swapped in
     reembedded = index(docs, db, "--embedder", "hash:64", "--reembed")
     assert reembedded["added"] == 2 and not (db / store).exists()
-    assert [p.name for p in db.iterdir() if p.name.startswith(f"{store}-")]
+    if not uri:
+        assert [p.name for p in db.iterdir() if p.name.startswith(f"{store}-")]
     code, out = run("search", "宿泊費の上限", "--db", str(db), "-k", "1")
     assert code == 0 and "12,000円" in out, out
 
