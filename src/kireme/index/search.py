@@ -270,8 +270,12 @@ class Searcher:
         step = max(4 * k, 50)  # rows are read from the store only for the best candidates
         for lo in range(0, len(order), step):
             batch = order[lo : lo + step]
-            for chunk, i in zip(self.store.get([ids[i] for i in batch]), batch, strict=False):
-                if chunk.doc_id in self.documents and matches(chunk, where):
+            # by id, not by position: a row gone since the BM25 index was made (a writer replacing a
+            # document meanwhile) must not shift the scores onto the chunks after it
+            found = {c.id: c for c in self.store.get([ids[i] for i in batch])}
+            for i in batch:
+                chunk = found.get(ids[i])
+                if chunk is not None and chunk.doc_id in self.documents and matches(chunk, where):
                     hits.append(Hit(chunk, float(scores[i])))
                     if len(hits) == k:
                         return hits
