@@ -667,19 +667,7 @@ def search_command(
     for rank, hit in enumerate(hits, start=1):
         c = hit.chunk
         if fmt == "jsonl":
-            row = {
-                "score": round(hit.score, 6),
-                "id": c.id,
-                "doc_id": c.doc_id,
-                "start": c.start,
-                "end": c.end,
-                "headings": list(c.headings),
-                "text": c.text,
-                "source": c.source,
-                "title": c.title,
-                "metadata": dict(c.metadata),
-            }
-            click.echo(json.dumps(row, ensure_ascii=False))
+            click.echo(json.dumps(hit.to_dict(), ensure_ascii=False))
         else:
             where_from = " > ".join(c.headings)
             click.echo(f"── {rank}. {hit.score:.4f}  {c.source} [{c.start}:{c.end}] {where_from}")

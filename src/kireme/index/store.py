@@ -77,6 +77,23 @@ class Hit:
     chunk: StoredChunk
     score: float
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON row of ``kireme search --format jsonl`` (and of ``kireme serve``'s ``/search`` hits):
+        score, id, doc_id, start, end, headings, text, source, title, metadata."""
+        c = self.chunk
+        return {
+            "score": round(self.score, 6),
+            "id": c.id,
+            "doc_id": c.doc_id,
+            "start": c.start,
+            "end": c.end,
+            "headings": list(c.headings),
+            "text": c.text,
+            "source": c.source,
+            "title": c.title,
+            "metadata": dict(c.metadata),
+        }
+
 
 class VectorStore(Protocol):
     """Rows of chunks with their vectors. Every method commits before it returns."""

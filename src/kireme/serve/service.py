@@ -429,19 +429,7 @@ def hit_row(rank: int, hit: Hit, around: int = 0, text: str | None = None) -> di
     """A hit as ``kireme search --format jsonl`` writes it, with its rank, and ``before``/``after``: up to
     ``around`` characters of its document before and after it (``""`` when 0 or the text is not kept)."""
     c = hit.chunk
-    row = {
-        "rank": rank,
-        "score": round(hit.score, 6),
-        "id": c.id,
-        "doc_id": c.doc_id,
-        "start": c.start,
-        "end": c.end,
-        "headings": list(c.headings),
-        "text": c.text,
-        "source": c.source,
-        "title": c.title,
-        "metadata": dict(c.metadata),
-    }
+    row = {"rank": rank, **hit.to_dict()}
     exact = around > 0 and text is not None and text[c.start : c.end] == c.text
     row["before"] = text[max(0, c.start - around) : c.start] if exact and text else ""
     row["after"] = text[c.end : c.end + around] if exact and text else ""
