@@ -354,7 +354,7 @@ def test_readers_alone_never_make_the_server_reopen_the_index(company: tuple[Pat
 
     def ask(i: int) -> int:
         hits = service.search(questions[i], 3, "bm25" if i % 2 else "hybrid")
-        service.text_of(hits[0].chunk.doc_id)
+        service.texts()(hits[0].chunk.doc_id)
         return len(hits)
 
     with ThreadPoolExecutor(8) as pool:

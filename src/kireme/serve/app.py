@@ -433,12 +433,7 @@ def create_app(
         measure_for(body.unit)
         wanted = body.k if body.budget is None else candidates_for(body.budget, body.unit, body.k)
         hits = service.search(body.query, wanted, body.mode, where, exact=body.exact)
-        texts: dict[str, str | None] = {}
-
-        def text_of(doc_id: str) -> str | None:
-            if doc_id not in texts:
-                texts[doc_id] = service.text_of(doc_id)
-            return texts[doc_id]
+        text_of = service.texts()  # one manifest connection for the request, each text read once
 
         context = None
         if body.budget is not None:

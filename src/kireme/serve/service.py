@@ -22,7 +22,7 @@ import os
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -381,11 +381,12 @@ class IndexService:
         hits: list[Hit] = searcher.search(query, k, mode, where, exact=exact)
         return hits
 
-    def text_of(self, doc_id: str) -> str | None:
-        """The kept text of an indexed document (``None`` for one indexed before texts were kept)."""
+    def texts(self) -> Callable[[str], str | None]:
+        """``doc_id -> kept text`` (``None`` for a document indexed before texts were kept), reading each
+        text once (`kireme.index.passages.manifest_texts`): one per request."""
         from kireme.index.passages import manifest_texts
 
-        return manifest_texts(self.db)(doc_id)
+        return manifest_texts(self.db)
 
     def health(self) -> dict[str, Any]:
         """``GET /health``'s ``index``: directory, generation, documents, rows, embedder, store."""
