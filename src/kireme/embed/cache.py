@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from kireme.embed.base import Embedder, Kind, check_vectors
+from kireme.errors import EmbeddingError
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,8 @@ class CachedEmbedder:
 
     Sorting by length keeps texts of similar length in one batch, which wastes less padding in
     transformer models. ``progress(done, total)`` is called after each batch (the CLI draws a bar).
+    Every vector, from the model or the cache, must have the dimension of the first one seen: a model
+    changed behind the same name is an `EmbeddingError` before its vectors are cached or returned.
     """
 
     inner: Embedder
@@ -131,6 +134,7 @@ class CachedEmbedder:
     batch_size: int = 32
     progress: ProgressCallback | None = None
     stats: EmbedStats = field(default_factory=EmbedStats)
+    _dimension: int | None = field(default=None, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -142,6 +146,8 @@ class CachedEmbedder:
         keys = [_key(self.inner.name, kind, t) for t in texts]
         unique = dict(zip(keys, texts, strict=True))
         found = self.cache.get_many(list(unique))
+        for size in {vector.shape[-1] for vector in found.values()}:
+            self._one_dimension(size, f"in the embedding cache {self.cache.path}")
         todo = sorted((k for k in unique if k not in found), key=lambda k: len(unique[k]))
         self.stats.cached += len(unique) - len(todo)
         done = 0
@@ -149,6 +155,7 @@ class CachedEmbedder:
             batch_keys = todo[start : start + self.batch_size]
             batch_texts = [unique[k] for k in batch_keys]
             vectors = check_vectors(self.inner.name, batch_texts, self.inner.embed(batch_texts, kind))
+            self._one_dimension(vectors.shape[1], "from the model")
             fresh = dict(zip(batch_keys, vectors, strict=True))
             self.cache.put_many(fresh)
             found.update(fresh)
@@ -159,6 +166,16 @@ class CachedEmbedder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def _one_dimension(self, size: int, source: str) -> None:
+        """Refuse vectors of ``size`` unless it is the dimension of the first vectors seen."""
+        if self._dimension is None:
+            self._dimension = size
+        elif size != self._dimension:
+            raise EmbeddingError(
+                f"embedder {self.inner.name!r}: vectors of dimension {size} {source}, after {self._dimension}; "
+                "one model gives one size, so the model behind this name changed: nothing of them was kept"
+            )
 
     def remember(self, texts: Sequence[str], vectors: np.ndarray, kind: Kind = "passage") -> None:
         """Keep vectors of ``texts`` made elsewhere (by the same model, on a Ray cluster, say), so they are

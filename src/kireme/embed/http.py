@@ -7,7 +7,12 @@ speak the same small protocol: POST ``{"model", "input": [...]}`` and get ``{"da
 Settings come from the arguments, else the environment: ``KIREME_EMBED_BASE_URL`` (then
 ``OPENAI_BASE_URL``), ``KIREME_EMBED_API_KEY`` (then ``OPENAI_API_KEY``) and ``KIREME_EMBED_MODEL``.
 Every failure becomes one `EmbeddingError` line that says what to fix; the API key never appears in a
-message or a log record. The transport (retries, error mapping) is `kireme.httpjson`'s.
+message or a log record, nor the values of the base URL's query string (sent as given: a gateway may
+take its key there). The transport (retries, error mapping, the limits on an answer's size and time:
+``max_response_bytes`` and ``deadline``, else ``KIREME_HTTP_MAX_RESPONSE_BYTES`` and
+``KIREME_HTTP_DEADLINE``) is `kireme.httpjson`'s. What comes back is checked: one vector of numbers per
+text, all of one dimension — for the whole life of the embedder, so a server that changes its model
+mid-run is an error before a vector of the new size reaches an index.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import numpy as np
 
 from kireme.embed.base import Kind, check_vectors
 from kireme.errors import ConfigError, EmbeddingError
-from kireme.httpjson import Hints, JsonEndpoint, env, parse_base_url
+from kireme.httpjson import Hints, JsonEndpoint, env, env_name, parse_base_url
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +43,12 @@ class OpenAIEmbedder:
     may differ (quantisation, version), so the endpoint is part of the cache key. ``kind`` is ignored:
     an asymmetric model behind an API needs its prefixes in the model name's server-side template.
     ``sleep`` is injectable so tests can retry without waiting.
+
+    The name is recorded in an index (its manifest, its cache keys) and holds the host only: never
+    ``user:password@`` or the query string, whose values may be keys. Nothing needs them back from the
+    index — a search makes its embedder from the environment (``KIREME_EMBED_BASE_URL``, the key
+    variables) — so an index never stores a secret. ``url`` is the endpoint as messages show it
+    (`kireme.httpjson.redact_url`: query values as ``***``).
     """
 
     def __init__(
@@ -51,6 +62,8 @@ class OpenAIEmbedder:
         max_retries: int = 3,
         *,
         sleep: Callable[[float], None] = time.sleep,
+        max_response_bytes: int | None = None,
+        deadline: float | None = None,
     ) -> None:
         if batch_size < 1:
             raise ConfigError(f"batch_size must be at least 1, got {batch_size}")
@@ -68,15 +81,16 @@ class OpenAIEmbedder:
             setting="--embed-url or KIREME_EMBED_BASE_URL",
             error_class=EmbeddingError,
         )
-        self._api_key = api_key or env("KIREME_EMBED_API_KEY", "OPENAI_API_KEY")
+        key_variables = ("KIREME_EMBED_API_KEY", "OPENAI_API_KEY")
+        self._api_key = api_key or env(*key_variables)
         self.timeout = timeout
         self.batch_size = batch_size
         self.dimensions = dimensions
         self.max_retries = max_retries
-        self.url = parts.join(parts.path) + "/embeddings"
         self.name = f"http/{parts.host}/{self.model}" + (f"/d{dimensions}" if dimensions else "")
+        self._dimension: int | None = None  # of the first vectors returned: all later ones must match
         self._endpoint = JsonEndpoint(
-            self.url,
+            parts.join(parts.path.rstrip("/") + "/embeddings", parts.query),
             self._api_key,
             timeout,
             error_class=EmbeddingError,
@@ -92,7 +106,11 @@ class OpenAIEmbedder:
             max_retries=max_retries,
             sleep=sleep,
             log=logger,
+            max_response_bytes=max_response_bytes,
+            deadline=deadline,
+            key_source="the api_key argument" if api_key else env_name(*key_variables),
         )
+        self.url = self._endpoint.url  # the query's values as *** (they may be keys)
 
     def __repr__(self) -> str:  # the default dataclass-like repr would show the key
         return f"OpenAIEmbedder(model={self.model!r}, url={self.url!r})"
@@ -104,11 +122,22 @@ class OpenAIEmbedder:
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])
             # checked per batch: a short batch followed by a long one must not pass as the right total
-            parts.append(check_vectors(self.name, batch, self._embed_batch(batch)))
-        dims = {part.shape[1] for part in parts}
-        if len(dims) > 1:
-            raise EmbeddingError(f"embedder {self.name!r} returned vectors of different sizes {sorted(dims)}")
+            parts.append(self._same_dimension(check_vectors(self.name, batch, self._embed_batch(batch))))
         return np.vstack(parts)
+
+    def _same_dimension(self, vectors: np.ndarray) -> np.ndarray:
+        """``vectors``, when they have the dimension of the first ones this embedder returned (in any
+        call): an index holds vectors of one size, and a model swapped behind the URL mid-run must stop
+        the run before its vectors are stored or cached."""
+        dimension = vectors.shape[1]
+        if self._dimension is None:
+            self._dimension = dimension
+        elif dimension != self._dimension:
+            raise EmbeddingError(
+                f"{self.url} returned vectors of dimension {dimension} after {self._dimension}: the model "
+                "behind it changed while in use; nothing of this batch was kept"
+            )
+        return vectors
 
     # -- one request ---------------------------------------------------------------------------------
 
@@ -123,22 +152,42 @@ class OpenAIEmbedder:
             raise EmbeddingError(
                 f"{self.url} answered without a 'data' list; is it an OpenAI-compatible API?"
             )
-        vectors: list[tuple[int, Any]] = []
+        vectors: list[tuple[int, np.ndarray]] = []
         for position, item in enumerate(items):
             if not isinstance(item, dict) or "embedding" not in item:
                 raise EmbeddingError(f"{self.url} answered with a 'data' item that has no 'embedding'")
             index = item.get("index", position)
-            if not isinstance(index, int):
-                raise EmbeddingError(f"{self.url} answered with a non-integer index {index!r}")
-            embedding = item["embedding"]
-            if isinstance(embedding, str):  # base64 float32, from servers that ignore encoding_format
-                try:
-                    embedding = np.frombuffer(base64.b64decode(embedding), dtype="<f4")
-                except ValueError:
-                    raise EmbeddingError(f"{self.url} answered with an undecodable embedding") from None
-            vectors.append((index, embedding))
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise EmbeddingError(f"{self.url} answered with an index that is not an integer")
+            vectors.append((index, self._vector(item["embedding"], position)))
         indexes = [index for index, _ in vectors]
         if len(set(indexes)) != len(indexes):
             raise EmbeddingError(f"{self.url} answered with duplicate indexes")
+        sizes = sorted({len(vector) for _, vector in vectors})
+        if len(sizes) > 1:
+            raise EmbeddingError(
+                f"{self.url} answered with vectors of dimensions {sizes[0]} to {sizes[-1]} for one batch"
+            )
         vectors.sort(key=lambda pair: pair[0])
         return [vector for _, vector in vectors]
+
+    def _vector(self, embedding: Any, position: int) -> np.ndarray:
+        """One ``embedding`` of an answer as a vector: a list of numbers, or base64 float32 (from servers
+        that ignore ``encoding_format``); an error for anything else (strings, nested lists, nothing)."""
+        if isinstance(embedding, str):
+            try:
+                vector = np.frombuffer(base64.b64decode(embedding), dtype="<f4")
+            except ValueError:
+                raise EmbeddingError(f"{self.url} answered with an undecodable embedding") from None
+        else:
+            try:
+                vector = np.asarray(embedding) if isinstance(embedding, list) else np.zeros(0)
+            except (ValueError, OverflowError):  # lists of several lengths inside, lists too deep
+                vector = np.zeros(0)
+            if vector.dtype.kind not in "iuf":  # strings, booleans, null, objects: not numbers
+                vector = np.zeros(0)
+        if vector.ndim != 1 or not vector.size:
+            raise EmbeddingError(
+                f"{self.url} answered with an embedding that is not a list of numbers (item {position})"
+            )
+        return vector

@@ -121,12 +121,18 @@ def _hash_dim(arg: str) -> int:
 
 
 def make_embedder(
-    spec: str | EmbedderSpec, purpose: Purpose = "similarity", *, base_url: str | None = None
+    spec: str | EmbedderSpec,
+    purpose: Purpose = "similarity",
+    *,
+    base_url: str | None = None,
+    max_response_bytes: int | None = None,
+    deadline: float | None = None,
 ) -> Embedder:
     """An uncached embedder from a spec (see the module docstring); models load lazily, on first use.
 
     ``base_url``: where an ``http`` spec's endpoint is (else ``KIREME_EMBED_BASE_URL``, ``OPENAI_BASE_URL``
-    or OpenAI's).
+    or OpenAI's). ``max_response_bytes`` and ``deadline``: the limits on each of its answers (else
+    ``KIREME_HTTP_MAX_RESPONSE_BYTES`` and ``KIREME_HTTP_DEADLINE``); other kinds make no requests.
     """
     checked = parse_spec(spec, purpose, base_url=base_url)
     kind, arg = checked.kind, checked.arg
@@ -148,7 +154,12 @@ def make_embedder(
     if kind == "http":
         from kireme.embed.http import OpenAIEmbedder
 
-        return OpenAIEmbedder(model=arg or None, base_url=checked.base_url)
+        return OpenAIEmbedder(
+            model=arg or None,
+            base_url=checked.base_url,
+            max_response_bytes=max_response_bytes,
+            deadline=deadline,
+        )
     # bigram: a similarity that compares characters and never embeds
     raise ConfigError(f"similarity {checked.text!r} compares character bigrams and has no embedder")
 

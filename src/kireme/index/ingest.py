@@ -14,7 +14,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import secrets
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
@@ -32,18 +31,28 @@ from kireme.embed.specs import spec_for_name
 from kireme.errors import (
     ChatError,
     ConfigError,
+    EmbeddingError,
     IndexBusyError,
     IndexDamagedError,
     IndexMismatchError,
     LoadError,
+    storage_error,
     unreadable,
 )
 from kireme.index.ann import ANN_MODES, AnnMode
 from kireme.index.contextualize import ContextStats, Contextualizer
-from kireme.index.manifest import DocumentEntry, Manifest, is_remote, store_directory, store_location
+from kireme.index.manifest import (
+    STORE_FOLDER,
+    DocumentEntry,
+    Manifest,
+    is_remote,
+    store_directory,
+    store_location,
+    stores_without_manifest,
+)
 from kireme.index.search import recorded_keywords
 from kireme.index.servers import server_uri
-from kireme.index.store import SERVER_STORES, URI_STORES, StoredChunk, open_store, store_state
+from kireme.index.store import SERVER_STORES, URI_STORES, StoredChunk, open_store, rows_digest, store_state
 from kireme.load import load
 from kireme.load.registry import MAX_FILE_BYTES
 from kireme.parallel import choose_jobs, file_sizes
@@ -59,7 +68,6 @@ BATCH_ROWS = 1024
 BATCH_DOCUMENTS = 64
 STAGING_PREFIX = ".reembed-"  # the manifest of a re-embed under way: .reembed-<hex>.sqlite
 # a store's folder (re-embedded: -<hex>)
-STORE_FOLDER = re.compile(r"(?:lancedb|chroma|milvus|qdrant)(?:-[0-9a-f]{8})?")
 
 
 @dataclass
@@ -127,6 +135,11 @@ class IndexLock:
                 f"{self.db}: another kireme process is writing this index; "
                 "wait for it to finish (or pass --wait SECONDS)"
             ) from None
+        except OSError as exc:  # the lock file cannot be made: a read-only file system, a full disk
+            failure = storage_error(exc, self.db)
+            if failure is None:
+                raise
+            raise failure from None
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -208,6 +221,8 @@ class Ingestor:
         self.summary = IngestSummary(contextualize=contextualizer.stats if contextualizer else None)
         self._lock = IndexLock(self.db, wait)
         self._pending: list[_Pending] = []
+        # documents being replaced by the batch in flight: out of the index until it commits (a full disk)
+        self.replacing: list[str] = []
         self._seen: set[str] = set()
         self.load_options: dict[str, Any] = {}
 
@@ -275,7 +290,9 @@ class Ingestor:
                 "(use another --db for a second store)"
             )
         self.store_kind = kind or self.store_kind or "lancedb"
-        if stored and stored != info and not self.reembed:
+        if (
+            stored and stored != info and not self.reembed and not self.rebuild
+        ):  # --rebuild trusts no manifest
             raise IndexMismatchError(
                 f"{self.db}: built with embedder {stored['embedder']} (dimension {stored['dimension']}), "
                 f"not {info['embedder']} (dimension {info['dimension']}): pass --embedder "
@@ -309,6 +326,11 @@ class Ingestor:
             # a server holds the collections of many indexes: this one's gets a name of its own
             new_dir = directory = f"{self.store_kind}-{secrets.token_hex(4)}"
         self._remove_leftovers(keep=directory)
+        for path in stores_without_manifest(self.db, meta):  # rows no manifest describes: none can be kept
+            log.warning(
+                "%s: no manifest describes the rows in %s; they are removed and indexed again", self.db, path
+            )
+            _remove_tree(path)
         if stored and ((self.reembed and stored != info) or self.rebuild):
             # The new index is built beside the old one (its own store folder and manifest) and swapped
             # in by one manifest transaction at the end: searches meanwhile read the old index, a
@@ -522,7 +544,9 @@ class Ingestor:
                 config = self.entry_config(contextualized=False)
         stored = [StoredChunk.from_chunk(c, doc) for c in chunks]
         source = str(doc.metadata.get("source", doc.id))
-        new = DocumentEntry(doc.id, doc.sha256, config, len(stored), source, size, mtime_ns)
+        new = DocumentEntry(
+            doc.id, doc.sha256, config, len(stored), source, size, mtime_ns, rows_digest(stored)
+        )
         late = (doc.text, [(c.start, c.end) for c in chunks]) if self.late is not None else None
         pending = _Pending(new, stored, texts, entry is not None, late, text=doc.text)
         if vectors is not None and late is None and self.contextualizer is None:
@@ -549,6 +573,11 @@ class Ingestor:
         texts = [t for p in here for t in p.texts]
         before = _embedded(self.embedder)
         made = self._vectors(here, texts)
+        if texts and made.shape[1] != self.info["dimension"]:  # nothing of this batch is written
+            raise EmbeddingError(
+                f"embedder {self.info['embedder']} returned vectors of dimension {made.shape[1]}, not the "
+                f"{self.info['dimension']} of the index {self.db}; nothing of this batch was written"
+            )
         after = _embedded(self.embedder)
         self.summary.texts_embedded += (
             after - before if before is not None and after is not None else len(texts)
@@ -556,20 +585,45 @@ class Ingestor:
         vectors = _in_order(pending, made)
         ids = [p.entry.doc_id for p in pending]
         self.manifest.remove(ids)
-        self.store.delete_documents(ids)
+        # replaced documents are out of the index until their new entries commit (said if a full disk stops it)
+        self.replacing[:] = [p.entry.doc_id for p in pending if p.replaces]
         rows = [c for p in pending for c in p.chunks]
-        if rows:
-            self.store.add(rows, vectors)
-        for p in pending:
-            self.manifest.put(p.entry)
-            self.manifest.put_text(p.entry.doc_id, p.entry.content_hash, p.text)
-            self.entries[p.entry.doc_id] = p.entry
-            if p.replaces:
-                self.summary.updated += 1
-            else:
-                self.summary.added += 1
+        committed: set[str] = set()
+        try:
+            self.store.delete_documents(ids)
+            if rows:
+                self.store.add(rows, vectors)
+            for p in pending:
+                self.manifest.put(p.entry)
+                committed.add(p.entry.doc_id)
+                self.entries[p.entry.doc_id] = p.entry
+                if p.replaces:
+                    self.summary.updated += 1
+                    self.replacing.remove(p.entry.doc_id)
+                else:
+                    self.summary.added += 1
+                self.manifest.put_text(p.entry.doc_id, p.entry.content_hash, p.text)
+        except Exception:
+            self._drop_partial([c for c in rows if c.doc_id not in committed])
+            raise
         self.summary.chunks_written += len(rows)
         self._record_state()
+
+    def _drop_partial(self, rows: list[StoredChunk]) -> None:
+        """After a batch that failed part way (a full disk; Chroma commits in parts), the rows of its
+        documents without an entry are removed at once and the store's state recorded (its version moved),
+        so the index holds only committed documents' rows and reads as clean; best effort (the next run
+        removes what is left)."""
+        try:
+            written = {r.doc_id for r in self.store.get([r.id for r in rows])} if rows else set()
+        except Exception:  # unreadable now (Chroma compacts its log when read): remove them all
+            written = {r.doc_id for r in rows}
+        try:
+            if written:
+                self.store.delete_documents(sorted(written))
+            self._record_state()
+        except Exception as exc:
+            log.debug("rows of a batch that failed are left for the next run: %s", exc)
 
     def _vectors(self, pending: list[_Pending], texts: list[str]) -> np.ndarray:
         """The pending chunks' vectors: their texts embedded, or late-chunked from their documents."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -17,8 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from kireme.document import content_hash
-from kireme.errors import IndexDamagedError, rebuild_hint, storage_failure
+from kireme.errors import (
+    DiskFullError,
+    IndexDamagedError,
+    ReadOnlyError,
+    rebuild_hint,
+    storage_failure,
+)
+from kireme.index.media import ReadConnection, connect_reader, sqlite_storage_error
 from kireme.index.names import from_stored, to_stored
+from kireme.index.store import STORES
+from kireme.text.terms import KEYWORDS
 
 
 def _has_surrogates(text: str) -> bool:
@@ -42,6 +52,13 @@ CREATE TABLE IF NOT EXISTS documents (
 CREATE TABLE IF NOT EXISTS texts (doc_id TEXT PRIMARY KEY, content_hash TEXT NOT NULL, text TEXT NOT NULL);
 """
 
+# columns added to ``documents`` after its first release, with their type and the value of older rows
+_ADDED_COLUMNS = (
+    ("size", "INTEGER NOT NULL DEFAULT -1"),
+    ("mtime_ns", "INTEGER NOT NULL DEFAULT -1"),
+    ("rows_digest", "TEXT NOT NULL DEFAULT ''"),
+)
+
 
 @dataclass(frozen=True)
 class DocumentEntry:
@@ -54,6 +71,58 @@ class DocumentEntry:
     source: str
     size: int = -1  # the file's size and modification time when it was read (-1: unknown)
     mtime_ns: int = -1
+    rows_digest: str = ""  # `kireme.index.store.rows_digest` of its rows as written ("": not recorded)
+
+
+# the store folders of an index directory: the store's name, or a re-embedded one's name-<hex>
+STORE_FOLDER = re.compile(r"(?:lancedb|chroma|milvus|qdrant)(?:-[0-9a-f]{8})?")
+
+
+def check_meta(meta: dict[str, Any]) -> str:
+    """What is wrong with a manifest's settings ("" when nothing is): each of the shape kireme writes.
+    A folder name outside `STORE_FOLDER` is refused above all: kireme deletes a replaced store folder.
+
+    >>> check_meta({"store": "lancedb", "store_dir": "../../home"})
+    "its 'store_dir' setting '../../home' is not a store folder"
+    """
+    info = meta.get("embedder")
+    if info is not None and not (
+        isinstance(info, dict)
+        and isinstance(info.get("embedder"), str)
+        and isinstance(info.get("dimension"), int)
+        and info["dimension"] > 0
+    ):
+        return "its 'embedder' setting is not an embedder's name and dimension"
+    store = meta.get("store")
+    if store is not None and store not in (*STORES, "memory"):
+        return f"its 'store' setting {store!r} is not a store"
+    folder = meta.get("store_dir")
+    if folder is not None and not (isinstance(folder, str) and STORE_FOLDER.fullmatch(folder)):
+        return f"its 'store_dir' setting {folder!r} is not a store folder"
+    keywords = meta.get("keywords")
+    if keywords is not None and keywords not in KEYWORDS:
+        return f"its 'keywords' setting {keywords!r} is not one of {', '.join(KEYWORDS)}"
+    return ""
+
+
+def stores_without_manifest(db: Path, meta: dict[str, Any]) -> list[Path]:
+    """Store folders under ``db`` that hold something although the manifest records no index (deleted, or
+    emptied — a file truncated to nothing reads as a new manifest): rows no reader may answer from."""
+    if meta.get("embedder") or not db.is_dir():
+        return []
+    return sorted(
+        path
+        for path in db.iterdir()
+        if STORE_FOLDER.fullmatch(path.name) and path.is_dir() and any(path.iterdir())
+    )
+
+
+def manifest_lost(db: Path, stores: list[Path]) -> IndexDamagedError:
+    """The error for `stores_without_manifest`: one line naming what is there and what heals it."""
+    return IndexDamagedError(
+        f"{db / 'manifest.sqlite'} is missing or empty but {stores[0]} holds an index's rows: nothing can be "
+        f"searched without it; run 'kireme index PATH... --db {Path(db).as_posix()}' to index the sources again"
+    )
 
 
 def store_directory(meta: dict[str, Any]) -> str:
@@ -83,31 +152,61 @@ class Manifest:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        # why this manifest can only be read (a read-only file system, a full disk), raised by every write
+        self.refused: DiskFullError | ReadOnlyError | None = None
+        self._reader: ReadConnection | None = None
         self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(SCHEMA)
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(documents)")}
-            for column in ("size", "mtime_ns"):  # manifests written before these columns existed
+            for column, kind in _ADDED_COLUMNS:  # manifests written before these columns existed
                 if column not in columns:
-                    self._db.execute(f"ALTER TABLE documents ADD COLUMN {column} INTEGER NOT NULL DEFAULT -1")
+                    self._db.execute(f"ALTER TABLE documents ADD COLUMN {column} {kind}")
             self._db.execute("SELECT doc_id FROM documents LIMIT 1").fetchall()
         except sqlite3.DatabaseError as exc:
             self._db.close()
+            self.refused = sqlite_storage_error(exc, self.path)
+            if self.refused is None or not self.path.is_file():
+                raise self._damaged(exc) from None
+            self._open_for_reading()
+
+    def _open_for_reading(self) -> None:
+        """On a read-only file system or a full disk: the same manifest, read without writing anything
+        (`kireme.index.media.connect_reader`); a write raises `refused`."""
+        self._reader = connect_reader(self.path)
+        self._db = self._reader.db
+        try:
+            self._db.execute("SELECT doc_id FROM documents LIMIT 1").fetchall()
+        except sqlite3.DatabaseError as exc:
+            self.close()
             raise self._damaged(exc) from None
 
+    def _writing(self) -> None:
+        if self.refused is not None:
+            raise self.refused
+
     def _damaged(self, exc: sqlite3.DatabaseError) -> Exception:
-        """One line naming the file and what to run (a full disk is left as it is: nothing is damaged)."""
+        """One line naming the file and what to run (a full or read-only disk is said as such: nothing is
+        damaged)."""
+        failure = sqlite_storage_error(exc, self.path)
+        if failure is not None:
+            return failure
         if storage_failure(exc) is not None:
             return exc
         return IndexDamagedError(f"{self.path} is damaged ({exc}); {rebuild_hint(self.path.parent)}")
 
     def meta(self) -> dict[str, Any]:
+        """Every setting the index records, each checked for what it must be (`check_meta`)."""
         try:
-            return {k: self._json(k, v) for k, v in self._db.execute("SELECT key, value FROM meta")}
+            meta = {k: self._json(k, v) for k, v in self._db.execute("SELECT key, value FROM meta")}
         except sqlite3.DatabaseError as exc:
             raise self._damaged(exc) from None
+        problem = check_meta(meta)
+        if problem:
+            raise IndexDamagedError(f"{self.path} is damaged ({problem}); {rebuild_hint(self.path.parent)}")
+        return meta
 
     def get_meta(self, key: str) -> Any:
         try:
@@ -125,6 +224,7 @@ class Manifest:
             ) from None
 
     def set_meta(self, key: str, value: Any) -> None:
+        self._writing()
         self._db.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, json.dumps(value, ensure_ascii=False, sort_keys=True)),
@@ -132,25 +232,31 @@ class Manifest:
 
     def documents(self) -> dict[str, DocumentEntry]:
         try:
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(documents)")}
+            # an older manifest opened read-only keeps its columns: what it lacks reads as "unknown"
+            added = ", ".join(
+                c if c in columns else f"{d.rpartition(' ')[2]} AS {c}" for c, d in _ADDED_COLUMNS
+            )
             rows = self._db.execute(
-                "SELECT doc_id, content_hash, config_hash, chunks, source, size, mtime_ns FROM documents"
+                f"SELECT doc_id, content_hash, config_hash, chunks, source, {added} FROM documents"
             ).fetchall()
         except sqlite3.DatabaseError as exc:
             raise self._damaged(exc) from None
         return {
             from_stored(r[0]): DocumentEntry(
-                from_stored(r[0]), r[1], r[2], r[3], from_stored(r[4]), r[5], r[6]
+                from_stored(r[0]), r[1], r[2], r[3], from_stored(r[4]), r[5], r[6], r[7]
             )
             for r in rows
         }
 
     def put(self, entry: DocumentEntry) -> None:
+        self._writing()
         self._db.execute(
-            "INSERT INTO documents (doc_id, content_hash, config_hash, chunks, source, updated, size, mtime_ns) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(doc_id) DO UPDATE SET "
+            "INSERT INTO documents (doc_id, content_hash, config_hash, chunks, source, updated, size, mtime_ns, "
+            "rows_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(doc_id) DO UPDATE SET "
             "content_hash = excluded.content_hash, config_hash = excluded.config_hash, "
             "chunks = excluded.chunks, source = excluded.source, updated = excluded.updated, "
-            "size = excluded.size, mtime_ns = excluded.mtime_ns",
+            "size = excluded.size, mtime_ns = excluded.mtime_ns, rows_digest = excluded.rows_digest",
             (
                 to_stored(entry.doc_id),
                 entry.content_hash,
@@ -160,10 +266,12 @@ class Manifest:
                 time.time(),
                 entry.size,
                 entry.mtime_ns,
+                entry.rows_digest,
             ),
         )
 
     def remove(self, doc_ids: list[str]) -> None:
+        self._writing()
         rows = [(to_stored(d),) for d in doc_ids]
         self._db.executemany("DELETE FROM documents WHERE doc_id = ?", rows)
         self._db.executemany("DELETE FROM texts WHERE doc_id = ?", rows)
@@ -172,6 +280,7 @@ class Manifest:
         """Keep a document's text (what its chunks' offsets refer to), for context assembled from exact
         offsets at search time. Written after its entry; a reader trusts it only while ``content_hash``
         matches the entry and the text itself."""
+        self._writing()
         key = to_stored(doc_id)
         if _has_surrogates(text):  # SQLite keeps UTF-8 only: such a document's hits are passed whole
             self._db.execute("DELETE FROM texts WHERE doc_id = ?", (key,))
@@ -197,6 +306,23 @@ class Manifest:
             return None
         return str(row[0])
 
+    def kept_slices(self, spans: Iterable[tuple[str, int, int]]) -> list[str | None]:
+        """``text[start:end]`` of each ``(doc_id, start, end)`` from the document text kept for its current
+        entry (`put_text`), ``None`` where none is kept: what a stored row's text must be. SQLite's
+        ``substr`` counts characters as Python does, and only the slice leaves the database."""
+        query = (
+            "SELECT substr(t.text, ?, ?) FROM texts t JOIN documents d "
+            "ON d.doc_id = t.doc_id AND d.content_hash = t.content_hash WHERE t.doc_id = ?"
+        )
+        out: list[str | None] = []
+        try:
+            for doc_id, start, end in spans:
+                row = self._db.execute(query, (start + 1, max(0, end - start), to_stored(doc_id))).fetchone()
+                out.append(str(row[0]) if row else None)
+        except sqlite3.DatabaseError:
+            return [None for _ in out]
+        return out
+
     def snapshot(self) -> tuple[dict[str, Any], dict[str, DocumentEntry]]:
         """Every meta value and every entry, read in one transaction (a consistent view while a writer
         swaps a re-embedded index in)."""
@@ -208,6 +334,7 @@ class Manifest:
 
     def replace_all(self, entries: Iterable[DocumentEntry], meta: dict[str, Any]) -> None:
         """Replace every entry and set ``meta``, in one transaction: readers see the old or the new."""
+        self._writing()
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.execute("DELETE FROM documents")
@@ -221,4 +348,7 @@ class Manifest:
         self._db.execute("COMMIT")
 
     def close(self) -> None:
-        self._db.close()
+        if self._reader is not None:
+            self._reader.close()  # and the private copy it read, if it needed one
+        else:
+            self._db.close()

@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +24,27 @@ import numpy as np
 
 from kireme.embed.base import Embedder
 from kireme.errors import (
+    FULL,
     ConfigError,
     IndexDamagedError,
     IndexNotFoundError,
     KiremeError,
+    full_disk_error,
+    read_only_media,
     rebuild_hint,
+    storage_failure,
     unreadable,
 )
 from kireme.fusion import DEFAULT_FUSION, RRF, Fusion, fuse_scores
-from kireme.index.manifest import DocumentEntry, Manifest, is_remote, store_directory, store_location
+from kireme.index.manifest import (
+    DocumentEntry,
+    Manifest,
+    is_remote,
+    manifest_lost,
+    store_directory,
+    store_location,
+    stores_without_manifest,
+)
 from kireme.index.store import (
     FILTER_FIELDS,
     POST_FILTER_FIELDS,
@@ -51,6 +63,7 @@ log = logging.getLogger(__name__)
 MODES = ("dense", "bm25", "hybrid")
 FILTER_ALIASES = {"path": "source"}  # --filter path=docs/規程.md
 RRF_K = RRF.k  # the usual constant of reciprocal rank fusion (`fuse` with fusion=RRF)
+_UNWRITTEN: set[str] = set()  # index directories whose BM25 cache a full disk kept from being written
 LEGACY_KEYWORDS = "bigrams"  # what an index that records no keywords setting was built with
 
 
@@ -75,6 +88,9 @@ class Searcher:
         self.db = Path(db)
         manifest_path = self.db / "manifest.sqlite"
         if not manifest_path.exists():
+            lost = stores_without_manifest(self.db, {})
+            if lost:
+                raise manifest_lost(self.db, lost)
             raise IndexNotFoundError(
                 f"{self.db}: no index here (create one with: kireme index PATH --db {self.db})"
             )
@@ -90,6 +106,13 @@ class Searcher:
                 meta, entries = manifest.snapshot()
             finally:
                 manifest.close()
+            if not meta.get("embedder"):  # an emptied manifest, or a first run killed before it began
+                lost = stores_without_manifest(self.db, meta)
+                if lost:
+                    raise manifest_lost(self.db, lost)
+                raise IndexNotFoundError(
+                    f"{self.db}: nothing indexed here yet (create the index with: kireme index PATH --db {self.db})"
+                )
             folder = store_location(self.db, meta)
             if not entries or is_remote(folder) or Path(folder).is_dir():
                 break
@@ -219,7 +242,7 @@ class Searcher:
         self._swapped()  # one small manifest read: a long-lived searcher follows a finished re-embed
         fusion = fusion or DEFAULT_FUSION
         try:
-            return self._search(query, k, mode, where, exact, fusion)
+            hits = self._search(query, k, mode, where, exact, fusion)
         except KiremeError:
             raise
         except Exception as exc:
@@ -227,11 +250,32 @@ class Searcher:
             if not self._swapped():
                 raise self._unreadable(exc) from None
             try:
-                return self._search(query, k, mode, where, exact, fusion)
+                hits = self._search(query, k, mode, where, exact, fusion)
             except KiremeError:
                 raise
             except Exception as again:
                 raise self._unreadable(again) from None
+        self._verify(hits)
+        return hits
+
+    def _verify(self, hits: list[Hit]) -> None:
+        """Each hit's text must be the slice of its document that its offsets name (the text kept when it
+        was indexed): a row changed inside the store since is refused rather than passed to a reader."""
+        if not hits:
+            return
+        manifest = Manifest(self.db / "manifest.sqlite")
+        try:
+            kept = manifest.kept_slices((h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in hits)
+        finally:
+            manifest.close()
+        for hit, text in zip(hits, kept, strict=True):
+            if text is not None and text != hit.chunk.text:
+                c = hit.chunk
+                raise IndexDamagedError(
+                    f"{self.location}: chunk {c.index} of {c.doc_id} is not the text [{c.start}:{c.end}] it was "
+                    f"indexed from (changed inside the store); run 'kireme check --deep --repair --db {self.db}', "
+                    f"then 'kireme index PATH... --db {self.db}'"
+                )
 
     def _search(
         self, query: str, k: int, mode: str, where: Mapping[str, str] | None, exact: bool, fusion: Fusion
@@ -259,10 +303,32 @@ class Searcher:
             want *= 4
 
     def keyword(self, query: str, k: int, where: Mapping[str, str] | None = None) -> list[Hit]:
+        hits = self._keyword(query, k, where)
+        if hits is None:  # the cache scored rows by words they do not hold: built again from the rows
+            log.warning(
+                "%s: the BM25 cache does not match the stored rows; building it again", self.db / "bm25"
+            )
+            with self._bm25_lock:
+                model, ids = self.build_keyword_index()
+                self._save(self.db / "bm25", model, ids)
+                self._bm25 = model, ids
+            hits = self._keyword(query, k, where)
+            if hits is None:
+                raise IndexDamagedError(
+                    f"{self.location}: keyword search scores rows by words they do not hold, even from a "
+                    f"BM25 index built now; run 'kireme check --deep --db {self.db}'"
+                )
+        return hits
+
+    def _keyword(self, query: str, k: int, where: Mapping[str, str] | None) -> list[Hit] | None:
+        """The ``k`` best rows by BM25, or ``None`` when a row the cache scored does not hold the query
+        words the cache credits it with (an id list out of step with the model: wrong answers)."""
         model, ids = self.keyword_index()
         tokens = [t for t in self.tokenizer(query) if t in model.vocab_dict]
         if not ids or not tokens:
             return []
+        postings = _Postings(model, tokens)
+        tokenize = self.tokenizer
         scores = np.asarray(model.get_scores(tokens), dtype=float)
         order = np.lexsort((np.arange(len(scores)), -scores))
         order = order[scores[order] > 0]
@@ -276,6 +342,8 @@ class Searcher:
             for i in batch:
                 chunk = found.get(ids[i])
                 if chunk is not None and chunk.doc_id in self.documents and matches(chunk, where):
+                    if postings.held_by(int(i)) != set(tokenize(chunk.embed_text)) & postings.terms:
+                        return None
                     hits.append(Hit(chunk, float(scores[i])))
                     if len(hits) == k:
                         return hits
@@ -301,7 +369,6 @@ class Searcher:
             return self._bm25
 
     def _keyword_index(self) -> tuple[Any, list[str]]:
-        import bm25s
 
         tokenize = self.tokenizer  # before anything is read: a missing analyser is said at once
         folder = self.db / "bm25"
@@ -313,22 +380,41 @@ class Searcher:
             if cached is not None:
                 return cached
             log.debug("BM25 cache %s; building it", status)
-            rows = sorted(
-                (c for c in self.store.chunks() if c.doc_id in self.documents),
-                key=lambda c: (c.doc_id, c.index),
-            )
-            model = bm25s.BM25()
-            model.index([tokenize(c.embed_text) or ["\x00"] for c in rows] or [["\x00"]], show_progress=False)
-            ids = [c.id for c in rows]
+            model, ids = self.build_keyword_index(tokenize)
             self._save(folder, model, ids)
         finally:
             quiet.setLevel(level)
         return model, ids
 
+    def build_keyword_index(
+        self, tokenize: Callable[[str], list[str]] | None = None
+    ) -> tuple[Any, list[str]]:
+        """A BM25 index built now from the committed rows, in (document, position) order, and their ids;
+        nothing is read from or written to the cache (``kireme check --deep`` compares the two)."""
+        import bm25s
+
+        tokenize = tokenize or self.tokenizer
+        rows = sorted(
+            (c for c in self.store.chunks() if c.doc_id in self.documents),
+            key=lambda c: (c.doc_id, c.index),
+        )
+        quiet = logging.getLogger("bm25s")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)  # bm25s announces every build
+        try:
+            model = bm25s.BM25()
+            model.index([tokenize(c.embed_text) or ["\x00"] for c in rows] or [["\x00"]], show_progress=False)
+        finally:
+            quiet.setLevel(level)
+        return model, [c.id for c in rows]
+
     def _save(self, folder: Path, model: Any, ids: list[str]) -> None:
         """Write the cache beside the old one, then swap it in (readers see the old or the new)."""
         import shutil
 
+        if read_only_media(self.db):  # a read-only index: searched with the index built in memory
+            log.debug("BM25 cache not written: %s is read-only", self.db)
+            return
         fresh = folder.with_name(f"bm25.building-{os.getpid()}")  # per process: searches may race
         stale = folder.with_name(f"bm25.stale-{os.getpid()}")
         try:
@@ -346,8 +432,40 @@ class Searcher:
             shutil.rmtree(stale, ignore_errors=True)
             (self.db / "bm25.pickle").unlink(missing_ok=True)  # the cache of earlier versions
         except OSError as exc:  # another process swapped its own in first: keep that one
-            log.debug("BM25 cache not written: %s", exc)
             shutil.rmtree(fresh, ignore_errors=True)
+            full = storage_failure(exc) == FULL
+            if full and str(self.db) not in _UNWRITTEN:  # a full disk must not stop a search: said once
+                _UNWRITTEN.add(str(self.db))
+                then = (
+                    "the BM25 keyword cache is not written: built in memory for this search (one after "
+                    "space is freed writes it)"
+                )
+                log.warning("%s", full_disk_error(folder, then))
+            else:
+                log.debug("BM25 cache not written: %s", exc)
+
+
+class _Postings:
+    """Which of a query's terms a BM25 model credits each row with: what a keyword hit's own text must
+    hold, so that a cache out of step with the rows is caught before its answer is returned."""
+
+    def __init__(self, model: Any, tokens: list[str]) -> None:
+        self.terms = set(tokens)
+        indptr, indices = model.scores["indptr"], model.scores["indices"]
+        self._rows: dict[str, np.ndarray] = {}
+        for term in self.terms:
+            column = model.vocab_dict[term]
+            if 0 <= column < len(indptr) - 1:
+                rows = np.asarray(indices[int(indptr[column]) : int(indptr[column + 1])])
+                self._rows[term] = rows if bool(np.all(rows[1:] >= rows[:-1])) else np.sort(rows)
+
+    def held_by(self, row: int) -> set[str]:
+        held = set()
+        for term, rows in self._rows.items():
+            at = int(np.searchsorted(rows, row))
+            if at < len(rows) and rows[at] == row:
+                held.add(term)
+        return held
 
 
 def store_stamp(store: VectorStore) -> str:

@@ -7,7 +7,9 @@ without a manifest entry are leftovers of an interrupted run and are deleted bef
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -185,6 +187,22 @@ def split_filter(where: Mapping[str, str] | None) -> tuple[dict[str, str] | None
     return store or None, post
 
 
+def rows_digest(rows: Iterable[StoredChunk]) -> str:
+    """One document's rows as one SHA-256: ids, positions, offsets, ``text`` and ``embed_text``, in index
+    order. Recorded in the manifest when the rows are written, so that ``kireme check --deep`` can tell rows
+    changed inside the store since (text rewritten, offsets moved, rows swapped) from rows as written.
+
+    >>> row = StoredChunk("c0", "d", 0, 0, 4, "text", "passage: text")
+    >>> rows_digest([row]) == rows_digest([row]) != rows_digest([StoredChunk("c0", "d", 0, 0, 4, "texT", "passage: text")])
+    True
+    """
+    digest = hashlib.sha256()
+    for row in sorted(rows, key=lambda r: (r.index, r.id)):
+        fields = [row.id, row.index, row.start, row.end, row.text, row.embed_text]
+        digest.update(json.dumps(fields).encode("ascii") + b"\n")  # ASCII escapes: any text, one encoding
+    return digest.hexdigest()
+
+
 def store_state(store: VectorStore) -> dict[str, int]:
     """What the manifest records about the store after each commit: its row count and, where the store
     has versions (LanceDB), its version. A store found in another state was changed behind the index's
@@ -216,10 +234,11 @@ def open_store(
 
     ``directory`` names another folder under ``db`` (a re-embedded index lives in ``lancedb-<hex>``);
     ``create=False`` opens for reading only: nothing on disk is created or changed, and a store that
-    does not exist yet reads as empty. ``base``: where the store is instead of ``db`` (``--store-uri``):
-    for LanceDB the folder or URI (``s3://bucket/prefix``) that holds its folder, for Milvus and Qdrant the
-    server's URL (``http://host:19530``), the collection named after ``directory``
-    (`kireme.index.servers.collection_name`).
+    does not exist yet reads as empty (Chroma, milvus-lite and Qdrant's local mode, whose engines write when
+    they open, are read from a private copy on a read-only or full disk: `kireme.index.media.open_reading`).
+    ``base``: where the store is instead of ``db`` (``--store-uri``): for LanceDB the folder or URI
+    (``s3://bucket/prefix``) that holds its folder, for Milvus and Qdrant the server's URL
+    (``http://host:19530``), the collection named after ``directory`` (`kireme.index.servers.collection_name`).
     """
     if kind not in (*STORES, "memory"):
         raise ConfigError(f"unknown store {kind!r}: choose one of {', '.join(STORES)}")
@@ -228,6 +247,10 @@ def open_store(
             f"--store-uri needs the {', '.join(URI_STORES)} store; the {kind} store lives in the index directory"
         )
     path: Path | str = f"{base.rstrip('/')}/{directory or kind}" if base else db / (directory or kind)
+    if not create and not base and kind in ("chroma", "milvus", "qdrant"):
+        from kireme.index.media import open_reading  # a private copy on a read-only or full disk
+
+        return open_reading(kind, Path(path), info)
     if kind == "lancedb":
         from kireme.index.lancedb_store import LanceDBStore
 

@@ -17,7 +17,7 @@ import hmac
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from importlib import resources
 from pathlib import Path
@@ -37,6 +37,7 @@ from kireme.errors import (
     ChatError,
     ConfigError,
     DecodeError,
+    DiskFullError,
     EmbeddingError,
     IndexBusyError,
     IndexDamagedError,
@@ -45,6 +46,7 @@ from kireme.errors import (
     KiremeError,
     LoadError,
     MissingExtraError,
+    ReadOnlyError,
     StoreError,
 )
 from kireme.serve.service import REFUSED_OPTIONS, ChunkService, IndexService, hit_row
@@ -70,7 +72,7 @@ class ChatSettings:
 
     base_url: str | None = None
     model: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never in a log line or a traceback
 
 
 # ------------------------------------------------------------------------------------- request bodies
@@ -294,7 +296,10 @@ def status_of(exc: BaseException) -> int:
         return 400
     if isinstance(exc, IndexNotFoundError):
         return 409
-    if isinstance(exc, IndexMismatchError | IndexDamagedError | IndexBusyError | StoreError):
+    if isinstance(
+        exc,
+        IndexMismatchError | IndexDamagedError | IndexBusyError | StoreError | DiskFullError | ReadOnlyError,
+    ):
         return 503
     if isinstance(exc, MissingExtraError):
         return 501

@@ -265,6 +265,7 @@ class ManifestWatch:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._db: sqlite3.Connection | None = None
+        self._reader: Any = None  # the `kireme.index.media.ReadConnection` that holds ``_db``
         self._inode: int | None = None
 
     def stamp(self) -> tuple[int, int] | None:
@@ -276,10 +277,13 @@ class ManifestWatch:
             return None
         if self._db is None or inode != self._inode:
             self.close()
-            try:  # mode=rw: never creates a manifest where there is none
-                self._db = sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, check_same_thread=False)
+            from kireme.index.media import connect_reader
+
+            try:  # never creates a manifest where there is none; reads one on a read-only or full disk too
+                self._reader = connect_reader(self.path, check_same_thread=False)
             except sqlite3.Error:
                 return None
+            self._db = self._reader.db
             self._inode = inode
         try:
             row = self._db.execute("PRAGMA data_version").fetchone()
@@ -289,9 +293,9 @@ class ManifestWatch:
         return inode, int(row[0])
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-        self._db = None
+        if self._reader is not None:
+            self._reader.close()
+        self._reader = self._db = None
         self._inode = None
 
 
