@@ -44,17 +44,21 @@ print(json.dumps(out))
 """
 
 
-def unpunctuated_text(root: Path, chars: int) -> str | None:
+def unpunctuate(text: str) -> str:
+    """``text`` reduced to kana and kanji: no punctuation, no spaces, no ASCII (digits and Latin words give
+    the old boundary search a pair of simple characters to stop at; pure Japanese gave it none)."""
     import regex
 
+    return regex.sub(r"[^\p{Han}\p{Hiragana}\p{Katakana}ー]+", "", text)
+
+
+def unpunctuated_text(root: Path, chars: int) -> str | None:
     path = corpus_path(root, "jsquad-valid")
     if path is None:
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
     contexts = dict.fromkeys(p["context"] for a in data["data"] for p in a["paragraphs"])
-    # kana and kanji only: no punctuation, no spaces, no ASCII (digits and Latin words give the old
-    # boundary search a pair of simple characters to stop at; pure Japanese gave it none)
-    text = regex.sub(r"[^\p{Han}\p{Hiragana}\p{Katakana}ー]+", "", "".join(contexts))
+    text = unpunctuate("".join(contexts))
     while len(text) < chars:
         text += text
     return text[:chars]

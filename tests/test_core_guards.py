@@ -203,3 +203,110 @@ def test_overlap_example_from_the_issue() -> None:
     assert len(chunks) > 2
     assert any(c.start < p.end for p, c in itertools.pairwise(chunks))  # overlap does happen
     assert not any(index.inside_quote(c.start) for c in chunks)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "第2条",
+                "（宿泊費）",
+                "# ",
+                "## x",
+                "#",
+                "#######",
+                " ",
+                "\u3000",
+                "\t",
+                "\r",
+                "\xa0",
+                "\x1c",
+                "。",
+                "、",
+                "…",
+                ".",
+                "!",
+                "」",
+                "』",
+                ")",
+                "】",
+                "・",
+                "- ",
+                "|",
+                ">",
+                "a",
+                "x" * 20,
+                "\n",
+                "\n\n",
+            ]
+        ),
+        max_size=14,
+    ),
+    st.data(),
+)
+def test_fast_heading_test_agrees_with_the_line_rule(pieces: list[str], data) -> None:
+    from kireme.text.headings import _ends_line, ends_with_heading, is_heading_line, line_before
+
+    text = "".join(pieces)
+    pos = data.draw(st.integers(-1, len(text) + 1))
+    at_line_end = 0 < pos <= len(text) and ("\n" in text[pos - 1 : pos + 1] or _ends_line(text, pos))
+    assert ends_with_heading(text, pos) == (at_line_end and is_heading_line(line_before(text, pos)))
+
+
+# ------------------------------------------------------------------------------------ token offsets
+
+_TOKEN_PIECES = [
+    "今日は晴れ。",
+    "𠮷野家",
+    "👨‍👩‍👧",
+    "é",
+    "ﾃﾞｰﾀ",
+    "鬱",
+    " a b",
+    "Hello, world. ",
+    "\n",
+    "  ",
+    "123",
+    "ĳ",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(_TOKEN_PIECES), min_size=1, max_size=12).map("".join), st.data())
+def test_token_offsets_from_ids_agree_with_the_bytes(text: str, data) -> None:
+    """The sizer reads character offsets off the token ids (`_token_char_tables`); the reference reads
+    them off the UTF-8 bytes, as it once did. Spans are then measured exactly as encoded alone."""
+    import numpy as np
+
+    from kireme import length
+
+    sizer = length._TokenSizer(text)
+    enc = length._encoding()
+    tokens = enc.encode_ordinary(text)
+    raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    is_start = (raw & 0xC0) != 0x80
+    char_of_byte = np.cumsum(is_start) - 1
+    byte_starts = np.cumsum([0] + [len(enc.decode_single_token_bytes(t)) for t in tokens])[:-1]
+    assert list(sizer._starts) == [int(char_of_byte[b]) for b in byte_starts]
+    exact = sorted({int(char_of_byte[b]) for b in byte_starts if is_start[b]})
+    a = data.draw(st.integers(0, len(text)))
+    b = data.draw(st.integers(a, len(text)))
+    assert sizer._straddle(a) == (0 if a >= len(text) or a in exact else 1)
+    before = [c for c in exact if c <= b]
+    expected = before[-1] if before and a < before[-1] and b - before[-1] < 64 else b
+    assert sizer.snap(b, a) == expected
+    if a < b:
+        assert sizer.exact([(a, b)]) == [len(enc.encode_ordinary(text[a:b]))]
+
+
+def test_clearing_the_text_caches_forgets_every_text() -> None:
+    from kireme.text import graphemes, markdown, sentences
+    from kireme.text.caches import clear_text_caches
+
+    text = "# 見出し\n\n本文です。次の文。\n\n・項目\n"
+    chunk(text, "sentence", max_size=5)
+    markdown.markdown_headings(text)
+    clear_text_caches()
+    for cached in (markdown._outline, sentences.sentence_index, sentences._breaks, graphemes._all_boundaries):
+        assert cached.cache_info().currsize == 0

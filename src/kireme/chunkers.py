@@ -24,7 +24,7 @@ from kireme.boundaries.levels import (
 )
 from kireme.boundaries.presets import PRESET_ALIASES, PRESETS, PROSE_PRESETS, markdown_levels, preset_levels
 from kireme.context import ContextBuilder, check_context_mode
-from kireme.document import Chunk, ChunkIds, Document, RegionIndex
+from kireme.document import Chunk, ChunkIds, Document, RegionIndex, new_chunk
 from kireme.errors import ConfigError
 from kireme.length import Measure, get_measure
 from kireme.pack import PACKINGS, PackedSpan, pack
@@ -32,6 +32,9 @@ from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, markdown_headin
 from kireme.text.sentences import check_sentence_mode
 
 DEFAULT_MAX_SIZE = 512
+# What a chunker derives from its fields on first use and keeps (in its __dict__), a strategy's own too:
+# never pickled or copied.
+_DERIVED = ("_config_hash", "_variants", "_levels", "_table_mode")
 
 Unit = str | Callable[[str], int] | Measure
 
@@ -253,8 +256,20 @@ class Chunker:
 
     @property
     def config_hash(self) -> str:
-        raw = json.dumps(self.config, sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+        """A hash of `config`: part of every chunk id. Computed once per chunker (its fields are frozen)."""
+        cached: str | None = self.__dict__.get("_config_hash")
+        if cached is None:
+            raw = json.dumps(self.config, sort_keys=True, ensure_ascii=False)
+            cached = hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+            object.__setattr__(self, "_config_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled and copied: the fields, never what was derived from them (`_DERIVED`; rebuilt on use)."""
+        state = dict(self.__dict__)
+        for name in _DERIVED:
+            state.pop(name, None)
+        return state
 
     def chunk(self, document: Document | str) -> list[Chunk]:
         """Cut one document (or a plain string) into chunks; ``""`` gives ``[]``."""
@@ -266,39 +281,53 @@ class Chunker:
 
     def build_chunks(self, doc: Document, plan: ChunkPlan) -> list[Chunk]:
         """A plan for ``doc`` as `Chunk`s with their deterministic ids (from this chunker's config),
-        headings, regions and context."""
-        config_hash = self.config_hash
+        headings, regions and context.
+
+        Only what a chunk can get is asked for: no region lookup without regions, no context prefix
+        without context, no heading path outside Markdown-like formats.
+        """
         unit = self.measure.name
+        doc_text = doc.text
+        doc_id = doc.id
         paths = plan.heading_paths if plan.heading_paths is not None else _heading_paths(doc)
         title = plan.title or doc.title
         embed = plan.embed_text
-        context = self.context_builder(doc, paths, title)
-        regions = RegionIndex(doc.regions)
-        ids = ChunkIds(doc, config_hash)
+        prefix = None
+        if embed is None and self.context != "none":
+            prefix = self.context_builder(doc, paths, title).prefix
+        regions = RegionIndex(doc.regions) if doc.regions else None
+        headings_of = plan.headings
+        ids = ChunkIds(doc, self.config_hash)
         out = []
         for i, s in enumerate(plan.spans):
-            text = doc.text[s.start : s.end]
-            headings = paths.at(s.start) if paths is not None else ()
-            metadata = regions.metadata(s.start, s.end) if doc.regions else {}
-            if plan.headings is not None:
-                headings, more = plan.headings(s.start, s.end)
-                metadata = {**metadata, **more}
+            start, end = s.start, s.end
+            text = doc_text[start:end]
+            headings = paths.at(start) if paths is not None else ()
+            metadata = regions.metadata(start, end) if regions is not None else None
+            if headings_of is not None:
+                headings, more = headings_of(start, end)
+                if more:
+                    metadata = {**metadata, **more} if metadata else more
+            if embed is not None:
+                embed_text = embed(start, end)
+            elif prefix is not None:
+                embed_text = prefix(start, end) + text
+            else:
+                embed_text = text
             out.append(
-                Chunk(
-                    text=text,
-                    start=s.start,
-                    end=s.end,
-                    doc_id=doc.id,
-                    index=i,
-                    id=ids(s.start, s.end),
-                    size=s.size,
-                    unit=unit,
-                    headings=headings,
-                    metadata=metadata,
-                    title=title,
-                    embed_text=(
-                        embed(s.start, s.end) if embed is not None else context.prefix(s.start, s.end) + text
-                    ),
+                new_chunk(
+                    text,
+                    start,
+                    end,
+                    doc_id,
+                    i,
+                    ids(start, end),
+                    s.size,
+                    unit,
+                    headings,
+                    metadata,
+                    title,
+                    embed_text,
                 )
             )
         return out
@@ -358,15 +387,29 @@ class RecursiveChunker(Chunker):
         object.__setattr__(self, "preset", PRESET_ALIASES.get(self.preset, self.preset))
 
     def for_document(self, doc: Document) -> Chunker:
-        """``preset="auto"``: Markdown files get the markdown preset, everything else the prose one."""
+        """``preset="auto"``: Markdown files get the markdown preset, everything else the prose one (each
+        made once per chunker)."""
         if self.separators is not None or self.preset != "auto":
             return self
-        return replace(self, preset="markdown" if doc.format in MARKDOWN_FORMATS else "default")
+        preset = "markdown" if doc.format in MARKDOWN_FORMATS else "default"
+        variants: dict[str, Chunker] | None = self.__dict__.get("_variants")
+        if variants is None:
+            variants = {}
+            object.__setattr__(self, "_variants", variants)
+        chunker = variants.get(preset)
+        if chunker is None:
+            chunker = variants[preset] = replace(self, preset=preset)
+        return chunker
 
     def levels(self) -> list[Level]:
-        if self.separators is not None:
-            return levels_for_separators(self.separators)
-        return preset_levels("default" if self.preset == "auto" else self.preset)
+        cached: tuple[Level, ...] | None = self.__dict__.get("_levels")
+        if cached is None:  # the levels of separators compile their patterns: once per chunker
+            if self.separators is not None:
+                cached = tuple(levels_for_separators(self.separators))
+            else:
+                cached = tuple(preset_levels("default" if self.preset == "auto" else self.preset))
+            object.__setattr__(self, "_levels", cached)
+        return list(cached)
 
     def document_levels(self, doc: Document) -> list[Level]:
         if self.separators is None and self.preset == "markdown":  # headings from the parser

@@ -59,10 +59,21 @@ class ContextBuilder:
         self.size = size
         self.limit = limit
         self.text = text
+        # a document's chunks share a few heading chains: each name compared, each prefix fitted, once
+        self._keys: dict[str, str] = {}
+        self._fitted: dict[tuple[tuple[str, ...], tuple[bool, ...]], str] = {}
+        self._prefixes: dict[tuple[int, int | None], str] = {}
+
+    def _is_title(self, name: str) -> bool:
+        """Whether ``name`` says the title (`_key` equal), remembered per name."""
+        key = self._keys.get(name)
+        if key is None:
+            key = self._keys[name] = _key(name)
+        return key == self._title_key
 
     def _names(self, chain: tuple[Heading, ...]) -> list[str]:
         names = [h.title.strip() for h in chain if h.title.strip()]
-        if names and self.title and _key(names[0]) == self._title_key:
+        if names and self.title and self._is_title(names[0]):
             names = names[1:]
         return names
 
@@ -76,7 +87,14 @@ class ContextBuilder:
 
     def _fit(self, names: list[str], titles: tuple[bool, ...] = (True, False)) -> str:
         """The fullest prefix within ``limit``: outer headings go first, then the title; the deepest
-        heading (the most specific words about the chunk) goes last."""
+        heading (the most specific words about the chunk) goes last. Each answer is kept."""
+        key = (tuple(names), titles)
+        fitted = self._fitted.get(key)
+        if fitted is None:
+            fitted = self._fitted[key] = self._fit_now(names, titles)
+        return fitted
+
+    def _fit_now(self, names: list[str], titles: tuple[bool, ...]) -> str:
         order = [(title, drop) for title in titles for drop in range(len(names))]
         order += [(title, len(names)) for title in titles]
         for title, drop in order:
@@ -95,14 +113,24 @@ class ContextBuilder:
         gets, so where kireme cuts does not depend on which lines the chunk ends up holding."""
         if self.mode == "none":
             return ""
+        known = self._prefixes.get((start, end))
+        if known is None:  # a strategy may ask again for the same chunk (packing tighter for its context)
+            known = self._prefixes[(start, end)] = self._prefix(start, end)
+        return known
+
+    def _prefix(self, start: int, end: int | None) -> str:
         chain = self.paths.chain(start) if self.paths is not None else ()
         if end is None:
             names = self._names(tuple(h for h in chain if h.start < start))
-            opens = bool(chain) and chain[-1].start == start and _key(chain[-1].title) == self._title_key
         else:
             names = self._names(tuple(h for h in chain if h.end <= start))
+        if not self.title:  # no title to leave out
+            return self._fit(names)
+        if end is None:
+            opens = bool(chain) and chain[-1].start == start and self._is_title(chain[-1].title)
+        else:
             opens = self._holds_title(chain, start, end) or self._opens_with_title(start, end)
-        if self.title and (opens or any(_key(name) == self._title_key for name in names)):
+        if opens or any(self._is_title(name) for name in names):
             return self._fit(names, titles=(False,))  # the chunk or the path says the title already
         return self._fit(names)
 
@@ -113,11 +141,9 @@ class ContextBuilder:
         if self.mode == "none":
             return ""
         kept = [n.strip() for n in names if n.strip()] if self.mode == "headings" else []
-        if kept and self.title and _key(kept[0]) == self._title_key:
+        if kept and self.title and self._is_title(kept[0]):
             kept = kept[1:]
-        if self.title and (
-            self._opens_with_title(start, end) or any(_key(n) == self._title_key for n in kept)
-        ):
+        if self.title and (self._opens_with_title(start, end) or any(self._is_title(n) for n in kept)):
             return self._fit(kept, titles=(False,))
         return self._fit(kept)
 
@@ -128,15 +154,17 @@ class ContextBuilder:
         held = self.paths.between(start, end)
         if chain and chain[-1].end > start:  # the heading line the chunk starts in (or opens with)
             held = (chain[-1], *held)
-        return any(_key(h.title) == self._title_key for h in held)
+        return any(self._is_title(h.title) for h in held)
 
     def _opens_with_title(self, start: int, end: int) -> bool:
         """Whether the chunk's first line is the title (``# `` marks and spaces aside)."""
         if not self.text:
             return False
         stop = self.text.find("\n", start, end)
-        line = _ATX_MARKS.sub("", self.text[start : end if stop < 0 else stop].strip())
-        return bool(line) and _key(line) == self._title_key
+        line = self.text[start : end if stop < 0 else stop].strip()
+        if "#" in line:
+            line = _ATX_MARKS.sub("", line)
+        return bool(line) and self._is_title(line)
 
     def largest(self, start: int | None = None) -> int:
         """The largest prefix size any chunk can get: in the section at ``start``, or anywhere."""

@@ -35,6 +35,10 @@ __all__ = [
 ]
 
 
+# The read-only empty metadata every document and chunk without metadata shares.
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
+
+
 def content_hash(text: str) -> str:
     """Hex SHA-256 of the UTF-8 text (surrogates passed through so every ``str`` hashes)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -106,7 +110,12 @@ class Document:
             digest = content_hash(self.text)  # kept: chunk ids need it too, hash the text once
             object.__setattr__(self, "_sha256", digest)
             object.__setattr__(self, "id", "sha256:" + digest[:16])
-        object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
+        metadata = self.metadata
+        object.__setattr__(self, "metadata", MappingProxyType(dict(metadata)) if metadata else _NO_METADATA)
+        if not self.regions:
+            if self.regions != ():
+                object.__setattr__(self, "regions", ())
+            return
         regions = tuple(sorted(self.regions, key=lambda r: (r.start, r.end)))
         for r in regions:
             if r.end > len(self.text):
@@ -141,9 +150,6 @@ class Document:
             cached = content_hash(self.text)
             object.__setattr__(self, "_sha256", cached)
         return cached
-
-
-_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -209,6 +215,40 @@ class Chunk:
         except UnicodeEncodeError:
             line = json.dumps(row, ensure_ascii=True)
         return line + "\n"
+
+
+def new_chunk(
+    text: str,
+    start: int,
+    end: int,
+    doc_id: str,
+    index: int,
+    id: str,
+    size: int,
+    unit: str,
+    headings: tuple[str, ...],
+    metadata: Mapping[str, Any] | None,
+    title: str,
+    embed_text: str,
+) -> Chunk:
+    """``Chunk(...)`` for a chunker's own hot path: the same object, made without the frozen dataclass's
+    one ``object.__setattr__`` per field (``metadata``: None or a dict to make read-only)."""
+    chunk = object.__new__(Chunk)
+    chunk.__dict__.update(
+        text=text,
+        start=start,
+        end=end,
+        doc_id=doc_id,
+        index=index,
+        id=id,
+        size=size,
+        unit=unit,
+        headings=headings,
+        metadata=MappingProxyType(dict(metadata)) if metadata else _NO_METADATA,
+        title=title,
+        embed_text=text if embed_text is None else embed_text,
+    )
+    return chunk
 
 
 def chunk_id(doc: Document, config_hash: str, start: int, end: int) -> str:

@@ -18,8 +18,9 @@ from __future__ import annotations
 import threading
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Protocol, cast
@@ -127,28 +128,45 @@ def _encoding() -> tiktoken.Encoding:
         ) from exc
 
 
-_TOKEN_BYTES_LOCK = threading.Lock()
+_TOKEN_TABLES_LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=1)
-def _token_byte_lengths() -> npt.NDArray[np.int32]:
+def _token_char_tables() -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int8]]:
+    """Per cl100k token id: how many characters start in its bytes (bytes that are not UTF-8 continuation
+    bytes), and whether its first byte starts a character (1) or continues one (0).
+
+    A token stream's character offsets follow from these alone (`_TokenSizer`): the text is never
+    encoded to bytes again, and no per-byte array is made. Undefined ids (between the special tokens)
+    count as empty.
+    """
     import numpy as np
 
     enc = _encoding()
-    with _TOKEN_BYTES_LOCK:
-        lengths = np.zeros(enc.n_vocab, dtype=np.int32)
+    with _TOKEN_TABLES_LOCK:
+        pieces: list[bytes] = []
         step = 4096
         for first in range(0, enc.n_vocab, step):
             ids = list(range(first, min(enc.n_vocab, first + step)))
             try:  # one call per block; blocks with undefined ids (between special tokens) go one by one
-                lengths[first : first + len(ids)] = [len(b) for b in enc.decode_tokens_bytes(ids)]
+                pieces += enc.decode_tokens_bytes(ids)
             except KeyError:
                 for i in ids:
                     try:
-                        lengths[i] = len(enc.decode_single_token_bytes(i))
+                        pieces.append(enc.decode_single_token_bytes(i))
                     except KeyError:
-                        lengths[i] = 0
-    return lengths
+                        pieces.append(b"")
+        lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+        raw = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+        is_start = ((raw & 0xC0) != 0x80).astype(np.int32)
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        total = np.concatenate(([0], np.cumsum(is_start)))
+        counts = (total[ends] - total[starts]).astype(np.int8)
+        first_is_start = np.zeros(len(pieces), dtype=np.int8)
+        present = lengths > 0
+        first_is_start[present] = is_start[starts[present]]
+    return counts, first_is_start
 
 
 # Where a letter is followed by a non-letter, every cl100k pre-tokenisation has a boundary: no pre-token
@@ -161,28 +179,35 @@ _LAST_LETTER_END = regex.compile(r"(?r)(?<=\p{L})(?=\P{L})")
 # pre-token continues either, so the parts encode to exactly the whole-text token stream.
 _PARALLEL_SPLIT = regex.compile(r"\n(?=\S)")
 _PARALLEL_MIN_CHARS = 200_000
+_PART_CHARS = _PARALLEL_MIN_CHARS // 2
 
 
-def _encode_stream(text: str) -> list[npt.NDArray[np.uint32]]:
+def _encode_stream(text: str) -> Iterator[npt.NDArray[np.uint32]]:
     """The whole-text token stream, encoded in parallel parts that split only at safe boundaries.
 
-    Each part comes back as a numpy array straight from tiktoken's buffer (no list of Python ints);
+    Each part comes back as a numpy array straight from tiktoken's buffer (no list of Python ints), in
+    order, as it is done, so a caller that keeps only what it reads off each part holds few at a time;
     special-token text such as ``<|endoftext|>`` is encoded as ordinary text, as ``encode_ordinary``
     does.
     """
     if len(text) < _PARALLEL_MIN_CHARS:
-        return [_encode_part(text)]
-    parts: list[str] = []
-    start = 0
-    step = max(_PARALLEL_MIN_CHARS // 2, len(text) // 8)
-    while start < len(text):
-        m = _PARALLEL_SPLIT.search(text, min(len(text), start + step))
-        end = m.end() if m else len(text)
-        parts.append(text[start:end])
-        start = end
+        yield _encode_part(text)
+        return
     _encoding()  # loaded here, once, not by both threads at the same time
+    # parts of about the same size whatever the text's: the memory in flight (a part, its UTF-8 copy, its
+    # token buffer) stays a few parts' worth; each part is cut from the text only when it is sent
+    pending: deque[Future[npt.NDArray[np.uint32]]] = deque()
     with ThreadPoolExecutor(2) as pool:  # tiktoken releases the GIL while it encodes
-        return list(pool.map(_encode_part, parts))
+        start = 0
+        while start < len(text):
+            m = _PARALLEL_SPLIT.search(text, min(len(text), start + _PART_CHARS))
+            end = m.end() if m else len(text)
+            pending.append(pool.submit(_encode_part, text[start:end]))
+            start = end
+            if len(pending) > 2:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 def _encode_part(text: str) -> npt.NDArray[np.uint32]:
@@ -194,11 +219,14 @@ class _TokenSizer:
     """Span sizes from one encoding of the whole text.
 
     The stream is kept as the sorted character offsets where its tokens start, so the number of
-    tokens starting before a position is one binary search. ``estimate(a, b)`` counts the tokens that
-    start inside ``[a, b)``, plus one when a token straddles ``a`` (the span alone starts with a piece
-    of it: " see" -> "see"). ``exact(a, b)`` is the count of ``text[a:b]`` encoded alone, computed
-    without encoding the span: between the first and the last letter/non-letter boundary inside the
-    span the alone-encoding equals the stream, so only the short head and tail are encoded.
+    tokens starting before a position is one binary search, and a flag per token: whether it starts at
+    a character's first byte (a token may begin inside a character that the one before it began). The
+    offsets come from the token ids alone (`_token_char_tables`), about five bytes a token in all.
+    ``estimate(a, b)`` counts the tokens that start inside ``[a, b)``, plus one when a token straddles
+    ``a`` (the span alone starts with a piece of it: " see" -> "see"). ``exact(a, b)`` is the count of
+    ``text[a:b]`` encoded alone, computed without encoding the span: between the first and the last
+    letter/non-letter boundary inside the span the alone-encoding equals the stream, so only the short
+    head and tail are encoded.
     """
 
     exact_estimates = False
@@ -208,23 +236,39 @@ class _TokenSizer:
 
         self._text = text
         self._n = len(text)
-        self._starts = array("i")
-        self._exact_starts = array("i")
+        self._starts: Sequence[int] = array("i")
+        self._flags: Sequence[int] = b""
+        self._exact_sizes: dict[tuple[int, int], int] = {}
         if not text:
             return
-        parts = _encode_stream(text)
-        tokens = np.concatenate([part.view(np.int32) for part in parts])  # ids < 2**31: a view, no copy
-        raw = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
-        is_char_start = (raw & 0xC0) != 0x80
-        char_of_byte = np.cumsum(is_char_start, dtype=np.int32) - 1
-        lengths = _token_byte_lengths()[tokens]
-        byte_starts = np.minimum(np.cumsum(lengths, dtype=np.int32) - lengths, len(raw) - 1)
-        char_starts = char_of_byte[byte_starts]
-        self._starts = array("i", char_starts.tobytes())
-        exact = char_starts[is_char_start[byte_starts]]  # sorted already: drop repeats without a sort
-        if len(exact) > 1:
-            exact = exact[np.concatenate(([True], exact[1:] != exact[:-1]))]
-        self._exact_starts = array("i", exact.astype(np.int32).tobytes())
+        char_counts, first_is_start = _token_char_tables()
+        counts: list[npt.NDArray[np.int8] | None] = []
+        firsts: list[npt.NDArray[np.int8] | None] = []
+        for part in _encode_stream(text):  # each part's ids are let go once read: two bytes a token kept
+            ids = part.view(np.int32)  # ids < 2**31: a view, no copy
+            counts.append(char_counts[ids])
+            firsts.append(first_is_start[ids])
+            del part, ids
+        total = sum(len(c) for c in counts if c is not None)
+        starts = np.empty(total, dtype=np.int32)
+        flags = np.empty(total, dtype=np.int8)
+        pos = begun = 0
+        for k, (count, first) in enumerate(zip(counts, firsts, strict=True)):
+            assert count is not None and first is not None
+            counts[k] = firsts[k] = None  # let go as soon as it is read
+            # the character a token's first byte belongs to: the characters begun before it, less one
+            # when it continues a character
+            block = starts[pos : pos + len(count)]
+            np.cumsum(count, dtype=np.int32, out=block)
+            block -= count
+            block += first
+            block += begun - 1
+            flags[pos : pos + len(count)] = first
+            begun += int(count.sum(dtype=np.int64))
+            pos += len(count)
+            del count, first, block
+        self._starts = starts.data  # a memoryview: bisected and indexed as fast as an array
+        self._flags = flags.data
 
     def _before(self, c: int) -> int:
         """Stream tokens that start before character ``c``."""
@@ -233,8 +277,9 @@ class _TokenSizer:
     def _straddle(self, a: int) -> int:
         if a >= self._n:
             return 0
-        i = bisect_left(self._exact_starts, a)
-        return 0 if i < len(self._exact_starts) and self._exact_starts[i] == a else 1
+        # the first token at ``a`` is the one that starts the character there, if any does
+        i = bisect_left(self._starts, a)
+        return 0 if i < len(self._starts) and self._starts[i] == a and self._flags[i] else 1
 
     def _limit(self, a: int, budget: int) -> int:
         """The largest position ``x`` with ``estimate(a, x) <= budget`` (may exceed the text)."""
@@ -263,7 +308,15 @@ class _TokenSizer:
         )
 
     def exact(self, spans: Sequence[tuple[int, int]]) -> list[int]:
-        return [self._exact_one(a, b) for a, b in spans]
+        # a span is often measured twice (a window as it is cut, then every chunk once packed): once is enough
+        known = self._exact_sizes
+        out = []
+        for a, b in spans:
+            size = known.get((a, b))
+            if size is None:
+                size = known[(a, b)] = self._exact_one(a, b)
+            out.append(size)
+        return out
 
     def furthest(self, a: int, bounds: Sequence[int], lo: int, hi: int, budget: int) -> int:
         return bisect_right(bounds, self._limit(a, budget), lo, hi) - 1
@@ -273,9 +326,12 @@ class _TokenSizer:
 
     def snap(self, pos: int, lo: int) -> int:
         """Back to where a stream token starts, so a window cut ("hel|lo") does not add a token."""
-        i = bisect_right(self._exact_starts, pos) - 1
+        starts, flags = self._starts, self._flags
+        i = bisect_right(starts, pos) - 1
+        while i >= 0 and not flags[i] and pos - starts[i] < 64:  # tokens that continue a character
+            i -= 1
         if i >= 0:
-            c = self._exact_starts[i]
+            c = starts[i]
             if lo < c and pos - c < 64:
                 return c
         return pos
@@ -323,6 +379,14 @@ class _OffsetSizer(_TokenSizer):
 
     def exact(self, spans: Sequence[tuple[int, int]]) -> list[int]:
         return self._count_many([self._text[a:b] for a, b in spans])
+
+    def snap(self, pos: int, lo: int) -> int:
+        i = bisect_right(self._exact_starts, pos) - 1
+        if i >= 0:
+            c = self._exact_starts[i]
+            if lo < c and pos - c < 64:
+                return c
+        return pos
 
 
 _FRESH_PROBE = "今日は晴れ。明日は雨。出張の精算"

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from kireme.boundaries.levels import Level
 from kireme.errors import ConfigError
@@ -32,6 +33,8 @@ from kireme.text.sentences import sentence_index
 log = logging.getLogger(__name__)
 
 Span = tuple[int, int]
+# A run of whitespace (the stdlib engine's ``\s`` is ``str.isspace``); matches at any position.
+_SPACE_RUN = cast(Callable[[str, int, int], re.Match[str]], re.compile(r"\s*").match)
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,21 @@ class PackedSpan:
     start: int
     end: int
     size: int
+
+
+def _trim(text: str, a: int, b: int) -> Span:
+    """``[a, b)`` without its leading and trailing whitespace (``(e, e)`` when that is all it holds)."""
+    s = _SPACE_RUN(text, a, b).end() if a < b and text[a].isspace() else a  # blank lines, indents: one scan
+    e = b
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    if s >= e:
+        return (e, e)
+    if s > a:  # never start on a mark that belongs to a whitespace base (" \u0301")
+        s = floor_boundary(text, s, a)
+    if e < b:
+        e = ceil_boundary(text, e, s)
+    return (s, e)
 
 
 class _Packer:
@@ -84,20 +102,7 @@ class _Packer:
 
     # ------------------------------------------------------------------------------ whitespace
     def trim(self, a: int, b: int) -> Span:
-        text = self.text
-        s = a
-        while s < b and text[s].isspace():
-            s += 1
-        e = b
-        while e > s and text[e - 1].isspace():
-            e -= 1
-        if s >= e:
-            return (e, e)
-        if s > a:  # never start on a mark that belongs to a whitespace base (" \u0301")
-            s = floor_boundary(text, s, a)
-        if e < b:
-            e = ceil_boundary(text, e, s)
-        return (s, e)
+        return _trim(self.text, a, b)
 
     # ------------------------------------------------------------------------------ splitting
     def split(self, a: int, b: int, level: int, budget: int, out: list[Span]) -> None:
@@ -637,6 +642,18 @@ def pack(
     """
     if packing not in PACKINGS:
         raise ConfigError(f"packing must be one of {', '.join(PACKINGS)}, not {packing!r}")
+    if merge:  # the whole span fits one chunk (most small documents): no packer to build
+        a, b = span if span is not None else (0, len(text))
+        a, b = _trim(text, a, b)
+        if a >= b:
+            return []
+        budget = max_size - overlap
+        size = sizer.estimate(a, b)
+        if size <= budget and isinstance(keep_headings, bool):
+            if not sizer.exact_estimates:
+                size = sizer.exact([(a, b)])[0]
+            if size <= budget:
+                return [PackedSpan(a, b, size)]
     extra: dict[str, object] = {}
     packer_class: type[_Packer] = _Packer
     if packing == "optimal":

@@ -51,16 +51,17 @@ class RegexLevel:
             object.__setattr__(self, "name", self.pattern)
 
     def cuts(self, text: str, a: int, b: int) -> list[int]:
-        out: list[int] = []
         seconds = None if self.time_limit is None else self.time_limit * (1 + (b - a) / 1e6)
         try:
-            for m in self._compiled.finditer(text, a, b, timeout=seconds):
-                s = m.end() if self.cut_after else m.start()
-                if a < s < b and (not out or out[-1] != s):
-                    out.append(s)
+            matches = self._compiled.finditer(text, a, b, timeout=seconds)
+            found = [m.end() for m in matches] if self.cut_after else [m.start() for m in matches]
         except TimeoutError:  # only with a time limit
             raise PatternTimeoutError(self.pattern, seconds or 0.0, b - a) from None
-        return out
+        # sorted already (an empty match may repeat the end of the one before it): strictly inside, once
+        lo, hi = bisect_right(found, a), bisect_left(found, b)
+        if lo > 0 or hi < len(found):
+            found = found[lo:hi]
+        return list(dict.fromkeys(found)) if len(set(found)) < len(found) else found
 
 
 @dataclass(frozen=True)

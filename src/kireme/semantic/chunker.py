@@ -194,7 +194,7 @@ class SemanticChunker(Chunker):
         this process's display: a copy in another process has no one to report to, and a lambda or a
         display would not pickle). ``similarity`` pickles as the spec it is; an `Embedder` object given
         as ``similarity`` travels only if that object pickles."""
-        state = dict(self.__dict__)
+        state = super().__getstate__()
         state["_backend"] = None
         state["progress"] = None
         return state

@@ -23,7 +23,7 @@ from kireme.document import Document
 from kireme.errors import ConfigError
 from kireme.length import SpanSizer
 from kireme.pack import PackedSpan, pack
-from kireme.structure.layout import document_outline, heading_rule, structure_levels
+from kireme.structure.layout import LazyLevels, document_outline, heading_rule
 from kireme.structure.tables import (
     TableMode,
     column_index,
@@ -76,7 +76,11 @@ class StructureChunker(Chunker):
 
     @property
     def table_mode(self) -> TableMode:
-        return TableMode.parse(self.table)
+        mode: TableMode | None = self.__dict__.get("_table_mode")
+        if mode is None:  # parsed once per chunker: every piece's embed_text asks
+            mode = TableMode.parse(self.table)
+            object.__setattr__(self, "_table_mode", mode)
+        return mode
 
     def options(self) -> dict[str, Any]:
         return {"table": self.table}
@@ -98,7 +102,7 @@ class StructureChunker(Chunker):
             from kireme.text.paragraphs import pdf_paragraph_starts
 
             paragraphs = pdf_paragraph_starts(doc.text)
-        levels = structure_levels(doc, outline, paragraphs, self.sentences)
+        levels = LazyLevels(doc, outline, paragraphs, self.sentences)
         keep_headings, heading_end = heading_rule(doc, outline)
         spans: list[PackedSpan] = []
         embeds: dict[tuple[int, int], str] = {}

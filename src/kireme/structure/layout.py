@@ -9,8 +9,9 @@ line is larger than the limit.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from kireme.boundaries.levels import (
     CLAUSE,
@@ -49,15 +50,62 @@ class Outside:
 
     def cuts(self, text: str, a: int, b: int) -> list[int]:
         cuts = self.level.cuts(text, a, b)
-        if not self.starts:
+        starts, ends = self.starts, self.ends
+        if not starts or not cuts:
             return cuts
-        out = []
-        for c in cuts:
-            i = bisect_left(self.starts, c) - 1  # the last protected span starting before c
-            if i >= 0 and c < self.ends[i]:
-                continue
-            out.append(c)
+        # a cut is dropped when it lies inside the last protected span that starts before it: span i
+        # governs the cuts in (starts[i], starts[i + 1]]; only the spans among the cuts are visited, and
+        # the cuts between them are kept by the slice
+        first = max(0, bisect_left(starts, cuts[0]) - 1)
+        last = bisect_left(starts, cuts[-1])
+        out: list[int] = []
+        kept = 0  # cuts[kept:] are not decided yet
+        for i in range(first, last):
+            stop = min(ends[i], starts[i + 1] + 1) if i + 1 < len(starts) else ends[i]
+            lo = bisect_right(cuts, starts[i], kept)
+            hi = bisect_left(cuts, stop, lo)
+            if lo < hi:
+                out += cuts[kept:lo]
+                kept = hi
+        if not kept:
+            return cuts
+        out += cuts[kept:]
         return out
+
+
+class LazyLevels(Sequence[Level]):
+    """`structure_levels`, made the first time a packer reads them: a document whose sections each fit one
+    chunk (most small documents) never needs them."""
+
+    def __init__(
+        self,
+        doc: Document,
+        outline: Outline,
+        paragraph_starts: list[int] | None = None,
+        sentences: str = "auto",
+    ) -> None:
+        self._args = (doc, outline, paragraph_starts, sentences)
+        self._levels: list[Level] | None = None
+
+    def _made(self) -> list[Level]:
+        if self._levels is None:
+            self._levels = structure_levels(*self._args)
+        return self._levels
+
+    @overload
+    def __getitem__(self, index: int) -> Level: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Level]: ...
+
+    def __getitem__(self, index: int | slice) -> Level | list[Level]:
+        return self._made()[index]
+
+    def __len__(self) -> int:
+        return len(self._made())
+
+    def __iter__(self) -> Iterator[Level]:
+        return iter(self._made())
 
 
 def structure_levels(

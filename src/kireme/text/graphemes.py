@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from functools import lru_cache
+from itertools import repeat
+from operator import add, itemgetter
 
 import regex
 
@@ -30,8 +32,10 @@ class CutFilter:
 
     Only positions next to a character that can join a cluster (marks, ZWJ, regional indicators,
     CR, Hangul jamo, Indic consonants...) need a real check; for typical Japanese or English text that
-    is none at all. Only the characters around the candidate cuts are looked at (each distinct
-    character classified once per process), never the whole text.
+    is none at all. The characters on both sides of every candidate are gathered and compared with the
+    set of known simple characters in bulk (C-level ``itemgetter`` and set operations), so a list of
+    candidates costs no Python work per candidate unless one of them stands next to such a character
+    (then each is checked as `is_boundary` does). The text itself is never scanned.
     """
 
     def __init__(self, text: str) -> None:
@@ -39,6 +43,14 @@ class CutFilter:
 
     def keep(self, cuts: list[int]) -> list[int]:
         text = self.text
+        if len(cuts) > 1 and cuts[0] > 0 and cuts[-1] < len(text):
+            around = set(itemgetter(*cuts)(text))
+            around.update(itemgetter(*map(add, cuts, repeat(-1)))(text))
+            if not around.issubset(_SIMPLE_CHARS):
+                for ch in around.difference(_SIMPLE_CHARS):
+                    _learn_simple(ch)
+            if around.issubset(_SIMPLE_CHARS):
+                return cuts
         return [p for p in cuts if is_boundary(text, p)]
 
 

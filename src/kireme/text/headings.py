@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import re
+
 from kireme.text.marks import BULLETS, CLAUSE_MARKS, CLOSERS, FULL_STOPS, TERMINATORS
-from kireme.text.patterns import lazy_regex
+from kireme.text.patterns import lazy_re, lazy_regex
 
 _MARKDOWN_HEADING = lazy_regex(r"#{1,6}[ \t]")
 _BULLET = lazy_regex(rf"[{BULLETS}\-*+>|]")
 # A line ending in one of these is prose or a list entry, not a title.
 _PROSE_END = TERMINATORS + FULL_STOPS + CLAUSE_MARKS + "…"
 MAX_HEADING_CHARS = 40
+
+# `is_heading_line` as one pattern, matched on a line that ends at its last non-space character (the stdlib
+# engine's ``\s`` is ``str.isspace``, as ``strip`` is): leading space, then a Markdown heading, or a
+# line of at most MAX_HEADING_CHARS characters that starts with no bullet and whose last character before
+# any closing brackets is no prose punctuation. tests/test_core_guards.py checks the two agree.
+_CLOSER_CLASS = re.escape(CLOSERS)
+_BULLET_CLASS = re.escape(BULLETS + "-*+>|")
+_HEADING_LINE = lazy_re(
+    r"\s*(?:#{1,6}[ \t]"
+    rf"|(?![{_BULLET_CLASS}])(?=\S.{{0,{MAX_HEADING_CHARS - 1}}}\Z)"
+    rf"(?:.*[^{re.escape(_PROSE_END)}{_CLOSER_CLASS}])?[{_CLOSER_CLASS}]*\Z)",
+    re.DOTALL,
+)
 
 
 def line_before(text: str, pos: int) -> str:
@@ -37,14 +52,16 @@ def is_heading_line(line: str) -> bool:
 
 
 def ends_with_heading(text: str, pos: int) -> bool:
-    """True when a cut at ``pos`` would leave a heading line at the end of a chunk."""
-    if (
-        pos <= 0
-        or pos > len(text)
-        or ("\n" not in text[max(0, pos - 1) : pos + 1] and not _ends_line(text, pos))
-    ):
+    """True when a cut at ``pos`` would leave a heading line at the end of a chunk.
+
+    The same answer as ``is_heading_line(line_before(text, pos))`` at a line end, without copying the line.
+    """
+    if pos <= 0 or pos > len(text) or ("\n" not in text[pos - 1 : pos + 1] and not _ends_line(text, pos)):
         return False
-    return is_heading_line(line_before(text, pos))
+    end = pos
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    return end > 0 and _HEADING_LINE.match(text, text.rfind("\n", 0, end) + 1, end) is not None
 
 
 def _ends_line(text: str, pos: int) -> bool:

@@ -9,11 +9,12 @@ in the exact text (``\\r\\n`` kept), so headings, fences and table rows line up 
 from __future__ import annotations
 
 import logging
+import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import regex
 
@@ -98,21 +99,22 @@ class Outline:
         return sorted(spans)
 
 
+_NEWLINE = re.compile("\n")
+_END = cast(Callable[["re.Match[str]"], int], re.Match.end)
+
+
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
+    """CommonMark + GFM tables, blocks only: the inline content of the few blocks whose text is read
+    (heading titles, table cells) is parsed on demand (`_inline`); the rest never is."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark").enable("table")
+    return MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
 
 
 def line_starts(text: str) -> list[int]:
     """Offset of the first character of every line (``\\n``-terminated; ``\\r\\n`` counts as one)."""
-    starts = [0]
-    pos = text.find("\n")
-    while pos != -1:
-        starts.append(pos + 1)
-        pos = text.find("\n", pos + 1)
-    return starts
+    return [0, *map(_END, _NEWLINE.finditer(text))]
 
 
 _FRONT_MATTER = lazy_regex(
@@ -131,12 +133,22 @@ def front_matter(text: str) -> tuple[int, str]:
     return m.end(), title
 
 
-def _parse(text: str, fm_end: int) -> list[Token]:
-    """Tokens of ``text`` with the front matter blanked out (same line numbers, nothing parsed there)."""
+def _parse(text: str, fm_end: int) -> tuple[list[Token], dict[str, Any]]:
+    """Block tokens of ``text`` with the front matter blanked out (same line numbers, nothing parsed
+    there), and the parse's environment (link reference definitions, which inline content reads)."""
     if fm_end:
         head = regex.sub(r"[^\r\n]", "", text[:fm_end])
         text = head + text[fm_end:]
-    return _parser().parse(text)
+    env: dict[str, Any] = {}
+    return _parser().parse(text, env), env
+
+
+def _inline(inline: Token, env: dict[str, Any]) -> list[Token]:
+    """The children of an ``inline`` token, as a full parse gives them (its core ``inline`` rule)."""
+    md = _parser()
+    children: list[Token] = []
+    md.inline.parse(inline.content, md, env, children)
+    return children
 
 
 def _line_span(text: str, lines: list[int], first: int, last: int) -> tuple[int, int]:
@@ -148,9 +160,15 @@ def _line_span(text: str, lines: list[int], first: int, last: int) -> tuple[int,
     return start, end
 
 
-def _plain(inline: Token) -> str:
-    """The visible text of an inline token (emphasis, code and links reduced to their text)."""
-    parts = [child.content for child in inline.children or () if child.type in ("text", "code_inline")]
+# Inline tokens whose content is visible text (``text_special``: an escaped character, which a full parse's
+# ``text_join`` rule turns into ``text``).
+_TEXT_TOKENS = frozenset({"text", "text_special", "code_inline"})
+
+
+def _plain(inline: Token, children: Sequence[Token]) -> str:
+    """The visible text of an inline token (emphasis, code and links reduced to their text), from its
+    ``children`` (`_inline`)."""
+    parts = [child.content for child in children if child.type in _TEXT_TOKENS]
     return "".join(parts).strip() or inline.content.strip()
 
 
@@ -179,7 +197,7 @@ def _outline(text: str) -> Outline:
     """The parse itself, kept for the last few texts: a strategy's levels, the heading paths of its
     chunks and their context all ask for the same document's outline."""
     fm_end, fm_title = front_matter(text)
-    tokens = _parse(text, fm_end)
+    tokens, env = _parse(text, fm_end)
     lines = line_starts(text)
     headings: list[Heading] = []
     blocks: list[int] = []
@@ -199,14 +217,16 @@ def _outline(text: str) -> Outline:
         if tok.type == "heading_open":
             start, end = _line_span(text, lines, first, last)
             inline = tokens[i + 1] if i + 1 < n else None
-            title = _plain(inline) if inline is not None and inline.type == "inline" else ""
+            title = (
+                _plain(inline, _inline(inline, env)) if inline is not None and inline.type == "inline" else ""
+            )
             headings.append(Heading(start, end, int(tok.tag[1]), title))
         elif tok.type == "list_item_open":
             items.append(_line_span(text, lines, first, last)[0])
         elif tok.type in ("fence", "code_block"):
             code.append(_code_block(text, lines, tok, first, last))
         elif tok.type == "table_open":
-            i, table = _table(text, lines, tokens, i)
+            i, table = _table(text, lines, tokens, i, env)
             tables.append(table)
             continue
         i += 1
@@ -247,7 +267,9 @@ def _code_block(text: str, lines: list[int], tok: Token, first: int, last: int) 
     )
 
 
-def _table(text: str, lines: list[int], tokens: Sequence[Token], i: int) -> tuple[int, Table]:
+def _table(
+    text: str, lines: list[int], tokens: Sequence[Token], i: int, env: dict[str, Any]
+) -> tuple[int, Table]:
     """Parse the table starting at token ``i``; returns the index after ``table_close``."""
     span = tokens[i].map
     assert span is not None, "the caller passes only block tokens that have a line map"
@@ -270,7 +292,8 @@ def _table(text: str, lines: list[int], tokens: Sequence[Token], i: int) -> tupl
             row_span = _line_span(text, lines, tok.map[0], tok.map[1])
             current = []
         elif tok.type == "inline":
-            current.append(_plain(tok) if tok.children else "")
+            children = _inline(tok, env)
+            current.append(_plain(tok, children) if children else "")
         elif tok.type == "tr_close" and row_span is not None:
             if in_head:
                 columns = tuple(current)
@@ -333,6 +356,8 @@ class HeadingPaths:
         below that path (two sibling sections in one chunk share their parent's path)."""
         first = bisect_right(self._starts, start)
         last = bisect_right(self._starts, end - 1) if end > start else first
+        if first == last:  # no heading starts inside: the path at the start, whole
+            return SpanHeadings(self.chain(start), (), True)
         chains = [self.chain(start), *self._chains[first:last]]
         common = 0
         shortest = min(len(c) for c in chains)

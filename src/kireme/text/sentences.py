@@ -25,6 +25,8 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from functools import lru_cache
+from itertools import compress, repeat
+from operator import eq, itemgetter, methodcaller, sub
 from typing import NamedTuple, cast
 
 import regex
@@ -46,8 +48,8 @@ PARAGRAPH_BREAK = lazy_regex(rf"{_BLANK_LINE}|\r?\n(?={ITEM_MARKER})")
 # item-marker pattern only where an item can start. A "\r" before the "\n" is added back by the caller.
 # tests/test_core_guards.py checks the two agree.
 _ITEM_FIRST = "[ \t\u3000]*[【第0-9０-９（(①-⑳" + BULLETS + "*+\\-]"
-_FAST_PARAGRAPH_BREAK = lazy_re(rf"\n(?:[ \t\u3000]*\r?\n|(?={_ITEM_FIRST})(?={ITEM_MARKER}))")
-_SPACE_RUN = lazy_re(r"\s*")
+# The lookahead group of a blank line reaches over the whitespace after it: where the next block starts.
+_FAST_PARAGRAPH_BREAK = lazy_re(rf"\n(?:[ \t\u3000]*\r?\n(?=(\s*))|(?={_ITEM_FIRST})(?={ITEM_MARKER}))")
 
 # How sentence ends are found: kireme's rules, or one sentence per non-blank line.
 SENTENCE_MODES = ("auto", "lines")
@@ -218,9 +220,8 @@ def _quoted_spans(text: str, a: int, b: int) -> list[tuple[int, int]]:
     """
     spans: list[tuple[int, int]] = []
     stack: list[tuple[int, str]] = []
-    for m in _BRACKETS.finditer(text, a, b):
-        pos = m.start()
-        ch = text[pos]
+    positions = list(map(_START, _BRACKETS.finditer(text, a, b)))  # read off in bulk, as the characters
+    for pos, ch in zip(positions, _chars_at(text, positions), strict=True):
         if ch in "\r\n":
             stack.clear()
         elif ch in _CLOSER_OF:
@@ -289,26 +290,31 @@ def _scan_sentence_cuts(text: str, a: int, b: int, caseless: bool) -> tuple[list
     quotations found there (outermost balanced brackets that close within their paragraph)."""
     quoted = _quoted_spans(text, a, b)
     qi = 0
+    nq = len(quoted)
     cuts: list[int] = []
-    for m in _CANDIDATE.finditer(text, a, b):
-        s, e = m.start(), m.end()
-        first = text[s]
-        while qi < len(quoted) and quoted[qi][1] < s:
+    matches = list(_CANDIDATE.finditer(text, a, b))
+    starts = list(map(_REGEX_START, matches))
+    ends = list(map(_REGEX_END, matches))
+    del matches
+    space_run = _SPACE_RUN_MATCH
+    for s, e, first in zip(starts, ends, _chars_at(text, starts), strict=True):
+        while qi < nq and quoted[qi][1] < s:
             qi += 1
-        if qi < len(quoted) and quoted[qi][0] < s <= quoted[qi][1]:
+        if qi < nq and quoted[qi][0] < s <= quoted[qi][1]:
             # Inside a balanced quote: only a terminator that closes the whole quote can end the
             # sentence, and not when the sentence goes on (「行こう。」と言った).
             closes_quote = e == quoted[qi][1] + 1
             if not closes_quote or (e < b and _QUOTE_CONTINUES.match(text, e)):
                 continue
-        if first == "." and not _period_ends(text, s, e, caseless):
-            continue
-        if first == "．" and _LABEL_BEFORE_DOT.search(text, max(0, s - 2), s):
-            continue  # "Ｑ．" / "A．" labels at a line start
-        if first in "!?！？" and text[e - 1] in _CLOSERS and _SPACE_THEN_LOWER.match(text, e):
-            continue  # '"Are you sure?" he asked.'
-        while e < b and text[e].isspace():
-            e += 1
+        if first in _JUDGED:
+            if first == "." and not _period_ends(text, s, e, caseless):
+                continue
+            if first == "．" and _LABEL_BEFORE_DOT.search(text, max(0, s - 2), s):
+                continue  # "Ｑ．" / "A．" labels at a line start
+            if first in "!?！？" and text[e - 1] in _CLOSERS and _SPACE_THEN_LOWER.match(text, e):
+                continue  # '"Are you sure?" he asked.'
+        if e < b and text[e].isspace():
+            e = space_run(text, e, b).end()
         if a < e < b and (not cuts or cuts[-1] != e):
             cuts.append(e)
     lines = _line_break_cuts(text, a, b)
@@ -455,26 +461,45 @@ class _Breaks(NamedTuple):
     item_breaks: list[int]  # the line breaks (their start) that come right before an item line
 
 
+_START = cast(Callable[[re.Match[str]], int], re.Match.start)
+_REGEX_START = cast(Callable[[regex.Match[str]], int], regex.Match.start)
+_REGEX_END = cast(Callable[[regex.Match[str]], int], regex.Match.end)
+# A run of whitespace: the stdlib engine's ``\s`` is ``str.isspace``.
+_SPACE_RUN_MATCH = cast(Callable[[str, int, int], re.Match[str]], re.compile(r"\s*").match)
+# Candidate sentence ends whose first character needs more than the pattern to decide.
+_JUDGED = frozenset(".．!?！？")
+
+
+def _chars_at(text: str, positions: list[int]) -> tuple[str, ...]:
+    """``text[p]`` for every position, in one C-level call."""
+    if len(positions) > 1:
+        chars: tuple[str, ...] = itemgetter(*positions)(text)
+        return chars
+    return tuple(text[p] for p in positions)
+
+
+_END = cast(Callable[[re.Match[str]], int], re.Match.end)
+_GROUP_END = cast(Callable[[re.Match[str]], int], methodcaller("end", 1))
+
+
 @lru_cache(maxsize=8)
 def _breaks(text: str) -> _Breaks:
-    """Paragraph breaks and the blocks between blank lines, from one scan of the text (cached)."""
+    """Paragraph breaks and the blocks between blank lines, from one scan of the text (cached).
+
+    The offsets are read off the matches in bulk (``map`` of the match methods), with no Python code run
+    per line or per break.
+    """
     n = len(text)
-    paragraphs = []
-    blocks = [0]
-    after_space = cast(Callable[[str, int], re.Match[str]], _SPACE_RUN.match)  # r"\s*" always matches
-    items = []
-    for m in _FAST_PARAGRAPH_BREAK.finditer(text):
-        p = m.start()
-        start = p - 1 if p and text[p - 1] == "\r" else p
-        paragraphs.append(start)
-        if m.end() - p > 1:  # a blank line (an item line's break is the "\n" alone)
-            e = after_space(text, m.end()).end()
-            if 0 < e < n and e != blocks[-1]:
-                blocks.append(e)
-        else:
-            items.append(start)
-    blocks.append(n)
-    return _Breaks(tuple(paragraphs), blocks, items)
+    matches = list(_FAST_PARAGRAPH_BREAK.finditer(text))
+    starts = list(map(_START, matches))
+    if "\r" in text:  # a break's start is the "\r" of its "\r\n"
+        starts = [p - 1 if p and text[p - 1] == "\r" else p for p in starts]
+    # an item line's break is the "\n" alone; a blank line's lookahead group ends where its next block starts
+    lengths = list(map(sub, map(_END, matches), map(_START, matches)))
+    items = list(compress(starts, map(eq, lengths, repeat(1))))
+    after = [e for e in map(_GROUP_END, matches) if 0 < e < n]  # -1: no blank line
+    blocks = [0, *dict.fromkeys(after), n]
+    return _Breaks(tuple(starts), blocks, items)
 
 
 def paragraph_spans(text: str) -> list[tuple[int, int]]:
