@@ -2,8 +2,25 @@
 
 from __future__ import annotations
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
 from kireme import Document, chunk
-from kireme.text.markdown import HeadingPaths, markdown_headings
+from kireme.text.markdown import (
+    HeadingPaths,
+    Outline,
+    _inline,
+    _inline_text,
+    _parsed_outline,
+    _parser,
+    _plain,
+    _plain_outline,
+    front_matter,
+    markdown_headings,
+)
 
 GUIDE = (
     "# 導入ガイド\r\n\r\n"
@@ -72,3 +89,134 @@ def test_heading_paths_between_lists_the_headings_a_span_holds() -> None:
     assert paths.chain(indented + 3)[-1].title == "準備" and paths.chain(indented + 3)[-1].end > indented + 3
     assert titles(text.index("前書き"), text.index("## 実行")) == ["準備"]
     assert titles(5, 5) == []
+
+
+# ---------------------------------------------------------------- the unparsed outline of plain text
+# Line openings: plain text and blank lines (which keep a text on the fast path: most examples), and
+# block markers of every kind, indentation and characters markdown-it does not call space (one such line
+# sends the text to the parser, or must give the parser's outline where it does not).
+_PLAIN = [*("", "", "", " ", "\t ", "x", "あ", "テキスト", "a|b", "1x", "2024年", "\u3000", "\ufeff", "\x0c")]
+_MARKED = [
+    *("\x00", "\\#", "  ", "    ", "\t", "#", "# ", "###### ", ">", "- ", "-", "* ", "+ ", "_", "___", "="),
+    *("===", "---", "```", "~~~", "<div>", "<!-- c -->", "[a]: /u", "|", "| a |", ":", ":--|", "1. ", "1)"),
+    "12.",
+]
+_NESTED = ["- x", "> y", "1. z", "```", "~~~ py", "# h", "| c |", "|--|", "<p>", "    code", "***", "[r]: /u"]
+_REST = ["", "", "text", "テキスト。", " a ", "|b|", "\t", "  ", "**x**", "`c`", " # x", "\\", "---"]
+
+
+@st.composite
+def _texts(draw: st.DrawFn) -> str:
+    openings = st.sampled_from(_PLAIN)
+    rest = st.sampled_from(_REST)
+    if draw(st.booleans()):  # some lines may carry a block marker, nested ones after indentation
+        openings = st.one_of(openings, st.sampled_from(_MARKED))
+        rest = st.sampled_from(_REST + _NESTED)
+    blank = st.sampled_from([("", ""), (" ", ""), ("\t", " ")])
+    lines = draw(st.lists(st.one_of(blank, st.tuples(openings, rest)), max_size=12))
+    newlines = ["\n", "\n", "\r\n", "\r"] if draw(st.booleans()) else ["\n", "\n", "\r\n"]
+    breaks = draw(st.lists(st.sampled_from(newlines), min_size=len(lines), max_size=len(lines)))
+    text = "".join(a + b + nl for (a, b), nl in zip(lines, breaks, strict=True))
+    return text.rstrip("\r\n") if draw(st.booleans()) else text
+
+
+def _fast_and_parsed(text: str) -> tuple[Outline | None, Outline]:
+    fm_end, fm_title = front_matter(text)
+    fast = None if fm_end else _plain_outline(text)
+    return fast, _parsed_outline(text, fm_end, fm_title)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_texts())
+def test_unparsed_outline_of_plain_text_is_the_parsers(text: str) -> None:
+    """A text with no block syntax is not parsed: its outline (paragraph starts) is the parser's."""
+    fast, parsed = _fast_and_parsed(text)
+    if fast is not None:
+        assert fast == parsed
+        assert not parsed.headings and not parsed.code_blocks and not parsed.tables
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "一行だけ",
+        "段落一\n続き\n\n段落二\r\n\r\n  \n\t\n段落三",
+        "\n\n先頭が空行\n \n末尾も\n\n",
+        "見出し風 # でも行頭ではない\n2024年の記録\n1x\n",
+        "\ufeff本文\n\n\u3000全角空白で始まる行\n",
+    ],
+)
+def test_plain_texts_take_the_fast_path_and_agree(text: str) -> None:
+    fast, parsed = _fast_and_parsed(text)
+    assert fast == parsed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# 見出し",
+        "本文\n===",
+        "本文\n---",
+        "    コード",
+        "本文\n  続き",
+        "> 引用",
+        "- 項目",
+        "1. 項目",
+        "1) 項目",
+        "```\nコード\n```",
+        "<div>\n</div>",
+        "[a]: /url",
+        "a | b\n:-- | --",
+        "| a | b |",
+        "一行目\r二行目",
+        "---\ntitle: x\n---\n本文",
+    ],
+)
+def test_block_syntax_is_left_to_the_parser(text: str) -> None:
+    fast, _ = _fast_and_parsed(text)
+    assert fast is None
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.text(st.sampled_from([*"ab あ漢 \t\u3000\xa0.,()|'\"/?", *"\n!#$%&*+-:<=>@[\\]^_`{}~"]), max_size=12)
+)
+def test_unparsed_inline_text_is_the_parsers(content: str) -> None:
+    """Heading titles and table cells with no inline syntax are not parsed: their text is the parse's."""
+    inline = Token("inline", "", 0, content=content)
+    known = _inline_text(inline)
+    if known is not None:
+        children = _inline(inline, {})
+        assert known == _plain(inline, children)
+        assert known == (_plain(inline, children) if children else "")
+
+
+def _tokens(md: MarkdownIt, text: str) -> list[tuple[object, ...]]:
+    return [
+        (t.type, t.tag, t.nesting, t.level, t.map, t.info, t.markup, t.content, t.block, t.hidden)
+        for t in md.parse(text, {})
+    ]
+
+
+_UNGUARDED = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_texts())
+def test_guarded_block_rules_give_the_same_tokens(text: str) -> None:
+    """The first-character and indentation guards in front of markdown-it-py's block rules change no
+    token: the parse is the plain parser's, nested lists, quotes and fences included."""
+    assert _tokens(_parser(), text) == _tokens(_UNGUARDED, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        GUIDE,
+        "> - a\n>   > ```\n>   > x\n> 1. b\n\n    code\n\t\tmore\n<div>\n\n</div>\n[r]: /u 't'\n\n***\n- - -\n",
+        "| a | b |\n|---|:-:|\n| 1 | 2 |\n> | c |\n> |---|\n\n1) x\n2) y\n   ~~~\n   z\n   ~~~\n#\n",
+    ],
+)
+def test_guarded_block_rules_on_nested_blocks(text: str) -> None:
+    assert _tokens(_parser(), text) == _tokens(_UNGUARDED, text)

@@ -63,6 +63,9 @@ class ContextBuilder:
         self._keys: dict[str, str] = {}
         self._fitted: dict[tuple[tuple[str, ...], tuple[bool, ...]], str] = {}
         self._prefixes: dict[tuple[int, int | None], str] = {}
+        # the names of each run of headings above a chunk (keyed by the headings' ids: `paths` keeps them
+        # alive) and whether one of them says the title
+        self._above: dict[tuple[int, ...], tuple[list[str], bool]] = {}
 
     def _is_title(self, name: str) -> bool:
         """Whether ``name`` says the title (`_key` equal), remembered per name."""
@@ -118,19 +121,30 @@ class ContextBuilder:
             known = self._prefixes[(start, end)] = self._prefix(start, end)
         return known
 
+    def _names_above(self, above: tuple[Heading, ...]) -> tuple[list[str], bool]:
+        """`_names` of the headings ``above`` a chunk, and whether one of the names says the title;
+        each run of headings worked out once (a document's chunks sit under a few)."""
+        key = tuple(map(id, above))
+        known = self._above.get(key)
+        if known is None:
+            names = self._names(above)
+            says_title = bool(self.title) and any(self._is_title(name) for name in names)
+            known = self._above[key] = (names, says_title)
+        return known
+
     def _prefix(self, start: int, end: int | None) -> str:
         chain = self.paths.chain(start) if self.paths is not None else ()
         if end is None:
-            names = self._names(tuple(h for h in chain if h.start < start))
+            names, says_title = self._names_above(tuple(h for h in chain if h.start < start))
         else:
-            names = self._names(tuple(h for h in chain if h.end <= start))
+            names, says_title = self._names_above(tuple(h for h in chain if h.end <= start))
         if not self.title:  # no title to leave out
             return self._fit(names)
         if end is None:
             opens = bool(chain) and chain[-1].start == start and self._is_title(chain[-1].title)
         else:
             opens = self._holds_title(chain, start, end) or self._opens_with_title(start, end)
-        if opens or any(self._is_title(name) for name in names):
+        if opens or says_title:
             return self._fit(names, titles=(False,))  # the chunk or the path says the title already
         return self._fit(names)
 

@@ -28,6 +28,9 @@ from kireme.document import Document
 from kireme.text.csvtable import csv_outline
 from kireme.text.markdown import MARKDOWN_FORMATS, Outline, line_starts, markdown_outline
 
+# The outline of every plain-text document (frozen: one shared instance, not one made per document)
+_NO_OUTLINE = Outline()
+
 
 def document_outline(doc: Document) -> Outline:
     """The outline of any loaded document: parsed Markdown, a CSV/TSV table, or nothing (plain text)."""
@@ -36,7 +39,7 @@ def document_outline(doc: Document) -> Outline:
         return markdown_outline(doc.text, doc.id)
     if fmt in ("csv", "tsv"):
         return csv_outline(doc.text, fmt, doc.title)
-    return Outline()
+    return _NO_OUTLINE
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from kireme.text.patterns import lazy_regex
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
+    from markdown_it.rules_block import StateBlock
     from markdown_it.token import Token
 
 log = logging.getLogger(__name__)
@@ -106,10 +107,67 @@ _END = cast(Callable[["re.Match[str]"], int], re.Match.end)
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
     """CommonMark + GFM tables, blocks only: the inline content of the few blocks whose text is read
-    (heading titles, table cells) is parsed on demand (`_inline`); the rest never is."""
+    (heading titles, table cells) is parsed on demand (`_inline`); the rest never is. Block rules that
+    can only match at one of a few characters are asked only on lines that start with one
+    (`_FIRST_CHARS`)."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
+    md = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
+    try:
+        ruler = md.block.ruler
+        for rule in list(ruler.__rules__):
+            if rule.name in _FIRST_CHARS:
+                guard = _first_char_guard(rule.fn, _FIRST_CHARS[rule.name])
+                ruler.at(rule.name, guard, {"alt": list(rule.alt)})
+            elif rule.name == "code":
+                ruler.at(rule.name, _indent_guard(rule.fn), {"alt": list(rule.alt)})
+    except (AttributeError, KeyError, TypeError):  # another markdown-it-py: its own rules, unguarded
+        log.debug("markdown-it-py's block rules are not as expected; parsing without guards")
+        md = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
+    return md
+
+
+# The characters a block rule's line must start with (after its indentation; the ASCII digits of an
+# ordered list marker): each of these markdown-it-py rules returns False, having changed nothing, on
+# any other line. Every paragraph line is asked whether one of them interrupts it; a guard answers
+# that without entering the rule (its debug logging, its checks): a fifth to a third of the parse.
+_FIRST_CHARS: dict[str, frozenset[str]] = {
+    "fence": frozenset("`~"),
+    "blockquote": frozenset(">"),
+    "hr": frozenset("*-_"),
+    "list": frozenset("*-+0123456789"),
+    "reference": frozenset("["),
+    "html_block": frozenset("<"),
+    "heading": frozenset("#"),
+}
+
+_BlockRule = Callable[["StateBlock", int, int, bool], bool]
+
+
+def _first_char_guard(rule: _BlockRule, first: frozenset[str]) -> _BlockRule:
+    """``rule``, answered False without calling it on a line whose first character is not in
+    ``first`` (past the end of the text the rule itself is asked, as before)."""
+
+    def guarded(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+        pos = state.bMarks[start_line] + state.tShift[start_line]
+        src = state.src
+        if pos < len(src) and src[pos] not in first:
+            return False
+        return rule(state, start_line, end_line, silent)
+
+    return guarded
+
+
+def _indent_guard(rule: _BlockRule) -> _BlockRule:
+    """The indented-code ``rule``, answered False without calling it on a line indented less than
+    four columns past the block's indentation (where its own `StateBlock.is_code_block` is False)."""
+
+    def guarded(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+        if state.sCount[start_line] - state.blkIndent < 4:
+            return False
+        return rule(state, start_line, end_line, silent)
+
+    return guarded
 
 
 def line_starts(text: str) -> list[int]:
@@ -149,6 +207,19 @@ def _inline(inline: Token, env: dict[str, Any]) -> list[Token]:
     children: list[Token] = []
     md.inline.parse(inline.content, md, env, children)
     return children
+
+
+# The characters at which markdown-it's inline rules can start anything but plain text (its ``text``
+# rule's terminators, the same in CommonMark markdown-it everywhere): inline content with none of them
+# parses to one text token holding all of it, so its visible text is the content itself.
+_INLINE_SYNTAX = re.compile(r"[\n!#$%&*+\-:<=>@\[\\\]^_`{}~]")
+
+
+def _inline_text(inline: Token) -> str | None:
+    """The visible text of an inline token whose content has no inline syntax, without parsing it
+    (``None``: it has some; `_inline` and `_plain` read it). Equal to the parse's by a property test."""
+    content = inline.content
+    return content.strip() if _INLINE_SYNTAX.search(content) is None else None
 
 
 def _line_span(text: str, lines: list[int], first: int, last: int) -> tuple[int, int]:
@@ -192,11 +263,46 @@ def markdown_outline(text: str, source: str = "", *, warn: bool = True) -> Outli
     return replace(outline, warnings=warnings) if warnings else outline
 
 
+# A line that could begin a block other than a paragraph (CommonMark + GFM tables), or be read as one's
+# underline: indented content (indented code, lazy or nested lines), ATX headings, block quotes, list
+# bullets, thematic breaks, setext underlines, fences, HTML blocks, link reference definitions, table
+# delimiter rows (their first character is ``|``, ``-`` or ``:``) and ordered list markers.
+_BLOCK_SYNTAX = re.compile(r"^(?:[ \t]+[^ \t\r\n]|[#>*+\-_=`~<\[|:]|[0-9]+[.)])", re.M)
+# markdown-it reads a ``\r`` that is not part of ``\r\n`` as a line break; `line_starts` does not
+_LONE_CR = re.compile(r"\r(?!\n)")
+# The first line of each paragraph: a line with content after the text's start or after a blank line
+# (only spaces and tabs, which is what markdown-it calls empty); the match ends where the line starts.
+_PARAGRAPH_START = re.compile(r"(?:\A|\n[ \t]*\r?\n)(?:[ \t]*\r?\n)*(?=[^ \t\r\n])")
+
+
+def _plain_outline(text: str) -> Outline | None:
+    """The outline of a text with no Markdown block syntax at all, without parsing it; ``None`` when
+    some line could start another block (or the text has front matter or a lone ``\\r``).
+
+    Every line of such a text is flush left or blank and starts with no block marker, so markdown-it
+    sees nothing but paragraphs, one per run of non-blank lines: the outline is their starts and nothing
+    else. Proved equal to the parser's outline (`_parsed_outline`) by a property test.
+    """
+    if _BLOCK_SYNTAX.search(text) is not None or ("\r" in text and _LONE_CR.search(text) is not None):
+        return None
+    return Outline(block_starts=tuple(map(_END, _PARAGRAPH_START.finditer(text))))
+
+
 @lru_cache(maxsize=8)
 def _outline(text: str) -> Outline:
-    """The parse itself, kept for the last few texts: a strategy's levels, the heading paths of its
-    chunks and their context all ask for the same document's outline."""
+    """The outline, kept for the last few texts: a strategy's levels, the heading paths of its chunks
+    and their context all ask for the same document's outline. A text without block syntax is not
+    parsed (`_plain_outline`)."""
     fm_end, fm_title = front_matter(text)
+    if not fm_end:
+        plain = _plain_outline(text)
+        if plain is not None:
+            return plain
+    return _parsed_outline(text, fm_end, fm_title)
+
+
+def _parsed_outline(text: str, fm_end: int, fm_title: str) -> Outline:
+    """The outline from markdown-it-py's block tokens (``fm_end``, ``fm_title``: `front_matter`)."""
     tokens, env = _parse(text, fm_end)
     lines = line_starts(text)
     headings: list[Heading] = []
@@ -217,9 +323,10 @@ def _outline(text: str) -> Outline:
         if tok.type == "heading_open":
             start, end = _line_span(text, lines, first, last)
             inline = tokens[i + 1] if i + 1 < n else None
-            title = (
-                _plain(inline, _inline(inline, env)) if inline is not None and inline.type == "inline" else ""
-            )
+            title = ""
+            if inline is not None and inline.type == "inline":
+                known = _inline_text(inline)
+                title = _plain(inline, _inline(inline, env)) if known is None else known
             headings.append(Heading(start, end, int(tok.tag[1]), title))
         elif tok.type == "list_item_open":
             items.append(_line_span(text, lines, first, last)[0])
@@ -292,8 +399,11 @@ def _table(
             row_span = _line_span(text, lines, tok.map[0], tok.map[1])
             current = []
         elif tok.type == "inline":
-            children = _inline(tok, env)
-            current.append(_plain(tok, children) if children else "")
+            known = _inline_text(tok)
+            if known is None:
+                children = _inline(tok, env)
+                known = _plain(tok, children) if children else ""
+            current.append(known)
         elif tok.type == "tr_close" and row_span is not None:
             if in_head:
                 columns = tuple(current)
