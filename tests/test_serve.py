@@ -424,6 +424,22 @@ def test_a_chat_failure_is_a_502_or_an_error_event(company: tuple[Path, Path], c
     assert raw.startswith("event: context\n") and "event: error\n" in raw and "event: done" not in raw
 
 
+def test_a_chat_answer_past_the_servers_limit_is_a_502_naming_it(
+    company: tuple[Path, Path], chat: StreamServer
+) -> None:
+    """``kireme serve --http-max-response-bytes`` bounds what /ask reads from the chat model."""
+    huge = {"choices": [{"message": {"content": "日当" * 20_000}}]}  # about 120 KB of JSON
+    chat.scripts.append(lambda wire: Wire.whole(wire, 200, huge))
+    settings = ChatSettings(
+        base_url=chat.base_url, model="local-test", max_response_bytes=16_000, deadline=30
+    )
+    with TestClient(create_app(company[1], chat=settings)) as configured:
+        failed = configured.post("/ask", json={"question": "日当は？"})
+    assert failed.status_code == 502
+    message = error_of(failed)
+    assert "16,000-byte limit" in message and "\n" not in message and "日当日当日当" not in message
+
+
 # -------------------------------------------------------------------------------- the real process
 
 

@@ -611,3 +611,28 @@ def build_chunker(
         return chunker_from_options(strategy, progress=progress, **options)
     except (ConfigError, MissingExtraError) as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def http_limit_options(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--http-max-response-bytes`` and ``--http-deadline``: the bounds on each answer of ``what`` (the
+    models kireme reaches over HTTP), so that a broken or hostile server can neither fill the memory
+    nor keep the command waiting."""
+
+    def add(func: Callable[..., Any]) -> Callable[..., Any]:
+        func = click.option(
+            "--http-deadline",
+            type=click.FloatRange(min=0, min_open=True),
+            default=None,
+            metavar="SECONDS",
+            help=f"Seconds {what} may take for one answer, from sending the request to its last byte, "
+            "retries included [default: KIREME_HTTP_DEADLINE, else 120].",
+        )(func)
+        return click.option(
+            "--http-max-response-bytes",
+            type=ByteSize(),
+            default=None,
+            help=f"The largest answer accepted from {what}, e.g. 500K, 64M: a larger one is an error, "
+            "read no further [default: KIREME_HTTP_MAX_RESPONSE_BYTES, else 64M].",
+        )(func)
+
+    return add

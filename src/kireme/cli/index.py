@@ -15,13 +15,13 @@ from kireme.cli.common import (
     EXIT_FAILURE,
     EXIT_STORAGE,
     EXIT_USAGE,
-    ByteSize,
     Failures,
     build_chunker,
     check_engine,
     chunking_options,
     engine_options,
     expand_paths,
+    http_limit_options,
     input_options,
     jobs_option,
     packing_options,
@@ -99,31 +99,6 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
         show_default=True,
         help="The index directory.",
     )(func)
-
-
-def _http_limit_options(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--http-max-response-bytes`` and ``--http-deadline``: the bounds on each answer of ``what`` (the
-    models kireme reaches over HTTP), so that a broken or hostile server can neither fill the memory
-    nor keep the command waiting."""
-
-    def add(func: Callable[..., Any]) -> Callable[..., Any]:
-        func = click.option(
-            "--http-deadline",
-            type=click.FloatRange(min=0, min_open=True),
-            default=None,
-            metavar="SECONDS",
-            help=f"Seconds {what} may take for one answer, from sending the request to its last byte, "
-            "retries included [default: KIREME_HTTP_DEADLINE, else 120].",
-        )(func)
-        return click.option(
-            "--http-max-response-bytes",
-            type=ByteSize(),
-            default=None,
-            help=f"The largest answer accepted from {what}, e.g. 500K, 64M: a larger one is an error, "
-            "read no further [default: KIREME_HTTP_MAX_RESPONSE_BYTES, else 64M].",
-        )(func)
-
-    return add
 
 
 @click.command("index", epilog=INDEX_EXAMPLES)
@@ -241,7 +216,7 @@ def _http_limit_options(what: str) -> Callable[[Callable[..., Any]], Callable[..
     help="OpenAI-compatible endpoint for --contextualize, e.g. http://localhost:8000/v1 (the API key comes "
     "from KIREME_CHAT_API_KEY or OPENAI_API_KEY).",
 )
-@_http_limit_options("the http embedder or the --contextualize chat model")
+@http_limit_options("the http embedder or the --contextualize chat model")
 @jobs_option("Embedding and writing stay in this process; files unchanged since the last run are not sent.")
 @engine_options(
     ", chunks embedded by an actor pool that loads the model once per actor; unchanged files are never "
@@ -863,7 +838,7 @@ KIREME_CHAT_API_KEY, else OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY.
 @click.option("--model", default=None, help="Chat model name.")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
 @click.option("--api-key", default=None, help="API key (better: KIREME_CHAT_API_KEY).")
-@_http_limit_options("the chat model")
+@http_limit_options("the chat model")
 @click.option("--show-prompt", is_flag=True, help="Print the prompt sent to the model.")
 @widen_option()
 def ask_command(

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from kireme.cli.common import EXIT_USAGE, ByteSize
+from kireme.cli.common import EXIT_USAGE, ByteSize, http_limit_options
 from kireme.cli.progress import echo_err
 from kireme.errors import IndexNotFoundError, KiremeError, MissingExtraError
 
@@ -101,6 +101,7 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option("--chat-base-url", default=None, help="/ask: an OpenAI-compatible endpoint (…/v1).")
 @click.option("--chat-model", default=None, help="/ask: the chat model's name.")
+@http_limit_options("the chat model of /ask")
 @click.option(
     "--warm/--no-warm",
     default=True,
@@ -116,6 +117,8 @@ def serve_command(
     max_request_size: int,
     chat_base_url: str | None,
     chat_model: str | None,
+    http_max_response_bytes: int | None,
+    http_deadline: float | None,
     warm: bool,
 ) -> None:
     """Keep the model and the index open and answer over HTTP: chunk, search, ask, and a page to see the
@@ -139,7 +142,12 @@ def serve_command(
         None if no_index else db,
         token=token,
         max_request_size=max_request_size,
-        chat=ChatSettings(base_url=chat_base_url, model=chat_model),
+        chat=ChatSettings(
+            base_url=chat_base_url,
+            model=chat_model,
+            max_response_bytes=http_max_response_bytes,
+            deadline=http_deadline,
+        ),
     )
     described = _prepare(app.state.index, warm)
     sock = _bind(host, port)

@@ -73,6 +73,8 @@ class ChatSettings:
     base_url: str | None = None
     model: str | None = None
     api_key: str | None = field(default=None, repr=False)  # never in a log line or a traceback
+    max_response_bytes: int | None = None  # each answer's bounds (None: KIREME_HTTP_*, else the defaults)
+    deadline: float | None = None
 
 
 # ------------------------------------------------------------------------------------- request bodies
@@ -474,7 +476,13 @@ def create_app(
             language=body.language,
             widen=body.widen,
         )
-        client = ChatClient(base_url=chat.base_url, api_key=chat.api_key, model=body.model or chat.model)
+        client = ChatClient(
+            base_url=chat.base_url,
+            api_key=chat.api_key,
+            model=body.model or chat.model,
+            max_response_bytes=chat.max_response_bytes,
+            deadline=chat.deadline,
+        )
         searcher = service.searcher()
         if body.mode != "bm25":
             service.load_embedder(searcher)
