@@ -15,13 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kireme.assemble import Assembler, Ranked, grow_span
+from kireme.assemble import Assembler, Ranked, _touch, grow_span, guided_span
 from kireme.document import Document
 from kireme.errors import ConfigError
 from kireme.index.passages import render_passages
 from kireme.index.store import Hit, StoredChunk
 from kireme.length import Tokens
 from kireme.strategies import make_chunker
+from kireme.text.terms import tokenize
 
 RULES = """# 出張旅費規程
 
@@ -507,3 +508,74 @@ def test_assembler_widen_setting() -> None:
     assert always.spans[0].size > len(hit.text) and always.size <= budget and never.size <= budget
     with pytest.raises(ConfigError, match="widen"):
         assembler(widen=-1)
+
+
+def test_hits_one_unit_apart_are_bridged_with_the_text_between() -> None:
+    first = unit("rules", RULES, "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。")
+    third = unit(
+        "rules",
+        RULES,
+        "朝食代が含まれる場合も上限額は変わらない。\n\n領収書は出張から戻った日から１４日以内に提出する。",
+    )
+    between = RULES[first.end : third.start]
+    assert between and not between.isspace() and len(between) <= (len(first.text) + len(third.text)) / 2
+    far = unit("notes", NOTES, "Anything above that needs the director's approval.")
+    short = unit("notes", NOTES, "It takes twelve minutes")
+    budget = third.end - first.start + len(far.text)
+    bridged = assembler(widen=0).assemble([first, third, far, short], budget)
+    assert [(s.doc_id, s.start, s.end) for s in bridged.spans] == [
+        ("rules", first.start, third.end),  # one passage, the sentence between included
+        ("notes", far.start, far.end),
+    ]
+    assert bridged.spans[0].ranks == (1, 2) and "東京都内" in bridged.spans[0].text
+    apart = assembler(widen=0, bridge=0).assemble([first, third, far, short], budget)
+    assert "東京都内" not in apart.text and short.text in apart.text  # the room went to a lower hit
+    check_exact(bridged, TEXTS)
+
+
+def test_a_bridge_the_budget_cannot_hold_leaves_the_hits_apart() -> None:
+    first = unit("rules", RULES, "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。")
+    third = unit("rules", RULES, "朝食代が含まれる場合も上限額は変わらない。")
+    budget = len(first.text) + len(third.text)  # both hits fit, the text between does not
+    made = assembler(widen=0).assemble([first, third], budget)
+    assert [(s.start, s.end) for s in made.spans] == [(first.start, first.end), (third.start, third.end)]
+    assert made.size <= budget
+
+
+def test_no_bridge_across_a_heading_line() -> None:
+    before = span_of(RULES, "出張の命令は所属長が行う。")
+    after = span_of(RULES, "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。")
+    same_section = span_of(RULES, "朝食代が含まれる場合も上限額は変わらない。")
+    assert after[0] - before[1] < 100 and same_section[0] - after[1] < 100
+    assert not _touch(RULES, before, after, gap=100)  # "## 第2条 宿泊費" lies between
+    assert _touch(RULES, after, same_section, gap=100)
+    assert not _touch(RULES, after, same_section, gap=10)
+    with pytest.raises(ConfigError, match="bridge"):
+        assembler(bridge=-1)
+
+
+def test_guided_growth_follows_the_question_into_the_next_sentence_only() -> None:
+    hit = span_of(RULES, "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。")
+    tokyo = span_of(RULES, "東京都内に宿泊する場合は、１泊につき１２，０００円を上限とする。")
+    wanted = frozenset(tokenize("東京都内に泊まるときの宿泊費の上限は"))
+    grown = guided_span(RULES, *hit, 1000, lambda s, e: e - s, wanted)
+    assert grown == (hit[0], tokyo[1])  # 東京/都内 are new; the breakfast sentence adds no new word
+    unrelated = frozenset(tokenize("日帰り出張の日当"))
+    assert guided_span(RULES, *hit, 1000, lambda s, e: e - s, unrelated) == hit
+    assert guided_span(RULES, *hit, 1000, lambda s, e: e - s, frozenset()) == hit
+    assert guided_span(RULES, *hit, hit[1] - hit[0] + 5, lambda s, e: e - s, wanted) == hit  # no room
+
+
+def test_a_hit_in_the_guided_share_of_the_budget_grows_only_towards_the_question() -> None:
+    hit = unit("rules", RULES, "東京都内に宿泊する場合は、１泊につき１２，０００円を上限とする。")
+    before = span_of(RULES, "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。")
+    far = unit("notes", NOTES, "Anything above that needs the director's approval.")
+    budget = hit.end - before[0] + len(far.text)  # the hit, the sentence before it, the other hit
+    # widen 4: the best hit holds between 2 and 4 mean units of this budget, so it is followed, not widened
+    made = assembler(widen=4, bridge=0).assemble([hit, far], budget, "実費を支給する上限")
+    assert [(s.start, s.end) for s in made.spans] == [(before[0], hit.end), (far.start, far.end)]
+    # nothing new before or after it: the hit comes whole, what is left grows it the plain way (after first)
+    plain = assembler(widen=4, bridge=0).assemble([hit, far], budget, "東京都内の上限")
+    assert "朝食代" in plain.text and "実費" not in plain.text
+    assert made.size <= budget and plain.size <= budget
+    check_exact(made, TEXTS)

@@ -4,7 +4,10 @@ A reader is not given "5 chunks" but a budget: so many characters or tokens. For
 question is which text most likely holds the answer. kireme knows where every retrieved unit lies in its
 document, so it can do what a list of chunk strings cannot:
 
-* **merge** hits that overlap or touch in one document into one span (nothing passed twice);
+* **merge** hits that overlap or touch in one document into one span (nothing passed twice), and
+  **bridge** hits of one document that lie at most about one retrieved unit apart (``bridge`` = 1 mean
+  unit) with the text between them, when that fits and no heading line lies between: two pieces of one
+  passage retrieved apart hold most often the rest of it (long answers: law excerpts, English evidence);
 * **grow** a small hit at sentence boundaries — first to its whole paragraph when that fits, then a
   sentence at a time on either side, never past the next heading line — so an answer that lies just
   outside the retrieved unit is passed too;
@@ -43,6 +46,13 @@ POLICIES = ("spans", "chunks")
 CUTS = ("all", "best")
 GROW_REACH = 3.0  # a widened hit grows to at most 3x its size: about its own size on either side  # which hits that do not fit whole are cut to their best sentences
 DEFAULT_WIDEN = 8.0  # rank r is widened when the budget holds 8·r mean units (measured: docs/benchmarks.md)
+# the hit at rank r whose share of the budget is at least half the widening one grows towards sentences
+# that hold query terms it lacks, to at most 5x its size (measured: docs/benchmarks.md)
+GUIDED_SHARE = 0.5
+GUIDED_REACH = 5.0
+DEFAULT_BRIDGE = (
+    1.0  # hits of one document at most one mean unit apart are joined (measured: docs/benchmarks.md)
+)
 # how far around a hit sentences are looked for, in characters per unit of the window
 _LOOKAROUND_PER_UNIT = 6
 _LOOKAROUND_MIN = 2048
@@ -153,6 +163,8 @@ class Assembler:
     ``widen``: the hit at rank r grows when the budget holds ``widen × r`` mean units (0: never);
     ``cut``: ``"all"`` hits that do not fit whole give their best sentences that fit, ``"best"`` only the
     best hit when nothing else fits;
+    ``bridge``: hits of one document at most ``bridge`` mean units apart (in characters) become one span
+    with the text between them, when it fits and crosses no heading line (0: only hits that touch);
     ``overhead(doc_id, headings)``:
     what the caller adds around each span when rendering it (a citation line), counted against the budget.
     """
@@ -166,12 +178,15 @@ class Assembler:
         policy: str = "spans",
         widen: float = DEFAULT_WIDEN,
         cut: str = "all",
+        bridge: float = DEFAULT_BRIDGE,
         overhead: Callable[[str, tuple[str, ...]], int] | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ConfigError(f"unknown context policy {policy!r}: choose one of {', '.join(POLICIES)}")
         if not isinstance(widen, int | float) or isinstance(widen, bool) or widen < 0:
             raise ConfigError(f"widen must be a number >= 0, got {widen!r}")
+        if not isinstance(bridge, int | float) or isinstance(bridge, bool) or bridge < 0:
+            raise ConfigError(f"bridge must be a number >= 0, got {bridge!r}")
         if cut not in CUTS:
             raise ConfigError(f"cut must be one of {', '.join(CUTS)}, got {cut!r}")
         self._text_of = text_of
@@ -181,6 +196,7 @@ class Assembler:
         self.policy = policy
         self.widen = float(widen)
         self.reach = GROW_REACH
+        self.bridge = float(bridge)
         self.cut = cut
         self.overhead = overhead
 
@@ -196,17 +212,24 @@ class Assembler:
         if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
             raise ConfigError(f"the context budget must be a whole number of {self.unit} > 0, got {budget!r}")
         state = _State(self, budget)
+        wanted = frozenset(tokenize(query)) if query else frozenset()
         sample = [self.measure(u.text) for u in ranked[:20]]
         mean = max(1.0, sum(sample) / len(sample)) if sample else 1.0
+        if self.policy == "spans" and ranked:  # the gap is in characters, whatever the budget counts
+            head = ranked[:20]
+            state.gap = int(self.bridge * sum(len(u.text) for u in head) / len(head))
         for rank, unit in enumerate(ranked, start=1):
             state.considered = rank
             if state.add_rank(unit, rank):  # a passage already holds it: it costs nothing
                 continue
             if state.full():  # nothing more fits: later hits count only where a passage holds them
                 continue
-            wide = self.widen > 0 and budget >= self.widen * (len(state.pieces) + 1) * mean
-            if self.policy == "spans" and wide:
-                grown = self._grow(unit, int(self.reach * self.measure(unit.text)))
+            holds = budget / ((len(state.pieces) + 1) * mean)  # mean units the budget holds per hit
+            if self.policy == "spans" and self.widen > 0 and holds >= GUIDED_SHARE * self.widen:
+                if holds >= self.widen:  # the best hits: their surroundings, both sides
+                    grown = self._grow(unit, int(self.reach * self.measure(unit.text)))
+                else:  # the next ones: only towards sentences that hold more of the query
+                    grown = self._grow(unit, int(GUIDED_REACH * self.measure(unit.text)), wanted)
                 if grown is not None and state.try_add(unit, rank, grown):
                     continue
             if state.try_add(unit, rank, (unit.start, unit.end)):
@@ -239,16 +262,22 @@ class Assembler:
             return None
         return text
 
-    def _grow(self, unit: Ranked, limit: int) -> tuple[int, int] | None:
+    def _grow(self, unit: Ranked, limit: int, guide: frozenset[str] | None = None) -> tuple[int, int] | None:
         """``unit`` grown at sentence boundaries to at most ``limit`` units: to its paragraph if that fits,
         then sentence by sentence (after, before, in turn), never past a heading line below it nor above
-        the heading line it sits under. ``None`` when the document's text is unknown."""
+        the heading line it sits under. With ``guide`` (query terms), only towards sentences that hold
+        query terms the span does not hold yet (`guided_span`). ``None`` when the document's text is
+        unknown."""
         text = self._document(unit)
         if text is None:
             return None
-        return grow_span(
-            text, unit.start, unit.end, limit, lambda s, e: self.size(unit.doc_id, unit.headings, text[s:e])
-        )
+
+        def size(s: int, e: int) -> int:
+            return self.size(unit.doc_id, unit.headings, text[s:e])
+
+        if guide is not None:
+            return guided_span(text, unit.start, unit.end, limit, size, guide)
+        return grow_span(text, unit.start, unit.end, limit, size)
 
     def _unit_sentences(self, unit: Ranked) -> tuple[str, int, list[tuple[int, int]]]:
         """The text to cut ``unit`` from, the offset that maps it to document offsets, and the unit's
@@ -320,6 +349,7 @@ class _State:
         self.sizes: dict[int, int] = {}  # id(piece) -> size
         self.total = 0
         self.considered = 0
+        self.gap = 0  # hits of one document at most this far apart are joined, the text between included
 
     def add_rank(self, unit: Ranked, rank: int) -> bool:
         """Record ``rank`` on the piece that holds ``unit`` whole; whether one does."""
@@ -348,7 +378,9 @@ class _State:
 
         return size
 
-    def try_add(self, unit: Ranked, rank: int, bounds: tuple[int, int], *, cut: bool = False) -> bool:
+    def try_add(
+        self, unit: Ranked, rank: int, bounds: tuple[int, int], *, cut: bool = False, gap: int | None = None
+    ) -> bool:
         """Add ``bounds`` of ``unit``'s document (merged with what it overlaps or touches) if the total
         stays within the budget. ``cut``: the bounds are a part of the unit cut to fit."""
         known = self.a._document(unit) is not None
@@ -376,6 +408,8 @@ class _State:
             return True
         text = self.a.text(unit.doc_id)
         assert text is not None
+        if gap is None:
+            gap = self.gap
         lo, hi = bounds
         merged: list[_Piece] = []
         while True:  # a merged piece may reach one more: until nothing else touches
@@ -385,7 +419,7 @@ class _State:
                 if p.doc_id == unit.doc_id
                 and p.exact_text is None
                 and p not in merged
-                and _touch(text, (p.start, p.end), (lo, hi))
+                and _touch(text, (p.start, p.end), (lo, hi), gap)
             ]
             if not more:
                 break
@@ -400,7 +434,8 @@ class _State:
         size = self._piece_size(candidate)
         freed = sum(self.sizes[id(p)] for p in merged)
         if self.total - freed + size > self.budget:
-            return False
+            # bridged to a piece the budget cannot hold: the hit alone, merged only with what it touches
+            return gap > 0 and self.try_add(unit, rank, bounds, cut=cut, gap=0)
         first = min((self.pieces.index(p) for p in merged), default=len(self.pieces))
         for p in merged:
             self.pieces.remove(p)
@@ -450,10 +485,11 @@ class _State:
         return Context(tuple(spans), self.budget, self.a.unit, total, self.considered, cut=cut)
 
 
-def _touch(text: str, a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """Whether two spans of ``text`` overlap or only whitespace lies between them."""
+def _touch(text: str, a: tuple[int, int], b: tuple[int, int], gap: int = 0) -> bool:
+    """Whether two spans of ``text`` overlap, only whitespace lies between them, or at most ``gap``
+    characters without a heading line (a bridge)."""
     (_, e1), (s2, _) = sorted([a, b])
-    return s2 <= e1 or text[e1:s2].isspace()
+    return s2 <= e1 or text[e1:s2].isspace() or (0 < s2 - e1 <= gap and not _crosses_heading(text, e1, s2))
 
 
 def _line_of(text: str, s: int, e: int) -> str:
@@ -521,6 +557,60 @@ def grow_span(
                 up_blocked = True
         if not moved:
             break
+    return s, e
+
+
+def guided_span(
+    text: str, start: int, end: int, limit: int, size: Callable[[int, int], int], wanted: frozenset[str]
+) -> tuple[int, int]:
+    """``[start, end)`` grown a sentence at a time towards the neighbour (after or before) that holds more
+    of the ``wanted`` terms the span does not hold yet, while ``size(s, e) <= limit``; it stops where
+    neither neighbour adds a wanted term, at a heading line that follows, and after the heading line the
+    span sits under. A hit whose surroundings say nothing more of the query costs nothing more; one whose
+    evidence goes on (a rule in several sentences, an answer next to the retrieved sentence) is followed.
+    """
+    if not wanted or size(start, end) > limit:
+        return start, end
+    reach = max(_LOOKAROUND_MIN, _LOOKAROUND_PER_UNIT * limit)
+    lo, hi = max(0, start - reach), min(len(text), end + reach)
+    sentences = sentence_spans_in(text, lo, hi)
+    starts = [a for a, _ in sentences]
+    i = bisect.bisect_right(starts, start) - 1  # the sentence the span starts in
+    j = bisect.bisect_left(starts, end)  # the first sentence that starts at or after its end
+    s, e = start, end
+    held = wanted.intersection(tokenize(text[s:e]))
+    up_blocked = i < 0 or (sentences[i][0] == s and _is_heading(text, sentences[i]))
+    down_blocked = False
+    while True:
+        options: list[tuple[int, int, frozenset[str]]] = []  # (new terms, after first, terms)
+        if not down_blocked and j < len(sentences):
+            if _is_heading(text, sentences[j]):
+                down_blocked = True
+            else:
+                new = wanted.intersection(tokenize(text[slice(*sentences[j])])) - held
+                options.append((len(new), 1, frozenset(new)))
+        if not up_blocked and i - 1 >= 0:
+            new = wanted.intersection(tokenize(text[slice(*sentences[i - 1])])) - held
+            options.append((len(new), 0, frozenset(new)))
+        if not options:
+            break
+        gain, after, new = max(options)
+        if gain == 0:
+            break
+        if after:
+            if size(s, sentences[j][1]) > limit:
+                down_blocked = True
+                continue
+            e = sentences[j][1]
+            j += 1
+        else:
+            if size(sentences[i - 1][0], e) > limit:
+                up_blocked = True
+                continue
+            s = sentences[i - 1][0]
+            i -= 1
+            up_blocked = _is_heading(text, sentences[i])  # the section's own heading: no further up
+        held |= new
     return s, e
 
 

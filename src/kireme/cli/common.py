@@ -331,7 +331,8 @@ def widen_option(prefix: str = "") -> Callable[[Callable[..., Any]], Callable[..
         default=DEFAULT_WIDEN,
         show_default=True,
         help=f"{prefix}{'the' if prefix else 'The'} hit at rank r is widened at sentence boundaries (about its own size on either side) "
-        "when the budget holds W x r retrieved chunks: lower widens more hits (long English evidence), 0 never.",
+        "when the budget holds W x r retrieved chunks, and follows the question's words into the next sentences "
+        "when it holds W/2 x r: lower widens more hits (long English evidence), 0 never.",
     )
 
 
