@@ -124,7 +124,7 @@ from kireme.text.sentences import sentence_spans  # noqa: E402
 
 SETS = ("jsquad", "jaquad", "lawqa", "chroma")
 BUDGETS = (300, 700, 1500, 3000)
-SIZES = (200, 400)
+SIZES = (200, 320, 400)  # 320: the `kireme index` default
 JA_SEPARATORS = ["\n\n", "\n", "。", "、", " ", ""]
 PARENTS = ((200, 800), (100, 1000))  # (child, parent) sizes of the parent-document anchor
 ANCHOR_SIZE = 200  # the kireme spans size the anchors are compared with

@@ -58,7 +58,7 @@ from _report import print_table  # noqa: E402
 from hybrid import Case, Prepared, lawqa_set, sign_test, squad_set  # noqa: E402
 from kireme.errors import MissingExtraError  # noqa: E402
 from kireme.evaluate.retrievers import BM25Retriever, DenseRetriever, make_retriever  # noqa: E402
-from kireme.fusion import DEFAULT_FUSION, RRF, Fusion, fuse_scores  # noqa: E402
+from kireme.fusion import DEFAULT_FUSION, OWA, RRF, Fusion, fuse_scores  # noqa: E402
 from kireme.text.terms import analyser_words, keyword_tokenizer  # noqa: E402
 
 SETS = ("jsquad", "jaquad", "lawqa")
@@ -94,7 +94,7 @@ def fusions() -> dict[str, Fusion]:
             out[fusion.label] = fusion
     # ordered weighted averages of the z-scores: the weights go to each chunk's better and worse side
     for better in (0.55, 0.6, 2 / 3, 0.7, 0.75, 0.8):
-        fusion = DEFAULT_FUSION if better == 2 / 3 else Fusion("owa", (better, round(1 - better, 2)))
+        fusion = OWA if better == 2 / 3 else Fusion("owa", (better, round(1 - better, 2)))
         out[fusion.label] = fusion
     return out
 

@@ -23,7 +23,7 @@ import pytest
 
 from kireme.embed.hashed import HashedNgramEmbedder
 from kireme.errors import IndexBusyError, IndexDamagedError, IndexMismatchError
-from kireme.fusion import DEFAULT_FUSION, RRF, ZSCORE, Fusion
+from kireme.fusion import DEFAULT_FUSION, OWA, RRF, Fusion
 from kireme.index.embedders import cached
 from kireme.index.ingest import IndexLock, Ingestor, IngestSummary, ingest_paths
 from kireme.index.manifest import DocumentEntry, Manifest, store_directory
@@ -702,7 +702,7 @@ def test_fuse_with_rrf_is_reciprocal_rank_fusion() -> None:
     assert fuse([], 3) == []
 
 
-def test_fuse_by_default_takes_an_ordered_average_of_each_sides_standardised_scores() -> None:
+def test_fuse_by_default_averages_each_sides_standardised_scores() -> None:
     def scored(doc: str, index: int, score: float) -> Hit:
         return Hit(_hit(doc, index).chunk, score)
 
@@ -711,16 +711,15 @@ def test_fuse_by_default_takes_an_ordered_average_of_each_sides_standardised_sco
     # on both sides, is the only one near the top of both: first (RRF would put it first too).
     lexical = [scored("d", 0, 12.0), scored("d", 1, 10.0), scored("d", 3, 2.0)]
     dense = [scored("d", 2, 0.9), scored("d", 1, 0.8), scored("d", 4, 0.3)]
-    assert Fusion("owa", (2.0, 1.0)) == DEFAULT_FUSION
+    assert Fusion("zscore", (0.5, 0.5)) == DEFAULT_FUSION
     fused = fuse([lexical, dense], 5)
-    assert [h.chunk.id for h in fused] == ["d#1", "d#0", "d#2", "d#3", "d#4"]  # d#3, d#4 tie: index order
-    assert fused[0].score == pytest.approx((2 * 0.508 + 0.463) / 3, abs=1e-3)  # the better z counts twice
-    assert fused[1].score == pytest.approx((2 * 0.926 - 1.400) / 3, abs=1e-3)
-    assert fuse([lexical, dense], 2) == fused[:2]
-    # the z-score average, the default before, is kept by name
-    averaged = fuse([lexical, dense], 5, ZSCORE)
-    assert [h.chunk.id for h in averaged] == ["d#1", "d#0", "d#2", "d#3", "d#4"]
-    assert averaged[0].score == pytest.approx(0.5 * (0.463 + 0.508), abs=1e-3)
+    assert [h.chunk.id for h in fused] == ["d#1", "d#0", "d#2", "d#3", "d#4"]
+    assert fused[0].score == pytest.approx(0.5 * (0.463 + 0.508), abs=1e-3)
+    # the ordered average, measured and kept by name: each chunk's better z-score counts twice
+    ordered = fuse([lexical, dense], 5, OWA)
+    assert [h.chunk.id for h in ordered] == ["d#1", "d#0", "d#2", "d#3", "d#4"]  # d#3, d#4 tie: index order
+    assert ordered[0].score == pytest.approx((2 * 0.508 + 0.463) / 3, abs=1e-3)
+    assert ordered[1].score == pytest.approx((2 * 0.926 - 1.400) / 3, abs=1e-3)
 
 
 def test_parse_filters() -> None:

@@ -647,7 +647,7 @@ def _search_options(func: Callable[..., Any]) -> Callable[..., Any]:
             default="hybrid",
             show_default=True,
             help="dense: embeddings; bm25: keywords (Japanese bigrams, or the index's --keywords); hybrid: "
-            "both, their scores standardised and the better one weighted 2:1.",
+            "both, their scores standardised and averaged.",
         ),
         click.option(
             "--filter",
