@@ -14,8 +14,11 @@ document, so it can do what a list of chunk strings cannot:
 * **widen** the best hits when the budget is large: the hit at rank *r* (1-based, among the spans taken)
   grows by about its own size on either side when the budget holds ``widen × r`` mean retrieved units
   (``widen`` = 8: a small budget buys more distinct hits, a large one buys the best hits' surroundings,
-  measured on JSQuAD valid; docs/benchmarks.md), the other hits come whole, and what is left at the end,
-  too small for the next hit, grows the best spans;
+  measured on JSQuAD valid; docs/benchmarks.md);
+* **follow** the next hits, while the budget holds ``widen / 2 × r`` units: they grow a sentence at a
+  time only towards a neighbour that holds query terms the span does not hold yet (`guided_span`), so a
+  hit whose surroundings add nothing costs nothing more and evidence that goes on is passed whole; the
+  other hits come whole, and what is left at the end, too small for the next hit, grows the best spans;
 * **cut to fit**: a hit that does not fit whole in what is left gives the run of its sentences that fits
   and shares most terms with the query (``cut="all"``; ``"best"`` cuts only the best hit, when nothing
   else was taken), so a small budget still passes the sentences that matter of a large chunk;
@@ -50,9 +53,8 @@ DEFAULT_WIDEN = 8.0  # rank r is widened when the budget holds 8·r mean units (
 # that hold query terms it lacks, to at most 5x its size (measured: docs/benchmarks.md)
 GUIDED_SHARE = 0.5
 GUIDED_REACH = 5.0
-DEFAULT_BRIDGE = (
-    1.0  # hits of one document at most one mean unit apart are joined (measured: docs/benchmarks.md)
-)
+# hits of one document at most one mean unit apart are joined (measured: docs/benchmarks.md)
+DEFAULT_BRIDGE = 1.0
 # how far around a hit sentences are looked for, in characters per unit of the window
 _LOOKAROUND_PER_UNIT = 6
 _LOOKAROUND_MIN = 2048
@@ -583,13 +585,14 @@ def guided_span(
     down_blocked = False
     while True:
         options: list[tuple[int, int, frozenset[str]]] = []  # (new terms, after first, terms)
-        if not down_blocked and j < len(sentences):
+        # the sentences at the window's edges may be cut by it: taken only where the window is the text's
+        if not down_blocked and j < len(sentences) and (hi == len(text) or j < len(sentences) - 1):
             if _is_heading(text, sentences[j]):
                 down_blocked = True
             else:
                 new = wanted.intersection(tokenize(text[slice(*sentences[j])])) - held
                 options.append((len(new), 1, frozenset(new)))
-        if not up_blocked and i - 1 >= 0:
+        if not up_blocked and i - 1 >= 0 and (lo == 0 or i - 1 > 0):
             new = wanted.intersection(tokenize(text[slice(*sentences[i - 1])])) - held
             options.append((len(new), 0, frozenset(new)))
         if not options:
