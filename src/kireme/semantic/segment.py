@@ -136,16 +136,10 @@ def local_weights(
     docstring): ``d_i`` is the cosine distance between the mean vectors of the ``w`` units before and
     after gap ``i``, averaged over ``widths``. All ones when ``power`` is 0 or the distances vanish."""
     x = np.asarray(vectors, dtype=np.float64)
-    if x.shape[0] < 2 or power == 0:
-        return np.ones(max(x.shape[0] - 1, 0))
-    return _local_weights(np.vstack([np.zeros((1, x.shape[1])), np.cumsum(x, axis=0)]), power, widths)
-
-
-def _local_weights(csum: np.ndarray, power: float, widths: tuple[int, ...]) -> np.ndarray:
-    """`local_weights` from the prefix sums ``csum`` of the vectors (``n + 1`` rows, the first zero)."""
-    n = csum.shape[0] - 1
+    n = x.shape[0]
     if n < 2 or power == 0:
         return np.ones(max(n - 1, 0))
+    csum = np.vstack([np.zeros((1, x.shape[1])), np.cumsum(x, axis=0)])
     gap = np.arange(n - 1)
     d = np.zeros(n - 1)
     for w in widths:
@@ -167,8 +161,7 @@ class _Costs:
 
     def __init__(self, vectors: np.ndarray) -> None:
         x = np.asarray(vectors, dtype=np.float64)
-        self.mean = x.mean(axis=0)
-        x = x - self.mean
+        x = x - x.mean(axis=0)
         self.csum = np.vstack([np.zeros((1, x.shape[1])), np.cumsum(x, axis=0)])
         self.sq = np.concatenate([[0.0], np.cumsum(np.einsum("ij,ij->i", x, x))])
         self.norms = np.einsum("ij,ij->i", self.csum, self.csum)
@@ -208,8 +201,7 @@ def kernel_segment(
         return Segmentation([], np.zeros(max(n - 1, 0)), beta)
     costs = _Costs(x)
     # the penalty of a segment ending at b (a cut at gap b - 1); the last segment's is the same for all
-    raw = costs.csum + np.arange(n + 1)[:, None] * costs.mean  # prefix sums of the vectors as given
-    gap_penalty = beta * _local_weights(raw, local, LOCAL_WIDTHS)
+    gap_penalty = beta * local_weights(x, local)
     end_penalty = np.concatenate([[0.0], gap_penalty, [beta]])
     ends = _optimal_partition(costs, n, end_penalty, min_size, max_size) if n >= 2 * min_size else [n]
     cuts = [e - 1 for e in ends[:-1]]
