@@ -137,22 +137,22 @@ def _zscore_totals(lists: Sequence[Sequence[tuple[K, float]]], fusion: Fusion) -
     for ranking, weight in zip(lists, fusion.weights, strict=False):
         if not ranking:
             continue
-        values = dict(zip((key for key, _ in ranking), _standardised([s for _, s in ranking]), strict=True))
-        floor = min(values.values())
+        values, floor = _standardised_side(ranking)
         for key in out:
             out[key] += weight * values.get(key, floor)
     return out
 
 
+def _standardised_side(ranking: Sequence[tuple[K, float]]) -> tuple[dict[K, float], float]:
+    """One non-empty list's standardised scores by key, and its lowest (what an absent candidate gets)."""
+    values = dict(zip((key for key, _ in ranking), _standardised([s for _, s in ranking]), strict=True))
+    return values, min(values.values())
+
+
 def _owa_totals(lists: Sequence[Sequence[tuple[K, float]]], fusion: Fusion) -> dict[K, float]:
     """owa: each candidate's standardised scores (absent: the list's lowest), sorted best first, weighted
     by place; the weights of the places used are divided by their sum."""
-    sides: list[tuple[dict[K, float], float]] = []
-    for ranking in lists:
-        if ranking:
-            standardised = _standardised([s for _, s in ranking])
-            values = dict(zip((key for key, _ in ranking), standardised, strict=True))
-            sides.append((values, min(values.values())))
+    sides = [_standardised_side(ranking) for ranking in lists if ranking]
     weights = fusion.weights[: len(sides)]
     total = sum(weights) or 1.0
     out: dict[K, float] = {}
