@@ -215,10 +215,10 @@ class Assembler:
             raise ConfigError(f"the context budget must be a whole number of {self.unit} > 0, got {budget!r}")
         state = _State(self, budget)
         wanted = frozenset(tokenize(query)) if query else frozenset()
-        sample = [self.measure(u.text) for u in ranked[:20]]
+        head = ranked[:20]
+        sample = [self.measure(u.text) for u in head]
         mean = max(1.0, sum(sample) / len(sample)) if sample else 1.0
-        if self.policy == "spans" and ranked:  # the gap is in characters, whatever the budget counts
-            head = ranked[:20]
+        if self.policy == "spans" and head:  # the gap is in characters, whatever the budget counts
             state.gap = int(self.bridge * sum(len(u.text) for u in head) / len(head))
         for rank, unit in enumerate(ranked, start=1):
             state.considered = rank
@@ -498,6 +498,41 @@ def _line_of(text: str, s: int, e: int) -> str:
     return text[s:e] if "\n" not in text[s:e].strip("\n") else ""
 
 
+class _Around:
+    """The sentences of the stretch ``[lo, hi)`` of ``text`` around a span that may grow: ``i`` is the
+    sentence the span starts in, ``j`` the first that starts at or after its end. The sentences at the
+    stretch's edges may be cut by it, so they are offered only where the stretch reaches the text's."""
+
+    def __init__(self, text: str, start: int, end: int, limit: int) -> None:
+        reach = max(_LOOKAROUND_MIN, _LOOKAROUND_PER_UNIT * limit)
+        self.text = text
+        self.lo, self.hi = max(0, start - reach), min(len(text), end + reach)
+        self.sentences = sentence_spans_in(text, self.lo, self.hi)
+        self._starts = [a for a, _ in self.sentences]
+        self.place(start, end)
+
+    def place(self, s: int, e: int) -> None:
+        """Count the sentences around the span ``[s, e)``."""
+        self.s = s
+        self.i = bisect.bisect_right(self._starts, s) - 1
+        self.j = bisect.bisect_left(self._starts, e)
+
+    def starts_at_heading(self) -> bool:
+        """Whether the span starts with a heading line (it does not grow above its own heading)."""
+        i = self.i
+        return i >= 0 and self.sentences[i][0] == self.s and _is_heading(self.text, self.sentences[i])
+
+    def next(self) -> tuple[int, int] | None:
+        """The sentence after the span, if offered."""
+        j, n = self.j, len(self.sentences)
+        return self.sentences[j] if j < n and (self.hi == len(self.text) or j < n - 1) else None
+
+    def prev(self) -> tuple[int, int] | None:
+        """The sentence before the span, if offered."""
+        i = self.i - 1
+        return self.sentences[i] if i >= 0 and (self.lo == 0 or i > 0) else None
+
+
 def grow_span(
     text: str, start: int, end: int, limit: int, size: Callable[[int, int], int]
 ) -> tuple[int, int]:
@@ -509,8 +544,8 @@ def grow_span(
     """
     if size(start, end) > limit:
         return start, end
-    reach = max(_LOOKAROUND_MIN, _LOOKAROUND_PER_UNIT * limit)
-    lo, hi = max(0, start - reach), min(len(text), end + reach)
+    around = _Around(text, start, end, limit)
+    lo, hi = around.lo, around.hi
     # the paragraph(s): between the blank lines / item lines around the span
     before = paragraph_cuts(text, lo, start + 1)
     after = paragraph_cuts(text, end, hi)
@@ -529,29 +564,26 @@ def grow_span(
         and not _crosses_heading(text, e, p_end)
     ):
         s, e = p_start, p_end
-    sentences = sentence_spans_in(text, lo, hi)
-    starts = [a for a, _ in sentences]
-    i = bisect.bisect_right(starts, s) - 1  # the sentence the span starts in
-    j = bisect.bisect_left(starts, e)  # the first sentence that starts at or after its end
-    up_blocked = i >= 0 and sentences[i][0] == s and _is_heading(text, sentences[i])
+    around.place(s, e)
+    up_blocked = around.starts_at_heading()
     down_blocked = False
     while True:
         moved = False
-        if not down_blocked and j < len(sentences) and (hi == len(text) or j < len(sentences) - 1):
-            nxt = sentences[j]
+        nxt = None if down_blocked else around.next()
+        if nxt is not None:
             if _is_heading(text, nxt):
                 down_blocked = True
             elif size(s, nxt[1]) <= limit:
                 e = nxt[1]
-                j += 1
+                around.j += 1
                 moved = True
             else:
                 down_blocked = True
-        if not up_blocked and i - 1 >= 0 and (lo == 0 or i - 1 > 0):
-            prev = sentences[i - 1]
+        prev = None if up_blocked else around.prev()
+        if prev is not None:
             if size(prev[0], e) <= limit:
                 s = prev[0]
-                i -= 1
+                around.i -= 1
                 moved = True
                 if _is_heading(text, prev):  # the section's own heading: taken, and no further up
                     up_blocked = True
@@ -573,46 +605,44 @@ def guided_span(
     """
     if not wanted or size(start, end) > limit:
         return start, end
-    reach = max(_LOOKAROUND_MIN, _LOOKAROUND_PER_UNIT * limit)
-    lo, hi = max(0, start - reach), min(len(text), end + reach)
-    sentences = sentence_spans_in(text, lo, hi)
-    starts = [a for a, _ in sentences]
-    i = bisect.bisect_right(starts, start) - 1  # the sentence the span starts in
-    j = bisect.bisect_left(starts, end)  # the first sentence that starts at or after its end
+    around = _Around(text, start, end, limit)
     s, e = start, end
     held = wanted.intersection(tokenize(text[s:e]))
-    up_blocked = i < 0 or (sentences[i][0] == s and _is_heading(text, sentences[i]))
+    up_blocked = around.starts_at_heading()
     down_blocked = False
     while True:
-        options: list[tuple[int, int, frozenset[str]]] = []  # (new terms, after first, terms)
-        # the sentences at the window's edges may be cut by it: taken only where the window is the text's
-        if not down_blocked and j < len(sentences) and (hi == len(text) or j < len(sentences) - 1):
-            if _is_heading(text, sentences[j]):
+        options: list[
+            tuple[int, int, frozenset[str], tuple[int, int]]
+        ] = []  # (gain, after first, terms, sentence)
+        nxt = None if down_blocked else around.next()
+        if nxt is not None:
+            if _is_heading(text, nxt):
                 down_blocked = True
             else:
-                new = wanted.intersection(tokenize(text[slice(*sentences[j])])) - held
-                options.append((len(new), 1, frozenset(new)))
-        if not up_blocked and i - 1 >= 0 and (lo == 0 or i - 1 > 0):
-            new = wanted.intersection(tokenize(text[slice(*sentences[i - 1])])) - held
-            options.append((len(new), 0, frozenset(new)))
+                new = wanted.intersection(tokenize(text[slice(*nxt)])) - held
+                options.append((len(new), 1, frozenset(new), nxt))
+        prev = None if up_blocked else around.prev()
+        if prev is not None:
+            new = wanted.intersection(tokenize(text[slice(*prev)])) - held
+            options.append((len(new), 0, frozenset(new), prev))
         if not options:
             break
-        gain, after, new = max(options)
+        gain, after, new, (a, b) = max(options)
         if gain == 0:
             break
         if after:
-            if size(s, sentences[j][1]) > limit:
+            if size(s, b) > limit:
                 down_blocked = True
                 continue
-            e = sentences[j][1]
-            j += 1
+            e = b
+            around.j += 1
         else:
-            if size(sentences[i - 1][0], e) > limit:
+            if size(a, e) > limit:
                 up_blocked = True
                 continue
-            s = sentences[i - 1][0]
-            i -= 1
-            up_blocked = _is_heading(text, sentences[i])  # the section's own heading: no further up
+            s = a
+            around.i -= 1
+            up_blocked = _is_heading(text, (a, b))  # the section's own heading: no further up
         held |= new
     return s, e
 
