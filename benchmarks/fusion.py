@@ -5,7 +5,7 @@ Part 3 — *fusion*. `kireme search --mode hybrid` fused dense and BM25 by equal
 chunks and questions, each side alone and many fusions of the two (`kireme.fusion.Fusion`): RRF with the
 lexical side weighted up and other constants, min-max normalised scores and z-scores in a convex
 combination, and ordered weighted averages of the z-scores (``owa``: the weights go to each chunk's
-better and worse side, not to BM25 and dense; the default is better ⅔, worse ⅓). Each side hands over
+better and worse side, not to BM25 and dense; `kireme.fusion.OWA` is better ⅔, worse ⅓). Each side hands over
 its best ``max(50, 3k)`` candidates (BM25: only chunks that share a term with the question), as
 `kireme.index.search.Searcher` does. One setting must serve every set: the table marks the default
 (`kireme.fusion.DEFAULT_FUSION`, what ``hybrid`` runs) and gives its exact McNemar test (two-sided sign
