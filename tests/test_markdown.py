@@ -18,6 +18,7 @@ from kireme.text.markdown import (
     _parser,
     _plain,
     _plain_outline,
+    _scanned_outline,
     front_matter,
     markdown_headings,
 )
@@ -220,3 +221,99 @@ def test_guarded_block_rules_give_the_same_tokens(text: str) -> None:
 )
 def test_guarded_block_rules_on_nested_blocks(text: str) -> None:
     assert _tokens(_parser(), text) == _tokens(_UNGUARDED, text)
+
+
+# Blocks for the scanned outline: what `_scanned_outline` reads itself (headings, fences, comments, HTML
+# blocks, paragraphs), what it leaves to the parser (lists, quotes, tables, indented code, definitions)
+# and lines made to mislead it (fences and comments left open, closers inside lists, lazy lines).
+_BLOCK_LINES = [
+    *("# 概要", "## `Rc<T>` の[使い方](a.md)", "### 手順 ###", "#タグ", "####### 七つ", "# [参照][r]"),
+    *("```", "```rust", "````", "~~~", "~~~ text", "``` `x`", "  ```", "    ```", "- ```", "> ```"),
+    *(
+        "<!--",
+        "-->",
+        "<!-- 一行 -->",
+        "原文 -->",
+        "<div>",
+        "</div>",
+        '<img src="a.svg" />',
+        "<span>注</span>",
+    ),
+    *(
+        "<script>",
+        "</script>",
+        "<?php",
+        "?>",
+        "<![CDATA[",
+        "]]>",
+        "<!DOCTYPE html>",
+        "| 列 | 値 |",
+        "|---|---|",
+    ),
+    *(
+        "- 項目",
+        "* 項目",
+        "+ 項目",
+        "1. 手順",
+        "2) 手順",
+        "  - 入れ子",
+        "    字下げ",
+        "> 引用",
+        "> # 引用見出し",
+    ),
+    *("---", "***", "===", "- - -", ":::note", "[r]: /url", "[r]: /url 'タイトル'", "[リンク](u)", "[a]"),
+    *("本文です。", "`code` で始まる行", "*強調* の行", "2024年の記録", "続きの行", "\t字下げ", "a | b"),
+]
+
+
+@st.composite
+def _documents(draw: st.DrawFn) -> str:
+    lines = draw(
+        st.lists(st.one_of(st.sampled_from(_BLOCK_LINES), st.sampled_from(["", "", " "])), max_size=24)
+    )
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    text = newline.join(lines)
+    return text + newline if draw(st.booleans()) else text
+
+
+@settings(max_examples=4000, deadline=None)
+@given(_documents())
+def test_scanned_outline_is_the_parsers(text: str) -> None:
+    """The outline read block by block, with the parser only on regions, is the whole parse's."""
+    fm_end, fm_title = front_matter(text)
+    scanned = _scanned_outline(text, fm_end, fm_title)
+    assert scanned is not None
+    assert scanned == _parsed_outline(text, fm_end, fm_title)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_texts())
+def test_scanned_outline_of_any_lines_is_the_parsers(text: str) -> None:
+    fm_end, fm_title = front_matter(text)
+    scanned = _scanned_outline(text, fm_end, fm_title)
+    if scanned is not None:
+        assert scanned == _parsed_outline(text, fm_end, fm_title)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        GUIDE,
+        # a list item's fence ends with the item; the column-0 fence after it stays open over the blank line
+        "- a\n  ```\n  x\n```\ny\n\nz\n```\n\n# 見出し\n",
+        # a comment runs over blank lines and hides a heading; an unclosed one runs to the end
+        "<!--\n# Original\n\nmore\n-->\n\n# 訳\n\n<!--\n本文\n\n# 見えない\n",
+        # an HTML block of type 6 runs to the blank line, a heading line inside it included
+        "<div>\n# 中\n</div>\n\n# 外\n",
+        # a definition after the heading that reads it, in a region
+        "# [見出し][r]\n\n- 項目\n\n[r]: /url\n\n本文\n",
+        # a paragraph that turns into a setext heading or a table on a later line
+        "一行目\n二行目\n===\n\n名前 | 値\n--- | ---\na | 1\n\n本文\n",
+        # a region ended by a paragraph that starts with inline code, and a fence closed by a longer run
+        "> 引用\n\n`x` の説明\n\n````\n```\n````\n",
+        "---\ntitle: 表題\n---\n\n# 見出し\n\n本文\n",
+    ],
+)
+def test_scanned_outline_on_tricky_documents(text: str) -> None:
+    fm_end, fm_title = front_matter(text)
+    assert _scanned_outline(text, fm_end, fm_title) == _parsed_outline(text, fm_end, fm_title)
