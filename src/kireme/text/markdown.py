@@ -215,11 +215,34 @@ def _inline(inline: Token, env: dict[str, Any]) -> list[Token]:
 _INLINE_SYNTAX = re.compile(r"[\n!#$%&*+\-:<=>@\[\\\]^_`{}~]")
 
 
+# A code span: a backtick run, the shortest text up to a run of the same length (markdown-it's backtick rule)
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.*?)(?<!`)\1(?!`)", re.S)
+
+
 def _inline_text(inline: Token) -> str | None:
-    """The visible text of an inline token whose content has no inline syntax, without parsing it
-    (``None``: it has some; `_inline` and `_plain` read it). Equal to the parse's by a property test."""
+    """The visible text of an inline token whose content has no inline syntax but code spans (a heading
+    such as ``## `Result` で回復可能なエラー``), without parsing it (``None``: it has other syntax;
+    `_inline` and `_plain` read it). Equal to the parse's by a property test."""
     content = inline.content
-    return content.strip() if _INLINE_SYNTAX.search(content) is None else None
+    if _INLINE_SYNTAX.search(content) is None:
+        return content.strip()
+    if "`" not in content:
+        return None
+    outside: list[str] = []
+    parts: list[str] = []
+    last = 0
+    for span in _CODE_SPAN.finditer(content):
+        outside.append(content[last : span.start()])
+        code = span.group(2).replace("\n", " ")
+        if code.startswith(" ") and code.endswith(" ") and code.strip(" "):
+            code = code[1:-1]  # one space off each side, unless all spaces
+        parts += (outside[-1], code)
+        last = span.end()
+    outside.append(content[last:])
+    parts.append(outside[-1])
+    if _INLINE_SYNTAX.search("".join(outside).replace("`", "")) is not None:
+        return None  # an unmatched backtick run is text; anything else needs the parser
+    return "".join(parts).strip() or content.strip()
 
 
 def _line_span(text: str, lines: list[int], first: int, last: int) -> tuple[int, int]:
