@@ -223,7 +223,11 @@ def _inline_text(inline: Token) -> str | None:
     """The visible text of an inline token whose content has no inline syntax but code spans (a heading
     such as ``## `Result` で回復可能なエラー``), without parsing it (``None``: it has other syntax;
     `_inline` and `_plain` read it). Equal to the parse's by a property test."""
-    content = inline.content
+    return _visible_text(inline.content)
+
+
+def _visible_text(content: str) -> str | None:
+    """`_inline_text` of inline content."""
     if _INLINE_SYNTAX.search(content) is None:
         return content.strip()
     if "`" not in content:
@@ -331,7 +335,7 @@ def _outline(text: str) -> Outline:
 # the parser, each opened in column 0: blank lines; an ATX heading; a fence, up to its closing line; an HTML
 # comment, up to ``-->`` (translated documentation keeps its original in comments: a third of the Japanese
 # docs benchmarked); an HTML block of types 6–7 (``<div>``, ``<img … />`` alone on a line), up to a blank
-# line; and a paragraph whose first line can be nothing else (`_paragraph_first`) and whose other lines can
+# line; and a paragraph whose first line can be nothing else (`_NOT_PARAGRAPH_FIRST`) and whose other lines can
 # neither end it nor make it something else (`_paragraph_stop`), up to a blank line. Anything else starts a
 # region that markdown-it parses on its own, up to the next blank line followed by such a block in column 0:
 # there every container (list, quote), paragraph, table, indented code and HTML block of types 6–7 has
@@ -357,7 +361,6 @@ _NOT_PARAGRAPH_FIRST = re.compile(
     rf"[ \t>|:<\[]|#{{1,6}}{_LINE_END}|`{{3,}}|~{{3,}}|[-+*]{_LINE_END}|[0-9]+[.)]{_LINE_END}|[-*_=][-*_= \t]*\r?$",
     re.M,
 )
-
 
 @lru_cache(maxsize=1)
 def _html_starts() -> tuple[re.Pattern[str], ...]:
@@ -497,10 +500,13 @@ def _scanned_heading(found: _Found, pos: int, marks_end: int, env: dict[str, Any
         closing -= 1
     if closing > marks_end and text[closing - 1] in " \t":
         end = closing
-    inline = Token("inline", "", 0, content=mdTrim(text[marks_end:end]))
+    content = mdTrim(text[marks_end:end])
+    title = _visible_text(content)
+    if title is None:
+        title = _title(Token("inline", "", 0, content=content), env)
     title_end = line_end - 1 if line_end > pos and text[line_end - 1] == "\r" else line_end
     found.blocks.append(pos)
-    found.headings.append(Heading(pos, title_end, marks_end - pos, _title(inline, env)))
+    found.headings.append(Heading(pos, title_end, marks_end - pos, title))
     return min(line_end + 1, len(text))
 
 
