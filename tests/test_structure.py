@@ -606,3 +606,60 @@ def test_embed_text_never_names_a_heading_or_the_title_twice(
         assert said.count(title) <= 1
         if title in held:
             assert title not in said
+
+
+# A short document with no structure takes a shortcut (`StructureChunker._whole_plan`): the same chunks,
+# ids and embed_text as the sections give it.
+_PLAIN_LINES = [
+    "",
+    "",
+    "本文です。",
+    "次の行、続き",
+    "- 項目",
+    "1. 手順",
+    "  字下げ",
+    "English words here.",
+    "・点",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.sampled_from(_PLAIN_LINES), min_size=1, max_size=8),
+    fmt=st.sampled_from(["markdown", "text", "html"]),
+    max_size=st.integers(8, 120),
+    overlap=st.sampled_from([0, 3]),
+    min_size=st.sampled_from([0, 4]),
+    unit=st.sampled_from(["chars", "tokens"]),
+)
+def test_a_short_plain_document_gets_the_sections_chunks(
+    lines: list[str], fmt: str, max_size: int, overlap: int, min_size: int, unit: str
+) -> None:
+    from kireme.structure.chunker import StructureChunker
+
+    text = "\n".join(lines)
+    chunker = make_chunker("markdown", max_size=max_size, overlap=overlap, min_size=min_size, unit=unit)
+    fast = chunker.chunk(doc(text, fmt))
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(StructureChunker, "_whole_plan", lambda *args: None)
+        slow = chunker.chunk(doc(text, fmt))
+    assert [c.to_dict() for c in fast] == [c.to_dict() for c in slow]
+
+
+def test_a_short_plain_document_takes_the_shortcut(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kireme.structure.chunker import StructureChunker
+
+    chunker = make_chunker("markdown", max_size=200)
+    taken: list[bool] = []
+    whole = StructureChunker._whole_plan
+
+    def spy(self: StructureChunker, *args: object) -> object:
+        plan = whole(self, *args)  # type: ignore[arg-type]
+        taken.append(plan is not None)
+        return plan
+
+    monkeypatch.setattr(StructureChunker, "_whole_plan", spy)
+    chunker.chunk(doc("出張の申請は前日までに行います。", "markdown"))
+    chunker.chunk(doc("# 出張\n\n申請は前日までに行います。", "markdown"))  # a heading: the sections
+    chunker.chunk(doc("申請は前日までに行います。" * 30, "markdown"))  # too long for one chunk
+    assert taken == [True, False, False]

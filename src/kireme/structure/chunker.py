@@ -95,8 +95,11 @@ class StructureChunker(Chunker):
         outline = document_outline(doc)
         paths = HeadingPaths(outline.headings)
         title = doc.title or outline.title
-        context = self.context_builder(doc, paths, title)
         sizer = self.measure.for_text(doc.text)
+        whole = self._whole_plan(doc, outline, paths, title, sizer)
+        if whole is not None:
+            return whole
+        context = self.context_builder(doc, paths, title)
         paragraphs = None
         if doc.format == "pdf":
             from kireme.text.paragraphs import pdf_paragraph_starts
@@ -153,6 +156,36 @@ class StructureChunker(Chunker):
             spans.extend(packed)
             embeds.update(((p.start, p.end), text) for p, (text, _, _) in zip(packed, made, strict=True))
         return ChunkPlan(spans, paths, title, lambda start, end: embeds[(start, end)], self._headings(paths))
+
+    def _whole_plan(
+        self, doc: Document, outline: Outline, paths: HeadingPaths, title: str, sizer: SpanSizer
+    ) -> ChunkPlan | None:
+        """The plan of a document with no structure (no heading, code block or table, no title) that
+        fits one chunk: what the sections below come to for it — one section, packed once, its text its
+        own ``embed_text`` — without building them (a short document costs a third as much). ``None``
+        for any other document."""
+        text = doc.text
+        if outline.headings or outline.code_blocks or outline.tables or title or doc.format == "pdf":
+            return None
+        if sizer.estimate(0, len(text)) > self.max_size:
+            return None
+        keep_headings, heading_end = heading_rule(doc, outline)
+        packed = pack(
+            text,
+            LazyLevels(doc, outline, None, self.sentences),
+            sizer,
+            max_size=self.max_size,
+            min_size=min(self.min_size, self.max_size - self.overlap),
+            overlap=self.overlap,
+            keep_headings=keep_headings,
+            heading_end=heading_end,
+            span=(0, len(text)),
+            hard_max_size=self.max_size,
+            **self.packing_options(),
+        )
+        if len(packed) != 1 or packed[0].size > self.max_size:
+            return None
+        return ChunkPlan(packed, paths, title, lambda start, end: text[start:end], self._headings(paths))
 
     def _floor(self) -> int:
         """The smallest budget a section gets, however much context and header it carries."""
