@@ -209,10 +209,12 @@ def _inline(inline: Token, env: dict[str, Any]) -> list[Token]:
     return children
 
 
-# The characters at which markdown-it's inline rules can start anything but plain text (its ``text``
-# rule's terminators, the same in CommonMark markdown-it everywhere): inline content with none of them
-# parses to one text token holding all of it, so its visible text is the content itself.
-_INLINE_SYNTAX = re.compile(r"[\n!#$%&*+\-:<=>@\[\\\]^_`{}~]")
+# The characters at which an inline rule of the parser's CommonMark preset can start anything but plain
+# text: a line break, an escape, a code span, emphasis, a link or image, an autolink or inline HTML, an
+# entity (``]`` too, though only after ``[``). The ``text`` rule stops at more (``{``, ``:``, ``#``…: its
+# terminators serve rules the preset leaves off, such as linkify and the typographer), but those are read
+# back as text. Inline content with none of them is its own visible text.
+_INLINE_SYNTAX = re.compile(r"[\n!&*<\[\\\]_`]")
 
 
 # A code span: a backtick run, the shortest text up to a run of the same length (markdown-it's backtick rule)
@@ -361,6 +363,7 @@ _NOT_PARAGRAPH_FIRST = re.compile(
     rf"[ \t>|:<\[]|#{{1,6}}{_LINE_END}|`{{3,}}|~{{3,}}|[-+*]{_LINE_END}|[0-9]+[.)]{_LINE_END}|[-*_=][-*_= \t]*\r?$",
     re.M,
 )
+
 
 @lru_cache(maxsize=1)
 def _html_starts() -> tuple[re.Pattern[str], ...]:
