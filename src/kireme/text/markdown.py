@@ -321,7 +321,8 @@ def _plain_outline(text: str) -> Outline | None:
 def _outline(text: str) -> Outline:
     """The outline, kept for the last few texts: a strategy's levels, the heading paths of its chunks
     and their context all ask for the same document's outline. A text without block syntax is not
-    parsed (`_plain_outline`)."""
+    parsed (`_plain_outline`); in any other, markdown-it reads only what the scanner does not
+    (`_scanned_outline`)."""
     fm_end, fm_title = front_matter(text)
     if not fm_end:
         plain = _plain_outline(text)
