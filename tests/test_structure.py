@@ -663,3 +663,57 @@ def test_a_short_plain_document_takes_the_shortcut(monkeypatch: pytest.MonkeyPat
     chunker.chunk(doc("# 出張\n\n申請は前日までに行います。", "markdown"))  # a heading: the sections
     chunker.chunk(doc("申請は前日までに行います。" * 30, "markdown"))  # too long for one chunk
     assert taken == [True, False, False]
+
+
+# A piece's embed_text is its context prefix and its text: in characters and cl100k tokens the two sizes
+# add up (`StructureChunker._sizes_add_up`), so the whole is not measured again.
+_PREFIX_NAMES = st.lists(
+    st.text(st.sampled_from([*"見出し手順 abC1.)）」/-#>*'s"]), min_size=1, max_size=8), max_size=3
+)
+_BODY = st.text(
+    st.sampled_from([*"本文です。、「」（）ab AB'sd12/\n\t -–*#>\u3099\u0301😀"]), min_size=1, max_size=40
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(names=_PREFIX_NAMES, body=_BODY)
+def test_cl100k_sizes_of_a_prefix_and_the_text_after_it_add_up(names: list[str], body: str) -> None:
+    from kireme.context import ContextBuilder
+
+    tokens = Tokens()
+    body = body.strip()
+    prefix = ContextBuilder("headings", "", None, tokens, 10_000)._render(
+        [n.strip() or "x" for n in names], False
+    )
+    if not body:
+        return
+    assert prefix.endswith("\n\n") or prefix == ""
+    assert tokens(prefix + body) == tokens(prefix) + tokens(body)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sections=st.lists(
+        st.tuples(
+            st.sampled_from(["#", "##", "###"]),
+            st.sampled_from(["手順", "費用/交通", "A's note", "第1条（目的）"]),
+            st.lists(st.sampled_from(_PLAIN_LINES[2:]), min_size=1, max_size=6),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    unit=st.sampled_from(["chars", "tokens"]),
+    max_size=st.integers(24, 160),
+)
+def test_embed_text_sizes_added_are_the_measured_ones(
+    sections: list[tuple[str, str, list[str]]], unit: str, max_size: int
+) -> None:
+    from kireme.structure.chunker import StructureChunker
+
+    text = "\n\n".join(f"{marks} {title}\n\n" + "\n".join(lines) for marks, title, lines in sections)
+    chunker = make_chunker("markdown", max_size=max_size, unit=unit)
+    added = chunker.chunk(doc(text, "markdown", title="出張規程"))
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(StructureChunker, "_sizes_add_up", lambda self: False)
+        measured = chunker.chunk(doc(text, "markdown", title="出張規程"))
+    assert [c.to_dict() for c in added] == [c.to_dict() for c in measured]

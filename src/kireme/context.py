@@ -66,6 +66,14 @@ class ContextBuilder:
         # the names of each run of headings above a chunk (keyed by the headings' ids: `paths` keeps them
         # alive) and whether one of them says the title
         self._above: dict[tuple[int, ...], tuple[list[str], bool]] = {}
+        self._sizes: dict[str, int] = {}
+
+    def measured(self, prefix: str) -> int:
+        """``size`` of a prefix, each one measured once (a document's chunks share a few)."""
+        known = self._sizes.get(prefix)
+        if known is None:
+            known = self._sizes[prefix] = self.size(prefix)
+        return known
 
     def _is_title(self, name: str) -> bool:
         """Whether ``name`` says the title (`_key` equal), remembered per name."""

@@ -21,7 +21,7 @@ from kireme.chunkers import Chunker, ChunkPlan
 from kireme.context import ContextBuilder
 from kireme.document import Document
 from kireme.errors import ConfigError
-from kireme.length import SpanSizer
+from kireme.length import Chars, SpanSizer, Tokens
 from kireme.pack import PackedSpan, pack
 from kireme.structure.layout import LazyLevels, document_outline, heading_rule
 from kireme.structure.tables import (
@@ -33,6 +33,7 @@ from kireme.structure.tables import (
     row_values,
 )
 from kireme.text.markdown import CodeBlock, HeadingPaths, Outline, Table
+from kireme.text.subword import DEFAULT_TOKENIZER
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,9 @@ class StructureChunker(Chunker):
                     hard_max_size=self.max_size,
                     **self.packing_options(),
                 )
-                made = [self._embed_text(doc, outline, context, section, p.start, p.end) for p in packed]
+                made = [
+                    self._embed_text(doc, outline, context, section, p.start, p.end, p.size) for p in packed
+                ]
                 # how far the largest embed_text is over max_size as made (`over`: the context may have
                 # given way) and as wanted (context and all); both negative when the context does not count
                 over = max((size for _, size, _ in made), default=0) - self.max_size
@@ -519,7 +522,14 @@ class StructureChunker(Chunker):
 
     # ------------------------------------------------------------------------------ embed text
     def _embed_text(
-        self, doc: Document, outline: Outline, context: ContextBuilder, section: Section, start: int, end: int
+        self,
+        doc: Document,
+        outline: Outline,
+        context: ContextBuilder,
+        section: Section,
+        start: int,
+        end: int,
+        span_size: int | None = None,
     ) -> tuple[str, int, int]:
         """Context, the block's decorations (group line, repeated header, reopened fence), the text.
 
@@ -527,7 +537,8 @@ class StructureChunker(Chunker):
         gets no decoration. When the context counts toward ``max_size`` and the whole would not fit,
         the context goes first, then the repeated header or fence: the size limit is kept. Returns the
         text, its size and the size of the whole with context (both 0 when the context does not count:
-        nothing was measured).
+        nothing was measured). ``span_size``: the packed span's own size, which spares measuring the
+        whole again where sizes add up (`_sizes_add_up`) and no table row is rewritten.
         """
         body = self._table_text(doc, outline, start, end)
         block = section.table or section.code
@@ -539,6 +550,15 @@ class StructureChunker(Chunker):
         embed = prefix + group + repeat + body + close
         if not self.context_counts:
             return embed, 0, 0
+        if (
+            span_size is not None
+            and not (group or repeat or close)
+            and self._sizes_add_up()
+            and len(body) == end - start
+            and body == doc.text[start:end]
+        ):
+            full = context.measured(prefix) + span_size
+            return (embed, full, full) if full <= self.max_size else (body, span_size, full)
         full = self.measure(embed)
         if full <= self.max_size:
             return embed, full, full
@@ -547,6 +567,15 @@ class StructureChunker(Chunker):
             if size <= self.max_size:
                 return candidate, size, full
         return body, size, full
+
+    def _sizes_add_up(self) -> bool:
+        """Whether a context prefix and the text after it measure the sum of their sizes: in characters,
+        and in cl100k_base tokens — a prefix ends with a blank line, and cl100k's pre-tokenizer never
+        joins a line break to the text after it, so no token spans the two (a property test holds it)."""
+        measure = self.measure
+        return isinstance(measure, Chars) or (
+            isinstance(measure, Tokens) and measure.tokenizer == DEFAULT_TOKENIZER
+        )
 
     def _table_text(self, doc: Document, outline: Outline, start: int, end: int) -> str:
         """The chunk text with whole table rows rewritten by the table mode (filled, as records)."""
