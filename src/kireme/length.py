@@ -132,9 +132,10 @@ _TOKEN_TABLES_LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=1)
-def _token_char_tables() -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int8]]:
+def _token_char_tables() -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int8], int]:
     """Per cl100k token id: how many characters start in its bytes (bytes that are not UTF-8 continuation
-    bytes), and whether its first byte starts a character (1) or continues one (0).
+    bytes), and whether its first byte starts a character (1) or continues one (0); and the longest
+    token's length in bytes (a longer piece is never one token: `_is_token`).
 
     A token stream's character offsets follow from these alone (`_TokenSizer`): the text is never
     encoded to bytes again, and no per-byte array is made. Undefined ids (between the special tokens)
@@ -166,7 +167,7 @@ def _token_char_tables() -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int8]]:
         first_is_start = np.zeros(len(pieces), dtype=np.int8)
         present = lengths > 0
         first_is_start[present] = is_start[starts[present]]
-    return counts, first_is_start
+    return counts, first_is_start, int(lengths.max())
 
 
 # Where a letter is followed by a non-letter, every cl100k pre-tokenisation has a boundary: no pre-token
@@ -174,12 +175,22 @@ def _token_char_tables() -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int8]]:
 # A text cut there tokenises exactly like the whole-text stream on that side (see _TokenSizer.exact).
 # The lookahead demands a real character, so the end of a search window never counts as one.
 _LETTER_END = regex.compile(r"(?<=\p{L})(?=\P{L})")
-_LAST_LETTER_END = regex.compile(r"(?r)(?<=\p{L})(?=\P{L})")
+# The last letter end, found as its letter and the character after it (searched backwards, a lookbehind
+# does not look before the search's start, so a letter end there would be missed).
+_LAST_LETTER_PAIR = regex.compile(r"(?r)\p{L}\P{L}")
+# A letter, and (searched backwards) the last non-letter before a position: where a letter run starts.
+_LETTER = regex.compile(r"\p{L}")
+_LAST_NON_LETTER = regex.compile(r"(?r)\P{L}")
+# A head or tail of a span shorter than this is encoded alone even where the stream would do: encoding
+# a few characters costs less than the checks (a regex, bisections, token look-ups).
+_READ_OFF_MIN_CHARS = 24
 # Split points for parallel encoding: after a line break that precedes a non-space character no
 # pre-token continues either, so the parts encode to exactly the whole-text token stream.
 _PARALLEL_SPLIT = regex.compile(r"\n(?=\S)")
-_PARALLEL_MIN_CHARS = 200_000
-_PART_CHARS = _PARALLEL_MIN_CHARS // 2
+# Threads only for very large texts: they are started anew for each text, and on 2 cores (issue #27) a
+# second thread cost 40% more CPU time than one encoding at 250k characters, 10% at 1M, 5% at 4M.
+_PARALLEL_MIN_CHARS = 1_000_000
+_PART_CHARS = 100_000
 
 
 def _encode_stream(text: str) -> Iterator[npt.NDArray[np.uint32]]:
@@ -215,6 +226,30 @@ def _encode_part(text: str) -> npt.NDArray[np.uint32]:
     return _encoding().encode_to_numpy(text, allowed_special=set(), disallowed_special=())
 
 
+def _sure_letters(text: str, a: int, b: int) -> bool:
+    """Whether ``text[a:b]`` is letters (not empty) that tiktoken's pattern takes for letters too.
+
+    ``regex`` may know letters newer than the Unicode tables tiktoken was built with (U+323B0, of a
+    CJK extension of Unicode 17): to tiktoken those are no letters, and a run of them is no letter run.
+    ``str.isalpha`` reads Python's own tables (Unicode 14 to 16 on Python 3.11 to 3.14), no newer than
+    tiktoken's. The spans measured before issue #27 are kept as they were where that is not so.
+    """
+    return 0 <= a < b and text[a:b].isalpha()
+
+
+def _is_token(piece: str) -> bool:
+    """Whether ``piece`` is one cl100k token (or cannot be looked up, which callers treat the same)."""
+    if len(piece) > _token_char_tables()[2]:  # more characters than the longest token has bytes
+        return False
+    try:
+        _encoding().encode_single_token(piece)
+    except KeyError:
+        return False
+    except UnicodeEncodeError:  # pragma: no cover - a lone surrogate: the stream could not be encoded
+        return True
+    return True
+
+
 class _TokenSizer:
     """Span sizes from one encoding of the whole text.
 
@@ -226,7 +261,8 @@ class _TokenSizer:
     ``a`` (the span alone starts with a piece of it: " see" -> "see"). ``exact(a, b)`` is the count of
     ``text[a:b]`` encoded alone, computed without encoding the span: between the first and the last
     letter/non-letter boundary inside the span the alone-encoding equals the stream, so only the short
-    head and tail are encoded.
+    head and tail are encoded, and not even those where they cut a letter run at a stream token
+    boundary (a run of kana and kanji is one pre-token: `_letters_from_stream`, `_tail_from_stream`).
     """
 
     exact_estimates = False
@@ -241,7 +277,7 @@ class _TokenSizer:
         self._exact_sizes: dict[tuple[int, int], int] = {}
         if not text:
             return
-        char_counts, first_is_start = _token_char_tables()
+        char_counts, first_is_start, _ = _token_char_tables()
         counts: list[npt.NDArray[np.int8] | None] = []
         firsts: list[npt.NDArray[np.int8] | None] = []
         for part in _encode_stream(text):  # each part's ids are let go once read: two bytes a token kept
@@ -294,18 +330,90 @@ class _TokenSizer:
         return self._before(b) - self._before(a) + self._straddle(a)
 
     def _exact_one(self, a: int, b: int) -> int:
+        """``len(encode(text[a:b]))``: the stream's count between the first and the last letter end in
+        the span, and the head and tail before and after them read off the stream too where that is
+        sure to agree (`_letters_from_stream`, `_tail_from_stream`), else encoded alone."""
         enc = _encoding()
         text = self._text
         head = _LETTER_END.search(text, a + 1, b)
-        tail = _LAST_LETTER_END.search(text, a + 1, min(len(text), b + 1))
-        if head is None or tail is None or head.start() > tail.start():
+        if head is None:  # letters only, or no letter run that ends inside
+            if b - a >= _READ_OFF_MIN_CHARS and self._letters_from_stream(a, b) and self._run_cut(b):
+                return self._before(b) - self._before(a)
             return len(enc.encode_ordinary(text[a:b]))
-        x, y = head.start(), tail.start()
-        return (
-            len(enc.encode_ordinary(text[a:x]))
-            + (self._before(y) - self._before(x))
-            + len(enc.encode_ordinary(text[y:b]))
-        )
+        x = head.start()
+        # the last letter end in [x, b]: the one at x is found if there is no other
+        tail = _LAST_LETTER_PAIR.search(text, x - 1, min(len(text), b + 1))
+        y = tail.start() + 1 if tail is not None else x
+        # from the text's start to a letter end, and from one to the text's end, alone is the stream
+        if (a == 0 and _sure_letters(text, x - 1, x)) or (
+            x - a >= _READ_OFF_MIN_CHARS and self._letters_from_stream(a, x)
+        ):
+            left = self._before(x) - self._before(a)
+        else:
+            left = len(enc.encode_ordinary(text[a:x]))
+        if (b == self._n and _sure_letters(text, y - 1, y)) or (
+            b - y >= _READ_OFF_MIN_CHARS and self._tail_from_stream(y, b)
+        ):
+            right = self._before(b) - self._before(y)
+        else:
+            right = len(enc.encode_ordinary(text[y:b]))
+        return left + (self._before(y) - self._before(x)) + right
+
+    def _token_start(self, c: int) -> bool:
+        """Whether a stream token begins with character ``c``'s first byte."""
+        i = bisect_left(self._starts, c)
+        return i < len(self._starts) and self._starts[i] == c and bool(self._flags[i])
+
+    def _letters_from_stream(self, a: int, e: int) -> bool:
+        """Whether ``text[a:e]`` (letters, when ``text[a]`` is one: the callers' spans hold no letter end
+        before ``e``) encodes alone to the stream's tokens in ``[a, e)``, with no encoding.
+
+        Alone the letters are one pre-token, ``text[a:e]``. In the stream, the pre-token that holds ``a``
+        runs on to the end of the letter run: no cl100k pre-token stops inside one, except a contraction
+        (``'re``) at its start, ruled out by an apostrophe just before ``a``. When a stream token starts
+        at ``a``, ``a`` is that pre-token's start or a BPE boundary inside it; and the BPE of the part of
+        a piece after (or before) one of its final token boundaries makes the merges the whole piece made
+        there, in the same order (no merge crossed the boundary, and each was the lowest rank on its
+        side): the same tokens. tiktoken first looks a piece up as one token, so the part must not be
+        a token itself unless the stream counts it as one. ``e`` is a letter end, or the span's end
+        (`_run_cut` checks that it cuts the stream where a token starts).
+        """
+        text = self._text
+        if a >= e or not _sure_letters(text, a, e) or "'" in text[max(0, a - 2) : a]:
+            return False
+        if not self._token_start(a):
+            return False
+        return self._before(e) - self._before(a) == 1 or not _is_token(text[a:e])
+
+    def _run_cut(self, b: int) -> bool:
+        """Whether a span of letters that ends at ``b`` ends where the stream has a token boundary: the
+        end of the text or of the letter run, or a stream token that starts at ``b``."""
+        if b >= self._n or not _LETTER.match(self._text, b):
+            return True
+        return self._token_start(b)
+
+    def _tail_from_stream(self, y: int, b: int) -> bool:
+        """Whether ``text[y:b]`` (``y`` a letter end: non-letters, then letters that may go on past ``b``)
+        encodes alone to the stream's tokens in ``[y, b)``, with no encoding.
+
+        Its pre-tokens before the letter run are the stream's (none reads past the run's first letters),
+        and its last one is the stream pre-token that holds the run, cut at ``b``: the same tokens when a
+        stream token starts at ``b`` and the cut part is not a token itself (`_letters_from_stream`).
+        That pre-token starts one character before the run (a space or a mark in front), at it, or
+        after a contraction (``'re``) in front of it; an apostrophe near ``b`` falls back.
+        """
+        text = self._text
+        if y >= b or b >= self._n or not _LETTER.match(text, b) or not _sure_letters(text, y - 1, y):
+            return False
+        if "'" in text[max(y, b - 3) : b] or not self._token_start(b):
+            return False
+        before_run = _LAST_NON_LETTER.search(text, y, b)
+        if before_run is None:  # pragma: no cover - text[y] is not a letter
+            return False
+        run = before_run.start() + 1
+        if run >= b or not _sure_letters(text, run, b):
+            return False
+        return not any(_is_token(text[c:b]) for c in range(run - 1, min(run + 3, b)))
 
     def exact(self, spans: Sequence[tuple[int, int]]) -> list[int]:
         # a span is often measured twice (a window as it is cut, then every chunk once packed): once is enough
