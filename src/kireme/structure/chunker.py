@@ -120,18 +120,8 @@ class StructureChunker(Chunker):
                 # down to the budget that leaves room for any context of the section
                 budget = max(budget, self.max_size - self.measure(context.prefix(section.start)))
             while True:
-                packed = pack(
-                    doc.text,
-                    levels,
-                    sizer,
-                    max_size=budget,
-                    min_size=min(self.min_size, budget - self.overlap),
-                    overlap=self.overlap,
-                    keep_headings=keep_headings,
-                    heading_end=heading_end,
-                    span=(section.start, section.end),
-                    hard_max_size=self.max_size,
-                    **self.packing_options(),
+                packed = self._pack(
+                    doc, levels, sizer, budget, keep_headings, heading_end, (section.start, section.end)
                 )
                 made = [
                     self._embed_text(doc, outline, context, section, p.start, p.end, p.size) for p in packed
@@ -172,23 +162,37 @@ class StructureChunker(Chunker):
             return None
         if sizer.estimate(0, len(text)) > self.max_size:
             return None
-        keep_headings, heading_end = heading_rule(doc, outline)
-        packed = pack(
-            text,
-            LazyLevels(doc, outline, None, self.sentences),
-            sizer,
-            max_size=self.max_size,
-            min_size=min(self.min_size, self.max_size - self.overlap),
-            overlap=self.overlap,
-            keep_headings=keep_headings,
-            heading_end=heading_end,
-            span=(0, len(text)),
-            hard_max_size=self.max_size,
-            **self.packing_options(),
-        )
+        levels = LazyLevels(doc, outline, None, self.sentences)
+        packed = self._pack(doc, levels, sizer, self.max_size, *heading_rule(doc, outline), (0, len(text)))
         if len(packed) != 1 or packed[0].size > self.max_size:
             return None
         return ChunkPlan(packed, paths, title, lambda start, end: text[start:end], self._headings(paths))
+
+    def _pack(
+        self,
+        doc: Document,
+        levels: LazyLevels,
+        sizer: SpanSizer,
+        budget: int,
+        keep_headings: bool,
+        heading_end: Callable[[str, int], bool] | None,
+        span: tuple[int, int],
+    ) -> list[PackedSpan]:
+        """``span`` of the document packed within ``budget`` (a section's, less what goes in front of
+        its pieces); one piece may still hold up to ``max_size`` when it cannot be cut smaller."""
+        return pack(
+            doc.text,
+            levels,
+            sizer,
+            max_size=budget,
+            min_size=min(self.min_size, budget - self.overlap),
+            overlap=self.overlap,
+            keep_headings=keep_headings,
+            heading_end=heading_end,
+            span=span,
+            hard_max_size=self.max_size,
+            **self.packing_options(),
+        )
 
     def _floor(self) -> int:
         """The smallest budget a section gets, however much context and header it carries."""

@@ -389,12 +389,9 @@ def _paragraph_stop() -> re.Pattern[str]:
     list item, a thematic break or setext underline, a table's delimiter row, an HTML block of types 1–6;
     bullets and numbers even where the parser would not take them). Any other line — indented four
     columns or more, inline code, emphasis, links, inline HTML — continues the paragraph."""
-    from markdown_it.rules_block.html_block import HTML_SEQUENCES
-
     html = "|".join(
-        f"(?{'i' if seq[0].flags & re.IGNORECASE else ''}:{seq[0].pattern.removeprefix('^')})"
-        for seq in HTML_SEQUENCES
-        if seq[2]  # the sequences that can interrupt a paragraph (types 1–6)
+        f"(?{'i' if start.flags & re.IGNORECASE else ''}:{start.pattern.removeprefix('^')})"
+        for start in _html_starts()[:6]  # types 1–6: the ones that can interrupt a paragraph
     )
     end = _LINE_END
     return re.compile(
@@ -434,11 +431,9 @@ def _scanned_block(found: _Found, pos: int, env: dict[str, Any]) -> int | None:
     char = text[pos]
     if char == "#" and (atx := _ATX.match(text, pos)) is not None:
         return _scanned_heading(found, pos, atx.end(), env)
-    if char in "`~" and (fence := _FENCE_OPEN.match(text, pos)) is not None:
-        markup, info = fence.groups()
-        if markup[0] == "`" and "`" in info:
-            return None
-        return _scanned_fence(found, pos, markup, info)
+    if char in "`~":
+        fence = _fence_opened(text, pos)
+        return None if fence is None else _scanned_fence(found, pos, *fence)
     if char == "<":
         line = text[pos : _next_line(text, pos)].rstrip("\r\n")
         kind = _html_type(line)
@@ -469,11 +464,20 @@ def _is_scanned_start(text: str, pos: int) -> bool:
     if char == "#":
         return _ATX.match(text, pos) is not None
     if char in "`~":
-        fence = _FENCE_OPEN.match(text, pos)
-        return fence is not None and (fence.group(1)[0] != "`" or "`" not in fence.group(2))
+        return _fence_opened(text, pos) is not None
     if char in "<[":
         return True
     return _NOT_PARAGRAPH_FIRST.match(text, pos) is None
+
+
+def _fence_opened(text: str, pos: int) -> tuple[str, str] | None:
+    """The marker run and info string of a fence opened at ``pos`` (a backtick fence's info holds no
+    backtick), ``None`` when none is."""
+    fence = _FENCE_OPEN.match(text, pos)
+    if fence is None:
+        return None
+    markup, info = fence.groups()
+    return None if markup[0] == "`" and "`" in info else (markup, info)
 
 
 def _next_line(text: str, pos: int) -> int:
@@ -496,7 +500,8 @@ def _scanned_heading(found: _Found, pos: int, marks_end: int, env: dict[str, Any
     line_end = text.find("\n", pos)
     if line_end < 0:
         line_end = len(text)
-    end = line_end - 1 if line_end > pos and text[line_end - 1] == "\r" else line_end
+    title_end = line_end - 1 if line_end > pos and text[line_end - 1] == "\r" else line_end
+    end = title_end
     while end > marks_end and text[end - 1] in " \t":
         end -= 1
     closing = end
@@ -508,7 +513,6 @@ def _scanned_heading(found: _Found, pos: int, marks_end: int, env: dict[str, Any
     title = _visible_text(content)
     if title is None:
         title = _title(Token("inline", "", 0, content=content), env)
-    title_end = line_end - 1 if line_end > pos and text[line_end - 1] == "\r" else line_end
     found.blocks.append(pos)
     found.headings.append(Heading(pos, title_end, marks_end - pos, title))
     return min(line_end + 1, len(text))
