@@ -19,16 +19,16 @@ BIN := $(VENV)/bin
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --no-cache-dir --quiet --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[index]'
+	$(BIN)/python -m pip install --no-cache-dir --quiet -e '.[index]'
 	touch $@
 
 $(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet "torch==$(TORCH_VERSION)+cpu" 2>/dev/null \
-	  || $(BIN)/python -m pip install --quiet "torch==$(TORCH_VERSION)" --index-url $(TORCH_INDEX)
-	$(BIN)/python -m pip install --quiet -e '.[dev,st,formats,chroma,index,tokenizers,ja,langchain,llama-index,haystack,ray,serve,docs,code,milvus,qdrant]'
+	$(BIN)/python -m pip install --no-cache-dir --quiet "torch==$(TORCH_VERSION)+cpu" 2>/dev/null \
+	  || $(BIN)/python -m pip install --no-cache-dir --quiet "torch==$(TORCH_VERSION)" --index-url $(TORCH_INDEX)
+	$(BIN)/python -m pip install --no-cache-dir --quiet -e '.[dev,st,formats,chroma,index,tokenizers,ja,langchain,llama-index,haystack,ray,serve,docs,code,milvus,qdrant]'
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed
