@@ -28,6 +28,8 @@ Configurations, all sized in characters (``--sizes``, default 200 400 800), over
 
 * kireme ``markdown``: ``make_chunker("markdown", max_size=N, unit="chars", context="headings")``;
   indexed: each chunk's ``embed_text`` (heading path in front).
+* kireme ``markdown``, context outside max_size: the same with ``context_in_budget=False``, the control for
+  the peers' prepended headers, which do not count in their ``chunk_size`` either.
 * kireme ``recursive``: ``make_chunker("recursive", max_size=N, unit="chars")`` (the markdown preset for a
   Markdown document, context ``none``: ``embed_text`` is the text).
 * LangChain: ``MarkdownHeaderTextSplitter(headers_to_split_on=#..#####)`` then
@@ -258,7 +260,10 @@ def kireme_config(strategy: str, size: int, **options: Any) -> Config:
             out.append(Entry(c.embed_text, len(c.text), doc.id, c.start, c.end))
         return out
 
-    return Config(f"kireme {strategy}", chunk)
+    label = f"kireme {strategy}" + (
+        ", context outside max_size" if options.get("context_in_budget") is False else ""
+    )
+    return Config(label, chunk)
 
 
 def langchain_markdown(size: int, *, strip_headers: bool) -> Peer:
@@ -333,6 +338,8 @@ PEERS: dict[str, tuple[str, Callable[[int], tuple[Peer, Callable[[Piece], str]]]
 def configurations(size: int, peers: Sequence[str], wanted: Sequence[str] | None) -> list[Config]:
     out = [
         kireme_config("markdown", size, context="headings"),
+        # the heading path outside max_size, as the peers' prepended headers are outside their chunk_size
+        kireme_config("markdown", size, context="headings", context_in_budget=False),
         kireme_config("recursive", size),
         *(peer_config(label, *PEERS[label][1](size)) for label in peers),
     ]
