@@ -36,6 +36,8 @@ from kireme.text.markdown import CodeBlock, HeadingPaths, Outline, Table
 from kireme.text.subword import DEFAULT_TOKENIZER
 
 log = logging.getLogger(__name__)
+# The heading paths of a document without headings (shared: nothing in it changes once made)
+_NO_HEADINGS = HeadingPaths(())
 
 # A chunk takes its next sibling section only while it is under this share of max_size: small items
 # (項, 号, short options) are packed together, but a chunk is not filled up with many topics (on law QA,
@@ -94,12 +96,12 @@ class StructureChunker(Chunker):
         """Sections packed one by one with the budget their context and block prefix leave; each piece's
         ``embed_text`` made here (the heading path, a repeated table header or fence, rewritten rows)."""
         outline = document_outline(doc)
-        paths = HeadingPaths(outline.headings)
         title = doc.title or outline.title
         sizer = self.measure.for_text(doc.text)
-        whole = self._whole_plan(doc, outline, paths, title, sizer)
+        whole = self._whole_plan(doc, outline, title, sizer)
         if whole is not None:
             return whole
+        paths = HeadingPaths(outline.headings)
         context = self.context_builder(doc, paths, title)
         paragraphs = None
         if doc.format == "pdf":
@@ -150,13 +152,11 @@ class StructureChunker(Chunker):
             embeds.update(((p.start, p.end), text) for p, (text, _, _) in zip(packed, made, strict=True))
         return ChunkPlan(spans, paths, title, lambda start, end: embeds[(start, end)], self._headings(paths))
 
-    def _whole_plan(
-        self, doc: Document, outline: Outline, paths: HeadingPaths, title: str, sizer: SpanSizer
-    ) -> ChunkPlan | None:
+    def _whole_plan(self, doc: Document, outline: Outline, title: str, sizer: SpanSizer) -> ChunkPlan | None:
         """The plan of a document with no structure (no heading, code block or table, no title) that
         fits one chunk: what the sections below come to for it — one section, packed once, its text its
-        own ``embed_text`` — without building them (a short document costs a third as much). ``None``
-        for any other document."""
+        own ``embed_text``, no heading path — without building them (a short document costs a third as
+        much). ``None`` for any other document."""
         text = doc.text
         if outline.headings or outline.code_blocks or outline.tables or title or doc.format == "pdf":
             return None
@@ -166,7 +166,8 @@ class StructureChunker(Chunker):
         packed = self._pack(doc, levels, sizer, self.max_size, *heading_rule(doc, outline), (0, len(text)))
         if len(packed) != 1 or packed[0].size > self.max_size:
             return None
-        return ChunkPlan(packed, paths, title, lambda start, end: text[start:end], self._headings(paths))
+        # no headings: every chunk's path is () and it holds no sub-heading, so no per-chunk lookup
+        return ChunkPlan(packed, _NO_HEADINGS, title, lambda start, end: text[start:end])
 
     def _pack(
         self,
