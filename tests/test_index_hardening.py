@@ -331,6 +331,7 @@ def test_an_older_chroma_collection_gets_the_search_effort_from_a_writer_only(tm
     client.get_or_create_collection(
         "kireme_chunks", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
     )
+    client.close()  # as the older kireme that made it would have
     reader = ChromaStore(tmp_path / "chroma", create=False)
     assert (
         reader._collection.configuration["hnsw"]["ef_search"] < HNSW["ef_search"]
@@ -339,6 +340,42 @@ def test_an_older_chroma_collection_gets_the_search_effort_from_a_writer_only(tm
     writer = ChromaStore(tmp_path / "chroma")
     assert writer._collection.configuration["hnsw"]["ef_search"] == HNSW["ef_search"]
     writer.close()
+
+
+class _BusyCollection:
+    """A Chroma collection made before kireme raised the search effort, whose database is locked for the
+    first ``busy`` changes (Chroma's own background work, or another process reading it)."""
+
+    def __init__(self, busy: int) -> None:
+        self.busy = busy
+        self.configuration: dict[str, dict[str, int]] = {"hnsw": {"ef_search": 10}}
+
+    def modify(self, configuration: dict[str, dict[str, int]]) -> None:
+        if self.busy > 0:
+            self.busy -= 1
+            raise RuntimeError("Database error: error returned from database: (code: 5) database is locked")
+        self.configuration["hnsw"].update(configuration["hnsw"])
+
+
+def test_a_busy_chroma_database_is_tried_again_before_the_search_effort_is_given_up(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pytest.importorskip("chromadb")
+    from kireme.index.chroma_store import _LOCKED_TRIES, HNSW, ChromaStore
+
+    store = ChromaStore.__new__(ChromaStore)
+    store.path = tmp_path / "chroma"
+    store._collection = _BusyCollection(busy=2)  # busy for a moment: the change is made
+    store._raise_search_effort()
+    assert store._collection.configuration["hnsw"]["ef_search"] == HNSW["ef_search"]
+    assert not caplog.records
+
+    store._collection = _BusyCollection(busy=_LOCKED_TRIES)  # busy throughout: a warning, no error
+    with caplog.at_level("WARNING", logger="kireme.index.chroma_store"):
+        store._raise_search_effort()
+    assert store._collection.configuration["hnsw"]["ef_search"] == 10
+    assert "could not raise the collection's search effort" in caplog.text
+    assert "searches use 10" in caplog.text
 
 
 # ------------------------------------------------------------------------------------ damaged pieces

@@ -24,7 +24,9 @@ Chroma (chunk ids are meant to be unique).
 from __future__ import annotations
 
 import json
+import logging
 import os
+import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -35,6 +37,10 @@ from kireme.errors import ConfigError, MissingExtraError
 from kireme.index.ann import AnnMode
 from kireme.index.names import from_stored, json_text, stored_filter, to_stored
 from kireme.index.store import Hit, StoredChunk, check_filter, check_rows
+
+log = logging.getLogger(__name__)
+# A busy (locked) Chroma database is tried this many times, waiting 0.05, 0.1, 0.2... s between
+_LOCKED_TRIES = 6
 
 if TYPE_CHECKING:
     from chromadb.api.types import Include
@@ -212,10 +218,30 @@ class ChromaStore:
 
     def _raise_search_effort(self) -> None:
         """A collection made before `HNSW` was set keeps its graph (``max_neighbors`` and
-        ``ef_construction`` are fixed at creation) but gets the search effort, which Chroma can change."""
+        ``ef_construction`` are fixed at creation) but gets the search effort, which Chroma can change.
+
+        Best effort: Chroma's SQLite can be busy for a moment (its own background work, another process
+        reading), so a locked database is tried again a few times; if the change still cannot be made,
+        searches keep the old effort and the index is written as usual, with a warning."""
         current = ((self._collection.configuration or {}).get("hnsw") or {}).get("ef_search")
-        if isinstance(current, int) and current < HNSW["ef_search"]:
-            self._collection.modify(configuration={"hnsw": {"ef_search": HNSW["ef_search"]}})
+        if not (isinstance(current, int) and current < HNSW["ef_search"]):
+            return
+        for attempt in range(_LOCKED_TRIES):
+            try:
+                self._collection.modify(configuration={"hnsw": {"ef_search": HNSW["ef_search"]}})
+                return
+            except Exception as exc:  # chromadb.errors.InternalError: "... database is locked"
+                if "locked" in str(exc) and attempt + 1 < _LOCKED_TRIES:
+                    time.sleep(0.05 * 2**attempt)
+                    continue
+                log.warning(
+                    "%s: could not raise the collection's search effort to ef_search %d (%s); searches use %d",
+                    self.path,
+                    HNSW["ef_search"],
+                    exc,
+                    current,
+                )
+                return
 
     def _check_writable(self) -> None:
         if not self.writable:
