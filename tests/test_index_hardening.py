@@ -377,6 +377,14 @@ def test_a_busy_chroma_database_is_tried_again_before_the_search_effort_is_given
     assert "could not raise the collection's search effort" in caplog.text
     assert "searches use 10" in caplog.text
 
+    class _Broken(_BusyCollection):
+        def modify(self, configuration: dict[str, dict[str, int]]) -> None:
+            raise RuntimeError("no such collection")
+
+    store._collection = _Broken(busy=0)  # not a busy database: raised, as before
+    with pytest.raises(RuntimeError, match="no such collection"):
+        store._raise_search_effort()
+
 
 # ------------------------------------------------------------------------------------ damaged pieces
 

@@ -221,8 +221,8 @@ class ChromaStore:
         ``ef_construction`` are fixed at creation) but gets the search effort, which Chroma can change.
 
         Best effort: Chroma's SQLite can be busy for a moment (its own background work, another process
-        reading), so a locked database is tried again a few times; if the change still cannot be made,
-        searches keep the old effort and the index is written as usual, with a warning."""
+        reading), so a locked database is tried again a few times; if it stays locked, searches keep the
+        old effort and the index is written as usual, with a warning. Any other failure is raised."""
         current = ((self._collection.configuration or {}).get("hnsw") or {}).get("ef_search")
         if not (isinstance(current, int) and current < HNSW["ef_search"]):
             return
@@ -231,7 +231,9 @@ class ChromaStore:
                 self._collection.modify(configuration={"hnsw": {"ef_search": HNSW["ef_search"]}})
                 return
             except Exception as exc:  # chromadb.errors.InternalError: "... database is locked"
-                if "locked" in str(exc) and attempt + 1 < _LOCKED_TRIES:
+                if "locked" not in str(exc):
+                    raise  # not a busy database: a real failure, as before
+                if attempt + 1 < _LOCKED_TRIES:
                     time.sleep(0.05 * 2**attempt)
                     continue
                 log.warning(
