@@ -4,12 +4,18 @@ The target (issue #11) is a ratio of at most 1.5: a small file should cost about
 libraries the command cannot do without costs. Runs alternate between the two commands so that load on
 the machine hits both alike; the table reports medians.
 
+With the ``index`` extra installed, also `kireme search` on a small index (`examples/`, the
+``hash`` embedder: no model to load, so what is left is start-up and the store), against importing LanceDB
+plainly and as kireme imports it (`kireme.index.lancedb_import`: the REST client's validators deferred).
+Run it in a venv with only ``kireme[index]`` to see what a user of that extra waits for.
+
     python benchmarks/startup.py [--runs 15]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
 import subprocess
 import sys
@@ -23,8 +29,28 @@ BIN = Path(sys.executable).parent
 
 def elapsed(cmd: list[str]) -> float:
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - t0
+
+
+def search_commands(tmp: Path) -> dict[str, list[str]]:
+    """`kireme search` on a small index built here (untimed), and the two ways of importing LanceDB."""
+    db = tmp / "index"
+    subprocess.run(
+        [str(BIN / "kireme"), "index", str(ROOT / "examples"), "--db", str(db), "--embedder", "hash"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    search = [str(BIN / "kireme"), "search", "役員の宿泊費", "--db", str(db), "--format", "jsonl"]
+    deferred = "from kireme.index.lancedb_import import import_lancedb; import_lancedb()"
+    return {
+        "python -c 'import lancedb'": [sys.executable, "-c", "import lancedb"],
+        "import_lancedb() (kireme's import)": [sys.executable, "-c", deferred],
+        "kireme search QUERY (hash index of examples/)": search,
+        "kireme search QUERY --mode bm25": [*search, "--mode", "bm25"],
+        "kireme search QUERY --budget 800": [*search, "--budget", "800"],
+    }
 
 
 def main() -> None:
@@ -56,6 +82,8 @@ def main() -> None:
             ],
             "kireme --help": [str(BIN / "kireme"), "--help"],
         }
+        if importlib.util.find_spec("lancedb") is not None:
+            commands.update(search_commands(Path(tmp)))
         for cmd in commands.values():  # warm the file cache and the bytecode
             elapsed(cmd)
         times: dict[str, list[float]] = {name: [] for name in commands}

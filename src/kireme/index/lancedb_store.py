@@ -45,6 +45,7 @@ from kireme.index.ann import (
     ann_partitions,
     ann_probes,
 )
+from kireme.index.lancedb_import import import_lancedb
 from kireme.index.names import from_stored, json_text, stored_filter, to_stored
 from kireme.index.store import Hit, StoredChunk, check_filter, check_rows
 
@@ -126,7 +127,7 @@ class LanceDBStore:
         create: bool = True,
     ) -> None:
         try:
-            import lancedb
+            lancedb = import_lancedb()
         except ImportError:
             raise MissingExtraError("LanceDB store", "index", "lancedb") from None
         import pyarrow as pa
