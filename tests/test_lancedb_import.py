@@ -110,6 +110,16 @@ def test_a_missing_module_is_reported_as_the_plain_import_reports_it(package_dir
     assert pydantic.validate_call.__module__ == "pydantic.validate_call_decorator"
 
 
+def test_without_a_pydantic_validate_call_the_module_is_imported_plainly(
+    package_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    monkeypatch.setitem(sys.modules, "pydantic", types.ModuleType("pydantic"))  # as pydantic 1 has none
+    _write(package_dir, "kireme_fake_plain", "ROOMS = 12\n")
+    assert import_deferring_validators("kireme_fake_plain").ROOMS == 12
+
+
 def test_lancedb_imported_this_way_defers_its_rest_client_and_still_stores_and_searches(
     tmp_path: Path,
 ) -> None:

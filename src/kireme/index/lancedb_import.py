@@ -46,6 +46,8 @@ def import_deferring_validators(name: str, packages: tuple[str, ...] = ()) -> Mo
         import pydantic
     except ImportError:  # nothing to defer
         return importlib.import_module(name)
+    if not callable(getattr(pydantic, "validate_call", None)):  # pydantic 1: no validate_call to defer
+        return importlib.import_module(name)
     with _LOCK:
         loaded = sys.modules.get(name)
         if loaded is not None:
@@ -58,8 +60,8 @@ def import_deferring_validators(name: str, packages: tuple[str, ...] = ()) -> Mo
             raise
         except Exception as exc:
             log.debug("import of %s with deferred validators failed (%s); importing it plainly", name, exc)
-            for loaded in [m for m in sys.modules if m.split(".")[0] in (name, *packages)]:
-                del sys.modules[loaded]
+            for half in [m for m in sys.modules if m.split(".")[0] in (name, *packages)]:
+                del sys.modules[half]
         finally:
             pydantic.validate_call = original
     return importlib.import_module(name)
