@@ -1,9 +1,10 @@
 """Import LanceDB without paying for the REST client it imports and kireme never calls.
 
 ``import lancedb`` imports lance-namespace's generated REST client, whose ~370 API methods are wrapped
-by `pydantic.validate_call` when their modules load: building those validators was about half of every
-``kireme search``, ``ask`` and ``check`` (1.3 of 2.5-2.8 s on a 2-core machine, measured in a venv with
-only ``kireme[index]``). A local index never calls that client. `import_deferring_validators` imports a
+by `pydantic.validate_call` when their modules load: building those validators cost about 1 s of the
+2.4-2.8 s ``import lancedb`` takes on a 2-core machine (a venv with only ``kireme[index]``), and 0.5-1 s of
+every ``kireme search``, ``ask`` and ``check`` (docs/benchmarks.md, Start-up). A local index never calls
+that client. `import_deferring_validators` imports a
 module while `pydantic.validate_call` defers each validator to the decorated function's first call
 (pydantic's own ``defer_build`` setting): the same validation, built when it is first needed — for a
 local index, never. Anything unexpected (a pydantic without that signature, an import that fails only
@@ -22,8 +23,8 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-# the packages whose half-done import is forgotten before the plain import is tried
-_PACKAGES = ("lancedb", "lance_namespace", "lance_namespace_urllib3_client")
+# the packages, besides lancedb itself, whose half-done import is forgotten before the plain import is tried
+_PACKAGES = ("lance_namespace", "lance_namespace_urllib3_client")
 _LOCK = threading.Lock()  # one patched import at a time (a server's threads may open stores together)
 
 
