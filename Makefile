@@ -21,11 +21,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --no-cache-dir --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+# the optional C extension (hatch_build.py) is compiled by the install: a changed source reinstalls
+NATIVE := src/kireme/_speedups.c hatch_build.py
+
+$(VENV)/.installed: pyproject.toml $(NATIVE) | $(BIN)/python
 	$(BIN)/python -m pip install --no-cache-dir --quiet -e '.[index]'
 	touch $@
 
-$(VENV)/.dev-installed: pyproject.toml | $(BIN)/python
+$(VENV)/.dev-installed: pyproject.toml $(NATIVE) | $(BIN)/python
 	$(BIN)/python -m pip install --no-cache-dir --quiet "torch==$(TORCH_VERSION)+cpu" 2>/dev/null \
 	  || $(BIN)/python -m pip install --no-cache-dir --quiet "torch==$(TORCH_VERSION)" --index-url $(TORCH_INDEX)
 	$(BIN)/python -m pip install --no-cache-dir --quiet -e '.[dev,st,formats,chroma,index,tokenizers,ja,langchain,llama-index,haystack,ray,serve,docs,code,milvus,qdrant]'
@@ -68,4 +71,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/sentence_segmenters.py --markdown
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis src/kireme/_speedups*.so build

@@ -26,8 +26,9 @@ from typing import Any, cast
 from kireme.boundaries.levels import Level
 from kireme.errors import ConfigError
 from kireme.length import SpanSizer
-from kireme.text.graphemes import CutFilter, ceil_boundary, floor_boundary
+from kireme.text.graphemes import SIMPLE_CHARS, CutFilter, ceil_boundary, floor_boundary
 from kireme.text.headings import ends_with_heading
+from kireme.text.native import native
 from kireme.text.sentences import sentence_index
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 Span = tuple[int, int]
 # A run of whitespace (the stdlib engine's ``\s`` is ``str.isspace``); matches at any position.
 _SPACE_RUN = cast(Callable[[str, int, int], re.Match[str]], re.compile(r"\s*").match)
+_NATIVE_TRIM: Callable[[str, int, int, set[str]], Span | None] | None = native("trim_span")
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,20 @@ class PackedSpan:
 
 
 def _trim(text: str, a: int, b: int) -> Span:
-    """``[a, b)`` without its leading and trailing whitespace (``(e, e)`` when that is all it holds)."""
+    """``[a, b)`` without its leading and trailing whitespace (``(e, e)`` when that is all it holds).
+
+    The packer asks it of every piece: where kireme's C extension is built, it answers the usual span
+    (`kireme._speedups.trim_span`: edges between characters that never join a grapheme cluster) and this
+    function only the others; the same answers either way (tests/test_speedups.py)."""
+    if _NATIVE_TRIM is not None:
+        span: Span | None = _NATIVE_TRIM(text, a, b, SIMPLE_CHARS)
+        if span is not None:
+            return span
+    return _trim_python(text, a, b)
+
+
+def _trim_python(text: str, a: int, b: int) -> Span:
+    """`_trim` in Python alone: the reference, and the answer where the C extension leaves it to Python."""
     s = _SPACE_RUN(text, a, b).end() if a < b and text[a].isspace() else a  # blank lines, indents: one scan
     e = b
     while e > s and text[e - 1].isspace():
@@ -102,7 +117,11 @@ class _Packer:
 
     # ------------------------------------------------------------------------------ whitespace
     def trim(self, a: int, b: int) -> Span:
-        return _trim(self.text, a, b)
+        if _NATIVE_TRIM is not None:  # `_trim`, one call less: it is asked of every piece
+            span: Span | None = _NATIVE_TRIM(self.text, a, b, SIMPLE_CHARS)
+            if span is not None:
+                return span
+        return _trim_python(self.text, a, b)
 
     # ------------------------------------------------------------------------------ splitting
     def split(self, a: int, b: int, level: int, budget: int, out: list[Span]) -> None:

@@ -57,6 +57,7 @@ class CutFilter:
 # Characters of break class Other (and not Indic consonants), plus \n and \t: a cut between two of
 # them never splits a cluster. Grows as characters are met; bounded by the alphabet in use.
 _SIMPLE_CHARS: set[str] = set("\n\t")
+SIMPLE_CHARS = _SIMPLE_CHARS  # the same set, read by kireme.pack's C trim (`kireme._speedups.trim_span`)
 
 
 def _learn_simple(ch: str) -> bool:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from kireme.text.marks import BULLETS, CLAUSE_MARKS, CLOSERS, FULL_STOPS, TERMINATORS
+from kireme.text.native import native
 from kireme.text.patterns import lazy_re, lazy_regex
 
 _MARKDOWN_HEADING = lazy_regex(r"#{1,6}[ \t]")
@@ -51,10 +53,12 @@ def is_heading_line(line: str) -> bool:
     return not _BULLET.match(line)
 
 
-def ends_with_heading(text: str, pos: int) -> bool:
+def _ends_with_heading_python(text: str, pos: int) -> bool:
     """True when a cut at ``pos`` would leave a heading line at the end of a chunk.
 
     The same answer as ``is_heading_line(line_before(text, pos))`` at a line end, without copying the line.
+    The packer asks it at every tentative chunk end, so where kireme's C extension is built `ends_with_heading`
+    is its C twin (`kireme._speedups.ends_with_heading`, the same answers: tests/test_speedups.py).
     """
     if pos <= 0 or pos > len(text) or ("\n" not in text[pos - 1 : pos + 1] and not _ends_line(text, pos)):
         return False
@@ -62,6 +66,9 @@ def ends_with_heading(text: str, pos: int) -> bool:
     while end > 0 and text[end - 1].isspace():
         end -= 1
     return end > 0 and _HEADING_LINE.match(text, text.rfind("\n", 0, end) + 1, end) is not None
+
+
+ends_with_heading: Callable[[str, int], bool] = native("ends_with_heading") or _ends_with_heading_python
 
 
 def _ends_line(text: str, pos: int) -> bool:

@@ -31,6 +31,7 @@ from typing import NamedTuple, cast
 
 from kireme.errors import ConfigError
 from kireme.text.marks import BULLETS, CLOSERS, ITEM_MARKER, OPEN_TO_CLOSE, TERMINATORS
+from kireme.text.native import native
 from kireme.text.patterns import lazy_re, lazy_regex
 
 # The shared vocabulary (`kireme.text.marks`): terminators, closing brackets/quotes, item markers.
@@ -282,9 +283,7 @@ def _line_break_cuts(text: str, a: int, b: int) -> list[int]:
         if q + 1 < b:
             ends.add(q)
     line_start = text.rfind("\n", 0, a) + 1
-    item_lines = [m.start() + 1 for m in _ITEM_LINE_AFTER_BREAK.finditer(text, line_start, b)]
-    if _ITEM_LINE_START.match(text, line_start, b):
-        item_lines.insert(0, line_start)
+    item_lines = _item_line_starts(text, line_start, b)
     find = text.find
     for start in item_lines:
         q = find("\n", start, b)
@@ -298,6 +297,16 @@ def _line_break_cuts(text: str, a: int, b: int) -> list[int]:
         if a < e < b:
             cuts.append(e)
     return cuts
+
+
+def _item_line_starts_python(text: str, start: int, b: int) -> list[int]:
+    """The line starts in ``[start, b)`` (``start`` itself, and after each ``\\n``) where an item, bracketed
+    title or "label: value" line begins (`_ITEM_LINE`), judged as if the text ended at ``b``: the
+    reference for the C loop (`kireme._speedups.item_line_starts`)."""
+    item_lines = [m.start() + 1 for m in _ITEM_LINE_AFTER_BREAK.finditer(text, start, b)]
+    if _ITEM_LINE_START.match(text, start, b):
+        item_lines.insert(0, start)
+    return item_lines
 
 
 _CAPITAL = lazy_regex(r"\p{Lu}|\p{Lt}")
@@ -327,7 +336,30 @@ def _has_any(text: str, chars: str, a: int, b: int) -> bool:
 
 def _scan_sentence_cuts(text: str, a: int, b: int, caseless: bool) -> tuple[list[int], list[tuple[int, int]]]:
     """Sentence starts strictly inside ``(a, b)``, judged from ``text[a:b]`` alone, and the protected
-    quotations found there (outermost balanced brackets that close within their paragraph)."""
+    quotations found there (outermost balanced brackets that close within their paragraph).
+
+    The inner loop runs in C when kireme's extension is built (`kireme._speedups`: the quotations, the
+    candidate ends, the quotation rule); the candidates whose first character needs the rules below
+    (`_judged_end`) and the line-break rules are decided here either way."""
+    scan = _NATIVE_SCAN
+    if scan is None:
+        return _scan_sentence_cuts_python(text, a, b, caseless)
+    cuts, quoted, pending = scan(text, a, b, _breaks(text).block_starts)
+    if pending:
+        judged = [cut for s, e in pending if (cut := _judged_end(text, s, e, a, b, caseless)) is not None]
+        if judged:
+            cuts = sorted({*cuts, *judged})
+    lines = _line_break_cuts(text, a, b)
+    if lines:
+        cuts = sorted(set(cuts).union(lines))
+    return cuts, quoted
+
+
+def _scan_sentence_cuts_python(
+    text: str, a: int, b: int, caseless: bool
+) -> tuple[list[int], list[tuple[int, int]]]:
+    """`_scan_sentence_cuts` in Python alone: the reference the C loop is tested against, and the path
+    taken where the extension is not built (or ``KIREME_PURE_PYTHON=1``)."""
     quoted = _quoted_spans(text, a, b)
     qi = 0
     nq = len(quoted)
@@ -347,14 +379,10 @@ def _scan_sentence_cuts(text: str, a: int, b: int, caseless: bool) -> tuple[list
             if not closes_quote or (e < b and _QUOTE_CONTINUES.match(text, e)):
                 continue
         if first in _JUDGED:
-            if first == "." and text[s - 1] in " \t" and _TOKENISED_DOT.match(text, s, b) is None:
-                continue  # found by the loose last alternative of `_CANDIDATE` only: no candidate
-            if first == "." and not _period_ends(text, s, e, caseless):
-                continue
-            if first == "．" and _LABEL_BEFORE_DOT.search(text, max(0, s - 2), s):
-                continue  # "Ｑ．" / "A．" labels at a line start
-            if first in "!?！？" and text[e - 1] in _CLOSERS and _SPACE_THEN_LOWER.match(text, e):
-                continue  # '"Are you sure?" he asked.'
+            judged = _judged_end(text, s, e, a, b, caseless)
+            if judged is not None and (not cuts or cuts[-1] != judged):
+                cuts.append(judged)
+            continue
         if e < b and text[e].isspace():
             e = space_run(text, e, b).end()
         if a < e < b and (not cuts or cuts[-1] != e):
@@ -363,6 +391,35 @@ def _scan_sentence_cuts(text: str, a: int, b: int, caseless: bool) -> tuple[list
     if lines:
         cuts = sorted(set(cuts).union(lines))
     return cuts, quoted
+
+
+def _judged_end(text: str, s: int, e: int, a: int, b: int, caseless: bool) -> int | None:
+    """Where the sentence after the candidate end ``text[s:e]`` starts (past the whitespace), when the
+    candidate's first character (``.``, ``．``, ``!?！？``) ends a sentence by the rules; ``None`` when it
+    does not or the start falls outside ``(a, b)``."""
+    first = text[s]
+    if first == "." and text[s - 1] in " \t" and _TOKENISED_DOT.match(text, s, b) is None:
+        return None  # found by the loose last alternative of `_CANDIDATE` only: no candidate
+    if first == "." and not _period_ends(text, s, e, caseless):
+        return None
+    if first == "．" and _LABEL_BEFORE_DOT.search(text, max(0, s - 2), s):
+        return None  # "Ｑ．" / "A．" labels at a line start
+    if first in "!?！？" and text[e - 1] in _CLOSERS and _SPACE_THEN_LOWER.match(text, e):
+        return None  # '"Are you sure?" he asked.'
+    if e < b and text[e].isspace():
+        e = _SPACE_RUN_MATCH(text, e, b).end()
+    return e if a < e < b else None
+
+
+_NativeScan = Callable[
+    [str, int, int, list[int]], tuple[list[int], list[tuple[int, int]], list[tuple[int, int]]]
+]
+
+
+_NATIVE_SCAN: _NativeScan | None = native("scan_sentence_cuts")
+_item_line_starts: Callable[[str, int, int], list[int]] = (
+    native("item_line_starts") or _item_line_starts_python
+)
 
 
 class SentenceIndex:

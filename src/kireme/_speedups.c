@@ -1,0 +1,540 @@
+/* kireme._speedups: the sentence scanner's inner loop in C (issue #27).
+ *
+ * `scan_sentence_cuts(text, a, b, block_starts)` does what the pure-Python `_scan_sentence_cuts` in
+ * kireme/text/sentences.py does before its line-break rules, character for character:
+ *
+ *   1. the protected quotations of text[a:b] (`_quoted_spans`): outermost balanced brackets that close
+ *      within their paragraph (a blank line drops the bracket stack), at most 2,000 characters long,
+ *      a stack of at most 32 open brackets;
+ *   2. the candidate sentence ends (`_CANDIDATE`): a run of terminators and the closers after it; a
+ *      full-width period not after a digit and its closers; periods after a non-space, their closers,
+ *      before whitespace or the end; a period between a space or tab and a space or tab;
+ *   3. for each candidate, the quotation rule (inside a balanced quote only a terminator that closes it
+ *      ends a sentence, and not when a particle follows) and, for the candidates whose first character
+ *      needs more than that (`.`, `．`, `!?！？`), nothing: they are returned to Python, which owns those
+ *      rules (abbreviations, initials, Unicode letter classes);
+ *   4. the whitespace after a decided end skipped (`str.isspace`).
+ *
+ * Returns (cuts, quoted, pending): the sentence starts decided here, the quotations, and the (start, end)
+ * of the candidates Python must judge. The pure-Python path stays the reference and the fallback; the
+ * tests check the two agree on generated text (tests/test_speedups.py).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define QUOTE_SPAN_LIMIT 2000
+#define MAX_DEPTH 32
+
+/* kireme.text.marks: TERMINATORS, CLOSERS, OPEN_TO_CLOSE (kept in step by a test) */
+static const Py_UCS4 TERMINATORS[] = {0x3002, 0xFF01, 0xFF1F, '!', '?', 0xFF61, 0x203C, 0x2047, 0x2048, 0x2049};
+static const Py_UCS4 CLOSERS[] = {0x300D, 0x300F, 0xFF09, ')', 0x3011, 0x3009, 0x300B, 0x3015, 0xFF3D, ']',
+                                  0xFF5D, '}', 0x3019, 0x3017, '"', '\'', 0x201D, 0x2019, 0x00BB, 0x203A};
+static const Py_UCS4 OPENERS[] = {0x300C, 0x300E, 0xFF08, '(', 0x3010, 0x3008, 0x300A, 0x3014};
+static const Py_UCS4 OPENER_CLOSES[] = {0x300D, 0x300F, 0xFF09, ')', 0x3011, 0x3009, 0x300B, 0x3015};
+
+#define COUNT(array) (sizeof(array) / sizeof((array)[0]))
+#define FULLWIDTH_STOP 0xFF0E
+
+static int in_set(Py_UCS4 c, const Py_UCS4 *set, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (set[i] == c) return 1;
+    }
+    return 0;
+}
+
+static int is_terminator(Py_UCS4 c) { return in_set(c, TERMINATORS, COUNT(TERMINATORS)); }
+static int is_closer(Py_UCS4 c) { return in_set(c, CLOSERS, COUNT(CLOSERS)); }
+
+/* the index of an opening bracket in OPENERS, -1 for any other character */
+static int opener_index(Py_UCS4 c) {
+    for (size_t i = 0; i < COUNT(OPENERS); i++) {
+        if (OPENERS[i] == c) return (int)i;
+    }
+    return -1;
+}
+
+static int is_bracket_closer(Py_UCS4 c) { return in_set(c, OPENER_CLOSES, COUNT(OPENER_CLOSES)); }
+
+/* the `regex` engine's \s: str.isspace less the information separators U+001C..U+001F */
+static int is_regex_space(Py_UCS4 c) { return Py_UNICODE_ISSPACE(c) && !(c >= 0x1C && c <= 0x1F); }
+
+static int is_digit_before_stop(Py_UCS4 c) { return (c >= '0' && c <= '9') || (c >= 0xFF10 && c <= 0xFF19); }
+
+/* `_QUOTE_CONTINUES.match(text, e)`: a particle or quotative after a closing quote */
+static int quote_continues(int kind, const void *data, Py_ssize_t n, Py_ssize_t e) {
+    if (e >= n) return 0;
+    Py_UCS4 c = PyUnicode_READ(kind, data, e);
+    switch (c) {
+        case 0x3068: /* と (って, という start with other characters or with と) */
+        case 0x306E: /* の */
+        case 0x304C: /* が */
+        case 0x3092: /* を */
+        case 0x306F: /* は */
+        case 0x306B: /* に */
+        case 0x3067: /* で */
+        case 0x3082: /* も */
+        case 0x3084: /* や */
+            return 1;
+        default:
+            break;
+    }
+    if (e + 1 >= n) return 0;
+    Py_UCS4 d = PyUnicode_READ(kind, data, e + 1);
+    return (c == 0x3063 && d == 0x3066)    /* って */
+           || (c == 0x3088 && d == 0x308A) /* より */
+           || (c == 0x304B && d == 0x3089) /* から */
+           || (c == 0x307E && d == 0x3067) /* まで */
+           || (c == 0x306A && d == 0x3069) /* など */
+           || (c == 0x304B && (d == 0x3001 || d == 0x3002)); /* か、 か。 */
+}
+
+/* whether `c` may be a bracket, a terminator, a closer or a period: a quick test before the exact ones */
+static inline int may_matter(Py_UCS4 c) {
+    if (c < 0x80) return c == '.' || c == '!' || c == '?' || c == '(' || c == ')' || c == ']' || c == '}' || c == '"' || c == '\'';
+    if (c < 0x2019) return c == 0x00BB;
+    if (c <= 0x2049) return 1;
+    if (c < 0x3001) return 0;
+    if (c <= 0x301F) return 1;
+    return c >= 0xFF01 && c <= 0xFF61;
+}
+
+typedef struct {
+    Py_ssize_t pos;
+    Py_UCS4 closer;
+} Open;
+
+/* the first block start > pos (block_starts is sorted and ends with len(text) > pos) */
+static Py_ssize_t next_block_after(const Py_ssize_t *blocks, Py_ssize_t nblocks, Py_ssize_t pos) {
+    Py_ssize_t lo = 0, hi = nblocks;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (blocks[mid] <= pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < nblocks ? blocks[lo] : PY_SSIZE_T_MAX;
+}
+
+static int append_pair(PyObject *list, Py_ssize_t x, Py_ssize_t y) {
+    PyObject *pair = Py_BuildValue("(nn)", x, y);
+    if (pair == NULL) return -1;
+    int rc = PyList_Append(list, pair);
+    Py_DECREF(pair);
+    return rc;
+}
+
+static int append_index(PyObject *list, Py_ssize_t x) {
+    PyObject *value = PyLong_FromSsize_t(x);
+    if (value == NULL) return -1;
+    int rc = PyList_Append(list, value);
+    Py_DECREF(value);
+    return rc;
+}
+
+/* `_quoted_spans(text, a, b)` into `quoted`, and the same as a C array for the candidate loop */
+static int quoted_spans(int kind, const void *data, Py_ssize_t a, Py_ssize_t b, const Py_ssize_t *blocks,
+                        Py_ssize_t nblocks, PyObject *quoted, Py_ssize_t **spans_out, Py_ssize_t *count_out) {
+    Open stack[MAX_DEPTH];
+    int depth = 0;
+    Py_ssize_t next_block = -1;
+    Py_ssize_t cap = 16, count = 0;
+    Py_ssize_t *spans = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * cap);
+    if (spans == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t pos = a; pos < b; pos++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, pos);
+        if (!may_matter(c)) continue;
+        int open = opener_index(c);
+        if (open < 0 && !is_bracket_closer(c)) continue;
+        if (next_block < 0) {
+            next_block = next_block_after(blocks, nblocks, pos);
+        } else if (pos >= next_block) { /* a blank line since the bracket before */
+            depth = 0;
+            next_block = next_block_after(blocks, nblocks, pos);
+        }
+        if (open >= 0) {
+            if (depth >= MAX_DEPTH) {
+                memmove(stack, stack + 1, sizeof(Open) * (MAX_DEPTH - 1));
+                depth = MAX_DEPTH - 1;
+            }
+            stack[depth].pos = pos;
+            stack[depth].closer = OPENER_CLOSES[open];
+            depth++;
+            continue;
+        }
+        for (int d = depth - 1; d >= 0; d--) {
+            if (stack[d].closer == c) {
+                Py_ssize_t opened = stack[d].pos;
+                depth = d;
+                if (depth == 0 && pos - opened <= QUOTE_SPAN_LIMIT) {
+                    if (count == cap) {
+                        cap *= 2;
+                        Py_ssize_t *grown = PyMem_Realloc(spans, sizeof(Py_ssize_t) * 2 * cap);
+                        if (grown == NULL) {
+                            PyMem_Free(spans);
+                            PyErr_NoMemory();
+                            return -1;
+                        }
+                        spans = grown;
+                    }
+                    spans[2 * count] = opened;
+                    spans[2 * count + 1] = pos;
+                    count++;
+                    if (append_pair(quoted, opened, pos) < 0) {
+                        PyMem_Free(spans);
+                        return -1;
+                    }
+                }
+                break;
+            }
+        }
+    }
+    *spans_out = spans;
+    *count_out = count;
+    return 0;
+}
+
+/* The end of the candidate `_CANDIDATE` matches at `p` (its first character `c`), or -1. */
+static Py_ssize_t candidate_end(int kind, const void *data, Py_ssize_t b, Py_ssize_t p, Py_UCS4 c) {
+    Py_ssize_t q = p + 1;
+    if (is_terminator(c)) { /* a run of terminators and the closers after it */
+        while (q < b && is_terminator(PyUnicode_READ(kind, data, q))) q++;
+        while (q < b && is_closer(PyUnicode_READ(kind, data, q))) q++;
+        return q;
+    }
+    if (c == FULLWIDTH_STOP) { /* "．" not after a digit, and its closers */
+        if (p > 0 && is_digit_before_stop(PyUnicode_READ(kind, data, p - 1))) return -1;
+        while (q < b && is_closer(PyUnicode_READ(kind, data, q))) q++;
+        return q;
+    }
+    if (c != '.' || p == 0) return -1;
+    Py_UCS4 before = PyUnicode_READ(kind, data, p - 1);
+    if (!is_regex_space(before)) { /* dots after ink, their closers, then whitespace or the end */
+        while (q < b && PyUnicode_READ(kind, data, q) == '.') q++;
+        while (q < b && is_closer(PyUnicode_READ(kind, data, q))) q++;
+        if (q == b || is_regex_space(PyUnicode_READ(kind, data, q))) return q;
+        return -1; /* fewer dots or closers end before a dot or a closer: never whitespace */
+    }
+    if ((before == ' ' || before == '\t') && q < b) { /* " . " in tokenised text: Python decides */
+        Py_UCS4 after = PyUnicode_READ(kind, data, q);
+        if (after == ' ' || after == '\t') return q;
+    }
+    return -1;
+}
+
+static int is_judged(Py_UCS4 c) {
+    return c == '.' || c == FULLWIDTH_STOP || c == '!' || c == '?' || c == 0xFF01 || c == 0xFF1F;
+}
+
+static PyObject *scan_sentence_cuts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *block_list;
+    Py_ssize_t a, b;
+    if (!PyArg_ParseTuple(args, "UnnO!", &text, &a, &b, &PyList_Type, &block_list)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (a < 0) a = 0;
+    if (b > n) b = n;
+    Py_ssize_t nblocks = PyList_GET_SIZE(block_list);
+    Py_ssize_t *blocks = PyMem_Malloc(sizeof(Py_ssize_t) * (nblocks ? nblocks : 1));
+    if (blocks == NULL) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < nblocks; i++) {
+        blocks[i] = PyLong_AsSsize_t(PyList_GET_ITEM(block_list, i));
+        if (blocks[i] == -1 && PyErr_Occurred()) {
+            PyMem_Free(blocks);
+            return NULL;
+        }
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *cuts = PyList_New(0), *quoted = PyList_New(0), *pending = PyList_New(0);
+    Py_ssize_t *spans = NULL, nspans = 0;
+    if (cuts == NULL || quoted == NULL || pending == NULL) goto error;
+    if (a < b && quoted_spans(kind, data, a, b, blocks, nblocks, quoted, &spans, &nspans) < 0) goto error;
+
+    Py_ssize_t qi = 0, last = -1;
+    Py_ssize_t p = a;
+    while (p < b) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        Py_ssize_t e = -1;
+        if (may_matter(c) && (is_terminator(c) || c == FULLWIDTH_STOP || c == '.')) e = candidate_end(kind, data, b, p, c);
+        if (e < 0) {
+            p++;
+            continue;
+        }
+        Py_ssize_t s = p;
+        p = e;
+        while (qi < nspans && spans[2 * qi + 1] < s) qi++;
+        if (qi < nspans && spans[2 * qi] < s && s <= spans[2 * qi + 1]) {
+            /* inside a balanced quote: only a terminator that closes it, and not when the sentence goes on */
+            int closes_quote = e == spans[2 * qi + 1] + 1;
+            if (!closes_quote || (e < b && quote_continues(kind, data, n, e))) continue;
+        }
+        if (is_judged(c)) {
+            if (append_pair(pending, s, e) < 0) goto error;
+            continue;
+        }
+        while (e < b && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, e))) e++;
+        if (a < e && e < b && e != last) {
+            if (append_index(cuts, e) < 0) goto error;
+            last = e;
+        }
+    }
+    PyMem_Free(blocks);
+    PyMem_Free(spans);
+    return Py_BuildValue("(NNN)", cuts, quoted, pending);
+
+error:
+    PyMem_Free(blocks);
+    PyMem_Free(spans);
+    Py_XDECREF(cuts);
+    Py_XDECREF(quoted);
+    Py_XDECREF(pending);
+    return NULL;
+}
+
+
+/* ---------------------------------------------------------------------------------------------------------
+ * Item lines (`_line_break_cuts`): a line that is a list item, an article, a bracketed title or a short
+ * "label: value" ends its sentence without a terminator. `_ITEM_LINE` of kireme/text/sentences.py, matched
+ * at one line start with the text ending at `b`:
+ *   [ \t\u3000]* then: 【 | 第[0-9０-９一二三四五六七八九十百千]+[条章節項款編] | [0-9０-９]{1,3}[.．)）]
+ *   | [（(][0-9０-９一二三四五六七八九十a-zA-Zａ-ｚア-ン]{1,3}[）)] | [①-⑳] | a bullet | [-*+][ \t]
+ *   | [^\s：:]{1,12}[：:]      (a bracketed title line starts with 【: the first case already)
+ */
+static const Py_UCS4 BULLETS[] = {0x30FB, 0x2022, 0x25CF, 0x25CB, 0x25C6, 0x25C7, 0x25A0, 0x25A1, 0x25AA, 0x25AB, 0x2023, 0x203B};
+static const Py_UCS4 KANJI_DIGITS[] = {0x4E00, 0x4E8C, 0x4E09, 0x56DB, 0x4E94, 0x516D, 0x4E03, 0x516B, 0x4E5D, 0x5341};
+static const Py_UCS4 ARTICLE_UNITS[] = {0x6761, 0x7AE0, 0x7BC0, 0x9805, 0x6B3E, 0x7DE8}; /* 条章節項款編 */
+
+static int is_ascii_or_wide_digit(Py_UCS4 c) { return (c >= '0' && c <= '9') || (c >= 0xFF10 && c <= 0xFF19); }
+static int is_kanji_digit(Py_UCS4 c) { return in_set(c, KANJI_DIGITS, COUNT(KANJI_DIGITS)); }
+static int is_indent(Py_UCS4 c) { return c == ' ' || c == '\t' || c == 0x3000; }
+
+static int is_article_numeral(Py_UCS4 c) {
+    return is_ascii_or_wide_digit(c) || is_kanji_digit(c) || c == 0x767E || c == 0x5343; /* 百 千 */
+}
+
+static int is_paren_label(Py_UCS4 c) {
+    return is_ascii_or_wide_digit(c) || is_kanji_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= 0xFF41 && c <= 0xFF5A) || (c >= 0x30A2 && c <= 0x30F3);
+}
+
+/* ITEM_MARKER after the indentation, at `i` (< b) */
+static int item_marker_at(int kind, const void *data, Py_ssize_t b, Py_ssize_t i) {
+    Py_UCS4 c = PyUnicode_READ(kind, data, i);
+    Py_ssize_t j;
+    if (c == 0x3010) return 1; /* 【 */
+    if (c == 0x7B2C) {         /* 第, a numeral, a unit */
+        for (j = i + 1; j < b && is_article_numeral(PyUnicode_READ(kind, data, j)); j++) {
+        }
+        if (j > i + 1 && j < b && in_set(PyUnicode_READ(kind, data, j), ARTICLE_UNITS, COUNT(ARTICLE_UNITS)))
+            return 1;
+        return 0;
+    }
+    if (is_ascii_or_wide_digit(c)) { /* one to three digits and . ． ) ） */
+        for (j = i + 1; j < b && j < i + 3 && is_ascii_or_wide_digit(PyUnicode_READ(kind, data, j)); j++) {
+        }
+        if (j < b) {
+            Py_UCS4 d = PyUnicode_READ(kind, data, j);
+            return d == '.' || d == FULLWIDTH_STOP || d == ')' || d == 0xFF09;
+        }
+        return 0;
+    }
+    if (c == '(' || c == 0xFF08) { /* (1) （イ） (a): one to three labels and a closing parenthesis */
+        for (j = i + 1; j < b && j < i + 4 && is_paren_label(PyUnicode_READ(kind, data, j)); j++) {
+        }
+        if (j > i + 1 && j < b) {
+            Py_UCS4 d = PyUnicode_READ(kind, data, j);
+            return d == ')' || d == 0xFF09;
+        }
+        return 0;
+    }
+    if (c >= 0x2460 && c <= 0x2473) return 1; /* ①-⑳ */
+    if (in_set(c, BULLETS, COUNT(BULLETS))) return 1;
+    if (c == '-' || c == '*' || c == '+') {
+        if (i + 1 < b) {
+            Py_UCS4 d = PyUnicode_READ(kind, data, i + 1);
+            return d == ' ' || d == '\t';
+        }
+    }
+    return 0;
+}
+
+static int is_colon(Py_UCS4 c) { return c == ':' || c == 0xFF1A; }
+
+/* `_ITEM_LINE` matched at `q` (a line start), the text ending at `b` */
+static int item_line_at(int kind, const void *data, Py_ssize_t b, Py_ssize_t q) {
+    Py_ssize_t i = q;
+    while (i < b && is_indent(PyUnicode_READ(kind, data, i))) i++;
+    if (i >= b) return 0;
+    if (item_marker_at(kind, data, b, i)) return 1;
+    Py_ssize_t j = i; /* a label of one to twelve characters, then a colon */
+    while (j < b && j < i + 12) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, j);
+        if (Py_UNICODE_ISSPACE(c) || is_colon(c)) break;
+        j++;
+    }
+    return j > i && j < b && is_colon(PyUnicode_READ(kind, data, j));
+}
+
+static PyObject *item_line_starts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    Py_ssize_t start, b;
+    if (!PyArg_ParseTuple(args, "Unn", &text, &start, &b)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (start < 0) start = 0;
+    if (b > n) b = n;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    if (start < b && item_line_at(kind, data, b, start) && append_index(out, start) < 0) goto error;
+    for (Py_ssize_t p = start; p < b; p++) {
+        if (PyUnicode_READ(kind, data, p) == '\n' && item_line_at(kind, data, b, p + 1) &&
+            append_index(out, p + 1) < 0)
+            goto error;
+    }
+    return out;
+error:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------------------
+ * `ends_with_heading(text, pos)` of kireme/text/headings.py: whether a cut at `pos` leaves a heading line at
+ * the end of a chunk. At a line end, the line before the cut (trailing whitespace dropped) is a heading when
+ * it is a Markdown heading (`#` to `######`, then a space or tab) or, with at most 40 characters after its
+ * indentation and no bullet first, does not end in prose punctuation (closing brackets looked through).
+ */
+#define MAX_HEADING_CHARS 40
+static const Py_UCS4 PROSE_MARKS[] = {0xFF0E, '.', 0x3001, 0xFF0C, ',', ';', 0xFF1B, ':', 0xFF1A, 0x2026}; /* ．.、，,;；:：… */
+
+static int is_prose_end(Py_UCS4 c) { return is_terminator(c) || in_set(c, PROSE_MARKS, COUNT(PROSE_MARKS)); }
+
+static int is_line_pad(Py_UCS4 c) { return c == ' ' || c == '\t' || c == 0x3000 || c == '\r'; }
+
+static PyObject *ends_with_heading(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    Py_ssize_t pos;
+    if (!PyArg_ParseTuple(args, "Un", &text, &pos)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (pos <= 0 || pos > n) Py_RETURN_FALSE;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    int at_break = PyUnicode_READ(kind, data, pos - 1) == '\n' || (pos < n && PyUnicode_READ(kind, data, pos) == '\n');
+    if (!at_break) { /* a line end after trailing spaces, or before them */
+        Py_ssize_t i = pos - 1, j = pos;
+        while (i >= 0 && is_line_pad(PyUnicode_READ(kind, data, i))) i--;
+        while (j < n && is_line_pad(PyUnicode_READ(kind, data, j))) j++;
+        if (!((i >= 0 && PyUnicode_READ(kind, data, i) == '\n') || (j < n && PyUnicode_READ(kind, data, j) == '\n')))
+            Py_RETURN_FALSE;
+    }
+    Py_ssize_t end = pos;
+    while (end > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, end - 1))) end--;
+    if (end <= 0) Py_RETURN_FALSE;
+    Py_ssize_t i = end - 1;
+    while (i >= 0 && PyUnicode_READ(kind, data, i) != '\n') i--;
+    i++; /* the line's start */
+    while (i < end && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;
+    if (i >= end) Py_RETURN_FALSE;
+    Py_UCS4 c = PyUnicode_READ(kind, data, i);
+    if (c == '#') {
+        Py_ssize_t j = i;
+        while (j < end && PyUnicode_READ(kind, data, j) == '#') j++;
+        if (j - i <= 6 && j < end) {
+            Py_UCS4 d = PyUnicode_READ(kind, data, j);
+            if (d == ' ' || d == '\t') Py_RETURN_TRUE;
+        }
+    }
+    if (in_set(c, BULLETS, COUNT(BULLETS)) || c == '-' || c == '*' || c == '+' || c == '>' || c == '|')
+        Py_RETURN_FALSE;
+    if (end - i > MAX_HEADING_CHARS) Py_RETURN_FALSE;
+    Py_ssize_t r = end;
+    while (r > i && is_closer(PyUnicode_READ(kind, data, r - 1))) r--;
+    if (r == i || !is_prose_end(PyUnicode_READ(kind, data, r - 1))) Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
+}
+
+/* ---------------------------------------------------------------------------------------------------------
+ * `trim_span(text, a, b, simple)`: `_trim` of kireme/pack.py where it needs no grapheme scan. The span without
+ * its leading and trailing whitespace (`str.isspace`), `(e, e)` when that is all it holds; where whitespace
+ * was dropped, the new edge must lie between two characters of `simple` (kireme.text.graphemes'
+ * characters that never join a cluster), else None: Python decides that span (it may learn a character).
+ */
+static int both_simple(int kind, const void *data, Py_ssize_t p, PyObject *simple) {
+    for (Py_ssize_t k = p - 1; k <= p; k++) {
+        PyObject *ch = PyUnicode_FromOrdinal(PyUnicode_READ(kind, data, k));
+        if (ch == NULL) return -1;
+        int found = PySet_Contains(simple, ch);
+        Py_DECREF(ch);
+        if (found != 1) return found;
+    }
+    return 1;
+}
+
+static PyObject *trim_span(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *simple;
+    Py_ssize_t a, b;
+    if (!PyArg_ParseTuple(args, "UnnO!", &text, &a, &b, &PySet_Type, &simple)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (a < 0 || b > n || a > b) Py_RETURN_NONE; /* Python's own answer for spans outside the text */
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t s = a, e = b;
+    while (s < b && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, s))) s++;
+    while (e > s && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, e - 1))) e--;
+    if (s >= e) return Py_BuildValue("(nn)", e, e);
+    int ok;
+    if (s > a && (ok = both_simple(kind, data, s, simple)) != 1) {
+        if (ok < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    if (e < b && (ok = both_simple(kind, data, e, simple)) != 1) {
+        if (ok < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(nn)", s, e);
+}
+
+static PyObject *vocabulary(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    /* the marks compiled in, for the test that keeps them equal to kireme.text.marks */
+    PyObject *term = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, TERMINATORS, COUNT(TERMINATORS));
+    PyObject *close = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, CLOSERS, COUNT(CLOSERS));
+    PyObject *open = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, OPENERS, COUNT(OPENERS));
+    PyObject *closes = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, OPENER_CLOSES, COUNT(OPENER_CLOSES));
+    if (term == NULL || close == NULL || open == NULL || closes == NULL) {
+        Py_XDECREF(term);
+        Py_XDECREF(close);
+        Py_XDECREF(open);
+        Py_XDECREF(closes);
+        return NULL;
+    }
+    return Py_BuildValue("(NNNN)", term, close, open, closes);
+}
+
+static PyMethodDef methods[] = {
+    {"scan_sentence_cuts", scan_sentence_cuts, METH_VARARGS,
+     "scan_sentence_cuts(text, a, b, block_starts) -> (cuts, quoted, pending)"},
+    {"item_line_starts", item_line_starts, METH_VARARGS,
+     "item_line_starts(text, start, b) -> the line starts in [start, b) where an item, title or label line begins"},
+    {"ends_with_heading", ends_with_heading, METH_VARARGS,
+     "ends_with_heading(text, pos) -> whether a cut at pos leaves a heading line at the end of a chunk"},
+    {"trim_span", trim_span, METH_VARARGS,
+     "trim_span(text, a, b, simple) -> (s, e) without the whitespace, or None where Python must decide"},
+    {"vocabulary", vocabulary, METH_NOARGS, "vocabulary() -> (terminators, closers, openers, their closers)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_speedups", "The sentence scanner's inner loop in C (kireme.text.sentences).", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }

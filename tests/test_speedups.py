@@ -1,0 +1,269 @@
+"""The optional C extension (`kireme._speedups`) answers exactly what the pure-Python scanner answers.
+
+Issue #27 allows a compiled core on two conditions: the pure-Python path stays the reference and the
+fallback, and a property test proves both give identical chunks and ids. The scanner's inner loop (the
+quotations, the candidate sentence ends, the quotation rule) runs in C when the extension is built;
+these tests run the two paths on the same generated Japanese and English text and compare what each
+returns, down to the chunk ids of the strategies that read sentences. Where the extension is not built
+(no C compiler at install time) they skip, and kireme runs in pure Python.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from tests.strategies import markdown_texts
+from tests.strategies import texts as mixed_texts
+
+from kireme import Document, make_chunker, pack
+from kireme.text import headings, sentences
+from kireme.text.caches import clear_text_caches
+from kireme.text.graphemes import SIMPLE_CHARS
+from kireme.text.marks import CLOSERS, OPEN_TO_CLOSE, TERMINATORS
+
+native = pytest.importorskip(
+    "kireme._speedups", reason="kireme._speedups is not built (no C compiler at install?)"
+)
+
+# Everything the scanner treats specially, densely: every terminator, closer and bracket, the particles
+# after a closing quote, digits before "．", periods in English, item lines, blank lines, "\r\n", the
+# information separators U+001C..U+001F (whitespace to `str.isspace`, not to the `regex` engine).
+_MARKS = [*TERMINATORS, *CLOSERS, *OPEN_TO_CLOSE, "．", ".", "..", "...", "．．"]
+_WORDS = [
+    "今日は晴れです",
+    "と",
+    "って",
+    "という",
+    "の",
+    "より",
+    "から",
+    "まで",
+    "など",
+    "か、",
+    "か。",
+    "かな",
+    "会議室",
+    "9",
+    "９",
+    "3.5",
+    "第2条",
+    "Dr",
+    "e.g",
+    "U.S",
+    "He said",
+    "the end",
+    "When",
+    "i",
+    "A",
+    "a",
+    # item, title and label lines
+    "【見出し】",
+    "【",
+    "】",
+    "第",
+    "第3条",
+    "第十二章",
+    "第百",
+    "千",
+    "（1）",
+    "(a)",
+    "(ｱ)",
+    "(abcd)",
+    "（イ）",
+    "①",
+    "⑳",
+    "・",
+    "※",
+    "- ",
+    "-",
+    "* ",
+    "+\t",
+    "1234.",
+    "12)",
+    "１．",
+    "label:",
+    "項目：",
+    "とても長いラベルの名前ですね：",
+]
+_SPACES = [
+    " ",
+    "  ",
+    "\t",
+    "\u3000",
+    "\n",
+    "\n\n",
+    "\r\n",
+    "\r\n\r\n",
+    "\x1c",
+    "\x1f",
+    "\x85",
+    "\u2028",
+    "\n1. ",
+    "\n・",
+]
+dense_texts = st.lists(st.sampled_from(_MARKS + _WORDS + _SPACES), max_size=80).map("".join)
+scanned_texts = st.one_of(dense_texts, mixed_texts)
+
+
+@st.composite
+def text_and_window(draw: st.DrawFn) -> tuple[str, int, int]:
+    text = draw(scanned_texts)
+    a = draw(st.integers(0, len(text)))
+    b = draw(st.integers(a, len(text)))
+    return text, a, b
+
+
+@contextmanager
+def scanner(c: bool) -> Iterator[None]:
+    """Every function the extension speeds up in its C version (``c``) or its pure-Python one, with the
+    per-text caches cleared (the modules that bound a function at import are switched too)."""
+    switches = [
+        (sentences, "_NATIVE_SCAN", native.scan_sentence_cuts, None),
+        (sentences, "_item_line_starts", native.item_line_starts, sentences._item_line_starts_python),
+        (headings, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
+        (pack, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
+        (pack, "_NATIVE_TRIM", native.trim_span, None),
+    ]
+    saved = [getattr(module, name) for module, name, _, _ in switches]
+    for module, name, in_c, in_python in switches:
+        setattr(module, name, in_c if c else in_python)
+    clear_text_caches()
+    try:
+        yield
+    finally:
+        for (module, name, _, _), value in zip(switches, saved, strict=True):
+            setattr(module, name, value)
+        clear_text_caches()
+
+
+def test_the_library_uses_the_extension_when_it_is_built() -> None:
+    assert sentences._NATIVE_SCAN is native.scan_sentence_cuts
+    assert sentences._item_line_starts is native.item_line_starts
+    assert headings.ends_with_heading is native.ends_with_heading
+    assert pack._NATIVE_TRIM is native.trim_span
+
+
+def test_the_compiled_marks_are_the_vocabulary() -> None:
+    terminators, closers, openers, their_closers = native.vocabulary()
+    assert terminators == TERMINATORS
+    assert closers == CLOSERS
+    assert openers == "".join(OPEN_TO_CLOSE)
+    assert their_closers == "".join(OPEN_TO_CLOSE.values())
+
+
+@given(text_and_window())
+def test_item_lines_in_c_equal_the_python_ones(case: tuple[str, int, int]) -> None:
+    text, a, b = case
+    assert native.item_line_starts(text, a, b) == sentences._item_line_starts_python(text, a, b)
+
+
+heading_texts = st.one_of(
+    scanned_texts,
+    st.lists(
+        st.sampled_from(
+            [
+                "# ",
+                "###### ",
+                "####### ",
+                "#",
+                "##\t",
+                "第2条（宿泊費）",
+                "はい。」",
+                "見出し",
+                "a" * 41,
+                "・",
+                "> ",
+                "|",
+                "-",
+                "…",
+                "、",
+                ":",
+                "」",
+                "）",
+                " ",
+                "\u3000",
+                "\r",
+                "\n",
+                "\n\n",
+                "\r\n",
+                "\t",
+                "x",
+            ]
+        ),
+        max_size=30,
+    ).map("".join),
+)
+
+
+@given(text_and_window())
+def test_trim_in_c_equals_the_python_one(case: tuple[str, int, int]) -> None:
+    text, a, b = case
+    for lo, hi in ((a, b), (b, a), (a - 1, b), (a, b + 1)):
+        span = native.trim_span(text, lo, hi, SIMPLE_CHARS)
+        if span is not None:
+            assert span == pack._trim_python(text, lo, hi)
+    assert pack._trim(text, a, b) == pack._trim_python(text, a, b)
+
+
+@given(heading_texts)
+def test_heading_test_in_c_equals_the_python_one(text: str) -> None:
+    for pos in range(-1, len(text) + 2):
+        assert native.ends_with_heading(text, pos) == headings._ends_with_heading_python(text, pos), pos
+
+
+@given(text_and_window(), st.booleans())
+def test_scan_in_c_equals_the_python_scan(case: tuple[str, int, int], caseless: bool) -> None:
+    text, a, b = case
+    sentences._breaks.cache_clear()
+    in_c = sentences._scan_sentence_cuts(text, a, b, caseless)
+    with scanner(c=False):
+        assert in_c == sentences._scan_sentence_cuts(text, a, b, caseless)
+
+
+def test_scan_in_c_on_written_text() -> None:
+    """Quotations, particles after them, digits before a full-width period, English abbreviations."""
+    text = (
+        "規程は四月に改定された。「出張は事前に申請すること。」と部長は言った。"
+        "宿泊費は１．５万円まで（ただし東京は別。）です！\n\n"
+        'Dr. Smith arrived at 9 a.m. He said: "We leave now." Then he left... The end.'
+    )
+    for a, b in [(0, len(text)), (5, 60), (30, len(text) - 3)]:
+        sentences._breaks.cache_clear()
+        got = sentences._scan_sentence_cuts(text, a, b, False)
+        with scanner(c=False):
+            assert got == sentences._scan_sentence_cuts(text, a, b, False)
+    cuts, quotes = sentences._scan_sentence_cuts(text, 0, len(text), False)
+    starts = [text[c : c + 4] for c in cuts]
+    assert "「出張は" in starts  # a sentence ends before the quotation
+    assert not any(s.startswith("と部長") for s in starts)  # 。」と: the sentence goes on
+    assert "Then" in starts and "He s" in starts
+    assert "Smit" not in starts  # "Dr." is an abbreviation
+    assert quotes[0] == (text.index("「"), text.index("」"))
+
+
+@pytest.mark.parametrize("strategy", ["sentence", "recursive", "paragraph", "markdown"])
+@given(text=st.one_of(scanned_texts, markdown_texts), size=st.sampled_from([40, 120, 400]))
+def test_chunks_and_ids_are_the_same_either_way(strategy: str, text: str, size: int) -> None:
+    chunker = make_chunker(strategy, max_size=size)
+    document = Document(text, metadata={"format": "markdown"} if strategy == "markdown" else {})
+    with scanner(c=False):
+        expected = chunker.chunk(document)
+    with scanner(c=True):
+        assert chunker.chunk(document) == expected
+
+
+def test_kireme_pure_python_turns_the_extension_off() -> None:
+    code = "import kireme.text.sentences as s; print(s._NATIVE_SCAN is None)"
+    for value, answer in (("1", "True"), ("0", "False")):
+        env = {**os.environ, "KIREME_PURE_PYTHON": value}
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        assert out.stdout.strip() == answer
