@@ -38,6 +38,14 @@ def compile_extension(root: Path, build_dir: Path) -> Path:
     return Path(command.get_ext_fullpath(MODULE))
 
 
+def forget_editable_builds(root: Path) -> None:
+    """Remove an earlier editable install's compiled extension from ``src/kireme``."""
+    for built in (root / "src" / "kireme").glob("_speedups*.so"):
+        built.unlink(missing_ok=True)
+    for built in (root / "src" / "kireme").glob("_speedups*.pyd"):
+        built.unlink(missing_ok=True)
+
+
 class SpeedupsBuildHook(BuildHookInterface):
     """Compiles `kireme._speedups` into the wheel (or next to its source, for an editable install)."""
 
@@ -46,16 +54,20 @@ class SpeedupsBuildHook(BuildHookInterface):
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         if self.target_name != "wheel":
             return
+        root = Path(self.root)
         if os.environ.get("KIREME_NO_EXTENSIONS", "") not in ("", "0"):
             self.app.display_info("kireme: KIREME_NO_EXTENSIONS is set: the C speed-up is not built")
+            if version == "editable":
+                forget_editable_builds(root)
             return
-        root = Path(self.root)
         build_dir = Path(tempfile.mkdtemp(prefix="kireme-speedups-"))
         try:
             built = compile_extension(root, build_dir)
-            if version == "editable":
+            if version == "editable":  # a new file, renamed into place: a running kireme keeps the old one
                 target = root / "src" / "kireme" / built.name
-                shutil.copyfile(built, target)
+                partial = target.with_name(target.name + ".partial")
+                shutil.copyfile(built, partial)
+                os.replace(partial, target)
             else:
                 kept = root / "build" / "speedups" / built.name
                 kept.parent.mkdir(parents=True, exist_ok=True)
@@ -64,6 +76,8 @@ class SpeedupsBuildHook(BuildHookInterface):
                 build_data["pure_python"] = False
                 build_data["infer_tag"] = True
         except Exception as error:  # no compiler, no Python headers: kireme works without the extension
+            if version == "editable":
+                forget_editable_builds(root)  # an older build of an older source must not stay in use
             self.app.display_warning(
                 f"kireme: the optional C speed-up was not built ({type(error).__name__}: {error}); "
                 "kireme works the same, in pure Python"

@@ -646,6 +646,7 @@ def main(argv: list[str] | None = None) -> int:
                         "platform": platform.platform(),
                     },
                     "versions": library_versions(),
+                    "kireme_c_extension": kireme_extension(),
                     "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
                     "timings": [asdict(t) for t in timings],
                     "fixed": [asdict(t) for t in fixed],
@@ -659,6 +660,17 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"saved {path.relative_to(REPO)}", file=sys.stderr)
     return 0
+
+
+def kireme_extension() -> str:
+    """Whether kireme's hot loops ran in C (``kireme._speedups``) or in pure Python, and why."""
+    if os.environ.get("KIREME_PURE_PYTHON", "") not in ("", "0"):
+        return "off (KIREME_PURE_PYTHON)"
+    try:
+        from kireme.text.sentences import _NATIVE_SCAN
+    except ImportError:  # a checkout from before the extension (a baseline)
+        return "none (a kireme without it)"
+    return "used" if _NATIVE_SCAN is not None else "not built: pure Python"
 
 
 def library_versions() -> dict[str, str]:
@@ -799,6 +811,7 @@ def report(
         f"every library built fresh before every pass; Python {platform.python_version()}, {os.cpu_count()} CPUs"
     )
     print(f"{bullet}versions: " + ", ".join(f"{k} {v}" for k, v in library_versions().items()))
+    print(f"{bullet}kireme's C extension (kireme._speedups): {kireme_extension()}")
     for note in notes:
         print(f"{bullet}{note}")
 

@@ -1,11 +1,12 @@
-"""The optional C extension (`kireme._speedups`) answers exactly what the pure-Python scanner answers.
+"""The optional C extension (`kireme._speedups`) answers exactly what the pure-Python code answers.
 
 Issue #27 allows a compiled core on two conditions: the pure-Python path stays the reference and the
-fallback, and a property test proves both give identical chunks and ids. The scanner's inner loop (the
-quotations, the candidate sentence ends, the quotation rule) runs in C when the extension is built;
-these tests run the two paths on the same generated Japanese and English text and compare what each
-returns, down to the chunk ids of the strategies that read sentences. Where the extension is not built
-(no C compiler at install time) they skip, and kireme runs in pure Python.
+fallback, and a property test proves both give identical chunks and ids. The text layer's per-character
+loops run in C when the extension is built: the sentence scanner's quotations and candidate ends, item
+lines, paragraph breaks, the heading test at a chunk end and whitespace trimming. These tests run each C
+function and its Python twin on the same generated Japanese and English text, and chunk with four
+strategies both ways, ids included. Where the extension is not built (no C compiler at install time)
+they skip, and kireme runs in pure Python.
 """
 
 from __future__ import annotations
@@ -107,6 +108,9 @@ _SPACES = [
     "\u2028",
     "\n1. ",
     "\n・",
+    "\n \t\u3000\r\n",
+    "\n \n",
+    "\r",
 ]
 dense_texts = st.lists(st.sampled_from(_MARKS + _WORDS + _SPACES), max_size=80).map("".join)
 scanned_texts = st.one_of(dense_texts, mixed_texts)
@@ -126,6 +130,7 @@ def scanner(c: bool) -> Iterator[None]:
     per-text caches cleared (the modules that bound a function at import are switched too)."""
     switches = [
         (sentences, "_NATIVE_SCAN", native.scan_sentence_cuts, None),
+        (sentences, "_NATIVE_BREAKS", native.paragraph_breaks, None),
         (sentences, "_item_line_starts", native.item_line_starts, sentences._item_line_starts_python),
         (headings, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
         (pack, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
@@ -144,10 +149,18 @@ def scanner(c: bool) -> Iterator[None]:
 
 
 def test_the_library_uses_the_extension_when_it_is_built() -> None:
-    assert sentences._NATIVE_SCAN is native.scan_sentence_cuts
-    assert sentences._item_line_starts is native.item_line_starts
-    assert headings.ends_with_heading is native.ends_with_heading
-    assert pack._NATIVE_TRIM is native.trim_span
+    in_c = [
+        (sentences._NATIVE_SCAN, native.scan_sentence_cuts),
+        (sentences._NATIVE_BREAKS, native.paragraph_breaks),
+        (sentences._item_line_starts, native.item_line_starts),
+        (headings.ends_with_heading, native.ends_with_heading),
+        (pack.ends_with_heading, native.ends_with_heading),
+        (pack._NATIVE_TRIM, native.trim_span),
+    ]
+    if os.environ.get("KIREME_PURE_PYTHON", "") not in ("", "0"):  # turned off: not one of them is used
+        assert not any(used is function for used, function in in_c)
+    else:
+        assert all(used is function for used, function in in_c)
 
 
 def test_the_compiled_marks_are_the_vocabulary() -> None:
@@ -156,6 +169,12 @@ def test_the_compiled_marks_are_the_vocabulary() -> None:
     assert closers == CLOSERS
     assert openers == "".join(OPEN_TO_CLOSE)
     assert their_closers == "".join(OPEN_TO_CLOSE.values())
+
+
+@given(scanned_texts)
+def test_paragraph_breaks_in_c_equal_the_python_ones(text: str) -> None:
+    starts, blocks, items = native.paragraph_breaks(text)
+    assert sentences._breaks_python(text) == (tuple(starts), blocks, items)
 
 
 @given(text_and_window())
@@ -209,7 +228,8 @@ def test_trim_in_c_equals_the_python_one(case: tuple[str, int, int]) -> None:
         span = native.trim_span(text, lo, hi, SIMPLE_CHARS)
         if span is not None:
             assert span == pack._trim_python(text, lo, hi)
-    assert pack._trim(text, a, b) == pack._trim_python(text, a, b)
+    with scanner(c=True):
+        assert pack._trim(text, a, b) == pack._trim_python(text, a, b)
 
 
 @given(heading_texts)
@@ -221,8 +241,8 @@ def test_heading_test_in_c_equals_the_python_one(text: str) -> None:
 @given(text_and_window(), st.booleans())
 def test_scan_in_c_equals_the_python_scan(case: tuple[str, int, int], caseless: bool) -> None:
     text, a, b = case
-    sentences._breaks.cache_clear()
-    in_c = sentences._scan_sentence_cuts(text, a, b, caseless)
+    with scanner(c=True):
+        in_c = sentences._scan_sentence_cuts(text, a, b, caseless)
     with scanner(c=False):
         assert in_c == sentences._scan_sentence_cuts(text, a, b, caseless)
 
@@ -235,11 +255,12 @@ def test_scan_in_c_on_written_text() -> None:
         'Dr. Smith arrived at 9 a.m. He said: "We leave now." Then he left... The end.'
     )
     for a, b in [(0, len(text)), (5, 60), (30, len(text) - 3)]:
-        sentences._breaks.cache_clear()
-        got = sentences._scan_sentence_cuts(text, a, b, False)
+        with scanner(c=True):
+            got = sentences._scan_sentence_cuts(text, a, b, False)
         with scanner(c=False):
             assert got == sentences._scan_sentence_cuts(text, a, b, False)
-    cuts, quotes = sentences._scan_sentence_cuts(text, 0, len(text), False)
+    with scanner(c=True):
+        cuts, quotes = sentences._scan_sentence_cuts(text, 0, len(text), False)
     starts = [text[c : c + 4] for c in cuts]
     assert "「出張は" in starts  # a sentence ends before the quotation
     assert not any(s.startswith("と部長") for s in starts)  # 。」と: the sentence goes on

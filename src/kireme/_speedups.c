@@ -1,23 +1,20 @@
-/* kireme._speedups: the sentence scanner's inner loop in C (issue #27).
+/* kireme._speedups: the text layer's per-character and per-candidate loops in C (issue #27).
  *
- * `scan_sentence_cuts(text, a, b, block_starts)` does what the pure-Python `_scan_sentence_cuts` in
- * kireme/text/sentences.py does before its line-break rules, character for character:
+ * Each function does exactly what its pure-Python twin does, which stays the reference and the fallback
+ * (no compiler at install time, or KIREME_PURE_PYTHON=1); tests/test_speedups.py compares the two on
+ * generated text, and the chunks and ids of the strategies built on them.
  *
- *   1. the protected quotations of text[a:b] (`_quoted_spans`): outermost balanced brackets that close
- *      within their paragraph (a blank line drops the bracket stack), at most 2,000 characters long,
- *      a stack of at most 32 open brackets;
- *   2. the candidate sentence ends (`_CANDIDATE`): a run of terminators and the closers after it; a
- *      full-width period not after a digit and its closers; periods after a non-space, their closers,
- *      before whitespace or the end; a period between a space or tab and a space or tab;
- *   3. for each candidate, the quotation rule (inside a balanced quote only a terminator that closes it
- *      ends a sentence, and not when a particle follows) and, for the candidates whose first character
- *      needs more than that (`.`, `．`, `!?！？`), nothing: they are returned to Python, which owns those
- *      rules (abbreviations, initials, Unicode letter classes);
- *   4. the whitespace after a decided end skipped (`str.isspace`).
- *
- * Returns (cuts, quoted, pending): the sentence starts decided here, the quotations, and the (start, end)
- * of the candidates Python must judge. The pure-Python path stays the reference and the fallback; the
- * tests check the two agree on generated text (tests/test_speedups.py).
+ *   scan_sentence_cuts  kireme/text/sentences.py `_scan_sentence_cuts` before its line-break rules: the
+ *                       protected quotations (`_quoted_spans`), the candidate sentence ends (`_CANDIDATE`),
+ *                       the quotation rule and the whitespace after a decided end. Candidates that need
+ *                       more (`.` and `．`: abbreviations, initials, labels, Unicode letter classes; `!?！？`
+ *                       after a closer before whitespace: a lower-case word next) are returned to Python
+ *                       (`_judged_end`) undecided.
+ *   item_line_starts    `_item_line_starts_python`: the lines that are items, bracketed titles or labels.
+ *   paragraph_breaks    `_breaks_python`: blank lines and the line breaks before item markers.
+ *   ends_with_heading   kireme/text/headings.py `_ends_with_heading_python`: a heading line at a chunk end.
+ *   trim_span           kireme/pack.py `_trim_python`, where no grapheme scan is needed (else None).
+ *   vocabulary          the marks compiled in, for the test that keeps them equal to kireme.text.marks.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -225,6 +222,14 @@ static Py_ssize_t candidate_end(int kind, const void *data, Py_ssize_t b, Py_ssi
     return -1;
 }
 
+static int is_exclaim_or_question(Py_UCS4 c) { return c == '!' || c == '?' || c == 0xFF01 || c == 0xFF1F; }
+
+/* whether `_judged_end` may reject a "!?！？" end: a closer last and whitespace after it (then it asks
+ * whether a lower-case word follows: '"Are you sure?" he asked.'); at any other such end it cannot */
+static int closer_then_space(int kind, const void *data, Py_ssize_t n, Py_ssize_t e) {
+    return is_closer(PyUnicode_READ(kind, data, e - 1)) && e < n && is_regex_space(PyUnicode_READ(kind, data, e));
+}
+
 static int is_judged(Py_UCS4 c) {
     return c == '.' || c == FULLWIDTH_STOP || c == '!' || c == '?' || c == 0xFF01 || c == 0xFF1F;
 }
@@ -272,7 +277,7 @@ static PyObject *scan_sentence_cuts(PyObject *self, PyObject *args) {
             int closes_quote = e == spans[2 * qi + 1] + 1;
             if (!closes_quote || (e < b && quote_continues(kind, data, n, e))) continue;
         }
-        if (is_judged(c)) {
+        if (is_judged(c) && !(is_exclaim_or_question(c) && !closer_then_space(kind, data, n, e))) {
             if (append_pair(pending, s, e) < 0) goto error;
             continue;
         }
@@ -501,6 +506,63 @@ static PyObject *trim_span(PyObject *self, PyObject *args) {
     return Py_BuildValue("(nn)", s, e);
 }
 
+/* ---------------------------------------------------------------------------------------------------------
+ * `paragraph_breaks(text)`: `_breaks` of kireme/text/sentences.py, the `_FAST_PARAGRAPH_BREAK` scan. At each
+ * "\n": a blank line ("\n", spaces, tabs or U+3000, "\r"?, "\n"), or a line break before an item marker.
+ * Returns (starts, block_starts, item_breaks): every break's start (the "\r" of a "\r\n"), 0 + the first
+ * non-space character after each blank-line run + len(text), and the starts of the breaks before items.
+ */
+static int item_after_indent(int kind, const void *data, Py_ssize_t n, Py_ssize_t q) {
+    while (q < n && is_indent(PyUnicode_READ(kind, data, q))) q++;
+    return q < n && item_marker_at(kind, data, n, q);
+}
+
+static PyObject *paragraph_breaks(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U", &text)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *starts = PyList_New(0), *blocks = PyList_New(0), *items = PyList_New(0);
+    if (starts == NULL || blocks == NULL || items == NULL) goto error;
+    if (append_index(blocks, 0) < 0) goto error;
+    Py_ssize_t last_block = -1;
+    Py_ssize_t p = 0;
+    while (p < n) {
+        if (PyUnicode_READ(kind, data, p) != '\n') {
+            p++;
+            continue;
+        }
+        Py_ssize_t start = (p > 0 && PyUnicode_READ(kind, data, p - 1) == '\r') ? p - 1 : p;
+        Py_ssize_t q = p + 1;
+        while (q < n && is_indent(PyUnicode_READ(kind, data, q))) q++;
+        if (q < n && PyUnicode_READ(kind, data, q) == '\r') q++;
+        if (q < n && PyUnicode_READ(kind, data, q) == '\n') { /* a blank line: the block after it */
+            Py_ssize_t end = q + 1, next = end;
+            while (next < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, next))) next++;
+            if (append_index(starts, start) < 0) goto error;
+            if (next > 0 && next < n && next != last_block) {
+                if (append_index(blocks, next) < 0) goto error;
+                last_block = next;
+            }
+            p = end;
+            continue;
+        }
+        if (item_after_indent(kind, data, n, p + 1)) {
+            if (append_index(starts, start) < 0 || append_index(items, start) < 0) goto error;
+        }
+        p++;
+    }
+    if (append_index(blocks, n) < 0) goto error;
+    return Py_BuildValue("(NNN)", starts, blocks, items);
+error:
+    Py_XDECREF(starts);
+    Py_XDECREF(blocks);
+    Py_XDECREF(items);
+    return NULL;
+}
+
 static PyObject *vocabulary(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
@@ -528,6 +590,8 @@ static PyMethodDef methods[] = {
      "ends_with_heading(text, pos) -> whether a cut at pos leaves a heading line at the end of a chunk"},
     {"trim_span", trim_span, METH_VARARGS,
      "trim_span(text, a, b, simple) -> (s, e) without the whitespace, or None where Python must decide"},
+    {"paragraph_breaks", paragraph_breaks, METH_VARARGS,
+     "paragraph_breaks(text) -> (break starts, block starts, breaks before items)"},
     {"vocabulary", vocabulary, METH_NOARGS, "vocabulary() -> (terminators, closers, openers, their closers)"},
     {NULL, NULL, 0, NULL},
 };

@@ -417,6 +417,7 @@ _NativeScan = Callable[
 
 
 _NATIVE_SCAN: _NativeScan | None = native("scan_sentence_cuts")
+_NATIVE_BREAKS: Callable[[str], tuple[list[int], list[int], list[int]]] | None = native("paragraph_breaks")
 _item_line_starts: Callable[[str, int, int], list[int]] = (
     native("item_line_starts") or _item_line_starts_python
 )
@@ -581,11 +582,17 @@ _GROUP_END = cast(Callable[[re.Match[str]], int], methodcaller("end", 1))
 
 @lru_cache(maxsize=8)
 def _breaks(text: str) -> _Breaks:
-    """Paragraph breaks and the blocks between blank lines, from one scan of the text (cached).
+    """Paragraph breaks and the blocks between blank lines, from one scan of the text (cached): in C where
+    kireme's extension is built (`kireme._speedups.paragraph_breaks`), else `_breaks_python`."""
+    if _NATIVE_BREAKS is not None:
+        starts, blocks, items = _NATIVE_BREAKS(text)
+        return _Breaks(tuple(starts), blocks, items)
+    return _breaks_python(text)
 
-    The offsets are read off the matches in bulk (``map`` of the match methods), with no Python code run
-    per line or per break.
-    """
+
+def _breaks_python(text: str) -> _Breaks:
+    """`_breaks` in Python: the reference. The offsets are read off the matches in bulk (``map`` of the
+    match methods), with no Python code run per line or per break."""
     n = len(text)
     matches = list(_FAST_PARAGRAPH_BREAK.finditer(text))
     starts = list(map(_START, matches))
