@@ -190,3 +190,16 @@ _CODE_ATOMS = [
 code_texts = st.lists(
     st.one_of(st.sampled_from(_CODE_ATOMS), st.sampled_from(_CODE_ATOMS), atoms), max_size=30
 ).map("".join)
+
+
+@st.composite
+def _text_and_window(draw: st.DrawFn, texts: st.SearchStrategy[str]) -> tuple[str, int, int]:
+    text = draw(texts)
+    a = draw(st.integers(0, len(text)))
+    b = draw(st.integers(a, len(text)))
+    return text, a, b
+
+
+def text_and_window(texts: st.SearchStrategy[str]) -> st.SearchStrategy[tuple[str, int, int]]:
+    """A text from ``texts`` and a window ``0 <= a <= b <= len(text)`` inside it."""
+    return _text_and_window(texts)

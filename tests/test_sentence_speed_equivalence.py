@@ -18,6 +18,7 @@ from bisect import bisect_left
 import regex
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.strategies import text_and_window
 
 from kireme.text import sentences
 from kireme.text.marks import CLOSERS, ITEM_MARKER, OPEN_TO_CLOSE, TERMINATORS
@@ -379,22 +380,14 @@ texts = st.one_of(
 )
 
 
-@st.composite
-def text_and_window(draw: st.DrawFn) -> tuple[str, int, int]:
-    text = draw(texts)
-    a = draw(st.integers(0, len(text)))
-    b = draw(st.integers(a, len(text)))
-    return text, a, b
-
-
-@given(text_and_window(), st.booleans())
+@given(text_and_window(texts), st.booleans())
 def test_scan_matches_the_reference(case: tuple[str, int, int], caseless: bool) -> None:
     text, a, b = case
     sentences._breaks.cache_clear()
     assert sentences._scan_sentence_cuts(text, a, b, caseless) == ref_scan_sentence_cuts(text, a, b, caseless)
 
 
-@given(text_and_window())
+@given(text_and_window(texts))
 def test_quoted_spans_match_the_reference(case: tuple[str, int, int]) -> None:
     text, a, b = case
     assert sentences._quoted_spans(text, a, b) == ref_quoted_spans(text, a, b)
@@ -426,7 +419,7 @@ def test_caseless_text_matches_the_reference(pieces: list[str]) -> None:
     assert sentences.sentence_cuts(text) == ref_sentence_cuts(text)
 
 
-@given(text_and_window())
+@given(text_and_window(texts))
 def test_caseless_decision_matches_the_reference(case: tuple[str, int, int]) -> None:
     text, a, b = case
     for sample in (

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.strategies import markdown_texts
+from tests.strategies import markdown_texts, text_and_window
 from tests.strategies import texts as mixed_texts
 
 from kireme import Document, make_chunker, pack
@@ -116,47 +116,36 @@ dense_texts = st.lists(st.sampled_from(_MARKS + _WORDS + _SPACES), max_size=80).
 scanned_texts = st.one_of(dense_texts, mixed_texts)
 
 
-@st.composite
-def text_and_window(draw: st.DrawFn) -> tuple[str, int, int]:
-    text = draw(scanned_texts)
-    a = draw(st.integers(0, len(text)))
-    b = draw(st.integers(a, len(text)))
-    return text, a, b
+# Where the library holds each function the extension speeds up: (module, name, the C one, the Python one;
+# None where the Python path is taken when the name holds None).
+SWITCHES = [
+    (sentences, "_NATIVE_SCAN", native.scan_sentence_cuts, None),
+    (sentences, "_NATIVE_BREAKS", native.paragraph_breaks, None),
+    (sentences, "_item_line_starts", native.item_line_starts, sentences._item_line_starts_python),
+    (headings, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
+    (pack, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
+    (pack, "_NATIVE_TRIM", native.trim_span, None),
+]
 
 
 @contextmanager
 def scanner(c: bool) -> Iterator[None]:
     """Every function the extension speeds up in its C version (``c``) or its pure-Python one, with the
     per-text caches cleared (the modules that bound a function at import are switched too)."""
-    switches = [
-        (sentences, "_NATIVE_SCAN", native.scan_sentence_cuts, None),
-        (sentences, "_NATIVE_BREAKS", native.paragraph_breaks, None),
-        (sentences, "_item_line_starts", native.item_line_starts, sentences._item_line_starts_python),
-        (headings, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
-        (pack, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
-        (pack, "_NATIVE_TRIM", native.trim_span, None),
-    ]
-    saved = [getattr(module, name) for module, name, _, _ in switches]
-    for module, name, in_c, in_python in switches:
+    saved = [getattr(module, name) for module, name, _, _ in SWITCHES]
+    for module, name, in_c, in_python in SWITCHES:
         setattr(module, name, in_c if c else in_python)
     clear_text_caches()
     try:
         yield
     finally:
-        for (module, name, _, _), value in zip(switches, saved, strict=True):
+        for (module, name, _, _), value in zip(SWITCHES, saved, strict=True):
             setattr(module, name, value)
         clear_text_caches()
 
 
 def test_the_library_uses_the_extension_when_it_is_built() -> None:
-    in_c = [
-        (sentences._NATIVE_SCAN, native.scan_sentence_cuts),
-        (sentences._NATIVE_BREAKS, native.paragraph_breaks),
-        (sentences._item_line_starts, native.item_line_starts),
-        (headings.ends_with_heading, native.ends_with_heading),
-        (pack.ends_with_heading, native.ends_with_heading),
-        (pack._NATIVE_TRIM, native.trim_span),
-    ]
+    in_c = [(getattr(module, name), function) for module, name, function, _ in SWITCHES]
     if os.environ.get("KIREME_PURE_PYTHON", "") not in ("", "0"):  # turned off: not one of them is used
         assert not any(used is function for used, function in in_c)
     else:
@@ -177,7 +166,7 @@ def test_paragraph_breaks_in_c_equal_the_python_ones(text: str) -> None:
     assert sentences._breaks_python(text) == (tuple(starts), blocks, items)
 
 
-@given(text_and_window())
+@given(text_and_window(scanned_texts))
 def test_item_lines_in_c_equal_the_python_ones(case: tuple[str, int, int]) -> None:
     text, a, b = case
     assert native.item_line_starts(text, a, b) == sentences._item_line_starts_python(text, a, b)
@@ -221,7 +210,7 @@ heading_texts = st.one_of(
 )
 
 
-@given(text_and_window())
+@given(text_and_window(scanned_texts))
 def test_trim_in_c_equals_the_python_one(case: tuple[str, int, int]) -> None:
     text, a, b = case
     for lo, hi in ((a, b), (b, a), (a - 1, b), (a, b + 1)):
@@ -238,7 +227,7 @@ def test_heading_test_in_c_equals_the_python_one(text: str) -> None:
         assert native.ends_with_heading(text, pos) == headings._ends_with_heading_python(text, pos), pos
 
 
-@given(text_and_window(), st.booleans())
+@given(text_and_window(scanned_texts), st.booleans())
 def test_scan_in_c_equals_the_python_scan(case: tuple[str, int, int], caseless: bool) -> None:
     text, a, b = case
     with scanner(c=True):
