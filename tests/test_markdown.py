@@ -12,12 +12,14 @@ from kireme import Document, chunk
 from kireme.text.markdown import (
     HeadingPaths,
     Outline,
+    _Found,
     _inline,
     _inline_text,
     _parsed_outline,
     _parser,
     _plain,
     _plain_outline,
+    _scanned_list,
     _scanned_outline,
     front_matter,
     markdown_headings,
@@ -317,3 +319,103 @@ def test_scanned_outline_of_any_lines_is_the_parsers(text: str) -> None:
 def test_scanned_outline_on_tricky_documents(text: str) -> None:
     fm_end, fm_title = front_matter(text)
     assert _scanned_outline(text, fm_end, fm_title) == _parsed_outline(text, fm_end, fm_title)
+
+
+# Lists for the list reader: markers of every kind at indentations 0–7, one to five spaces after the
+# marker, item texts that are plain or that open something else (a nested marker, a break, a heading, a
+# fence, a table, a definition), plain lines (lazy ones too) and blank lines.
+_LIST_MARKERS = ["-", "*", "+", "1.", "2.", "1)", "10.", "0."]
+_ITEM_TEXTS = [
+    *(
+        "項目",
+        "**太字** の説明",
+        "[リンク](a.md) を見る",
+        "`code` の例",
+        "_強調_",
+        "2024年",
+        "\\# 見出しでない",
+    ),
+    *("[ ] 未完了", "=等号", "+1 件", "- 入れ子", "1. 入れ子", "***", "---", "# 見出し", "```", "<div>"),
+    *("| a |", "[r]: /u", "> 引用", "", ":::", "1.5倍"),
+]
+_LIST_LINES = [
+    *(
+        "続きの行",
+        "2. 段落の中の番号",
+        "1. 段落の中の一番",
+        "**続き**",
+        "---",
+        "===",
+        "    字下げ",
+        "\t字下げ",
+    ),
+    *("text", "`x`", "# 見出し", "<p>", "[a]", "3) 手順"),
+]
+
+
+@st.composite
+def _lists(draw: st.DrawFn) -> str:
+    plain = draw(st.booleans())  # only what the reader takes, so that half the lists exercise it
+    texts = _ITEM_TEXTS[:9] if plain else _ITEM_TEXTS
+    others = _LIST_LINES[:5] if plain else _LIST_LINES
+    first = draw(st.sampled_from(_LIST_MARKERS[:4])) + " " + draw(st.sampled_from(_ITEM_TEXTS[:8]))
+    lines = [first]
+    for _ in range(draw(st.integers(0, 10))):
+        kind = draw(st.sampled_from(["item", "item", "item", "line", "blank"]))
+        indent = " " * draw(st.integers(0, 7))
+        if kind == "item":
+            spaces = " " * draw(st.sampled_from([1, 1, 1, 2, 3, 4] if plain else [1, 2, 3, 4, 5]))
+            marker = draw(st.sampled_from(_LIST_MARKERS))
+            lines.append(indent + marker + spaces + draw(st.sampled_from(texts)))
+        elif kind == "line":
+            lines.append(indent + draw(st.sampled_from(others)))
+        else:
+            lines.append(draw(st.sampled_from(["", " ", "   "])))
+    after = draw(st.sampled_from(["", "\n\n本文。", "\n\n# 次の節", "\n本文。"]))
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    return newline.join(lines) + after.replace("\n", newline)
+
+
+@settings(max_examples=4000, deadline=None)
+@given(_lists())
+def test_lists_read_without_the_parser_are_the_parsers(text: str) -> None:
+    """A list region read from its indentation alone (`_scanned_list`) has the whole parse's outline:
+    the same list starts, the same item starts at every depth."""
+    fm_end, fm_title = front_matter(text)
+    assert _scanned_outline(text, fm_end, fm_title) == _parsed_outline(text, fm_end, fm_title)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- 一つ目\n- 二つ目\n  - 入れ子\n    続き\n\n  段落\n- 三つ目\n",
+        "1. 手順\n2. 手順\n   - 補足\n10. 手順\n",
+        "- 箇条\n+ 別のリスト\n* また別\n1) 番号\n",
+        "* **太字** の説明\n  怠惰な行\nも続き\n* [リンク](a.md)\n\n\n* 空行二つの後\n",
+        "- 段落\n  2. 番号は割り込めない\n  1. 一番なら入れ子\n",
+        " - 字下げ一\n   - 入れ子\n  - 兄弟\n",
+    ],
+)
+def test_plain_lists_are_read_without_the_parser(text: str) -> None:
+    """These lists take the reader's path (it must not be vacuous) and agree with the parse."""
+    assert _scanned_list(_Found(text), 0, len(text))
+    assert _scanned_outline(text, 0, "") == _parsed_outline(text, 0, "")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- 項目\n      - 四桁下げ\n",  # four columns into the item: the parser decides
+        "- 項目\n\n      コード\n",  # indented code in the item
+        "- 項目\n  | a | b |\n  |---|---|\n",  # a table
+        "- 項目\n  ```\n  x\n  ```\n",  # a fence
+        "- \n  空の項目\n",
+        "-     五つの空白\n",
+        "- 項目\n\n本文の段落\n- 次\n",  # a paragraph back at the top level
+        "- [r]: /url\n",
+        "-\t項目\n",
+    ],
+)
+def test_lists_with_more_than_plain_items_are_left_to_the_parser(text: str) -> None:
+    assert not _scanned_list(_Found(text), 0, len(text))
+    assert _scanned_outline(text, 0, "") == _parsed_outline(text, 0, "")

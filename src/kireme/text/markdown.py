@@ -203,9 +203,14 @@ def _parse(text: str, fm_end: int) -> tuple[list[Token], dict[str, Any]]:
 
 def _inline(inline: Token, env: dict[str, Any]) -> list[Token]:
     """The children of an ``inline`` token, as a full parse gives them (its core ``inline`` rule)."""
+    return _inline_children(inline.content, env)
+
+
+def _inline_children(content: str, env: dict[str, Any]) -> list[Token]:
+    """`_inline` of inline content."""
     md = _parser()
     children: list[Token] = []
-    md.inline.parse(inline.content, md, env, children)
+    md.inline.parse(content, md, env, children)
     return children
 
 
@@ -268,8 +273,13 @@ _TEXT_TOKENS = frozenset({"text", "text_special", "code_inline"})
 def _plain(inline: Token, children: Sequence[Token]) -> str:
     """The visible text of an inline token (emphasis, code and links reduced to their text), from its
     ``children`` (`_inline`)."""
+    return _plain_text(inline.content, children)
+
+
+def _plain_text(content: str, children: Sequence[Token]) -> str:
+    """`_plain` of inline content."""
     parts = [child.content for child in children if child.type in _TEXT_TOKENS]
-    return "".join(parts).strip() or inline.content.strip()
+    return "".join(parts).strip() or content.strip()
 
 
 def markdown_outline(text: str, source: str = "", *, warn: bool = True) -> Outline:
@@ -376,6 +386,8 @@ def _html_starts() -> tuple[re.Pattern[str], ...]:
 
 def _html_type(line: str) -> int:
     """The HTML block type (1–7) a line of column 0 starts in markdown-it, 0 for none."""
+    if line.startswith("<!--"):  # a comment (type 2), the commonest; type 1 needs a letter after "<"
+        return 2
     for kind, start in enumerate(_html_starts(), 1):
         if start.search(line):
             return kind
@@ -419,9 +431,18 @@ def _scanned_outline(
             break
         after = _scanned_block(found, pos, env)
         pos = after if after is not None else _parsed_region(found, pos, env)
-    if env and not known:  # a region defined a link label a title or cell before it may read
+    if env and not known and _reads_links(found):  # a title or cell before a definition may use it
         return _scanned_outline(text, fm_end, fm_title, env)
     return found.outline(fm_end, fm_title)
+
+
+def _reads_links(found: _Found) -> bool:
+    """Whether a heading title or a table cell of the outline may hold a reference link (a ``[``): only
+    those read the link reference definitions."""
+    text = found.text
+    return any("[" in text[h.start : h.end] for h in found.headings) or any(
+        "[" in text[t.start : t.end] for t in found.tables
+    )
 
 
 def _scanned_block(found: _Found, pos: int, env: dict[str, Any]) -> int | None:
@@ -491,11 +512,16 @@ def _line_of(found: _Found, pos: int) -> int:
     return bisect_left(found.lines, pos)
 
 
+@lru_cache(maxsize=1)
+def _md_trim_chars() -> str:
+    """The whitespace markdown-it trims from a heading's content (its ``mdTrim``: CommonMark's set)."""
+    from markdown_it.common.utils import MD_TRIM_CHARS
+
+    return MD_TRIM_CHARS
+
+
 def _scanned_heading(found: _Found, pos: int, marks_end: int, env: dict[str, Any]) -> int:
     """An ATX heading in column 0 (markdown-it's ``heading`` rule); returns the next line's offset."""
-    from markdown_it.common.utils import mdTrim
-    from markdown_it.token import Token
-
     text = found.text
     line_end = text.find("\n", pos)
     if line_end < 0:
@@ -509,10 +535,8 @@ def _scanned_heading(found: _Found, pos: int, marks_end: int, env: dict[str, Any
         closing -= 1
     if closing > marks_end and text[closing - 1] in " \t":
         end = closing
-    content = mdTrim(text[marks_end:end])
-    title = _visible_text(content)
-    if title is None:
-        title = _title(Token("inline", "", 0, content=content), env)
+    content = text[marks_end:end].strip(_md_trim_chars())
+    title = _content_title(content, env)
     found.blocks.append(pos)
     found.headings.append(Heading(pos, title_end, marks_end - pos, title))
     return min(line_end + 1, len(text))
@@ -521,27 +545,23 @@ def _scanned_heading(found: _Found, pos: int, marks_end: int, env: dict[str, Any
 def _scanned_fence(found: _Found, pos: int, markup: str, info: str) -> int:
     """A fence opened in column 0 (markdown-it's ``fence`` rule): up to its closing line, or to the end
     of the text; returns the offset after it."""
-    from markdown_it.token import Token
-
     text = found.text
+    lines = found.lines
     after = _next_line(text, pos)
-    close_end = -1
+    first = bisect_left(lines, pos)
     for close in _FENCE_CLOSE.finditer(text, after):
         run = close.group(1)
         if run[0] == markup[0] and len(run) >= len(markup):
             close_end = _next_line(text, close.start())
+            last = bisect_left(lines, close.start()) + 1
             break
-    first = _line_of(found, pos)
-    if close_end < 0:  # never closed: to the end, as the parser's line count has it
-        last = len(found.lines) - 1 if text.endswith("\n") else len(found.lines)
-        if not text.endswith("\n") and last - 1 > first and _ONLY_BLANK.match(text, found.lines[-1]):
+    else:  # never closed: to the end, as the parser's line count has it
+        last = len(lines) - 1 if text.endswith("\n") else len(lines)
+        if not text.endswith("\n") and last - 1 > first and _ONLY_BLANK.match(text, lines[-1]):
             last -= 1  # markdown-it stops before a last line of spaces with no line break (its IndexError)
         close_end = len(text)
-    else:
-        last = _line_of(found, close.start()) + 1
-    token = Token("fence", "code", 0, info=info, markup=markup)
     found.blocks.append(pos)
-    found.code.append(_code_block(text, found.lines, token, first, last))
+    found.code.append(_fenced_code(text, lines, markup, info, first, last))
     return close_end
 
 
@@ -563,6 +583,8 @@ def _parsed_region(found: _Found, pos: int, env: dict[str, Any]) -> int:
         if _is_scanned_start(text, start):
             end = start
             break
+    if text[pos] in _LIST_FIRST and _scanned_list(found, pos, end):
+        return end
     region = text[pos:end]
     tokens = _parser().parse(region, env)
     if end < n:
@@ -575,6 +597,95 @@ def _parsed_region(found: _Found, pos: int, env: dict[str, Any]) -> int:
             tokens = _parser().parse(text[pos:], env)
     found.add(tokens, env, _line_of(found, pos))
     return end
+
+
+# --- lists read without the parser ---------------------------------------------------------------------------
+#
+# Most regions are lists of plain items: every line is blank, a list item whose text starts plainly, or a
+# plain line of text. Such a region holds no heading, code block or table, so its outline is where each
+# list at the top level starts and where every item (at any depth) starts, which CommonMark's container
+# rules give from the indentation alone (markdown-it's ``list`` rule, followed here): an item line
+# indented less than four columns past the content of the items that hold it opens an item there — a
+# sibling when the list at that depth has the same marker, else a new list — and closes the items
+# deeper than it; a plain line continues the open paragraph (lazily too), or after a blank line starts a
+# paragraph in the innermost item it is indented into. Anything else — tabs, pipes, link reference
+# definitions, an empty item, a line indented four columns into its item (code, or a paragraph's
+# continuation the parser decides), a line starting with block syntax, a paragraph back at the top level —
+# and the parser reads the region as before. Proved equal to the parser's outline by property tests.
+
+_LIST_FIRST = frozenset("-+*0123456789")
+# an item line: indentation, the marker, one to four spaces, then the item's first character
+_LIST_ITEM = re.compile(r"( *)([-+*]|[0-9]{1,9}[.)])( {1,4})(?=[^ \r\n])")
+_ORDERED_MARKER = re.compile(r"[0-9]{1,9}[.)](?: |\r?$)")
+
+
+def _plain_start(content: str) -> bool:
+    """Whether a line whose text (after its indentation and item marker) is ``content`` can only be
+    paragraph text: no block marker, item marker, thematic break or setext underline at its start."""
+    first = content[0]
+    if first in "#>`~<|:":  # "[" may start text: link reference definitions are ruled out region-wide
+        return False
+    if first in "-+*" and (len(content) == 1 or content[1] in " \r"):
+        return False
+    if not content.rstrip("\r").strip("-*_= "):
+        return False
+    return not ("0" <= first <= "9" and _ORDERED_MARKER.match(content) is not None)
+
+
+def _scanned_list(found: _Found, pos: int, end: int) -> bool:
+    """Read the region ``[pos, end)`` as a list of plain items (above) into ``found``; ``False`` (and
+    nothing read) when it is not one."""
+    text = found.text
+    region = text[pos:end]
+    if "\t" in region or "|" in region or "]:" in region or "\x00" in region:
+        return False
+    columns: list[int] = []  # the content column of each open item, outermost first
+    markers: list[str] = []  # the marker character of the list each open item is in
+    blocks: list[int] = []
+    items: list[int] = []
+    paragraph = False  # the line before is text of the innermost item's paragraph
+    line_start = pos
+    for line in region.split("\n"):
+        start = line_start
+        line_start += len(line) + 1
+        content = line.lstrip(" ")
+        if not content or content == "\r":
+            paragraph = False
+            continue
+        indent = len(line) - len(content)
+        held = bisect_right(columns, indent)  # the open items this line is indented into
+        base = columns[held - 1] if held else 0
+        item = _LIST_ITEM.match(line)
+        if item is not None:
+            marker = item.group(2)
+            if indent - base >= 4 or not _plain_start(line[item.end() :]):
+                return False
+            if held == len(columns):  # a new list in the innermost item, or at the top
+                if paragraph and marker[0] in "0123456789" and int(marker[:-1]) != 1:
+                    continue  # an ordered list not starting at 1 cannot interrupt a paragraph: its text
+                if not held:
+                    blocks.append(start)
+            elif markers[held] != marker[-1] and not held:  # another marker: a new list at the top
+                blocks.append(start)
+            del columns[held:], markers[held:]
+            columns.append(indent + len(marker) + len(item.group(3)))
+            markers.append(marker[-1])
+            items.append(start)
+            paragraph = True
+            continue
+        if not _plain_start(content):
+            return False
+        if paragraph:
+            continue  # the paragraph goes on (a lazy line too)
+        if not held or indent - base >= 4:  # a paragraph after the list, or indented code
+            return False
+        del columns[held:], markers[held:]
+        paragraph = True
+    if not items:
+        return False
+    found.blocks += blocks
+    found.items += items
+    return True
 
 
 def _parsed_outline(text: str, fm_end: int, fm_title: str) -> Outline:
@@ -650,14 +761,26 @@ class _Found:
 
 def _title(inline: Token, env: dict[str, Any]) -> str:
     """A heading's plain title from its inline token (parsed only when it has inline syntax)."""
-    known = _inline_text(inline)
-    return _plain(inline, _inline(inline, env)) if known is None else known
+    return _content_title(inline.content, env)
+
+
+def _content_title(content: str, env: dict[str, Any]) -> str:
+    """`_title` of a heading's inline content."""
+    known = _visible_text(content)
+    return _plain_text(content, _inline_children(content, env)) if known is None else known
 
 
 def _code_block(text: str, lines: list[int], tok: Token, first: int, last: int) -> CodeBlock:
-    start, end = _line_span(text, lines, first, last)
+    """The code block of a ``fence`` or ``code_block`` token spanning lines ``[first, last)``."""
     if tok.type == "code_block":
+        start, end = _line_span(text, lines, first, last)
         return CodeBlock(start, end, "", (start, end))
+    return _fenced_code(text, lines, tok.markup, tok.info, first, last)
+
+
+def _fenced_code(text: str, lines: list[int], markup: str, info: str, first: int, last: int) -> CodeBlock:
+    """A fenced code block on lines ``[first, last)``, opened by ``markup`` with ``info``."""
+    start, end = _line_span(text, lines, first, last)
     opening_end = _line_span(text, lines, first, first + 1)[1]
     opening = text[start:opening_end]
     closed = False
@@ -667,15 +790,15 @@ def _code_block(text: str, lines: list[int], tok: Token, first: int, last: int) 
         close_start, close_end = _line_span(text, lines, last - 1, last)
         # inside a block quote or a list item the closing fence carries the container's prefix ("> ```")
         candidate = text[close_start:close_end].lstrip(" \t>").strip()
-        marker = tok.markup[0]
-        if candidate and set(candidate) == {marker} and len(candidate) >= len(tok.markup):
+        marker = markup[0]
+        if candidate and set(candidate) == {marker} and len(candidate) >= len(markup):
             closed, closing = True, text[close_start:close_end]
             body_end = close_start
             while body_end > opening_end and text[body_end - 1] in "\r\n":
                 body_end -= 1
     body_start = min(lines[first + 1] if first + 1 < len(lines) else end, max(body_end, opening_end))
     return CodeBlock(
-        start, end, tok.info.strip(), (body_start, max(body_start, body_end)), opening, closing, closed
+        start, end, info.strip(), (body_start, max(body_start, body_end)), opening, closing, closed
     )
 
 
