@@ -335,7 +335,8 @@ _ITEM_TEXTS = [
         "2024年",
         "\\# 見出しでない",
     ),
-    *("[ ] 未完了", "=等号", "+1 件", "- 入れ子", "1. 入れ子", "***", "---", "# 見出し", "```", "<div>"),
+    *("[ ] 未完了", "`x` の値", "~ 約", "=等号", "+1 件", "- 入れ子", "1. 入れ子", "***", "---", "# 見出し"),
+    *("```", "~~~", "``", "<div>"),
     *("| a |", "[r]: /u", "> 引用", "", ":::", "1.5倍"),
 ]
 _LIST_LINES = [
@@ -356,7 +357,7 @@ _LIST_LINES = [
 @st.composite
 def _lists(draw: st.DrawFn) -> str:
     plain = draw(st.booleans())  # only what the reader takes, so that half the lists exercise it
-    texts = _ITEM_TEXTS[:9] if plain else _ITEM_TEXTS
+    texts = _ITEM_TEXTS[:11] if plain else _ITEM_TEXTS
     others = _LIST_LINES[:5] if plain else _LIST_LINES
     first = draw(st.sampled_from(_LIST_MARKERS[:4])) + " " + draw(st.sampled_from(_ITEM_TEXTS[:8]))
     lines = [first]

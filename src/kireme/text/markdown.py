@@ -623,8 +623,10 @@ def _plain_start(content: str) -> bool:
     """Whether a line whose text (after its indentation and item marker) is ``content`` can only be
     paragraph text: no block marker, item marker, thematic break or setext underline at its start."""
     first = content[0]
-    if first in "#>`~<|:":  # "[" may start text: link reference definitions are ruled out region-wide
+    if first in "#><|:":  # "[" may start text: link reference definitions are ruled out region-wide
         return False
+    if first in "`~":  # a code span may start a line, a fence may not
+        return not content.startswith(first * 3)
     if first in "-+*" and (len(content) == 1 or content[1] in " \r"):
         return False
     if not content.rstrip("\r").strip("-*_= "):
