@@ -169,6 +169,18 @@ def test_a_hit_larger_than_the_budget_is_cut_at_sentences_sharing_the_query() ->
     check_exact(made, TEXTS)
 
 
+def test_a_hit_cut_to_the_budget_does_not_end_with_a_heading_line_without_its_body() -> None:
+    """The whole rules document as one hit: at 110 characters the longest run holding the query's words
+    would end with "## 第3条 日当", a heading whose body it cannot hold; the run stops before it."""
+    hit = unit("rules", RULES, RULES.rstrip())
+    made = assembler().assemble([hit], 110, query="宿泊の上限")
+    assert made.cut and made.size <= 110
+    text = made.spans[0].text
+    assert "上限" in text
+    assert not text.rstrip().splitlines()[-1].startswith("#"), text
+    check_exact(made, TEXTS)
+
+
 def test_bad_budgets_are_config_errors() -> None:
     hit = unit("rules", RULES, "日帰り出張の日当は２，０００円とする。")
     for budget in (0, -5):

@@ -20,7 +20,8 @@ document, so it can do what a list of chunk strings cannot:
   hit whose surroundings add nothing costs nothing more and evidence that goes on is passed whole; the
   other hits come whole, and what is left at the end, too small for the next hit, grows the best spans;
 * **cut to fit**: a hit that does not fit whole in what is left gives the run of its sentences that fits
-  and shares most terms with the query (``cut="all"``; ``"best"`` cuts only the best hit, when nothing
+  and shares most terms with the query, never ending on a heading line whose body it leaves out
+  (``cut="all"``; ``"best"`` cuts only the best hit, when nothing
   else was taken), so a small budget still passes the sentences that matter of a large chunk;
 * **never exceed** the budget, measured on the exact text passed; ``Context.cut`` says when the best hit
   itself had to be cut.
@@ -294,8 +295,8 @@ class Assembler:
     ) -> tuple[int, int] | None:
         """The run of ``unit``'s sentences that fits ``room`` and shares most terms with ``query`` (the
         longest such run; the first on ties), in document offsets; ``None`` when no sentence fits.
-        A run of heading lines only is never chosen when another fits; ``need_match``: a run must share a
-        term with the query (a filler passage for what is left of a budget must be worth its room)."""
+        A run of heading lines only is never chosen when another fits, nor a run that ends with a heading
+        line (its body is not in it); ``need_match``: a run must share a term with the query (a filler passage for what is left of a budget must be worth its room)."""
         text, offset, bounds = self._unit_sentences(unit)
         wanted = set(tokenize(query)) if query else set()
         best: tuple[int, int, int, int] | None = None  # (score, length, -start, end)
@@ -306,6 +307,8 @@ class Assembler:
                     break
                 if all(_is_heading(text, b) for b in bounds[i : j + 1]) and (need_match or len(bounds) > 1):
                     continue
+                if j > i and _is_heading(text, bounds[j]):
+                    continue  # a heading line without its body after it says nothing: never the end of a run
                 score = len(wanted.intersection(tokenize(text[s:e]))) if wanted else 0
                 if need_match and score == 0:
                     continue
