@@ -12,7 +12,9 @@ Names are compared after NFKC normalisation, case folding and whitespace collaps
 
 from __future__ import annotations
 
+import bisect
 import re
+import sys
 import unicodedata
 from collections.abc import Callable, Sequence
 
@@ -63,10 +65,11 @@ class ContextBuilder:
         self._keys: dict[str, str] = {}
         self._fitted: dict[tuple[tuple[str, ...], tuple[bool, ...]], str] = {}
         self._prefixes: dict[tuple[int, int | None], str] = {}
-        # the names of each run of headings above a chunk (keyed by the headings' ids: `paths` keeps them
-        # alive) and whether one of them says the title
-        self._above: dict[tuple[int, ...], tuple[list[str], bool]] = {}
+        # the names of the headings above a chunk (keyed by the id of their chain, which `paths` keeps
+        # alive, and whether its last heading counts) and whether one of them says the title
+        self._above: dict[tuple[int, bool], tuple[list[str], bool]] = {}
         self._sizes: dict[str, int] = {}
+        self._title_starts: list[int] | None = None  # where the headings that say the title start
 
     def measured(self, prefix: str) -> int:
         """``size`` of a prefix, each one measured once (a document's chunks share a few)."""
@@ -129,12 +132,14 @@ class ContextBuilder:
             known = self._prefixes[(start, end)] = self._prefix(start, end)
         return known
 
-    def _names_above(self, above: tuple[Heading, ...]) -> tuple[list[str], bool]:
-        """`_names` of the headings ``above`` a chunk, and whether one of the names says the title;
-        each run of headings worked out once (a document's chunks sit under a few)."""
-        key = tuple(map(id, above))
+    def _names_above(self, chain: tuple[Heading, ...], whole: bool) -> tuple[list[str], bool]:
+        """`_names` of the headings above a chunk — ``chain`` (`HeadingPaths.chain`), without its last
+        heading unless ``whole`` — and whether one of the names says the title; each worked out once
+        (a document's chunks sit under a few chains, which ``paths`` keeps alive)."""
+        key = (id(chain), whole)
         known = self._above.get(key)
         if known is None:
+            above = chain if whole else chain[:-1]
             names = self._names(above)
             says_title = bool(self.title) and any(self._is_title(name) for name in names)
             known = self._above[key] = (names, says_title)
@@ -142,10 +147,14 @@ class ContextBuilder:
 
     def _prefix(self, start: int, end: int | None) -> str:
         chain = self.paths.chain(start) if self.paths is not None else ()
-        if end is None:
-            names, says_title = self._names_above(tuple(h for h in chain if h.start < start))
+        # the headings above: all of the chain (each heading's line ends before the next one starts)
+        # but the last when the chunk starts in its line (or, without ``end``, at its start)
+        if not chain:
+            names, says_title = self._names_above((), True)
+        elif end is None:
+            names, says_title = self._names_above(chain, chain[-1].start < start)
         else:
-            names, says_title = self._names_above(tuple(h for h in chain if h.end <= start))
+            names, says_title = self._names_above(chain, chain[-1].end <= start)
         if not self.title:  # no title to leave out
             return self._fit(names)
         if end is None:
@@ -173,10 +182,14 @@ class ContextBuilder:
         """Whether the chunk holds the line of a heading that is the title."""
         if self.paths is None:
             return False
-        held = self.paths.between(start, end)
-        if chain and chain[-1].end > start:  # the heading line the chunk starts in (or opens with)
-            held = (chain[-1], *held)
-        return any(self._is_title(h.title) for h in held)
+        if chain and chain[-1].end > start and self._is_title(chain[-1].title):
+            return True  # the heading line the chunk starts in (or opens with)
+        starts = self._title_starts
+        if starts is None:  # the headings that say the title, found once
+            everything = self.paths.between(0, sys.maxsize)
+            starts = self._title_starts = [h.start for h in everything if self._is_title(h.title)]
+        i = bisect.bisect_left(starts, start)
+        return i < len(starts) and starts[i] < end
 
     def _opens_with_title(self, start: int, end: int) -> bool:
         """Whether the chunk's first line is the title (``# `` marks and spaces aside)."""
@@ -204,5 +217,5 @@ class ContextBuilder:
             for k in range(len(names) + 1):  # a chunk holding the last headings' lines drops them
                 prefix = self._fit(names[:k])
                 if prefix:
-                    worst = max(worst, self.size(prefix))
+                    worst = max(worst, self.measured(prefix))
         return worst

@@ -370,14 +370,14 @@ class StructureChunker(Chunker):
                 and code.end <= b
                 and sizer.estimate(code.start, code.end) > budget
             ):
+                # a code block that fits max_size is never cut to make room for the context (the
+                # context gives way), nor a code line for the context and the fences
+                whole = sizer.estimate(code.start, code.end)
+                widest = whole if whole <= self.max_size else self._widest_line(text, sizer, *code.body)
 
-                def build_code(lead: int, code: CodeBlock = code) -> list[Section]:
+                def build_code(lead: int, code: CodeBlock = code, widest: int = widest) -> list[Section]:
                     repeat = code.opening + "\n"
                     close = "\n" + code.closing
-                    # a code block that fits max_size is never cut to make room for the context (the
-                    # context gives way), nor a code line for the context and the fences
-                    whole = sizer.estimate(code.start, code.end)
-                    widest = whole if whole <= self.max_size else self._widest_line(text, sizer, *code.body)
                     return [
                         Section(
                             lead,
@@ -410,9 +410,10 @@ class StructureChunker(Chunker):
             out.append(Section(pos, b, budget))
         return out
 
-    @staticmethod
-    def _widest_line(text: str, sizer: SpanSizer, a: int, b: int) -> int:
+    def _widest_line(self, text: str, sizer: SpanSizer, a: int, b: int) -> int:
         """The size of the longest line in ``text[a:b]``."""
+        if isinstance(self.measure, Chars):  # a line's size is its length
+            return max(map(len, text[a:b].split("\n")))
         widest = 0
         pos = a
         while pos < b:
