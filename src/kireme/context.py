@@ -70,6 +70,7 @@ class ContextBuilder:
         self._above: dict[tuple[int, bool], tuple[list[str], bool]] = {}
         self._sizes: dict[str, int] = {}
         self._title_starts: list[int] | None = None  # where the headings that say the title start
+        self._largest: dict[int, int] = {}  # `largest` under each chain (by its id, as `_above`)
 
     def measured(self, prefix: str) -> int:
         """``size`` of a prefix, each one measured once (a document's chunks share a few)."""
@@ -211,11 +212,18 @@ class ContextBuilder:
             chains = self.paths.all_chains()
         else:
             chains = [self.paths.chain(start)]
-        worst = 0
-        for chain in chains:
+        return max(self._largest_under(chain) for chain in chains)
+
+    def _largest_under(self, chain: tuple[Heading, ...]) -> int:
+        """`largest` for the chunks under one chain of headings, worked out once per chain."""
+        key = id(chain)
+        known = self._largest.get(key)
+        if known is None:
+            known = 0
             names = self._names(chain)
             for k in range(len(names) + 1):  # a chunk holding the last headings' lines drops them
                 prefix = self._fit(names[:k])
                 if prefix:
-                    worst = max(worst, self.measured(prefix))
-        return worst
+                    known = max(known, self.measured(prefix))
+            self._largest[key] = known
+        return known

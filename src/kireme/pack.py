@@ -92,6 +92,7 @@ class _Packer:
         gap_cost: Callable[[int], float] | None = None,
         span: Span | None = None,
         hard_max_size: int | None = None,
+        cut_memo: dict[tuple[int, int, int], tuple[int, list[int]]] | None = None,
     ) -> None:
         if not isinstance(keep_headings, bool):
             raise TypeError(
@@ -113,6 +114,7 @@ class _Packer:
         # budget reduced for context, which gives way to it)
         self.cluster_budget = max(max_size, hard_max_size or 0) - overlap
         self.cut_filter = CutFilter(text)
+        self.cut_memo = cut_memo
         self.warned_cluster = False
 
     # ------------------------------------------------------------------------------ whitespace
@@ -144,14 +146,25 @@ class _Packer:
         self.merge_pieces(bounds, j, budget, out)
 
     def strongest_cuts(self, a: int, b: int, level: int) -> tuple[int, list[int]]:
-        """The first level from ``level`` on with cuts inside ``(a, b)``, and those cuts (none: ``[]``)."""
+        """The first level from ``level`` on with cuts inside ``(a, b)``, and those cuts (none: ``[]``;
+        callers copy them). With ``cut_memo`` each span's answer is worked out once for all the packings
+        of one text with the same levels (a section packed again tighter asks the same spans)."""
+        memo = self.cut_memo
+        if memo is not None:
+            known = memo.get((a, b, level))
+            if known is not None:
+                return known
         j = level
+        found: list[int] = []
         while j < len(self.levels):
             cuts = self.cut_filter.keep(self.levels[j].cuts(self.text, a, b))
             if cuts:
-                return j, cuts
+                found = cuts
+                break
             j += 1
-        return j, []
+        if memo is not None:
+            memo[(a, b, level)] = (j, found)
+        return j, found
 
     def merge_pieces(self, bounds: list[int], j: int, budget: int, out: list[Span]) -> None:
         """Greedy: each chunk takes as many whole pieces as fit; oversized pieces go one level down.
@@ -645,6 +658,7 @@ def pack(
     hard_max_size: int | None = None,
     packing: str = "greedy",
     target_size: int | None = None,
+    cut_memo: dict[tuple[int, int, int], tuple[int, list[int]]] | None = None,
 ) -> list[PackedSpan]:
     """Cut ``text`` at the strongest available boundaries into spans of at most ``max_size``.
 
@@ -658,6 +672,8 @@ def pack(
     cluster up to this size whole (the context gives way, the text is not cut).
     ``packing``: ``"greedy"`` fills each chunk in turn; ``"optimal"`` chooses all cuts of a span together
     (`_OptimalPacker`), aiming at chunks of ``target_size`` (default: the largest a chunk may be).
+    ``cut_memo``: a dict the caller keeps for several packings of the same ``text`` with the same
+    ``levels`` (sections of one document, packed again tighter): the cuts found in a span are reused.
     """
     if packing not in PACKINGS:
         raise ConfigError(f"packing must be one of {', '.join(PACKINGS)}, not {packing!r}")
@@ -691,5 +707,6 @@ def pack(
         gap_cost=gap_cost,
         span=span,
         hard_max_size=hard_max_size,
+        cut_memo=cut_memo,
         **extra,
     ).run()

@@ -112,6 +112,7 @@ class StructureChunker(Chunker):
         keep_headings, heading_end = heading_rule(doc, outline)
         spans: list[PackedSpan] = []
         embeds: dict[tuple[int, int], str] = {}
+        cut_memo: dict[tuple[int, int, int], tuple[int, list[int]]] = {}  # shared by the packings below
         warned = False
         for section in self._sections(doc, outline, paths, context, sizer):
             budget = lowest = section.max_size
@@ -123,7 +124,14 @@ class StructureChunker(Chunker):
                 budget = max(budget, self.max_size - self.measure(context.prefix(section.start)))
             while True:
                 packed = self._pack(
-                    doc, levels, sizer, budget, keep_headings, heading_end, (section.start, section.end)
+                    doc,
+                    levels,
+                    sizer,
+                    budget,
+                    keep_headings,
+                    heading_end,
+                    (section.start, section.end),
+                    cut_memo,
                 )
                 made = [
                     self._embed_text(doc, outline, context, section, p.start, p.end, p.size) for p in packed
@@ -178,9 +186,11 @@ class StructureChunker(Chunker):
         keep_headings: bool,
         heading_end: Callable[[str, int], bool] | None,
         span: tuple[int, int],
+        cut_memo: dict[tuple[int, int, int], tuple[int, list[int]]] | None = None,
     ) -> list[PackedSpan]:
         """``span`` of the document packed within ``budget`` (a section's, less what goes in front of
-        its pieces); one piece may still hold up to ``max_size`` when it cannot be cut smaller."""
+        its pieces); one piece may still hold up to ``max_size`` when it cannot be cut smaller.
+        ``cut_memo``: `kireme.pack.pack`'s, one per document."""
         return pack(
             doc.text,
             levels,
@@ -192,6 +202,7 @@ class StructureChunker(Chunker):
             heading_end=heading_end,
             span=span,
             hard_max_size=self.max_size,
+            cut_memo=cut_memo,
             **self.packing_options(),
         )
 
@@ -560,8 +571,7 @@ class StructureChunker(Chunker):
             span_size is not None
             and not (group or repeat or close)
             and self._sizes_add_up()
-            and len(body) == end - start
-            and body == doc.text[start:end]
+            and (not outline.tables or (len(body) == end - start and body == doc.text[start:end]))
         ):
             full = context.measured(prefix) + span_size
             return (embed, full, full) if full <= self.max_size else (body, span_size, full)
@@ -585,9 +595,11 @@ class StructureChunker(Chunker):
 
     def _table_text(self, doc: Document, outline: Outline, start: int, end: int) -> str:
         """The chunk text with whole table rows rewritten by the table mode (filled, as records)."""
-        mode = self.table_mode
         text = doc.text
-        if not (mode.fills or mode.mode == "records") or not outline.tables:
+        if not outline.tables:
+            return text[start:end]
+        mode = self.table_mode
+        if not (mode.fills or mode.mode == "records"):
             return text[start:end]
         edits: list[tuple[int, int, str]] = []
         for table in outline.tables:
