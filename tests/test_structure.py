@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left, bisect_right
 
 import pytest
 from hypothesis import given, settings
@@ -14,9 +15,10 @@ from kireme import Document, make_chunker
 from kireme.document import Region
 from kireme.errors import ConfigError
 from kireme.length import Tokens
+from kireme.structure.layout import code_line_cuts
 from kireme.structure.tables import TableMode, fill_down_columns
 from kireme.text.csvtable import csv_outline, record_spans
-from kireme.text.markdown import HeadingPaths, markdown_outline
+from kireme.text.markdown import HeadingPaths, Outline, line_starts, markdown_outline
 
 RULES = """\
 ---
@@ -717,3 +719,31 @@ def test_embed_text_sizes_added_are_the_measured_ones(
         m.setattr(StructureChunker, "_sizes_add_up", lambda self: False)
         measured = chunker.chunk(doc(text, "markdown", title="出張規程"))
     assert [c.to_dict() for c in added] == [c.to_dict() for c in measured]
+
+
+def _code_line_cuts_by_line(text: str, outline: Outline) -> tuple[list[int], list[int]]:
+    """`code_line_cuts` one line at a time: the reference for the bisecting one."""
+    lines = line_starts(text)
+    blank: list[int] = []
+    every: list[int] = []
+    for block in outline.code_blocks:
+        if block.closed:
+            a, b = block.body
+            for k in range(bisect_right(lines, a), bisect_left(lines, b)):
+                every.append(lines[k])
+                if k > 0 and not text[lines[k - 1] : lines[k]].strip():
+                    blank.append(lines[k])
+    return blank, every
+
+
+_CODE_LINES = ["```\n", "```py\n", "~~~\n", "x = 1\n", "\n", "  \n", "\u3000\n", "\t\r\n", "\r\n"]
+_CODE_LINES += ["# コメント\n", "本文\n", "    y\n", "- a\n", "> ```\n"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_CODE_LINES), max_size=20), st.booleans())
+def test_code_line_cuts_are_every_code_line_and_those_after_a_blank_one(lines: list[str], cut: bool) -> None:
+    text = "".join(lines)
+    text = text.rstrip("\n") if cut else text
+    outline = markdown_outline(text, warn=False)
+    assert code_line_cuts(text, outline) == _code_line_cuts_by_line(text, outline)

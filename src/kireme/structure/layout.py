@@ -8,6 +8,7 @@ line is larger than the limit.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -188,19 +189,23 @@ def table_row_cuts(outline: Outline) -> list[int]:
     return sorted(r.start for t in outline.tables for r in t.rows[1:])
 
 
+# A line holding only whitespace: the line after it starts where the match ends
+_BLANK_LINE = re.compile(r"^[^\S\n]*\n", re.M)
+
+
 def code_line_cuts(text: str, outline: Outline) -> tuple[list[int], list[int]]:
     """Inside closed code blocks: lines after a blank line, and every line start."""
+    closed = [block.body for block in outline.code_blocks if block.closed]
+    if not closed:
+        return [], []
     lines = line_starts(text)
+    after_blank = [m.end() for m in _BLANK_LINE.finditer(text)]  # line starts after a blank line
     blank: list[int] = []
     every: list[int] = []
-    for block in outline.code_blocks:
-        if not block.closed:
-            continue
-        a, b = block.body
+    for a, b in closed:
         lo, hi = bisect_right(lines, a), bisect_left(lines, b)
-        for k in range(lo, hi):
-            pos = lines[k]
-            every.append(pos)
-            if k > 0 and not text[lines[k - 1] : pos].strip():
-                blank.append(pos)
+        if lo >= hi:
+            continue
+        every += lines[lo:hi]
+        blank += after_blank[bisect_left(after_blank, lines[lo]) : bisect_right(after_blank, lines[hi - 1])]
     return blank, every
