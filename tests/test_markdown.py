@@ -420,3 +420,18 @@ def test_plain_lists_are_read_without_the_parser(text: str) -> None:
 def test_lists_with_more_than_plain_items_are_left_to_the_parser(text: str) -> None:
     assert not _scanned_list(_Found(text), 0, len(text))
     assert _scanned_outline(text, 0, "") == _parsed_outline(text, 0, "")
+
+
+@settings(max_examples=500, deadline=None)
+@given(_documents(), st.data())
+def test_span_titles_are_the_spans_titles(text: str, data: st.DataObject) -> None:
+    """`HeadingPaths.titles` (a chunk's headings and subheadings) says what `span` says, for any span."""
+    paths = HeadingPaths(markdown_headings(text))
+    for _ in range(10):
+        start = data.draw(st.integers(0, len(text)))
+        end = data.draw(st.integers(start, len(text)))
+        span = paths.span(start, end)
+        assert paths.titles(start, end) == (
+            tuple(h.title for h in span.path),
+            [h.title for h in span.inside],
+        )

@@ -342,9 +342,7 @@ class StructureChunker(Chunker):
         """A chunk's heading path (what all of it shares) and the sub-headings it holds below that."""
 
         def headings(start: int, end: int) -> tuple[tuple[str, ...], dict[str, Any]]:
-            span = paths.span(start, end)
-            path = tuple(h.title for h in span.path)
-            inside = [h.title for h in span.inside]
+            path, inside = paths.titles(start, end)
             return path, ({"subheadings": inside} if inside else {})
 
         return headings

@@ -199,7 +199,6 @@ def code_line_cuts(text: str, outline: Outline) -> tuple[list[int], list[int]]:
     if not closed:
         return [], []
     lines = line_starts(text)
-    after_blank = [m.end() for m in _BLANK_LINE.finditer(text)]  # line starts after a blank line
     blank: list[int] = []
     every: list[int] = []
     for a, b in closed:
@@ -207,5 +206,7 @@ def code_line_cuts(text: str, outline: Outline) -> tuple[list[int], list[int]]:
         if lo >= hi:
             continue
         every += lines[lo:hi]
-        blank += after_blank[bisect_left(after_blank, lines[lo]) : bisect_right(after_blank, lines[hi - 1])]
+        # the blank lines from the one before the first code line on: each ends where a code line starts
+        before = lines[lo - 1] if lo else 0
+        blank += [m.end() for m in _BLANK_LINE.finditer(text, before, lines[hi - 1])]
     return blank, every

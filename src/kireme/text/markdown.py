@@ -909,6 +909,16 @@ class HeadingPaths:
         inside = tuple(dict.fromkeys(held))
         return SpanHeadings(chains[0][:common], inside, before <= common)
 
+    def titles(self, start: int, end: int) -> tuple[tuple[str, ...], list[str]]:
+        """`span` in titles: those of the path all of ``[start, end)`` shares, and those of the headings
+        it holds below that path (a chunk's ``headings`` and ``subheadings``)."""
+        first = bisect_right(self._starts, start)
+        last = bisect_right(self._starts, end - 1) if end > start else first
+        if first == last:  # no heading starts inside: the path at the start (`span`'s first case)
+            return (self._paths[first - 1] if first else ()), []
+        span = self.span(start, end)
+        return tuple(h.title for h in span.path), [h.title for h in span.inside]
+
     def all_chains(self) -> list[tuple[Heading, ...]]:
         """Every distinct chain in the document (``()`` for text before the first heading included)."""
         return [(), *self._chains]
