@@ -280,7 +280,7 @@ def _metadata(chunk: StoredChunk) -> dict[str, Any]:
         "start": int(chunk.start),
         "end": int(chunk.end),
         "embed_text": chunk.embed_text,
-        "headings": json_text(list(chunk.headings)),
+        "headings": json_text([to_stored(h) for h in chunk.headings]),  # JSON would join a surrogate pair
         "title": to_stored(chunk.title),
         "source": to_stored(chunk.source),
         "format": chunk.format,
@@ -297,7 +297,7 @@ def _chunk(id_: str, document: str | None, meta: Mapping[str, Any]) -> StoredChu
         end=int(meta["end"]),
         text=document or "",
         embed_text=meta.get("embed_text", ""),
-        headings=tuple(json.loads(meta.get("headings") or "[]")),
+        headings=tuple(from_stored(h) for h in json.loads(meta.get("headings") or "[]")),
         title=from_stored(meta.get("title", "")),
         source=from_stored(meta.get("source", "")),
         format=meta.get("format", "text"),

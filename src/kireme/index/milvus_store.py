@@ -405,7 +405,7 @@ def _row(chunk: StoredChunk) -> dict[str, Any]:
         "end": int(chunk.end),
         "text": chunk.text,
         "embed_text": chunk.embed_text,
-        "headings": json_text(list(chunk.headings)),
+        "headings": json_text([to_stored(h) for h in chunk.headings]),  # JSON would join a surrogate pair
         "title": to_stored(chunk.title),
         "source": to_stored(chunk.source),
         "format": chunk.format,
@@ -435,7 +435,7 @@ def _chunk(row: Mapping[str, Any]) -> StoredChunk:
         end=int(row["end"]),
         text=row.get("text") or "",
         embed_text=row.get("embed_text") or "",
-        headings=tuple(json.loads(row.get("headings") or "[]")),
+        headings=tuple(from_stored(h) for h in json.loads(row.get("headings") or "[]")),
         title=from_stored(row.get("title") or ""),
         source=from_stored(row.get("source") or ""),
         format=row.get("format") or "text",
