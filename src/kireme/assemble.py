@@ -21,8 +21,8 @@ document, so it can do what a list of chunk strings cannot:
   other hits come whole, and what is left at the end, too small for the next hit, grows the best spans;
 * **cut to fit**: a hit that does not fit whole in what is left gives the run of its sentences that fits
   and shares most terms with the query, never ending on a heading line whose body it leaves out
-  (``cut="all"``; ``"best"`` cuts only the best hit, when nothing
-  else was taken), so a small budget still passes the sentences that matter of a large chunk;
+  (``cut="all"``; ``"best"`` cuts only the best hit, when nothing else was taken), so a small budget
+  still passes the sentences that matter of a large chunk;
 * **never exceed** the budget, measured on the exact text passed; ``Context.cut`` says when the best hit
   itself had to be cut.
 
@@ -296,7 +296,8 @@ class Assembler:
         """The run of ``unit``'s sentences that fits ``room`` and shares most terms with ``query`` (the
         longest such run; the first on ties), in document offsets; ``None`` when no sentence fits.
         A run of heading lines only is never chosen when another fits, nor a run that ends with a heading
-        line (its body is not in it); ``need_match``: a run must share a term with the query (a filler passage for what is left of a budget must be worth its room)."""
+        line (its body is not in it); ``need_match``: a run must share a term with the query (a filler
+        passage for what is left of a budget must be worth its room)."""
         text, offset, bounds = self._unit_sentences(unit)
         wanted = set(tokenize(query)) if query else set()
         best: tuple[int, int, int, int] | None = None  # (score, length, -start, end)

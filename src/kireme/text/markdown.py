@@ -548,12 +548,12 @@ def _scanned_fence(found: _Found, pos: int, markup: str, info: str) -> int:
     text = found.text
     lines = found.lines
     after = _next_line(text, pos)
-    first = bisect_left(lines, pos)
+    first = _line_of(found, pos)
     for close in _FENCE_CLOSE.finditer(text, after):
         run = close.group(1)
         if run[0] == markup[0] and len(run) >= len(markup):
             close_end = _next_line(text, close.start())
-            last = bisect_left(lines, close.start()) + 1
+            last = _line_of(found, close.start()) + 1
             break
     else:  # never closed: to the end, as the parser's line count has it
         last = len(lines) - 1 if text.endswith("\n") else len(lines)
