@@ -19,6 +19,7 @@ from kireme.text.markdown import (
     _parser,
     _plain,
     _plain_outline,
+    _scanned_block,
     _scanned_list,
     _scanned_outline,
     front_matter,
@@ -265,6 +266,7 @@ _BLOCK_LINES = [
     ),
     *("---", "***", "===", "- - -", ":::note", "[r]: /url", "[r]: /url 'タイトル'", "[リンク](u)", "[a]"),
     *("本文です。", "`code` で始まる行", "*強調* の行", "2024年の記録", "続きの行", "\t字下げ", "a | b"),
+    *("``二重`` の行", "~~取り消し~~ の行", "~ 一つ", "```x`y` の行"),
 ]
 
 
@@ -319,6 +321,24 @@ def test_scanned_outline_of_any_lines_is_the_parsers(text: str) -> None:
 def test_scanned_outline_on_tricky_documents(text: str) -> None:
     fm_end, fm_title = front_matter(text)
     assert _scanned_outline(text, fm_end, fm_title) == _parsed_outline(text, fm_end, fm_title)
+
+
+@pytest.mark.parametrize(
+    ("text", "scanned"),
+    [
+        ("`kireme chunk` で文書を切ります。\n続きの行\n\n次\n", True),
+        ("``a`b`` の行\n", True),
+        ("~~古い手順~~ は使いません。\n", True),
+        ("~ 一つだけ\n", True),
+        ("```x`y` は柵ではない\n", False),  # a run of three: left to the parser, like a fence
+        ("`x` の説明\n===\n", False),  # turns into a setext heading on its second line
+    ],
+)
+def test_paragraphs_opening_with_code_spans_are_read_without_the_parser(text: str, scanned: bool) -> None:
+    """A paragraph whose first line opens with a code span or a strikethrough (no fence) is read as a
+    paragraph, not handed to the parser; the outline is the parser's either way."""
+    assert (_scanned_block(_Found(text), 0, {}) is not None) is scanned
+    assert _scanned_outline(text, 0, "") == _parsed_outline(text, 0, "")
 
 
 # Lists for the list reader: markers of every kind at indentations 0–7, one to five spaces after the

@@ -452,9 +452,8 @@ def _scanned_block(found: _Found, pos: int, env: dict[str, Any]) -> int | None:
     char = text[pos]
     if char == "#" and (atx := _ATX.match(text, pos)) is not None:
         return _scanned_heading(found, pos, atx.end(), env)
-    if char in "`~":
-        fence = _fence_opened(text, pos)
-        return None if fence is None else _scanned_fence(found, pos, *fence)
+    if char in "`~" and (fence := _fence_opened(text, pos)) is not None:
+        return _scanned_fence(found, pos, *fence)
     if char == "<":
         line = text[pos : _next_line(text, pos)].rstrip("\r\n")
         kind = _html_type(line)
@@ -484,8 +483,8 @@ def _is_scanned_start(text: str, pos: int) -> bool:
     char = text[pos]
     if char == "#":
         return _ATX.match(text, pos) is not None
-    if char in "`~":
-        return _fence_opened(text, pos) is not None
+    if char in "`~" and _fence_opened(text, pos) is not None:
+        return True
     if char in "<[":
         return True
     return _NOT_PARAGRAPH_FIRST.match(text, pos) is None
