@@ -11,6 +11,7 @@ they skip, and kireme runs in pure Python.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -18,12 +19,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.strategies import markdown_texts, text_and_window
 from tests.strategies import texts as mixed_texts
 
-from kireme import Document, make_chunker, pack
+from kireme import Document, chunkers, make_chunker, pack
+from kireme.document import NO_METADATA, Chunk, ChunkIds, Region
+from kireme.pack import PackedSpan
 from kireme.text import headings, sentences
 from kireme.text.caches import clear_text_caches
 from kireme.text.graphemes import SIMPLE_CHARS
@@ -125,6 +128,7 @@ SWITCHES = [
     (headings, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
     (pack, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
     (pack, "_NATIVE_TRIM", native.trim_span, None),
+    (chunkers, "_NATIVE_CHUNKS", native.make_chunks, None),
 ]
 
 
@@ -267,6 +271,77 @@ def test_chunks_and_ids_are_the_same_either_way(strategy: str, text: str, size: 
         expected = chunker.chunk(document)
     with scanner(c=True):
         assert chunker.chunk(document) == expected
+
+
+# Documents that take every branch of building chunks: a title (context in embed_text), pages (regions in
+# metadata), Markdown (heading paths), and ids over names of any length (the id prefix crosses SHA-256's
+# 64-byte blocks at different places).
+_NAMES = st.text(st.sampled_from("ab規程\ud800"), max_size=150)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.one_of(scanned_texts, markdown_texts),
+    name=_NAMES,
+    title=st.sampled_from(["", "出張旅費規程"]),
+    pages=st.integers(0, 3),
+    strategy=st.sampled_from(["recursive", "sentence", "markdown"]),
+    context=st.sampled_from(["none", "title", "headings"]),
+)
+def test_chunks_with_context_regions_and_any_id_are_the_same_either_way(
+    text: str, name: str, title: str, pages: int, strategy: str, context: str
+) -> None:
+    """Chunks made in C (`make_chunks`: objects and SHA-256 ids) equal the Python ones field by field,
+    whatever the chunk carries: a title or heading path in ``embed_text``, page metadata, headings."""
+    step = max(1, len(text) // max(1, pages))
+    regions = tuple(
+        Region(a, min(len(text), a + step), "page", {"page": k + 1})
+        for k, a in enumerate(range(0, len(text), step))
+    )[:pages]
+    metadata = {"title": title, "format": "markdown" if strategy == "markdown" else "text"}
+    document = Document(text, id=name, metadata=metadata, regions=regions)
+    chunker = make_chunker(strategy, max_size=60, context=context)
+    with scanner(c=False):
+        expected = chunker.chunk(document)
+    with scanner(c=True):
+        made = chunker.chunk(document)
+    assert made == expected
+    assert [vars(c) for c in made] == [vars(c) for c in expected]  # the same fields, in the same order
+
+
+@given(st.binary(max_size=300), st.lists(st.tuples(st.integers(0, 40), st.integers(0, 10**12)), max_size=5))
+def test_ids_made_in_c_are_the_sha256_ids(prefix: bytes, spans: list[tuple[int, int]]) -> None:
+    """The C SHA-256 against hashlib: any prefix length (block edges), any offsets (digits of any width)."""
+    text = "x" * 41
+    packed = [PackedSpan(min(a, 41), min(a, 41), 0) for a, _ in spans]
+    made = native.make_chunks(Chunk, text, packed, prefix, "d", "chars", "", (), NO_METADATA, None)
+    for chunk, span in zip(made, packed, strict=True):
+        key = prefix + f"{span.start}\x1f{span.end}".encode("ascii")
+        assert chunk.id == hashlib.sha256(key).hexdigest()[:32]
+    wide = [PackedSpan(0, 0, 0)]
+    for _, big in spans:  # offsets far past any text's length are refused, not hashed
+        with pytest.raises(ValueError, match="outside the text"):
+            native.make_chunks(
+                Chunk, "", [PackedSpan(0, big + 1, 0)], prefix, "d", "chars", "", (), NO_METADATA, None
+            )
+    assert native.make_chunks(Chunk, "", wide, prefix, "d", "chars", "", (), NO_METADATA, None)[0].text == ""
+
+
+def test_ids_made_in_c_are_chunk_ids_of_the_document() -> None:
+    document = Document("規程の本文です。" * 30, id="docs/規程.md")
+    ids = ChunkIds(document, "0123456789abcdef")
+    spans = [PackedSpan(0, 8, 8), PackedSpan(8, 240, 232)]
+    made = native.make_chunks(
+        Chunk, document.text, spans, ids.prefix, document.id, "chars", "", (), NO_METADATA, None
+    )
+    assert [c.id for c in made] == [ids(0, 8), ids(8, 240)]
+    assert [c.index for c in made] == [0, 1] and made[1].text == document.text[8:240] == made[1].embed_text
+
+
+def test_make_chunks_refuses_lists_of_another_length() -> None:
+    spans = [PackedSpan(0, 1, 1), PackedSpan(1, 2, 1)]
+    with pytest.raises(ValueError, match="not as long as the spans"):
+        native.make_chunks(Chunk, "ab", spans, b"", "d", "chars", "", [()], NO_METADATA, None)
 
 
 def test_kireme_pure_python_turns_the_extension_off() -> None:

@@ -14,10 +14,14 @@
  *   paragraph_breaks    `_breaks_python`: blank lines and the line breaks before item markers.
  *   ends_with_heading   kireme/text/headings.py `_ends_with_heading_python`: a heading line at a chunk end.
  *   trim_span           kireme/pack.py `_trim_python`, where no grapheme scan is needed (else None).
+ *   make_chunks         kireme/chunkers.py `build_chunks`' last step: every span of a plan as a `Chunk`, with
+ *                       its id (`ChunkIds`: SHA-256, in C, of the document's id prefix and the span).
  *   vocabulary          the marks compiled in, for the test that keeps them equal to kireme.text.marks.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
+#include <string.h>
 
 #define QUOTE_SPAN_LIMIT 2000
 #define MAX_DEPTH 32
@@ -581,6 +585,252 @@ static PyObject *vocabulary(PyObject *self, PyObject *unused) {
     return Py_BuildValue("(NNNN)", term, close, open, closes);
 }
 
+
+/* ---------------------------------------------------------------------------------------------------------
+ * make_chunks: kireme/chunkers.py `Chunker.build_chunks`'s last step (`new_chunk` per span, with its id from
+ * `ChunkIds`) for a whole plan at once. A chunk id is the first 32 hex digits of SHA-256 over the document's
+ * id prefix and "start\x1fend"; the prefix's whole 64-byte blocks are hashed once per document.
+ */
+
+typedef struct {
+    uint32_t h[8];
+    uint64_t length; /* bytes hashed so far */
+    uint8_t buffer[64];
+    size_t used;
+} sha256_state;
+
+static const uint32_t SHA256_K[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+#define ROTR32(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void sha256_block(uint32_t h[8], const uint8_t *p) {
+    uint32_t w[64];
+    for (int i = 0; i < 16; i++) {
+        w[i] = ((uint32_t)p[4 * i] << 24) | ((uint32_t)p[4 * i + 1] << 16) | ((uint32_t)p[4 * i + 2] << 8) |
+               (uint32_t)p[4 * i + 3];
+    }
+    for (int i = 16; i < 64; i++) {
+        uint32_t s0 = ROTR32(w[i - 15], 7) ^ ROTR32(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = ROTR32(w[i - 2], 17) ^ ROTR32(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
+    for (int i = 0; i < 64; i++) {
+        uint32_t t1 = k + (ROTR32(e, 6) ^ ROTR32(e, 11) ^ ROTR32(e, 25)) + ((e & f) ^ (~e & g)) + SHA256_K[i] + w[i];
+        uint32_t t2 = (ROTR32(a, 2) ^ ROTR32(a, 13) ^ ROTR32(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+        k = g;
+        g = f;
+        f = e;
+        e = d + t1;
+        d = c;
+        c = b;
+        b = a;
+        a = t1 + t2;
+    }
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += k;
+}
+
+static void sha256_init(sha256_state *s) {
+    static const uint32_t start[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                      0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(s->h, start, sizeof(start));
+    s->length = 0;
+    s->used = 0;
+}
+
+static void sha256_update(sha256_state *s, const uint8_t *data, size_t n) {
+    s->length += n;
+    while (n > 0) {
+        if (s->used == 0 && n >= 64) {
+            sha256_block(s->h, data);
+            data += 64;
+            n -= 64;
+            continue;
+        }
+        size_t take = 64 - s->used < n ? 64 - s->used : n;
+        memcpy(s->buffer + s->used, data, take);
+        s->used += take;
+        data += take;
+        n -= take;
+        if (s->used == 64) {
+            sha256_block(s->h, s->buffer);
+            s->used = 0;
+        }
+    }
+}
+
+/* the first 16 bytes of the digest as 32 lower-case hex digits */
+static void sha256_hex32(sha256_state *s, char out[32]) {
+    uint64_t bits = s->length * 8;
+    size_t used = s->used;
+    s->buffer[used++] = 0x80;
+    if (used > 56) {
+        memset(s->buffer + used, 0, 64 - used);
+        sha256_block(s->h, s->buffer);
+        used = 0;
+    }
+    memset(s->buffer + used, 0, 56 - used);
+    for (int i = 0; i < 8; i++) s->buffer[56 + i] = (uint8_t)(bits >> (56 - 8 * i));
+    sha256_block(s->h, s->buffer);
+    static const char HEX[] = "0123456789abcdef";
+    for (int i = 0; i < 4; i++) {
+        for (int j = 0; j < 4; j++) {
+            uint8_t byte = (uint8_t)(s->h[i] >> (24 - 8 * j));
+            out[8 * i + 2 * j] = HEX[byte >> 4];
+            out[8 * i + 2 * j + 1] = HEX[byte & 15];
+        }
+    }
+}
+
+/* a per-chunk value: the i-th item of a list, or the one object shared by every chunk */
+static PyObject *per_chunk(PyObject *value, Py_ssize_t i) {
+    return PyList_CheckExact(value) ? PyList_GET_ITEM(value, i) : value;
+}
+
+static PyObject *chunk_keys[12];
+static const char *CHUNK_KEY_NAMES[12] = {"text", "start", "end", "doc_id", "index", "id",
+                                          "size", "unit", "headings", "metadata", "title", "embed_text"};
+static PyObject *span_start_name, *span_end_name, *span_size_name;
+
+static int intern_names(void) {
+    if (chunk_keys[0] != NULL) return 0;
+    for (int i = 0; i < 12; i++) {
+        chunk_keys[i] = PyUnicode_InternFromString(CHUNK_KEY_NAMES[i]);
+        if (chunk_keys[i] == NULL) return -1;
+    }
+    span_start_name = chunk_keys[1];
+    span_end_name = chunk_keys[2];
+    span_size_name = chunk_keys[6];
+    return 0;
+}
+
+static int span_field(PyObject *span, PyObject *name, Py_ssize_t *out, PyObject **keep) {
+    PyObject *value = PyObject_GetAttr(span, name);
+    if (value == NULL) return -1;
+    Py_ssize_t x = PyLong_AsSsize_t(value);
+    if (x == -1 && PyErr_Occurred()) {
+        Py_DECREF(value);
+        return -1;
+    }
+    *out = x;
+    *keep = value;
+    return 0;
+}
+
+static PyObject *make_chunks(PyObject *self, PyObject *args) {
+    PyObject *cls, *text, *spans, *doc_id, *unit, *title, *headings, *metadata, *embeds;
+    Py_buffer prefix;
+    if (!PyArg_ParseTuple(args, "OUO!y*UUUOOO", &cls, &text, &PyList_Type, &spans, &prefix, &doc_id, &unit,
+                          &title, &headings, &metadata, &embeds)) {
+        return NULL;
+    }
+    PyObject *out = NULL, *empty = NULL;
+    Py_ssize_t n = PyList_GET_SIZE(spans);
+    if (!PyType_Check(cls) || intern_names() < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "make_chunks: cls must be a class");
+        goto done;
+    }
+    PyObject *lists[3] = {headings, metadata, embeds};
+    for (int i = 0; i < 3; i++) {
+        if (PyList_CheckExact(lists[i]) && PyList_GET_SIZE(lists[i]) != n) {
+            PyErr_SetString(PyExc_ValueError, "make_chunks: a per-chunk list is not as long as the spans");
+            goto done;
+        }
+    }
+    sha256_state base;
+    sha256_init(&base);
+    sha256_update(&base, (const uint8_t *)prefix.buf, (size_t)prefix.len);
+    empty = PyTuple_New(0);
+    out = PyList_New(n);
+    if (empty == NULL || out == NULL) goto fail;
+    Py_ssize_t text_length = PyUnicode_GET_LENGTH(text);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *span = PyList_GET_ITEM(spans, i);
+        PyObject *start_obj, *end_obj, *size_obj;
+        Py_ssize_t start, end, size;
+        if (span_field(span, span_start_name, &start, &start_obj) < 0) goto fail;
+        if (span_field(span, span_end_name, &end, &end_obj) < 0) {
+            Py_DECREF(start_obj);
+            goto fail;
+        }
+        if (span_field(span, span_size_name, &size, &size_obj) < 0) {
+            Py_DECREF(start_obj);
+            Py_DECREF(end_obj);
+            goto fail;
+        }
+        (void)size;
+        PyObject *values[12] = {NULL};
+        PyObject *chunk = NULL, *dict = NULL;
+        if (start < 0 || end < start || end > text_length) {
+            PyErr_SetString(PyExc_ValueError, "make_chunks: a span lies outside the text");
+            goto chunk_fail;
+        }
+        char suffix[48];
+        int suffix_length = snprintf(suffix, sizeof(suffix), "%zd\x1f%zd", start, end);
+        sha256_state state = base;
+        sha256_update(&state, (const uint8_t *)suffix, (size_t)suffix_length);
+        char hex[32];
+        sha256_hex32(&state, hex);
+        values[0] = PyUnicode_Substring(text, start, end);
+        values[5] = PyUnicode_FromStringAndSize(hex, 32);
+        values[4] = PyLong_FromSsize_t(i);
+        if (values[0] == NULL || values[5] == NULL || values[4] == NULL) goto chunk_fail;
+        values[1] = start_obj;
+        values[2] = end_obj;
+        values[6] = size_obj;
+        start_obj = end_obj = size_obj = NULL;
+        values[3] = Py_NewRef(doc_id);
+        values[7] = Py_NewRef(unit);
+        values[8] = Py_NewRef(per_chunk(headings, i));
+        values[9] = Py_NewRef(per_chunk(metadata, i));
+        values[10] = Py_NewRef(title);
+        PyObject *embed = per_chunk(embeds, i);
+        values[11] = Py_NewRef(embed == Py_None ? values[0] : embed);
+        chunk = PyBaseObject_Type.tp_new((PyTypeObject *)cls, empty, NULL);
+        if (chunk == NULL) goto chunk_fail;
+        dict = PyObject_GenericGetDict(chunk, NULL);
+        if (dict == NULL) goto chunk_fail;
+        for (int k = 0; k < 12; k++) {
+            if (PyDict_SetItem(dict, chunk_keys[k], values[k]) < 0) goto chunk_fail;
+        }
+        Py_DECREF(dict);
+        for (int k = 0; k < 12; k++) Py_DECREF(values[k]);
+        PyList_SET_ITEM(out, i, chunk);
+        continue;
+    chunk_fail:
+        Py_XDECREF(start_obj);
+        Py_XDECREF(end_obj);
+        Py_XDECREF(size_obj);
+        Py_XDECREF(dict);
+        Py_XDECREF(chunk);
+        for (int k = 0; k < 12; k++) Py_XDECREF(values[k]);
+        goto fail;
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    Py_XDECREF(empty);
+    PyBuffer_Release(&prefix);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"scan_sentence_cuts", scan_sentence_cuts, METH_VARARGS,
      "scan_sentence_cuts(text, a, b, block_starts) -> (cuts, quoted, pending)"},
@@ -592,6 +842,8 @@ static PyMethodDef methods[] = {
      "trim_span(text, a, b, simple) -> (s, e) without the whitespace, or None where Python must decide"},
     {"paragraph_breaks", paragraph_breaks, METH_VARARGS,
      "paragraph_breaks(text) -> (break starts, block starts, breaks before items)"},
+    {"make_chunks", make_chunks, METH_VARARGS,
+     "make_chunks(cls, text, spans, id_prefix, doc_id, unit, title, headings, metadata, embeds) -> chunks"},
     {"vocabulary", vocabulary, METH_NOARGS, "vocabulary() -> (terminators, closers, openers, their closers)"},
     {NULL, NULL, 0, NULL},
 };

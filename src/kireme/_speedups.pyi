@@ -1,5 +1,7 @@
 """Types of the optional C extension `kireme._speedups` (src/kireme/_speedups.c)."""
 
+from typing import Any
+
 def scan_sentence_cuts(
     text: str, a: int, b: int, block_starts: list[int], /
 ) -> tuple[list[int], list[tuple[int, int]], list[tuple[int, int]]]:
@@ -7,3 +9,19 @@ def scan_sentence_cuts(
 
 def vocabulary() -> tuple[str, str, str, str]:
     """The marks compiled in: terminators, closers, opening brackets and their closing brackets."""
+
+def make_chunks(
+    cls: type,
+    text: str,
+    spans: list[Any],
+    id_prefix: bytes,
+    doc_id: str,
+    unit: str,
+    title: str,
+    headings: Any,
+    metadata: Any,
+    embeds: list[str] | None,
+    /,
+) -> list[Any]:
+    """Every span of a plan as a chunk of ``cls`` with its SHA-256 id; ``headings`` and ``metadata`` one
+    shared value or a list per span, ``embeds`` a list per span or ``None`` (the text itself)."""

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from kireme.boundaries.levels import (
@@ -24,16 +25,19 @@ from kireme.boundaries.levels import (
 )
 from kireme.boundaries.presets import PRESET_ALIASES, PRESETS, PROSE_PRESETS, markdown_levels, preset_levels
 from kireme.context import ContextBuilder, check_context_mode
-from kireme.document import Chunk, ChunkIds, Document, RegionIndex, new_chunk
+from kireme.document import NO_METADATA, Chunk, ChunkIds, Document, RegionIndex, new_chunk
 from kireme.errors import ConfigError
 from kireme.length import Measure, get_measure
 from kireme.pack import PACKINGS, PackedSpan, pack
 from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, markdown_headings
+from kireme.text.native import native
 from kireme.text.sentences import check_sentence_mode
 
 DEFAULT_MAX_SIZE = 512
 # What a chunker derives from its fields on first use and keeps (in its __dict__), a strategy's own too:
 # never pickled or copied.
+# `kireme._speedups.make_chunks` (None without the C extension): a plan's chunks and ids in one call
+_NATIVE_CHUNKS: Callable[..., list[Chunk]] | None = native("make_chunks")
 _DERIVED = ("_config_hash", "_variants", "_levels", "_table_mode")
 
 Unit = str | Callable[[str], int] | Measure
@@ -284,11 +288,12 @@ class Chunker:
         headings, regions and context.
 
         Only what a chunk can get is asked for: no region lookup without regions, no context prefix
-        without context, no heading path outside Markdown-like formats.
+        without context, no heading path outside Markdown-like formats. Where kireme's C extension is
+        built, the chunk objects and their ids are made in one C call (`kireme._speedups.make_chunks`);
+        the same chunks either way (tests/test_speedups.py).
         """
         unit = self.measure.name
         doc_text = doc.text
-        doc_id = doc.id
         paths = plan.heading_paths if plan.heading_paths is not None else _heading_paths(doc)
         title = plan.title or doc.title
         embed = plan.embed_text
@@ -298,8 +303,56 @@ class Chunker:
         regions = RegionIndex(doc.regions) if doc.regions else None
         headings_of = plan.headings
         ids = ChunkIds(doc, self.config_hash)
+        spans = plan.spans if type(plan.spans) is list else list(plan.spans)
+        if _NATIVE_CHUNKS is None:
+            return self._built_chunks(
+                doc, spans, ids, unit, title, paths, regions, headings_of, embed, prefix
+            )
+        if paths is None and regions is None and headings_of is None and embed is None and prefix is None:
+            # nothing to add to any chunk (plain text without context): its text and where it is
+            return _NATIVE_CHUNKS(
+                Chunk, doc_text, spans, ids.prefix, doc.id, unit, title, (), NO_METADATA, None
+            )
+        all_headings: list[tuple[str, ...]] = []
+        all_metadata: list[Mapping[str, Any]] = []
+        embeds: list[str] = []
+        for s in spans:
+            start, end = s.start, s.end
+            headings = paths.at(start) if paths is not None else ()
+            metadata = regions.metadata(start, end) if regions is not None else None
+            if headings_of is not None:
+                headings, more = headings_of(start, end)
+                if more:
+                    metadata = {**metadata, **more} if metadata else more
+            all_headings.append(headings)
+            all_metadata.append(MappingProxyType(dict(metadata)) if metadata else NO_METADATA)
+            if embed is not None:
+                embeds.append(embed(start, end))
+            elif prefix is not None:
+                embeds.append(prefix(start, end) + doc_text[start:end])
+        own_embeds = embeds if embed is not None or prefix is not None else None  # None: the text itself
+        return _NATIVE_CHUNKS(
+            Chunk, doc_text, spans, ids.prefix, doc.id, unit, title, all_headings, all_metadata, own_embeds
+        )
+
+    def _built_chunks(
+        self,
+        doc: Document,
+        spans: list[PackedSpan],
+        ids: ChunkIds,
+        unit: str,
+        title: str,
+        paths: HeadingPaths | None,
+        regions: RegionIndex | None,
+        headings_of: Callable[[int, int], tuple[tuple[str, ...], dict[str, Any]]] | None,
+        embed: Callable[[int, int], str] | None,
+        prefix: Callable[[int, int], str] | None,
+    ) -> list[Chunk]:
+        """`build_chunks` in Python alone: the reference, and the path where the C extension is not built."""
+        doc_text = doc.text
+        doc_id = doc.id
         out = []
-        for i, s in enumerate(plan.spans):
+        for i, s in enumerate(spans):
             start, end = s.start, s.end
             text = doc_text[start:end]
             headings = paths.at(start) if paths is not None else ()

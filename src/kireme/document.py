@@ -37,6 +37,7 @@ __all__ = [
 
 # The read-only empty metadata every document and chunk without metadata shares.
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
+NO_METADATA = _NO_METADATA  # the same view, for the chunkers that build chunks in bulk
 
 
 def content_hash(text: str) -> str:
@@ -260,8 +261,9 @@ class ChunkIds:
     """`chunk_id` for many spans of one document: the shared part of the key is hashed once."""
 
     def __init__(self, doc: Document, config_hash: str) -> None:
-        prefix = "\x1f".join((doc.id, doc.sha256, config_hash, ""))
-        self._hash = hashlib.sha256(prefix.encode("utf-8", "surrogatepass"))
+        # what every id of the document hashes first (kireme._speedups.make_chunks hashes it in C)
+        self.prefix = "\x1f".join((doc.id, doc.sha256, config_hash, "")).encode("utf-8", "surrogatepass")
+        self._hash = hashlib.sha256(self.prefix)
 
     def __call__(self, start: int, end: int) -> str:
         h = self._hash.copy()
