@@ -3,7 +3,8 @@
 Issue #27 allows a compiled core on two conditions: the pure-Python path stays the reference and the
 fallback, and a property test proves both give identical chunks and ids. The text layer's per-character
 loops run in C when the extension is built: the sentence scanner's quotations and candidate ends, item
-lines, paragraph breaks, the heading test at a chunk end and whitespace trimming. These tests run each C
+lines, paragraph breaks, the heading test at a chunk end, whitespace trimming, the greedy packer's loop in
+characters and the chunk objects with their ids. These tests run each C
 function and its Python twin on the same generated Japanese and English text, and chunk with four
 strategies both ways, ids included. Where the extension is not built (no C compiler at install time)
 they skip, and kireme runs in pure Python.
@@ -129,6 +130,7 @@ SWITCHES = [
     (pack, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
     (pack, "_NATIVE_TRIM", native.trim_span, None),
     (chunkers, "_NATIVE_CHUNKS", native.make_chunks, None),
+    (pack, "_NATIVE_MERGE", native.merge_run, None),
 ]
 
 

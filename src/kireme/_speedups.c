@@ -14,6 +14,8 @@
  *   paragraph_breaks    `_breaks_python`: blank lines and the line breaks before item markers.
  *   ends_with_heading   kireme/text/headings.py `_ends_with_heading_python`: a heading line at a chunk end.
  *   trim_span           kireme/pack.py `_trim_python`, where no grapheme scan is needed (else None).
+ *   merge_run           kireme/pack.py `_Packer.merge_pieces`' greedy loop in characters, up to the first piece
+ *                       that needs Python (a split one level down, a heading with its body, grapheme rules).
  *   make_chunks         kireme/chunkers.py `build_chunks`' last step: every span of a plan as a `Chunk`, with
  *                       its id (`ChunkIds`: SHA-256, in C, of the document's id prefix and the span).
  *   vocabulary          the marks compiled in, for the test that keeps them equal to kireme.text.marks.
@@ -425,46 +427,47 @@ static int is_prose_end(Py_UCS4 c) { return is_terminator(c) || in_set(c, PROSE_
 
 static int is_line_pad(Py_UCS4 c) { return c == ' ' || c == '\t' || c == 0x3000 || c == '\r'; }
 
-static PyObject *ends_with_heading(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *text;
-    Py_ssize_t pos;
-    if (!PyArg_ParseTuple(args, "Un", &text, &pos)) return NULL;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    if (pos <= 0 || pos > n) Py_RETURN_FALSE;
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
+/* whether a cut at pos leaves a heading line at the end of a chunk (0 or 1) */
+static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
+    if (pos <= 0 || pos > n) return 0;
     int at_break = PyUnicode_READ(kind, data, pos - 1) == '\n' || (pos < n && PyUnicode_READ(kind, data, pos) == '\n');
     if (!at_break) { /* a line end after trailing spaces, or before them */
         Py_ssize_t i = pos - 1, j = pos;
         while (i >= 0 && is_line_pad(PyUnicode_READ(kind, data, i))) i--;
         while (j < n && is_line_pad(PyUnicode_READ(kind, data, j))) j++;
         if (!((i >= 0 && PyUnicode_READ(kind, data, i) == '\n') || (j < n && PyUnicode_READ(kind, data, j) == '\n')))
-            Py_RETURN_FALSE;
+            return 0;
     }
     Py_ssize_t end = pos;
     while (end > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, end - 1))) end--;
-    if (end <= 0) Py_RETURN_FALSE;
+    if (end <= 0) return 0;
     Py_ssize_t i = end - 1;
     while (i >= 0 && PyUnicode_READ(kind, data, i) != '\n') i--;
     i++; /* the line's start */
     while (i < end && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;
-    if (i >= end) Py_RETURN_FALSE;
+    if (i >= end) return 0;
     Py_UCS4 c = PyUnicode_READ(kind, data, i);
     if (c == '#') {
         Py_ssize_t j = i;
         while (j < end && PyUnicode_READ(kind, data, j) == '#') j++;
         if (j - i <= 6 && j < end) {
             Py_UCS4 d = PyUnicode_READ(kind, data, j);
-            if (d == ' ' || d == '\t') Py_RETURN_TRUE;
+            if (d == ' ' || d == '\t') return 1;
         }
     }
-    if (in_set(c, BULLETS, COUNT(BULLETS)) || c == '-' || c == '*' || c == '+' || c == '>' || c == '|')
-        Py_RETURN_FALSE;
-    if (end - i > MAX_HEADING_CHARS) Py_RETURN_FALSE;
+    if (in_set(c, BULLETS, COUNT(BULLETS)) || c == '-' || c == '*' || c == '+' || c == '>' || c == '|') return 0;
+    if (end - i > MAX_HEADING_CHARS) return 0;
     Py_ssize_t r = end;
     while (r > i && is_closer(PyUnicode_READ(kind, data, r - 1))) r--;
-    if (r == i || !is_prose_end(PyUnicode_READ(kind, data, r - 1))) Py_RETURN_TRUE;
+    return r == i || !is_prose_end(PyUnicode_READ(kind, data, r - 1));
+}
+
+static PyObject *ends_with_heading(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    Py_ssize_t pos;
+    if (!PyArg_ParseTuple(args, "Un", &text, &pos)) return NULL;
+    if (heading_at_end(PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), pos)) Py_RETURN_TRUE;
     Py_RETURN_FALSE;
 }
 
@@ -485,6 +488,24 @@ static int both_simple(int kind, const void *data, Py_ssize_t p, PyObject *simpl
     return 1;
 }
 
+/* the span [a, b) trimmed into *s, *e: 1, or 0 where Python must decide, -1 on an error */
+static int trim_core(int kind, const void *data, Py_ssize_t a, Py_ssize_t b, PyObject *simple, Py_ssize_t *s_out,
+                     Py_ssize_t *e_out) {
+    Py_ssize_t s = a, e = b;
+    while (s < b && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, s))) s++;
+    while (e > s && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, e - 1))) e--;
+    if (s >= e) {
+        *s_out = *e_out = e;
+        return 1;
+    }
+    int ok;
+    if (s > a && (ok = both_simple(kind, data, s, simple)) != 1) return ok;
+    if (e < b && (ok = both_simple(kind, data, e, simple)) != 1) return ok;
+    *s_out = s;
+    *e_out = e;
+    return 1;
+}
+
 static PyObject *trim_span(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *text, *simple;
@@ -492,22 +513,76 @@ static PyObject *trim_span(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "UnnO!", &text, &a, &b, &PySet_Type, &simple)) return NULL;
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     if (a < 0 || b > n || a > b) Py_RETURN_NONE; /* Python's own answer for spans outside the text */
+    Py_ssize_t s, e;
+    int ok = trim_core(PyUnicode_KIND(text), PyUnicode_DATA(text), a, b, simple, &s, &e);
+    if (ok < 0) return NULL;
+    if (ok == 0) Py_RETURN_NONE;
+    return Py_BuildValue("(nn)", s, e);
+}
+
+/* ---------------------------------------------------------------------------------------------------------
+ * `merge_run(text, bounds, i, budget, keep_headings, simple, out)`: kireme/pack.py `_Packer.merge_pieces`'s
+ * loop where sizes are characters and the heading test is `ends_with_heading` (the one above). From piece i,
+ * each chunk takes as many whole pieces as fit in `budget`, moved back before a heading line at its end, and
+ * its trimmed span is appended to `out`. Stops at the first piece Python must handle (none fits whole, only
+ * headings fit, a trim that needs the grapheme rules) and returns its index (len(bounds) - 1 when done).
+ */
+static int bound_at(PyObject *bounds, Py_ssize_t k, Py_ssize_t *out) {
+    Py_ssize_t x = PyLong_AsSsize_t(PyList_GET_ITEM(bounds, k));
+    if (x == -1 && PyErr_Occurred()) return -1;
+    *out = x;
+    return 0;
+}
+
+static PyObject *merge_run(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *bounds, *simple, *out;
+    Py_ssize_t i, budget;
+    int keep_headings;
+    if (!PyArg_ParseTuple(args, "UO!nnpO!O!", &text, &PyList_Type, &bounds, &i, &budget, &keep_headings, &PySet_Type,
+                          &simple, &PyList_Type, &out)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(bounds), length = PyUnicode_GET_LENGTH(text);
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    Py_ssize_t s = a, e = b;
-    while (s < b && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, s))) s++;
-    while (e > s && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, e - 1))) e--;
-    if (s >= e) return Py_BuildValue("(nn)", e, e);
-    int ok;
-    if (s > a && (ok = both_simple(kind, data, s, simple)) != 1) {
+    while (i >= 0 && i < n - 1) {
+        Py_ssize_t start;
+        if (bound_at(bounds, i, &start) < 0) return NULL;
+        /* the furthest piece end within the budget: bisect_right(bounds, start + budget, i + 1, n) - 1 */
+        Py_ssize_t limit = start + budget, lo = i + 1, hi = n;
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2, value;
+            if (bound_at(bounds, mid, &value) < 0) return NULL;
+            if (limit < value) hi = mid;
+            else lo = mid + 1;
+        }
+        Py_ssize_t k = lo - 1, end;
+        if (k <= i) break;
+        if (bound_at(bounds, k, &end) < 0) return NULL;
+        if (end < 0 || end > length || start < 0 || start > end) break; /* Python's answer, whatever it is */
+        if (k < n - 1 && keep_headings) {
+            while (k > i && heading_at_end(kind, data, length, end)) {
+                k--;
+                if (bound_at(bounds, k, &end) < 0) return NULL;
+            }
+            if (k == i) break;
+        }
+        Py_ssize_t s, e;
+        int ok = trim_core(kind, data, start, end, simple, &s, &e);
         if (ok < 0) return NULL;
-        Py_RETURN_NONE;
+        if (ok == 0) break;
+        if (s < e) {
+            PyObject *span = Py_BuildValue("(nn)", s, e);
+            if (span == NULL || PyList_Append(out, span) < 0) {
+                Py_XDECREF(span);
+                return NULL;
+            }
+            Py_DECREF(span);
+        }
+        i = k;
     }
-    if (e < b && (ok = both_simple(kind, data, e, simple)) != 1) {
-        if (ok < 0) return NULL;
-        Py_RETURN_NONE;
-    }
-    return Py_BuildValue("(nn)", s, e);
+    return PyLong_FromSsize_t(i);
 }
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -842,6 +917,8 @@ static PyMethodDef methods[] = {
      "trim_span(text, a, b, simple) -> (s, e) without the whitespace, or None where Python must decide"},
     {"paragraph_breaks", paragraph_breaks, METH_VARARGS,
      "paragraph_breaks(text) -> (break starts, block starts, breaks before items)"},
+    {"merge_run", merge_run, METH_VARARGS,
+     "merge_run(text, bounds, i, budget, keep_headings, simple, out) -> where Python must go on"},
     {"make_chunks", make_chunks, METH_VARARGS,
      "make_chunks(cls, text, spans, id_prefix, doc_id, unit, title, headings, metadata, embeds) -> chunks"},
     {"vocabulary", vocabulary, METH_NOARGS, "vocabulary() -> (terminators, closers, openers, their closers)"},

@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from kireme.boundaries.levels import Level
 from kireme.errors import ConfigError
-from kireme.length import SpanSizer
+from kireme.length import SpanSizer, _CharSizer
 from kireme.text.graphemes import SIMPLE_CHARS, CutFilter, ceil_boundary, floor_boundary
 from kireme.text.headings import ends_with_heading
 from kireme.text.native import native
@@ -37,6 +37,11 @@ Span = tuple[int, int]
 # A run of whitespace (the stdlib engine's ``\s`` is ``str.isspace``); matches at any position.
 _SPACE_RUN = cast(Callable[[str, int, int], re.Match[str]], re.compile(r"\s*").match)
 _NATIVE_TRIM: Callable[[str, int, int, set[str]], Span | None] | None = native("trim_span")
+# `_Packer.merge_pieces`' loop in characters with the default heading test (`kireme._speedups.merge_run`)
+_NATIVE_MERGE: Callable[[str, list[int], int, int, bool, set[str], list[Span]], int] | None = native(
+    "merge_run"
+)
+_NATIVE_HEADING_TEST = native("ends_with_heading")
 
 
 @dataclass(frozen=True)
@@ -116,6 +121,16 @@ class _Packer:
         self.cut_filter = CutFilter(text)
         self.cut_memo = cut_memo
         self.warned_cluster = False
+        # merge_pieces' loop in C where it answers the same: sizes in characters, the default heading test
+        self.native_merge = (
+            _NATIVE_MERGE
+            if type(sizer) is _CharSizer
+            and (
+                not keep_headings
+                or (_NATIVE_HEADING_TEST is not None and self.ends_with_heading is _NATIVE_HEADING_TEST)
+            )
+            else None
+        )
 
     # ------------------------------------------------------------------------------ whitespace
     def trim(self, a: int, b: int) -> Span:
@@ -175,7 +190,12 @@ class _Packer:
         text = self.text
         n = len(bounds)
         i = 0
+        fast = self.native_merge
         while i < n - 1:
+            if fast is not None:  # as far as C can go; the piece it stops at is handled below
+                i = fast(text, bounds, i, budget, self.keep_headings, SIMPLE_CHARS, out)
+                if i >= n - 1:
+                    break
             start = bounds[i]
             k = self.sizer.furthest(start, bounds, i + 1, n, budget)
             if k <= i:
