@@ -68,6 +68,31 @@ _WORDS = [
     "i",
     "A",
     "a",
+    # the period rules: abbreviations (those that may end a sentence too), initials, list numbers, acronyms,
+    # words and next characters in other scripts (full-width, accented, superscript: left to Python)
+    "etc",
+    "a.m",
+    "Prof",
+    "J",
+    "R",
+    "Smith",
+    "method B",
+    "ph.d",
+    "$6.25",
+    "12",
+    "1234",
+    "No",
+    "°C",
+    "café",
+    "Ｘ",
+    "２",
+    "x²",
+    "次に",
+    "「",
+    "(",
+    "〇",
+    "—",
+    "ß",
     # item, title and label lines
     "【見出し】",
     "【",
@@ -124,6 +149,7 @@ scanned_texts = st.one_of(dense_texts, mixed_texts)
 # None where the Python path is taken when the name holds None).
 SWITCHES = [
     (sentences, "_NATIVE_SCAN", native.scan_sentence_cuts, None),
+    (sentences, "_NATIVE_PERIODS", native.judge_periods, None),
     (sentences, "_NATIVE_BREAKS", native.paragraph_breaks, None),
     (sentences, "_item_line_starts", native.item_line_starts, sentences._item_line_starts_python),
     (headings, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
@@ -240,6 +266,74 @@ def test_scan_in_c_equals_the_python_scan(case: tuple[str, int, int], caseless: 
         in_c = sentences._scan_sentence_cuts(text, a, b, caseless)
     with scanner(c=False):
         assert in_c == sentences._scan_sentence_cuts(text, a, b, caseless)
+
+
+def _judged_candidates(text: str, a: int, b: int) -> list[tuple[int, int]]:
+    """The candidate ends in ``[a, b)`` the rules judge (first character ``.``, ``．`` or ``!?！？``)."""
+    return [
+        (m.start(), m.end())
+        for m in sentences._CANDIDATE.finditer(text, a, b)
+        if text[m.start()] in sentences._JUDGED
+    ]
+
+
+# Periods in every context the rules tell apart: numbers of one to four digits (list numbers at a line
+# start), acronyms of two to four letters, abbreviations, initials after initials, words and marks, each
+# followed by a capital, a lower-case word, a digit, a bracket, kana or a character of another script.
+_PERIOD_WORDS = [
+    *("1", "12", "123", "1234", "U.S", "a.b", "Ph.D", "a.b.c.d", "e.g", "J", "R", "x", "Dr", "etc", "al"),
+    *("Smith", "met", "$6.25", "café", "２", "Ｘ", "設定", "!", "?"),
+]
+_PERIOD_GAPS = [". ", ".  ", ".\n", ". \n", ". \u3000", "."]
+_PERIOD_NEXT = ["", "He", "he", "1", "「", "(", "次", "É", '"', "x", "The"]
+# each part: what comes before the word (a line break makes it a line start), the word, its period and
+# the whitespace after it, the next word (none: the next part's word follows, as initials do)
+period_texts = st.lists(
+    st.tuples(
+        st.sampled_from(["", "\n", " ", "x ", "! "]),
+        st.sampled_from(_PERIOD_WORDS),
+        st.sampled_from(_PERIOD_GAPS),
+        st.sampled_from(_PERIOD_NEXT),
+    ),
+    min_size=1,
+    max_size=8,
+).map(lambda parts: "".join(before + word + gap + after for before, word, gap, after in parts))
+
+
+@settings(max_examples=1000)
+@given(text_and_window(st.one_of(scanned_texts, period_texts)), st.booleans())
+def test_periods_judged_in_c_are_judged_as_in_python(case: tuple[str, int, int], caseless: bool) -> None:
+    """Every candidate `judge_periods` decides gets `_judged_end`'s answer; the rest it hands back whole."""
+    text, a, b = case
+    if len(text) % 2:  # half of them whole, so that a list number at the text's start is judged too
+        a, b = 0, len(text)
+    pending = _judged_candidates(text, a, b)
+    cuts, left = native.judge_periods(
+        text, pending, a, b, caseless, sentences._ABBREVIATIONS, sentences._MAY_END
+    )
+    assert set(left) <= set(pending)
+    decided = [p for p in pending if p not in left]
+    expected = [c for s, e in decided if (c := sentences._judged_end(text, s, e, a, b, caseless)) is not None]
+    assert sorted(cuts) == sorted(expected)
+
+
+def test_plain_periods_are_judged_in_c() -> None:
+    """English with abbreviations, initials and list numbers, and periods in Japanese technical prose: C
+    decides them all; a word or next character in another script goes back to Python."""
+    text = (
+        "Dr. Smith met J. R. Tolkien at 9 a.m. on the U.S. tour, etc. Then they left.\n"
+        "1. Install it. 2. Run it.\n設定は config.yaml. 次にサーバーを起動します。Done. the end. Café. É. x². Ｘ."
+    )
+    pending = _judged_candidates(text, 0, len(text))
+    cuts, left = native.judge_periods(
+        text, pending, 0, len(text), False, sentences._ABBREVIATIONS, sentences._MAY_END
+    )
+    assert [text[s - 1] for s, _ in left] == ["é", "É", "²"]  # "Ｘ." ends the text: no word asked
+    starts = [text[c : c + 4] for c in cuts]
+    assert "次にサー" in starts
+    assert "Then" in starts and "1. I" in starts and "the " not in starts  # a lower-case word goes on
+    # "Dr." an abbreviation, "R." an initial after an initial, "U.S." an acronym, "1." a list number
+    assert not {"Smit", "Tolk", "tour", "Inst"} & set(starts)
 
 
 def test_scan_in_c_on_written_text() -> None:

@@ -10,6 +10,8 @@
  *                       more (`.` and `．`: abbreviations, initials, labels, Unicode letter classes; `!?！？`
  *                       after a closer before whitespace: a lower-case word next) are returned to Python
  *                       (`_judged_end`) undecided.
+ *   judge_periods       `_judged_end` for "." candidates whose word before and next character are plain
+ *                       (ASCII, kana, kanji, CJK and general punctuation); the others go back to Python.
  *   item_line_starts    `_item_line_starts_python`: the lines that are items, bracketed titles or labels.
  *   paragraph_breaks    `_breaks_python`: blank lines and the line breaks before item markers.
  *   ends_with_heading   kireme/text/headings.py `_ends_with_heading_python`: a heading line at a chunk end.
@@ -661,6 +663,168 @@ static PyObject *vocabulary(PyObject *self, PyObject *unused) {
 }
 
 
+
+/* ---------------------------------------------------------------------------------------------------------
+ * `judge_periods(text, pending, a, b, caseless, abbreviations, may_end)`: kireme/text/sentences.py `_judged_end`
+ * (with `_period_ends`) for the candidates the scanner left undecided whose first character is "." and whose
+ * word before and first character after are plain: ASCII, kana, kanji, CJK or general punctuation. Returns
+ * (the sentence starts decided, the candidates left to Python): a "." after a space or tab (tokenised text),
+ * "．!?！？", a word or next character in another script (its Unicode letter classes) are Python's.
+ */
+
+/* a character that is neither \p{Latin} nor \p{N} nor "." and not ASCII: kana, kanji, CJK symbols and
+   punctuation (less the numerals U+3007, U+3021..3029, U+3038..303A), full-width and general punctuation */
+static int plain_other(Py_UCS4 c) {
+    return (c >= 0x3041 && c <= 0x30FF) || (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3001 && c <= 0x3006) ||
+           (c >= 0x3008 && c <= 0x3020) || (c >= 0x3030 && c <= 0x3037) || (c >= 0x303B && c <= 0x303F) ||
+           (c >= 0xFF01 && c <= 0xFF0F) || (c >= 0xFF1A && c <= 0xFF20) || (c >= 0xFF3B && c <= 0xFF40) ||
+           (c >= 0xFF5B && c <= 0xFF65) || (c >= 0x2010 && c <= 0x2027) || (c >= 0x2030 && c <= 0x205E);
+}
+
+static int ascii_alpha(Py_UCS4 c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+static int ascii_digit(Py_UCS4 c) { return c >= '0' && c <= '9'; }
+
+/* `_at_line_start`: only whitespace before pos on its line */
+static int at_line_start(int kind, const void *data, Py_ssize_t pos) {
+    for (Py_ssize_t k = pos - 1; k >= 0; k--) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, k);
+        if (c == '\n') return 1;
+        if (!Py_UNICODE_ISSPACE(c)) return 0;
+    }
+    return 1;
+}
+
+/* `_is_initial`: a single capital after a capitalised word, another initial or a sentence start */
+static int is_initial(int kind, const void *data, Py_ssize_t letter) {
+    if (!Py_UNICODE_ISUPPER(PyUnicode_READ(kind, data, letter))) return 0;
+    if (letter > 0 && !Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, letter - 1))) return 0;
+    Py_ssize_t lo = letter > 30 ? letter - 30 : 0, r = letter;
+    while (r > lo && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, r - 1))) r--;
+    if (r == lo) return 1;
+    Py_UCS4 last = PyUnicode_READ(kind, data, r - 1);
+    if (last == '.' || last == '!' || last == '?') return 1;
+    Py_ssize_t q = r - 1;
+    while (q > lo && !Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, q - 1))) q--;
+    return Py_UNICODE_ISUPPER(PyUnicode_READ(kind, data, q)) != 0;
+}
+
+/* whether a word (lower case, ASCII) is in a set: 1, 0, or -1 on an error */
+static int word_in(PyObject *set, const char *word, Py_ssize_t length) {
+    PyObject *w = PyUnicode_FromStringAndSize(word, length);
+    if (w == NULL) return -1;
+    int found = PySet_Contains(set, w);
+    Py_DECREF(w);
+    return found;
+}
+
+#define UNDECIDED 2
+
+/* `_period_ends` for the dot at `dot` (the candidate ends at `after`): 1, 0, UNDECIDED, or -1 on an error */
+static int period_ends(int kind, const void *data, Py_ssize_t n, Py_ssize_t dot, Py_ssize_t after, int caseless,
+                       PyObject *abbreviations, PyObject *may_end) {
+    Py_ssize_t ink = after;
+    while (ink < n && is_regex_space(PyUnicode_READ(kind, data, ink))) ink++;
+    if (ink == n) return 1;
+    Py_ssize_t lo = dot > 40 ? dot - 40 : 0, j = dot;
+    while (j > lo) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, j - 1);
+        if (c < 128) {
+            if (!(ascii_alpha(c) || ascii_digit(c) || c == '.')) break;
+            j--;
+        } else if (plain_other(c)) {
+            break;
+        } else {
+            return UNDECIDED;
+        }
+    }
+    Py_ssize_t length = dot - j, word_start = length ? j : dot;
+    char word[41];
+    int digits = length > 0, letters = 0, alpha = 1, dots = 0;
+    for (Py_ssize_t k = 0; k < length; k++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, j + k);
+        word[k] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        if (!ascii_digit(c)) digits = 0;
+        if (c == '.') {
+            dots++;
+        } else {
+            letters++;
+            if (!ascii_alpha(c)) alpha = 0;
+        }
+    }
+    if (digits && length <= 3 && at_line_start(kind, data, word_start)) return 0; /* "1. " list marker */
+    Py_UCS4 next = PyUnicode_READ(kind, data, ink);
+    int starts, lower;
+    if (next < 128) {
+        lower = next >= 'a' && next <= 'z';
+        starts = !lower; /* a capital, a digit, a quote or bracket, any other mark */
+    } else if (plain_other(next)) {
+        lower = 0;
+        starts = 1;
+    } else {
+        return UNDECIDED;
+    }
+    if (!(caseless ? (starts || lower) : (starts && !lower))) return 0;
+    if (length == 0) return 1;
+    int found = word_in(may_end, word, length);
+    if (found != 0) return found; /* 1, or -1 */
+    found = word_in(abbreviations, word, length);
+    if (found != 0) return found < 0 ? -1 : 0;
+    Py_ssize_t stripped = length;
+    while (stripped > 0 && word[stripped - 1] == '.') stripped--;
+    if (stripped < length) {
+        found = word_in(abbreviations, word, stripped);
+        if (found != 0) return found < 0 ? -1 : 0;
+    }
+    if (length == 1 && ascii_alpha(PyUnicode_READ(kind, data, word_start)) && is_initial(kind, data, word_start))
+        return 0; /* "J. R. Smith" */
+    return !(dots > 0 && letters > 0 && alpha && letters <= 3); /* "U.S." does not end one, "$6.25." does */
+}
+
+static PyObject *judge_periods(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *pending, *abbreviations, *may_end;
+    Py_ssize_t a, b;
+    int caseless;
+    if (!PyArg_ParseTuple(args, "UO!nnpO!O!", &text, &PyList_Type, &pending, &a, &b, &caseless, &PyFrozenSet_Type,
+                          &abbreviations, &PyFrozenSet_Type, &may_end)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *cuts = PyList_New(0), *left = PyList_New(0);
+    if (cuts == NULL || left == NULL) goto error;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(pending); i++) {
+        PyObject *item = PyList_GET_ITEM(pending, i);
+        Py_ssize_t s, e;
+        if (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "nn", &s, &e)) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "judge_periods: pending holds (start, end) pairs");
+            goto error;
+        }
+        int verdict = UNDECIDED;
+        if (s > 0 && s < n && e >= s && e <= n && PyUnicode_READ(kind, data, s) == '.') {
+            Py_UCS4 before = PyUnicode_READ(kind, data, s - 1);
+            if (before != ' ' && before != '\t')
+                verdict = period_ends(kind, data, n, s, e, caseless, abbreviations, may_end);
+        }
+        if (verdict < 0) goto error;
+        if (verdict == UNDECIDED) {
+            if (PyList_Append(left, item) < 0) goto error;
+            continue;
+        }
+        if (!verdict) continue;
+        if (e < b && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, e))) {
+            while (e < b && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, e))) e++;
+        }
+        if (a < e && e < b && append_index(cuts, e) < 0) goto error;
+    }
+    return Py_BuildValue("(NN)", cuts, left);
+error:
+    Py_XDECREF(cuts);
+    Py_XDECREF(left);
+    return NULL;
+}
+
 /* ---------------------------------------------------------------------------------------------------------
  * make_chunks: kireme/chunkers.py `Chunker.build_chunks`'s last step (`new_chunk` per span, with its id from
  * `ChunkIds`) for a whole plan at once. A chunk id is the first 32 hex digits of SHA-256 over the document's
@@ -917,6 +1081,8 @@ static PyMethodDef methods[] = {
      "trim_span(text, a, b, simple) -> (s, e) without the whitespace, or None where Python must decide"},
     {"paragraph_breaks", paragraph_breaks, METH_VARARGS,
      "paragraph_breaks(text) -> (break starts, block starts, breaks before items)"},
+    {"judge_periods", judge_periods, METH_VARARGS,
+     "judge_periods(text, pending, a, b, caseless, abbreviations, may_end) -> (cuts, left to Python)"},
     {"merge_run", merge_run, METH_VARARGS,
      "merge_run(text, bounds, i, budget, keep_headings, simple, out) -> where Python must go on"},
     {"make_chunks", make_chunks, METH_VARARGS,

@@ -339,14 +339,18 @@ def _scan_sentence_cuts(text: str, a: int, b: int, caseless: bool) -> tuple[list
     quotations found there (outermost balanced brackets that close within their paragraph).
 
     The inner loop runs in C when kireme's extension is built (`kireme._speedups`: the quotations, the
-    candidate ends, the quotation rule); the candidates whose first character needs the rules below
-    (`_judged_end`) and the line-break rules are decided here either way."""
+    candidate ends, the quotation rule, and `_judged_end` for "." where the word before it and the
+    character after are plain); the other candidates the rules below judge (`_judged_end`) and the
+    line-break rules are decided here either way."""
     scan = _NATIVE_SCAN
     if scan is None:
         return _scan_sentence_cuts_python(text, a, b, caseless)
     cuts, quoted, pending = scan(text, a, b, _breaks(text).block_starts)
     if pending:
-        judged = [cut for s, e in pending if (cut := _judged_end(text, s, e, a, b, caseless)) is not None]
+        judged: list[int] = []
+        if _NATIVE_PERIODS is not None:  # the plain "." candidates in C too; the others come back
+            judged, pending = _NATIVE_PERIODS(text, pending, a, b, caseless, _ABBREVIATIONS, _MAY_END)
+        judged += [cut for s, e in pending if (cut := _judged_end(text, s, e, a, b, caseless)) is not None]
         if judged:
             cuts = sorted({*cuts, *judged})
     lines = _line_break_cuts(text, a, b)
@@ -417,6 +421,13 @@ _NativeScan = Callable[
 
 
 _NATIVE_SCAN: _NativeScan | None = native("scan_sentence_cuts")
+_NATIVE_PERIODS: (
+    Callable[
+        [str, list[tuple[int, int]], int, int, bool, frozenset[str], frozenset[str]],
+        tuple[list[int], list[tuple[int, int]]],
+    ]
+    | None
+) = native("judge_periods")
 _NATIVE_BREAKS: Callable[[str], tuple[list[int], list[int], list[int]]] | None = native("paragraph_breaks")
 _item_line_starts: Callable[[str, int, int], list[int]] = (
     native("item_line_starts") or _item_line_starts_python
