@@ -150,6 +150,7 @@ scanned_texts = st.one_of(dense_texts, mixed_texts)
 SWITCHES = [
     (sentences, "_NATIVE_SCAN", native.scan_sentence_cuts, None),
     (sentences, "_NATIVE_PERIODS", native.judge_periods, None),
+    (sentences, "_NATIVE_LINE_BREAKS", native.line_break_cuts, None),
     (sentences, "_NATIVE_BREAKS", native.paragraph_breaks, None),
     (sentences, "_item_line_starts", native.item_line_starts, sentences._item_line_starts_python),
     (headings, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
@@ -266,6 +267,15 @@ def test_scan_in_c_equals_the_python_scan(case: tuple[str, int, int], caseless: 
         in_c = sentences._scan_sentence_cuts(text, a, b, caseless)
     with scanner(c=False):
         assert in_c == sentences._scan_sentence_cuts(text, a, b, caseless)
+
+
+@given(text_and_window(scanned_texts))
+def test_line_break_cuts_in_c_equal_the_python_ones(case: tuple[str, int, int]) -> None:
+    text, a, b = case
+    with scanner(c=True):
+        in_c = sentences._line_break_cuts(text, a, b)
+    with scanner(c=False):
+        assert in_c == sentences._line_break_cuts(text, a, b)
 
 
 def _judged_candidates(text: str, a: int, b: int) -> list[tuple[int, int]]:

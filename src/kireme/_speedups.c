@@ -12,6 +12,7 @@
  *                       (`_judged_end`) undecided.
  *   judge_periods       `_judged_end` for "." candidates whose word before and next character are plain
  *                       (ASCII, kana, kanji, CJK and general punctuation); the others go back to Python.
+ *   line_break_cuts     `_line_break_cuts`: the sentence starts after item, title and label lines.
  *   item_line_starts    `_item_line_starts_python`: the lines that are items, bracketed titles or labels.
  *   paragraph_breaks    `_breaks_python`: blank lines and the line breaks before item markers.
  *   ends_with_heading   kireme/text/headings.py `_ends_with_heading_python`: a heading line at a chunk end.
@@ -414,6 +415,81 @@ static PyObject *item_line_starts(PyObject *self, PyObject *args) {
 error:
     Py_DECREF(out);
     return NULL;
+}
+
+
+/* ---------------------------------------------------------------------------------------------------------
+ * `line_break_cuts(text, a, b, item_breaks)`: kireme/text/sentences.py `_line_break_cuts`. The sentence starts
+ * after the single line breaks inside [a, b) that end a sentence: the breaks before item lines (item_breaks,
+ * sorted, from `paragraph_breaks`) and the line ends of item, title and label lines (`item_line_at`), each
+ * moved past the whitespace after it. None for a window outside the text (Python answers).
+ */
+static int compare_offsets(const void *x, const void *y) {
+    Py_ssize_t p = *(const Py_ssize_t *)x, q = *(const Py_ssize_t *)y;
+    return (p > q) - (p < q);
+}
+
+static int push_offset(Py_ssize_t **array, Py_ssize_t *count, Py_ssize_t *room, Py_ssize_t value) {
+    if (*count == *room) {
+        Py_ssize_t larger = *room ? *room * 2 : 64;
+        Py_ssize_t *grown = PyMem_Realloc(*array, (size_t)larger * sizeof(Py_ssize_t));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *array = grown;
+        *room = larger;
+    }
+    (*array)[(*count)++] = value;
+    return 0;
+}
+
+static PyObject *line_break_cuts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *items;
+    Py_ssize_t a, b;
+    if (!PyArg_ParseTuple(args, "UnnO!", &text, &a, &b, &PyList_Type, &items)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (a < 0 || b > n || a > b) Py_RETURN_NONE;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t *ends = NULL, count = 0, room = 0;
+    PyObject *out = NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(items, i));
+        if (p == -1 && PyErr_Occurred()) goto done;
+        if (p < a) continue;
+        if (p >= b) break;
+        Py_ssize_t q = PyUnicode_READ(kind, data, p) == '\r' ? p + 1 : p;
+        if (q + 1 < b && push_offset(&ends, &count, &room, q) < 0) goto done;
+    }
+    Py_ssize_t line_start = a;
+    while (line_start > 0 && PyUnicode_READ(kind, data, line_start - 1) != '\n') line_start--;
+    for (Py_ssize_t p = line_start; p < b; p++) {
+        /* an item line starts at line_start, or after a line break */
+        if (p != line_start && PyUnicode_READ(kind, data, p - 1) != '\n') continue;
+        if (!item_line_at(kind, data, b, p)) continue;
+        Py_ssize_t q = p;
+        while (q < b && PyUnicode_READ(kind, data, q) != '\n') q++;
+        if (q >= b) continue;
+        Py_ssize_t at = q > 0 && PyUnicode_READ(kind, data, q - 1) == '\r' ? q - 1 : q;
+        if (at >= a && push_offset(&ends, &count, &room, q) < 0) goto done;
+    }
+    if (count > 1) qsort(ends, (size_t)count, sizeof(Py_ssize_t), compare_offsets);
+    out = PyList_New(0);
+    if (out == NULL) goto done;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (i > 0 && ends[i] == ends[i - 1]) continue;
+        Py_ssize_t e = ends[i] + 1;
+        while (e < b && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, e))) e++;
+        if (a < e && e < b && append_index(out, e) < 0) {
+            Py_CLEAR(out);
+            goto done;
+        }
+    }
+done:
+    PyMem_Free(ends);
+    return out;
 }
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -1081,6 +1157,8 @@ static PyMethodDef methods[] = {
      "trim_span(text, a, b, simple) -> (s, e) without the whitespace, or None where Python must decide"},
     {"paragraph_breaks", paragraph_breaks, METH_VARARGS,
      "paragraph_breaks(text) -> (break starts, block starts, breaks before items)"},
+    {"line_break_cuts", line_break_cuts, METH_VARARGS,
+     "line_break_cuts(text, a, b, item_breaks) -> the sentence starts after line breaks that end a sentence"},
     {"judge_periods", judge_periods, METH_VARARGS,
      "judge_periods(text, pending, a, b, caseless, abbreviations, may_end) -> (cuts, left to Python)"},
     {"merge_run", merge_run, METH_VARARGS,

@@ -274,10 +274,15 @@ def _line_break_cuts(text: str, a: int, b: int) -> list[int]:
 
     A line break is a hard wrap inside a sentence unless the line it ends is an item, a bracketed
     title or a "label: value" line, or the next line starts an item. Both kinds of line are found by
-    one pattern each over the whole span, not by a check at every line break.
+    one pattern each over the whole span, not by a check at every line break (in C where kireme's
+    extension is built: `kireme._speedups.line_break_cuts`, the same answers).
     """
-    ends: set[int] = set()  # positions of the "\n" of sentence-ending line breaks
     items = _breaks(text).item_breaks  # the "\n" (or "\r\n") before each item line, whole text
+    if _NATIVE_LINE_BREAKS is not None:
+        cuts: list[int] | None = _NATIVE_LINE_BREAKS(text, a, b, items)
+        if cuts is not None:
+            return cuts
+    ends: set[int] = set()  # positions of the "\n" of sentence-ending line breaks
     for p in items[bisect_left(items, a) : bisect_left(items, b)]:
         q = p + 1 if text[p] == "\r" else p
         if q + 1 < b:
@@ -421,6 +426,7 @@ _NativeScan = Callable[
 
 
 _NATIVE_SCAN: _NativeScan | None = native("scan_sentence_cuts")
+_NATIVE_LINE_BREAKS: Callable[[str, int, int, list[int]], list[int] | None] | None = native("line_break_cuts")
 _NATIVE_PERIODS: (
     Callable[
         [str, list[tuple[int, int]], int, int, bool, frozenset[str], frozenset[str]],
