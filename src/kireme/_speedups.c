@@ -599,8 +599,9 @@ static PyObject *trim_span(PyObject *self, PyObject *args) {
 }
 
 /* ---------------------------------------------------------------------------------------------------------
- * `merge_run(text, bounds, i, budget, keep_headings, simple, out)`: kireme/pack.py `_Packer.merge_pieces`'s
- * loop where sizes are characters and the heading test is `ends_with_heading` (the one above). From piece i,
+ * `merge_run(text, bounds, i, budget, keep_headings, simple, out, heading_ends=None)`: kireme/pack.py
+ * `_Packer.merge_pieces`'s loop where sizes are characters and the heading test is `ends_with_heading` (the one
+ * above) or, given `heading_ends`, `HeadingEnds` (parsed Markdown headings). From piece i,
  * each chunk takes as many whole pieces as fit in `budget`, moved back before a heading line at its end, and
  * its trimmed span is appended to `out`. Stops at the first piece Python must handle (none fits whole, only
  * headings fit, a trim that needs the grapheme rules) and returns its index (len(bounds) - 1 when done).
@@ -612,13 +613,27 @@ static int bound_at(PyObject *bounds, Py_ssize_t k, Py_ssize_t *out) {
     return 0;
 }
 
+/* `kireme.text.headings.HeadingEnds`: the text before pos, trailing whitespace aside, ends at a heading end */
+static int heading_end_in(int kind, const void *data, Py_ssize_t pos, PyObject *ends) {
+    while (pos > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, pos - 1))) pos--;
+    PyObject *key = PyLong_FromSsize_t(pos);
+    if (key == NULL) return -1;
+    int found = PySet_Contains(ends, key);
+    Py_DECREF(key);
+    return found;
+}
+
 static PyObject *merge_run(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *text, *bounds, *simple, *out;
+    PyObject *text, *bounds, *simple, *out, *heading_ends = Py_None;
     Py_ssize_t i, budget;
     int keep_headings;
-    if (!PyArg_ParseTuple(args, "UO!nnpO!O!", &text, &PyList_Type, &bounds, &i, &budget, &keep_headings, &PySet_Type,
-                          &simple, &PyList_Type, &out)) {
+    if (!PyArg_ParseTuple(args, "UO!nnpO!O!|O", &text, &PyList_Type, &bounds, &i, &budget, &keep_headings,
+                          &PySet_Type, &simple, &PyList_Type, &out, &heading_ends)) {
+        return NULL;
+    }
+    if (heading_ends != Py_None && !PyAnySet_Check(heading_ends)) {
+        PyErr_SetString(PyExc_TypeError, "merge_run: heading_ends must be a set of offsets or None");
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(bounds), length = PyUnicode_GET_LENGTH(text);
@@ -640,7 +655,11 @@ static PyObject *merge_run(PyObject *self, PyObject *args) {
         if (bound_at(bounds, k, &end) < 0) return NULL;
         if (end < 0 || end > length || start < 0 || start > end) break; /* Python's answer, whatever it is */
         if (k < n - 1 && keep_headings) {
-            while (k > i && heading_at_end(kind, data, length, end)) {
+            while (k > i) {
+                int heading = heading_ends == Py_None ? heading_at_end(kind, data, length, end)
+                                                      : heading_end_in(kind, data, end, heading_ends);
+                if (heading < 0) return NULL;
+                if (!heading) break;
                 k--;
                 if (bound_at(bounds, k, &end) < 0) return NULL;
             }

@@ -26,7 +26,7 @@ from kireme.boundaries.levels import Level
 from kireme.errors import ConfigError
 from kireme.length import SpanSizer, _CharSizer
 from kireme.text.graphemes import SIMPLE_CHARS, CutFilter, ceil_boundary, floor_boundary
-from kireme.text.headings import ends_with_heading
+from kireme.text.headings import HeadingEnds, ends_with_heading
 from kireme.text.native import native
 from kireme.text.sentences import sentence_index
 
@@ -37,9 +37,8 @@ Span = tuple[int, int]
 _SPACE_RUN = cast(Callable[[str, int, int], re.Match[str]], re.compile(r"\s*").match)
 _NATIVE_TRIM: Callable[[str, int, int, set[str]], Span | None] | None = native("trim_span")
 # `_Packer.merge_pieces`' loop in characters with the default heading test (`kireme._speedups.merge_run`)
-_NATIVE_MERGE: Callable[[str, list[int], int, int, bool, set[str], list[Span]], int] | None = native(
-    "merge_run"
-)
+_NativeMerge = Callable[[str, list[int], int, int, bool, set[str], list[Span], frozenset[int] | None], int]
+_NATIVE_MERGE: _NativeMerge | None = native("merge_run")
 _NATIVE_HEADING_TEST = native("ends_with_heading")
 
 
@@ -120,13 +119,17 @@ class _Packer:
         self.cut_filter = CutFilter(text)
         self.cut_memo = cut_memo
         self.warned_cluster = False
-        # merge_pieces' loop in C where it answers the same: sizes in characters, the default heading test
+        # merge_pieces' loop in C where it answers the same: sizes in characters, and the default heading
+        # test or parsed heading ends (which C reads from their set)
+        test = self.ends_with_heading
+        self.heading_ends = test.ends if isinstance(test, HeadingEnds) and test.text is text else None
         self.native_merge = (
             _NATIVE_MERGE
             if type(sizer) is _CharSizer
             and (
                 not keep_headings
-                or (_NATIVE_HEADING_TEST is not None and self.ends_with_heading is _NATIVE_HEADING_TEST)
+                or self.heading_ends is not None
+                or (_NATIVE_HEADING_TEST is not None and test is _NATIVE_HEADING_TEST)
             )
             else None
         )
@@ -192,7 +195,7 @@ class _Packer:
         fast = self.native_merge
         while i < n - 1:
             if fast is not None:  # as far as C can go; the piece it stops at is handled below
-                i = fast(text, bounds, i, budget, self.keep_headings, SIMPLE_CHARS, out)
+                i = fast(text, bounds, i, budget, self.keep_headings, SIMPLE_CHARS, out, self.heading_ends)
                 if i >= n - 1:
                     break
             start = bounds[i]

@@ -27,6 +27,7 @@ from kireme.boundaries.levels import (
 )
 from kireme.document import Document
 from kireme.text.csvtable import csv_outline
+from kireme.text.headings import HeadingEnds
 from kireme.text.markdown import MARKDOWN_FORMATS, Outline, line_starts, markdown_outline
 
 # The outline of every plain-text document (frozen: one shared instance, not one made per document)
@@ -173,15 +174,7 @@ def heading_rule(doc: Document, outline: Outline) -> tuple[bool, Callable[[str, 
         return False, None
     if doc.format not in MARKDOWN_FORMATS:
         return True, None
-    ends = frozenset(h.end for h in outline.headings)
-    text = doc.text
-
-    def ends_with_heading(_text: str, pos: int) -> bool:
-        while pos > 0 and text[pos - 1].isspace():
-            pos -= 1
-        return pos in ends
-
-    return True, ends_with_heading
+    return True, HeadingEnds(doc.text, frozenset(h.end for h in outline.headings))
 
 
 def table_row_cuts(outline: Outline) -> list[int]:

@@ -71,6 +71,25 @@ def _ends_with_heading_python(text: str, pos: int) -> bool:
 ends_with_heading: Callable[[str, int], bool] = native("ends_with_heading") or _ends_with_heading_python
 
 
+class HeadingEnds:
+    """`ends_with_heading` for a text whose headings are known (parsed Markdown): a cut leaves a heading
+    line at the end of a chunk when the text before it, trailing whitespace aside, ends where a heading
+    line ends (``ends``). A ``# comment`` in a code block is no heading. Callable as ``(text, pos)`` like
+    `ends_with_heading`; the packer's C loop reads ``ends`` itself (`kireme._speedups.merge_run`)."""
+
+    __slots__ = ("ends", "text")
+
+    def __init__(self, text: str, ends: frozenset[int]) -> None:
+        self.text = text
+        self.ends = ends
+
+    def __call__(self, _text: str, pos: int) -> bool:
+        text = self.text
+        while pos > 0 and text[pos - 1].isspace():
+            pos -= 1
+        return pos in self.ends
+
+
 def _ends_line(text: str, pos: int) -> bool:
     """The cut sits at a line end (possibly after trailing spaces)."""
     i = pos - 1
