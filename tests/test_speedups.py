@@ -28,7 +28,7 @@ from tests.strategies import texts as mixed_texts
 from kireme import Document, chunkers, make_chunker, pack
 from kireme.document import NO_METADATA, Chunk, ChunkIds, Region
 from kireme.pack import PackedSpan
-from kireme.text import headings, sentences
+from kireme.text import graphemes, headings, sentences
 from kireme.text.caches import clear_text_caches
 from kireme.text.graphemes import SIMPLE_CHARS
 from kireme.text.marks import CLOSERS, OPEN_TO_CLOSE, TERMINATORS
@@ -157,6 +157,7 @@ SWITCHES = [
     (pack, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
     (pack, "_NATIVE_TRIM", native.trim_span, None),
     (chunkers, "_NATIVE_CHUNKS", native.make_chunks, None),
+    (graphemes, "_NATIVE_ALL_SIMPLE", native.all_simple, None),
     (pack, "_NATIVE_MERGE", native.merge_run, None),
 ]
 
@@ -252,6 +253,37 @@ def test_trim_in_c_equals_the_python_one(case: tuple[str, int, int]) -> None:
             assert span == pack._trim_python(text, lo, hi)
     with scanner(c=True):
         assert pack._trim(text, a, b) == pack._trim_python(text, a, b)
+
+
+# Text where some cuts would split a cluster: combining marks, ZWJ sequences, regional indicators, CR LF,
+# Hangul jamo, a Devanagari conjunct, beside plain kana and Latin letters.
+_CLUSTER_TEXT = st.text(
+    st.sampled_from(
+        [
+            *"あア漢ab \n",
+            "\r",
+            "\u0301",
+            "\u200d",
+            "\U0001f468",
+            "\U0001f1ef",
+            "\U0001f1f5",
+            "\u1100",
+            "\u1161",
+            "\u0915",
+            "\u094d",
+        ]
+    ),
+    max_size=30,
+)
+
+
+@given(_CLUSTER_TEXT, st.data())
+def test_cut_filter_in_c_keeps_what_python_keeps(text: str, data: st.DataObject) -> None:
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(text)), max_size=8))))
+    with scanner(c=True):
+        in_c = graphemes.CutFilter(text).keep(list(cuts))
+    with scanner(c=False):
+        assert in_c == graphemes.CutFilter(text).keep(list(cuts))
 
 
 @given(heading_texts)

@@ -17,6 +17,7 @@
  *   paragraph_breaks    `_breaks_python`: blank lines and the line breaks before item markers.
  *   ends_with_heading   kireme/text/headings.py `_ends_with_heading_python`: a heading line at a chunk end.
  *   trim_span           kireme/pack.py `_trim_python`, where no grapheme scan is needed (else None).
+ *   all_simple          kireme/text/graphemes.py `CutFilter.keep` where every cut lies between simple characters.
  *   merge_run           kireme/pack.py `_Packer.merge_pieces`' greedy loop in characters, up to the first piece
  *                       that needs Python (a split one level down, a heading with its body, grapheme rules).
  *   make_chunks         kireme/chunkers.py `build_chunks`' last step: every span of a plan as a `Chunk`, with
@@ -596,6 +597,28 @@ static PyObject *trim_span(PyObject *self, PyObject *args) {
     if (ok < 0) return NULL;
     if (ok == 0) Py_RETURN_NONE;
     return Py_BuildValue("(nn)", s, e);
+}
+
+
+/* `all_simple(text, cuts, simple)`: kireme/text/graphemes.py `CutFilter.keep`'s common case: whether every cut
+ * lies strictly inside the text between two characters of `simple` (then none splits a grapheme cluster and
+ * all are kept). False sends the list to Python, which checks (and learns) the other characters. */
+static PyObject *all_simple(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *cuts, *simple;
+    if (!PyArg_ParseTuple(args, "UO!O!", &text, &PyList_Type, &cuts, &PySet_Type, &simple)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cuts); i++) {
+        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(cuts, i));
+        if (p == -1 && PyErr_Occurred()) return NULL;
+        if (p <= 0 || p >= n) Py_RETURN_FALSE;
+        int ok = both_simple(kind, data, p, simple);
+        if (ok < 0) return NULL;
+        if (!ok) Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
 }
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -1180,6 +1203,8 @@ static PyMethodDef methods[] = {
      "line_break_cuts(text, a, b, item_breaks) -> the sentence starts after line breaks that end a sentence"},
     {"judge_periods", judge_periods, METH_VARARGS,
      "judge_periods(text, pending, a, b, caseless, abbreviations, may_end) -> (cuts, left to Python)"},
+    {"all_simple", all_simple, METH_VARARGS,
+     "all_simple(text, cuts, simple) -> whether every cut lies between two characters of simple"},
     {"merge_run", merge_run, METH_VARARGS,
      "merge_run(text, bounds, i, budget, keep_headings, simple, out) -> where Python must go on"},
     {"make_chunks", make_chunks, METH_VARARGS,

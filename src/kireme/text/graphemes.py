@@ -8,12 +8,14 @@ characters of break class *Other*, or the caller's own known boundary) and read 
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
 from functools import lru_cache
 from itertools import repeat
 from operator import add, itemgetter
 
 import regex
 
+from kireme.text.native import native
 from kireme.text.patterns import lazy_regex
 
 _CLUSTER = lazy_regex(r"\X")
@@ -43,6 +45,8 @@ class CutFilter:
 
     def keep(self, cuts: list[int]) -> list[int]:
         text = self.text
+        if _NATIVE_ALL_SIMPLE is not None and cuts and _NATIVE_ALL_SIMPLE(text, cuts, _SIMPLE_CHARS):
+            return cuts  # the usual answer, in one C call (`kireme._speedups.all_simple`)
         if len(cuts) > 1 and cuts[0] > 0 and cuts[-1] < len(text):
             around = set(itemgetter(*cuts)(text))
             around.update(itemgetter(*map(add, cuts, repeat(-1)))(text))
@@ -58,6 +62,7 @@ class CutFilter:
 # them never splits a cluster. Grows as characters are met; bounded by the alphabet in use.
 _SIMPLE_CHARS: set[str] = set("\n\t")
 SIMPLE_CHARS = _SIMPLE_CHARS  # the same set, read by kireme.pack's C trim (`kireme._speedups.trim_span`)
+_NATIVE_ALL_SIMPLE: Callable[[str, list[int], set[str]], bool] | None = native("all_simple")
 
 
 def _learn_simple(ch: str) -> bool:
