@@ -114,6 +114,10 @@ class StructureChunker(Chunker):
         embeds: dict[tuple[int, int], str] = {}
         cut_memo: dict[tuple[int, int, int], tuple[int, list[int]]] = {}  # shared by the packings below
         warned = False
+        # no heading, title or table: every piece's context is empty and its text its own embed_text
+        bare = not outline.headings and not title and not outline.tables and self._sizes_add_up()
+        counts = self.context_counts
+        text = doc.text
         for section in self._sections(doc, outline, paths, context, sizer):
             budget = lowest = section.max_size
             plain = section.table is None and section.code is None
@@ -133,9 +137,16 @@ class StructureChunker(Chunker):
                     (section.start, section.end),
                     cut_memo,
                 )
-                made = [
-                    self._embed_text(doc, outline, context, section, p.start, p.end, p.size) for p in packed
-                ]
+                if bare and plain:
+                    made = [
+                        (text[p.start : p.end], p.size if counts else 0, p.size if counts else 0)
+                        for p in packed
+                    ]
+                else:
+                    made = [
+                        self._embed_text(doc, outline, context, section, p.start, p.end, p.size)
+                        for p in packed
+                    ]
                 # how far the largest embed_text is over max_size as made (`over`: the context may have
                 # given way) and as wanted (context and all); both negative when the context does not count
                 over = max((size for _, size, _ in made), default=0) - self.max_size
