@@ -747,3 +747,27 @@ def test_code_line_cuts_are_every_code_line_and_those_after_a_blank_one(lines: l
     text = text.rstrip("\n") if cut else text
     outline = markdown_outline(text, warn=False)
     assert code_line_cuts(text, outline) == _code_line_cuts_by_line(text, outline)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.one_of(
+        law_texts,
+        st.lists(st.sampled_from([*"規程の本文です。\n ab.", "```", "# ", "\n\n"]), max_size=120).map(
+            "".join
+        ),
+    ),
+    size=st.sampled_from([40, 120]),
+    context=st.sampled_from(["headings", "none"]),
+)
+def test_a_bare_document_packs_as_its_pieces_context_says(text: str, size: int, context: str) -> None:
+    """A document with no heading, title or table skips asking each piece for its (empty) context; the chunks
+    are the ones the full path gives (forced by a measure whose sizes are not known to add up)."""
+    from kireme.structure.chunker import StructureChunker
+
+    chunker = make_chunker("markdown", max_size=size, context=context)
+    document = Document(text)
+    quick = chunker.chunk(document)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(StructureChunker, "_sizes_add_up", lambda self: False)
+        assert chunker.chunk(document) == quick
