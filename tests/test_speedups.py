@@ -482,6 +482,21 @@ def test_make_chunks_refuses_lists_of_another_length() -> None:
         native.make_chunks(Chunk, "ab", spans, b"", "d", "chars", "", [()], NO_METADATA, None)
 
 
+def test_cut_positions_of_any_integer_type_pack_and_chunk_the_same_either_way() -> None:
+    """A level of the caller's may give its cuts as NumPy integers: the C loops read any integer."""
+    numpy = pytest.importorskip("numpy")
+    from kireme.boundaries.levels import PositionLevel
+    from kireme.length import Chars
+
+    text = "規程の本文です。\n" * 40
+    level = PositionLevel(list(numpy.arange(9, len(text), 9)), "lines as numpy integers")
+    with scanner(c=True):
+        in_c = pack.pack(text, [level], Chars().for_text(text), max_size=50)
+    with scanner(c=False):
+        assert in_c == pack.pack(text, [level], Chars().for_text(text), max_size=50)
+    assert [span.end - span.start for span in in_c] == [44] * 8
+
+
 def test_kireme_pure_python_turns_the_extension_off() -> None:
     code = "import kireme.text.sentences as s; print(s._NATIVE_SCAN is None)"
     for value, answer in (("1", "True"), ("0", "False")):

@@ -611,7 +611,7 @@ static PyObject *all_simple(PyObject *self, PyObject *args) {
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cuts); i++) {
-        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(cuts, i));
+        Py_ssize_t p = PyNumber_AsSsize_t(PyList_GET_ITEM(cuts, i), PyExc_OverflowError);
         if (p == -1 && PyErr_Occurred()) return NULL;
         if (p <= 0 || p >= n) Py_RETURN_FALSE;
         int ok = both_simple(kind, data, p, simple);
@@ -630,7 +630,7 @@ static PyObject *all_simple(PyObject *self, PyObject *args) {
  * headings fit, a trim that needs the grapheme rules) and returns its index (len(bounds) - 1 when done).
  */
 static int bound_at(PyObject *bounds, Py_ssize_t k, Py_ssize_t *out) {
-    Py_ssize_t x = PyLong_AsSsize_t(PyList_GET_ITEM(bounds, k));
+    Py_ssize_t x = PyNumber_AsSsize_t(PyList_GET_ITEM(bounds, k), PyExc_OverflowError);
     if (x == -1 && PyErr_Occurred()) return -1;
     *out = x;
     return 0;
@@ -1080,7 +1080,7 @@ static int intern_names(void) {
 static int span_field(PyObject *span, PyObject *name, Py_ssize_t *out, PyObject **keep) {
     PyObject *value = PyObject_GetAttr(span, name);
     if (value == NULL) return -1;
-    Py_ssize_t x = PyLong_AsSsize_t(value);
+    Py_ssize_t x = PyNumber_AsSsize_t(value, PyExc_OverflowError);
     if (x == -1 && PyErr_Occurred()) {
         Py_DECREF(value);
         return -1;
