@@ -71,6 +71,7 @@ class ContextBuilder:
         self._sizes: dict[str, int] = {}
         self._title_starts: list[int] | None = None  # where the headings that say the title start
         self._largest: dict[int, int] = {}  # `largest` under each chain (by its id, as `_above`)
+        self._opens: dict[tuple[int, int], bool] = {}  # `_opens_with_title` of each first line
 
     def measured(self, prefix: str) -> int:
         """``size`` of a prefix, each one measured once (a document's chunks share a few)."""
@@ -197,10 +198,14 @@ class ContextBuilder:
         if not self.text:
             return False
         stop = self.text.find("\n", start, end)
-        line = self.text[start : end if stop < 0 else stop].strip()
-        if "#" in line:
-            line = _ATX_MARKS.sub("", line)
-        return bool(line) and self._is_title(line)
+        key = (start, end if stop < 0 else stop)
+        known = self._opens.get(key)  # a section packed again tighter asks about the same first lines
+        if known is None:
+            line = self.text[key[0] : key[1]].strip()
+            if "#" in line:
+                line = _ATX_MARKS.sub("", line)
+            known = self._opens[key] = bool(line) and self._is_title(line)
+        return known
 
     def largest(self, start: int | None = None) -> int:
         """The largest prefix size any chunk can get: in the section at ``start``, or anywhere."""
