@@ -318,12 +318,7 @@ class Chunker:
         embeds: list[str] = []
         for s in spans:
             start, end = s.start, s.end
-            headings = paths.at(start) if paths is not None else ()
-            metadata = regions.metadata(start, end) if regions is not None else None
-            if headings_of is not None:
-                headings, more = headings_of(start, end)
-                if more:
-                    metadata = {**metadata, **more} if metadata else more
+            headings, metadata = _labels(paths, regions, headings_of, start, end)
             all_headings.append(headings)
             all_metadata.append(MappingProxyType(dict(metadata)) if metadata else NO_METADATA)
             if embed is not None:
@@ -355,12 +350,7 @@ class Chunker:
         for i, s in enumerate(spans):
             start, end = s.start, s.end
             text = doc_text[start:end]
-            headings = paths.at(start) if paths is not None else ()
-            metadata = regions.metadata(start, end) if regions is not None else None
-            if headings_of is not None:
-                headings, more = headings_of(start, end)
-                if more:
-                    metadata = {**metadata, **more} if metadata else more
+            headings, metadata = _labels(paths, regions, headings_of, start, end)
             if embed is not None:
                 embed_text = embed(start, end)
             elif prefix is not None:
@@ -390,6 +380,23 @@ class Chunker:
         return [self.chunk(d) for d in documents]
 
     __call__ = chunk
+
+
+def _labels(
+    paths: HeadingPaths | None,
+    regions: RegionIndex | None,
+    headings_of: Callable[[int, int], tuple[tuple[str, ...], dict[str, Any]]] | None,
+    start: int,
+    end: int,
+) -> tuple[tuple[str, ...], dict[str, Any] | None]:
+    """A chunk's heading path and metadata (its regions', then the strategy's own), ``None`` for none."""
+    headings = paths.at(start) if paths is not None else ()
+    metadata = regions.metadata(start, end) if regions is not None else None
+    if headings_of is not None:
+        headings, more = headings_of(start, end)
+        if more:
+            metadata = {**metadata, **more} if metadata else more
+    return headings, metadata
 
 
 def _heading_paths(doc: Document) -> HeadingPaths | None:
