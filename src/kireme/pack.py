@@ -36,7 +36,8 @@ Span = tuple[int, int]
 # A run of whitespace (the stdlib engine's ``\s`` is ``str.isspace``); matches at any position.
 _SPACE_RUN = cast(Callable[[str, int, int], re.Match[str]], re.compile(r"\s*").match)
 _NATIVE_TRIM: Callable[[str, int, int, set[str]], Span | None] | None = native("trim_span")
-# `_Packer.merge_pieces`' loop in characters with the default heading test (`kireme._speedups.merge_run`)
+# `_Packer.merge_pieces`' loop in characters with the default heading test or parsed heading ends
+# (`kireme._speedups.merge_run`)
 _NativeMerge = Callable[[str, list[int], int, int, bool, set[str], list[Span], frozenset[int] | None], int]
 _NATIVE_MERGE: _NativeMerge | None = native("merge_run")
 _NATIVE_HEADING_TEST = native("ends_with_heading")

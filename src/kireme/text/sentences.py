@@ -344,9 +344,9 @@ def _scan_sentence_cuts(text: str, a: int, b: int, caseless: bool) -> tuple[list
     quotations found there (outermost balanced brackets that close within their paragraph).
 
     The inner loop runs in C when kireme's extension is built (`kireme._speedups`: the quotations, the
-    candidate ends, the quotation rule, and `_judged_end` for "." where the word before it and the
-    character after are plain); the other candidates the rules below judge (`_judged_end`) and the
-    line-break rules are decided here either way."""
+    candidate ends, the quotation rule, `_judged_end` for "." where the word before it and the character
+    after are plain, and `_line_break_cuts`); the other candidates the rules below judge are decided by
+    `_judged_end` here either way."""
     scan = _NATIVE_SCAN
     if scan is None:
         return _scan_sentence_cuts_python(text, a, b, caseless)
