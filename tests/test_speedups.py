@@ -4,7 +4,7 @@ Issue #27 allows a compiled core on two conditions: the pure-Python path stays t
 fallback, and a property test proves both give identical chunks and ids. The text layer's per-character
 loops run in C when the extension is built: the sentence scanner's quotations and candidate ends, item
 lines, paragraph breaks, the heading test at a chunk end, whitespace trimming, the greedy packer's loop in
-characters and the chunk objects with their ids. These tests run each C
+characters, the chunk objects with their ids and the script level's cuts. These tests run each C
 function and its Python twin on the same generated Japanese and English text, and chunk with four
 strategies both ways, ids included. Where the extension is not built (no C compiler at install time)
 they skip, and kireme runs in pure Python.
@@ -26,6 +26,8 @@ from tests.strategies import markdown_texts, text_and_window
 from tests.strategies import texts as mixed_texts
 
 from kireme import Document, chunkers, make_chunker, pack
+from kireme.boundaries import levels
+from kireme.boundaries.levels import SCRIPT
 from kireme.document import NO_METADATA, Chunk, ChunkIds, Region
 from kireme.pack import PackedSpan
 from kireme.text import graphemes, headings, sentences
@@ -159,6 +161,7 @@ SWITCHES = [
     (chunkers, "_NATIVE_CHUNKS", native.make_chunks, None),
     (graphemes, "_NATIVE_ALL_SIMPLE", native.all_simple, None),
     (pack, "_NATIVE_MERGE", native.merge_run, None),
+    (levels, "_NATIVE_PAIR_CUTS", native.pair_cuts, None),
 ]
 
 
@@ -284,6 +287,49 @@ def test_cut_filter_in_c_keeps_what_python_keeps(text: str, data: st.DataObject)
         in_c = graphemes.CutFilter(text).keep(list(cuts))
     with scanner(c=False):
         assert in_c == graphemes.CutFilter(text).keep(list(cuts))
+
+
+# Unspaced Japanese in every script the `script` level tells apart, with what sits at its edges: the
+# iteration marks (々 is Han, ゝ hiragana), the long vowel mark and middle dot (Common), half-width katakana,
+# kanji beyond the Basic Multilingual Plane (𠮷, 𩸽: the C scan hands such text back to the regex), and
+# characters of other scripts.
+_SCRIPT_TEXT = st.lists(
+    st.sampled_from(list("はをゝゞゟぁ漢々〆〇アヽー・ｱﾞ㋐㌀𠮷𩸽𛀁a1、\n가α")),
+    max_size=40,
+).map("".join)
+
+
+@given(text_and_window(_SCRIPT_TEXT))
+def test_script_cuts_in_c_equal_the_regex_ones(case: tuple[str, int, int]) -> None:
+    text, a, b = case
+    expected = SCRIPT.reference.cuts(text, a, b)
+    found = native.pair_cuts(text, a, b, *SCRIPT.bitmaps())
+    if any(ord(c) > 0xFFFF for c in text[a:b]) and b - a > 1:
+        assert found is None  # beyond the BMP: the regex decides
+    else:
+        assert found == expected
+    with scanner(c=True):
+        assert SCRIPT.cuts(text, a, b) == expected
+
+
+def test_the_script_bitmaps_are_the_regex_classes_on_every_bmp_character() -> None:
+    import regex
+
+    for bitmap, char_class in zip(SCRIPT.bitmaps(), (SCRIPT.first, SCRIPT.second), strict=True):
+        pattern = regex.compile(char_class)
+        members = {c for c in range(0x10000) if bitmap[c >> 3] >> (c & 7) & 1}
+        assert members == {c for c in range(0x10000) if pattern.fullmatch(chr(c))}
+    hiragana, kanji_or_katakana = SCRIPT.bitmaps()
+    assert hiragana[ord("は") >> 3] >> (ord("は") & 7) & 1
+    assert not kanji_or_katakana[ord("ー") >> 3] >> (ord("ー") & 7) & 1  # the long vowel mark is Common
+
+
+def test_the_script_level_cuts_unpunctuated_japanese_before_each_content_word() -> None:
+    text = "社員は毎月の交通費をまとめて申請しなければならない"
+    cuts = SCRIPT.cuts(text, 0, len(text))
+    assert [text[c : c + 2] for c in cuts] == ["毎月", "交通", "申請"]
+    assert cuts == SCRIPT.reference.cuts(text, 0, len(text))
+    assert SCRIPT.cuts("吉野家は𠮷野家と書く", 0, 10) == [4, 8]  # an astral kanji: the regex finds it
 
 
 @given(heading_texts)

@@ -22,6 +22,9 @@
  *                       that needs Python (a split one level down, a heading with its body, grapheme rules).
  *   make_chunks         kireme/chunkers.py `build_chunks`' last step: every span of a plan as a `Chunk`, with
  *                       its id (`ChunkIds`: SHA-256, in C, of the document's id prefix and the span).
+ *   pair_cuts           kireme/boundaries/levels.py `PairLevel`: the cut between two neighbouring characters
+ *                       of two classes (the `script` level: hiragana before kanji or katakana), the classes
+ *                       given as bitmaps over code points that Python derives from the `regex` engine.
  *   vocabulary          the marks compiled in, for the test that keeps them equal to kireme.text.marks.
  */
 #define PY_SSIZE_T_CLEAN
@@ -1188,6 +1191,61 @@ done:
     return out;
 }
 
+/* ---------------------------------------------------------------------------------------------------------
+ * `pair_cuts(text, a, b, first, second)`: every p with a < p < b where text[p - 1] is in `first` and
+ * text[p] in `second` (kireme/boundaries/levels.py `PairLevel`, whose twin is a regex such as
+ * `\p{Hiragana}(?=[\p{Han}\p{Katakana}])` searched in [a, b)). Each class is a bitmap of the Basic
+ * Multilingual Plane (bit c % 8 of byte c / 8); None when [a, b) holds a character beyond it (Python's regex
+ * decides those).
+ */
+static inline int in_bitmap(Py_UCS4 c, const unsigned char *bits, Py_ssize_t nbytes) {
+    Py_ssize_t byte = (Py_ssize_t)(c >> 3);
+    return byte < nbytes && (bits[byte] >> (c & 7)) & 1;
+}
+
+static PyObject *pair_cuts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    Py_ssize_t a, b;
+    Py_buffer first, second;
+    if (!PyArg_ParseTuple(args, "Unny*y*", &text, &a, &b, &first, &second)) return NULL;
+    PyObject *out = PyList_New(0);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (a < 0) a = 0;
+    if (b > n) b = n;
+    if (out != NULL && a + 1 < b) {
+        int kind = PyUnicode_KIND(text);
+        const void *data = PyUnicode_DATA(text);
+        const unsigned char *f = first.buf, *s = second.buf;
+        Py_ssize_t nf = first.len, ns = second.len;
+        int wide = kind == PyUnicode_4BYTE_KIND;
+        Py_UCS4 c = PyUnicode_READ(kind, data, a);
+        int before = in_bitmap(c, f, nf);
+        for (Py_ssize_t p = a + 1; p <= b; p++) {
+            if (wide && c > 0xFFFF) {
+                Py_CLEAR(out);
+                out = Py_NewRef(Py_None);
+                break;
+            }
+            if (p == b) break;
+            c = PyUnicode_READ(kind, data, p);
+            if (before && in_bitmap(c, s, ns)) {
+                PyObject *cut = PyLong_FromSsize_t(p);
+                if (cut == NULL || PyList_Append(out, cut) < 0) {
+                    Py_XDECREF(cut);
+                    Py_CLEAR(out);
+                    break;
+                }
+                Py_DECREF(cut);
+            }
+            before = in_bitmap(c, f, nf);
+        }
+    }
+    PyBuffer_Release(&first);
+    PyBuffer_Release(&second);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"scan_sentence_cuts", scan_sentence_cuts, METH_VARARGS,
      "scan_sentence_cuts(text, a, b, block_starts) -> (cuts, quoted, pending)"},
@@ -1209,6 +1267,8 @@ static PyMethodDef methods[] = {
      "merge_run(text, bounds, i, budget, keep_headings, simple, out) -> where Python must go on"},
     {"make_chunks", make_chunks, METH_VARARGS,
      "make_chunks(cls, text, spans, id_prefix, doc_id, unit, title, headings, metadata, embeds) -> chunks"},
+    {"pair_cuts", pair_cuts, METH_VARARGS,
+     "pair_cuts(text, a, b, first, second) -> the p in (a, b) with text[p - 1] in first and text[p] in second"},
     {"vocabulary", vocabulary, METH_NOARGS, "vocabulary() -> (terminators, closers, openers, their closers)"},
     {NULL, NULL, 0, NULL},
 };

@@ -25,3 +25,6 @@ def make_chunks(
 ) -> list[Any]:
     """Every span of a plan as a chunk of ``cls`` with its SHA-256 id; ``headings`` and ``metadata`` one
     shared value or a list per span, ``embeds`` a list per span or ``None`` (the text itself)."""
+
+def pair_cuts(text: str, a: int, b: int, first: bytes, second: bytes, /) -> list[int]:
+    """Every p in (a, b) with text[p - 1] in the bitmap ``first`` and text[p] in ``second``."""

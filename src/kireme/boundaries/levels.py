@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import regex
 
 from kireme.errors import ConfigError, PatternTimeoutError
+from kireme.text.native import native
 from kireme.text.patterns import compile_pattern
 from kireme.text.sentences import check_sentence_mode, paragraph_cuts, sentence_cuts
 
@@ -64,6 +66,78 @@ class RegexLevel:
         return list(dict.fromkeys(found)) if len(set(found)) < len(found) else found
 
 
+# The C scan of `PairLevel` (`kireme._speedups.pair_cuts`), or None: the regex then finds the cuts.
+_NATIVE_PAIR_CUTS: Callable[[str, int, int, bytes, bytes], list[int] | None] | None = native("pair_cuts")
+# The Basic Multilingual Plane, every code point once (lone surrogates included): what a character class's
+# bitmap is read off.
+_BMP_SIZE = 0x10000
+
+
+def bmp_plane() -> str:
+    """Every code point of the Basic Multilingual Plane in order, lone surrogates included."""
+    return array("I", range(_BMP_SIZE)).tobytes().decode("utf-32-le", "surrogatepass")
+
+
+def class_bitmap(char_class: str, plane: str | None = None) -> bytes:
+    """Bit ``c`` (bit ``c % 8`` of byte ``c // 8``) set for every code point ``c`` of the Basic Multilingual
+    Plane that the `regex` engine's ``char_class`` (a pattern matching one character) matches. ``plane``:
+    `bmp_plane`, when the caller has it already."""
+    plane = bmp_plane() if plane is None else plane
+    bits = bytearray(_BMP_SIZE // 8)
+    for run in compile_pattern(f"(?:{char_class})+").finditer(plane):
+        lo, hi = run.span()
+        while lo < hi and lo % 8:  # the bits before the first whole byte
+            bits[lo >> 3] |= 1 << (lo & 7)
+            lo += 1
+        while hi > lo and hi % 8:  # after the last whole byte
+            hi -= 1
+            bits[hi >> 3] |= 1 << (hi & 7)
+        bits[lo >> 3 : hi >> 3] = b"\xff" * ((hi - lo) >> 3)
+    return bytes(bits)
+
+
+@dataclass(frozen=True)
+class PairLevel:
+    """Cut between two neighbouring characters where one of class ``first`` is followed by one of class
+    ``second`` (`regex` character classes): the cut of ``first(?=second)`` with ``cut_after``.
+
+    The `script` level is one: hiragana before kanji or katakana, searched in every span of unspaced,
+    unpunctuated Japanese, where a regex match object per cut was half of the chunking time. The C scan
+    (`kireme._speedups.pair_cuts`) reads each class from a bitmap of the Basic Multilingual Plane made
+    once from the `regex` engine itself, so both agree on every character; text with characters beyond
+    that plane, and a build without the extension, take the regex (`reference`), which stays the rule.
+    """
+
+    first: str
+    second: str
+    name: str
+    reference: RegexLevel = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        level = RegexLevel(f"{self.first}(?={self.second})", self.name, cut_after=True)
+        object.__setattr__(self, "reference", level)
+
+    @property
+    def pattern(self) -> str:
+        return self.reference.pattern
+
+    def bitmaps(self) -> tuple[bytes, bytes]:
+        """The two classes as BMP bitmaps (`class_bitmap`), made on first use."""
+        made: tuple[bytes, bytes] | None = self.__dict__.get("_bitmaps")
+        if made is None:
+            plane = bmp_plane()
+            made = (class_bitmap(self.first, plane), class_bitmap(self.second, plane))
+            object.__setattr__(self, "_bitmaps", made)
+        return made
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        if _NATIVE_PAIR_CUTS is not None:
+            found = _NATIVE_PAIR_CUTS(text, a, b, *self.bitmaps())
+            if found is not None:
+                return found
+        return self.reference.cuts(text, a, b)
+
+
 @dataclass(frozen=True)
 class SentenceLevel:
     """Sentence starts, by the Japanese/English rules of `kireme.text.sentences`."""
@@ -107,7 +181,7 @@ CLAUSE = RegexLevel(r"[、;；]|[，,:：](?![0-9０-９])", "clause", cut_after
 WORD = RegexLevel(r"[ \t\u3000]+", "word")
 # Where hiragana gives way to kanji or katakana a new content word usually starts: a far better cut
 # for unspaced Japanese than an arbitrary character.
-SCRIPT = RegexLevel(r"\p{Hiragana}(?=[\p{Han}\p{Katakana}])", "script", cut_after=True)
+SCRIPT = PairLevel(r"\p{Hiragana}", r"[\p{Han}\p{Katakana}]", "script")
 PARAGRAPH = ParagraphLevel()
 SENTENCE = SentenceLevel()
 
