@@ -4,7 +4,7 @@ Issue #27 allows a compiled core on two conditions: the pure-Python path stays t
 fallback, and a property test proves both give identical chunks and ids. The text layer's per-character
 loops run in C when the extension is built: the sentence scanner's quotations and candidate ends, item
 lines, paragraph breaks, the heading test at a chunk end, whitespace trimming, the greedy packer's loop in
-characters, the chunk objects with their ids and the script level's cuts. These tests run each C
+characters, the chunk objects with their ids, and the line and script levels' cuts. These tests run each C
 function and its Python twin on the same generated Japanese and English text, and chunk with four
 strategies both ways, ids included. Where the extension is not built (no C compiler at install time)
 they skip, and kireme runs in pure Python.
@@ -27,7 +27,7 @@ from tests.strategies import texts as mixed_texts
 
 from kireme import Document, chunkers, make_chunker, pack
 from kireme.boundaries import levels
-from kireme.boundaries.levels import SCRIPT
+from kireme.boundaries.levels import LINE, SCRIPT
 from kireme.document import NO_METADATA, Chunk, ChunkIds, Region
 from kireme.pack import PackedSpan
 from kireme.text import graphemes, headings, sentences
@@ -162,6 +162,7 @@ SWITCHES = [
     (graphemes, "_NATIVE_ALL_SIMPLE", native.all_simple, None),
     (pack, "_NATIVE_MERGE", native.merge_run, None),
     (levels, "_NATIVE_PAIR_CUTS", native.pair_cuts, None),
+    (levels, "_NATIVE_LINE_CUTS", native.line_cuts, None),
 ]
 
 
@@ -310,6 +311,19 @@ def test_script_cuts_in_c_equal_the_regex_ones(case: tuple[str, int, int]) -> No
         assert found == expected
     with scanner(c=True):
         assert SCRIPT.cuts(text, a, b) == expected
+
+
+@given(
+    text_and_window(
+        st.lists(st.sampled_from(["\r", "\n", "\r\n", "\n\r", "行", "a", " "]), max_size=30).map("".join)
+    )
+)
+def test_line_cuts_in_c_equal_the_regex_ones(case: tuple[str, int, int]) -> None:
+    text, a, b = case
+    expected = LINE.reference.cuts(text, a, b)
+    assert native.line_cuts(text, a, b) == expected
+    with scanner(c=True):
+        assert LINE.cuts(text, a, b) == expected
 
 
 def test_the_script_bitmaps_are_the_regex_classes_on_every_bmp_character() -> None:

@@ -25,6 +25,7 @@
  *   pair_cuts           kireme/boundaries/levels.py `PairLevel`: the cut between two neighbouring characters
  *                       of two classes (the `script` level: hiragana before kanji or katakana), the classes
  *                       given as bitmaps over code points that Python derives from the `regex` engine.
+ *   line_cuts           kireme/boundaries/levels.py `LineLevel`: where each line break (`\r?\n`) starts.
  *   vocabulary          the marks compiled in, for the test that keeps them equal to kireme.text.marks.
  */
 #define PY_SSIZE_T_CLEAN
@@ -1229,20 +1230,50 @@ static PyObject *pair_cuts(PyObject *self, PyObject *args) {
             }
             if (p == b) break;
             c = PyUnicode_READ(kind, data, p);
-            if (before && in_bitmap(c, s, ns)) {
-                PyObject *cut = PyLong_FromSsize_t(p);
-                if (cut == NULL || PyList_Append(out, cut) < 0) {
-                    Py_XDECREF(cut);
-                    Py_CLEAR(out);
-                    break;
-                }
-                Py_DECREF(cut);
+            if (before && in_bitmap(c, s, ns) && append_index(out, p) < 0) {
+                Py_CLEAR(out);
+                break;
             }
             before = in_bitmap(c, f, nf);
         }
     }
     PyBuffer_Release(&first);
     PyBuffer_Release(&second);
+    return out;
+}
+
+/* ---------------------------------------------------------------------------------------------------------
+ * `line_cuts(text, a, b)`: the starts of the matches of `\r?\n` searched in [a, b) that lie strictly inside
+ * (a, b) (kireme/boundaries/levels.py `LineLevel`; its twin is that regex). A `\r` starts a match only with
+ * its `\n` before b; a `\n` whose `\r` was taken with it is not a match of its own.
+ */
+static PyObject *line_cuts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    Py_ssize_t a, b;
+    if (!PyArg_ParseTuple(args, "Unn", &text, &a, &b)) return NULL;
+    PyObject *out = PyList_New(0);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (a < 0) a = 0;
+    if (b > n) b = n;
+    if (out == NULL) return NULL;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    for (Py_ssize_t p = a; p < b; p++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        Py_ssize_t start;
+        if (c == '\n') {
+            start = p;
+        } else if (c == '\r' && p + 1 < b && PyUnicode_READ(kind, data, p + 1) == '\n') {
+            start = p++;
+        } else {
+            continue;
+        }
+        if (start > a && append_index(out, start) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
     return out;
 }
 
@@ -1269,6 +1300,8 @@ static PyMethodDef methods[] = {
      "make_chunks(cls, text, spans, id_prefix, doc_id, unit, title, headings, metadata, embeds) -> chunks"},
     {"pair_cuts", pair_cuts, METH_VARARGS,
      "pair_cuts(text, a, b, first, second) -> the p in (a, b) with text[p - 1] in first and text[p] in second"},
+    {"line_cuts", line_cuts, METH_VARARGS,
+     "line_cuts(text, a, b) -> the starts of the line breaks (\\r?\\n) strictly inside (a, b)"},
     {"vocabulary", vocabulary, METH_NOARGS, "vocabulary() -> (terminators, closers, openers, their closers)"},
     {NULL, NULL, 0, NULL},
 };

@@ -28,3 +28,6 @@ def make_chunks(
 
 def pair_cuts(text: str, a: int, b: int, first: bytes, second: bytes, /) -> list[int]:
     """Every p in (a, b) with text[p - 1] in the bitmap ``first`` and text[p] in ``second``."""
+
+def line_cuts(text: str, a: int, b: int, /) -> list[int]:
+    """The starts of the line breaks (``\\r?\\n``) found in [a, b), strictly inside (a, b)."""

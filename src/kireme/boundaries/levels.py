@@ -66,6 +66,8 @@ class RegexLevel:
         return list(dict.fromkeys(found)) if len(set(found)) < len(found) else found
 
 
+# The C scan of `LineLevel` (`kireme._speedups.line_cuts`), or None: the regex then finds the cuts.
+_NATIVE_LINE_CUTS: Callable[[str, int, int], list[int]] | None = native("line_cuts")
 # The C scan of `PairLevel` (`kireme._speedups.pair_cuts`), or None: the regex then finds the cuts.
 _NATIVE_PAIR_CUTS: Callable[[str, int, int, bytes, bytes], list[int] | None] | None = native("pair_cuts")
 # The Basic Multilingual Plane, every code point once (lone surrogates included): what a character class's
@@ -139,6 +141,28 @@ class PairLevel:
 
 
 @dataclass(frozen=True)
+class LineLevel:
+    """Line breaks: a cut before each ``\\r?\\n`` (the break stays with the line after it).
+
+    The commonest level of Markdown, code and line-per-item text, asked for every span the packer splits:
+    a C scan (`kireme._speedups.line_cuts`) finds the breaks without a regex match object per line; the
+    regex (`reference`) stays the rule and the fallback.
+    """
+
+    name: str = "line"
+    reference: RegexLevel = field(default=RegexLevel(r"\r?\n", "line"), repr=False, compare=False)
+
+    @property
+    def pattern(self) -> str:
+        return self.reference.pattern
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        if _NATIVE_LINE_CUTS is not None:
+            return _NATIVE_LINE_CUTS(text, a, b)
+        return self.reference.cuts(text, a, b)
+
+
+@dataclass(frozen=True)
 class SentenceLevel:
     """Sentence starts, by the Japanese/English rules of `kireme.text.sentences`."""
 
@@ -175,7 +199,7 @@ class PositionLevel:
 USER_PATTERN_SECONDS = 2.0
 
 # Built-in levels shared by strategies and presets.
-LINE = RegexLevel(r"\r?\n", "line")
+LINE = LineLevel()
 # Clause marks; a comma or colon between digits is part of a number (１０，０００円, 10:30), not a clause end.
 CLAUSE = RegexLevel(r"[、;；]|[，,:：](?![0-9０-９])", "clause", cut_after=True)
 WORD = RegexLevel(r"[ \t\u3000]+", "word")
