@@ -196,6 +196,34 @@ def test_unparsed_inline_text_is_the_parsers(content: str) -> None:
         assert known == (_plain(inline, children) if children else "")
 
 
+# Around each star: letters, kana, kanji, spaces of every kind markdown-it knows, ASCII punctuation and
+# Unicode punctuation and symbols (「」・〜＄→), so that every flanking case of ``scanDelims`` is met.
+_AROUND_STARS = st.text(
+    st.sampled_from([*"ab あ漢 \t\u3000\xa0\u2003", *"/{}-.,()'\"?#$%+:;=>@^|~", *"「」・〜＄→、"]),
+    max_size=5,
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_AROUND_STARS, _AROUND_STARS.filter(bool), _AROUND_STARS)
+def test_two_stars_are_read_as_the_parser_reads_them(before: str, inside: str, after: str) -> None:
+    """A title whose only inline syntax is two single stars (``{/*id*/}``) is not parsed: emphasis or two
+    literal stars, as markdown-it decides."""
+    content = f"{before}*{inside}*{after}"
+    inline = Token("inline", "", 0, content=content)
+    known = _inline_text(inline)
+    assert known is not None
+    assert known == _plain(inline, _inline(inline, {}))
+
+
+def test_a_react_heading_id_is_emphasis_and_a_spaced_star_is_not() -> None:
+    title = Token("inline", "", 0, content="次のステップ {/*whats-next*/}")
+    assert _inline_text(title) == "次のステップ {/whats-next/}"
+    spaced = Token("inline", "", 0, content="2 * 3 * 4 の計算")
+    assert _inline_text(spaced) == "2 * 3 * 4 の計算"
+    assert _inline_text(Token("inline", "", 0, content="**太字**")) is None  # a run of two: the parser
+
+
 def _tokens(md: MarkdownIt, text: str) -> list[tuple[object, ...]]:
     return [
         (t.type, t.tag, t.nesting, t.level, t.map, t.info, t.markup, t.content, t.block, t.hidden)

@@ -238,7 +238,7 @@ def _visible_text(content: str) -> str | None:
     if _INLINE_SYNTAX.search(content) is None:
         return content.strip()
     if "`" not in content:
-        return None
+        return _starred_text(content)
     outside: list[str] = []
     parts: list[str] = []
     last = 0
@@ -254,6 +254,45 @@ def _visible_text(content: str) -> str | None:
     if _INLINE_SYNTAX.search("".join(outside).replace("`", "")) is not None:
         return None  # an unmatched backtick run is text; anything else needs the parser
     return "".join(parts).strip() or content.strip()
+
+
+def _starred_text(content: str) -> str | None:
+    """`_visible_text` of content whose only inline syntax is two single ``*`` — the React docs' heading
+    ids, ``## 次のステップ {/*whats-next*/}``, nine in ten of the titles the parser read on the Japanese
+    docs benchmarked: emphasis when the first can open it and the second close it (markdown-it's
+    ``scanDelims`` for ``*``, with its own character classes), else two literal stars. ``None`` for any
+    other content. Equal to the parse's by a property test."""
+    first = content.find("*")
+    second = content.find("*", first + 1)
+    if (
+        second <= first + 1  # one star, or a run of two
+        or content.find("*", second + 1) >= 0
+        or _INLINE_SYNTAX.search(content, 0, first) is not None
+        or _INLINE_SYNTAX.search(content, first + 1, second) is not None
+        or _INLINE_SYNTAX.search(content, second + 1) is not None
+    ):
+        return None
+    if _flanks(content, first)[0] and _flanks(content, second)[1]:
+        text = content[:first] + content[first + 1 : second] + content[second + 1 :]
+    else:
+        text = content
+    return text.strip() or content.strip()
+
+
+def _flanks(content: str, pos: int) -> tuple[bool, bool]:
+    """Whether the single ``*`` at ``pos`` is left-flanking (may open emphasis) and right-flanking (may
+    close it), as markdown-it's ``StateInline.scanDelims`` decides for ``*`` (words may be split)."""
+    from markdown_it.common.utils import isMdAsciiPunct, isPunctChar, isWhiteSpace
+
+    last = content[pos - 1] if pos > 0 else " "  # the start and end of the content count as spaces
+    after = content[pos + 1] if pos + 1 < len(content) else " "
+    last_punct = isMdAsciiPunct(ord(last)) or isPunctChar(last)
+    next_punct = isMdAsciiPunct(ord(after)) or isPunctChar(after)
+    last_space = isWhiteSpace(ord(last))
+    next_space = isWhiteSpace(ord(after))
+    left = not (next_space or (next_punct and not (last_space or last_punct)))
+    right = not (last_space or (last_punct and not (next_space or next_punct)))
+    return left, right
 
 
 def _line_span(text: str, lines: list[int], first: int, last: int) -> tuple[int, int]:
