@@ -26,8 +26,9 @@ def make_chunks(
     """Every span of a plan as a chunk of ``cls`` with its SHA-256 id; ``headings`` and ``metadata`` one
     shared value or a list per span, ``embeds`` a list per span or ``None`` (the text itself)."""
 
-def pair_cuts(text: str, a: int, b: int, first: bytes, second: bytes, /) -> list[int]:
-    """Every p in (a, b) with text[p - 1] in the bitmap ``first`` and text[p] in ``second``."""
+def pair_cuts(text: str, a: int, b: int, first: bytes, second: bytes, /) -> list[int] | None:
+    """Every p in (a, b) with text[p - 1] in the bitmap ``first`` and text[p] in ``second``; ``None``
+    when [a, b) holds a character beyond the Basic Multilingual Plane."""
 
 def line_cuts(text: str, a: int, b: int, /) -> list[int]:
     """The starts of the line breaks (``\\r?\\n``) found in [a, b), strictly inside (a, b)."""

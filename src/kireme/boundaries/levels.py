@@ -119,10 +119,6 @@ class PairLevel:
         level = RegexLevel(f"{self.first}(?={self.second})", self.name, cut_after=True)
         object.__setattr__(self, "reference", level)
 
-    @property
-    def pattern(self) -> str:
-        return self.reference.pattern
-
     def bitmaps(self) -> tuple[bytes, bytes]:
         """The two classes as BMP bitmaps (`class_bitmap`), made on first use."""
         made: tuple[bytes, bytes] | None = self.__dict__.get("_bitmaps")
@@ -151,10 +147,6 @@ class LineLevel:
 
     name: str = "line"
     reference: RegexLevel = field(default=RegexLevel(r"\r?\n", "line"), repr=False, compare=False)
-
-    @property
-    def pattern(self) -> str:
-        return self.reference.pattern
 
     def cuts(self, text: str, a: int, b: int) -> list[int]:
         if _NATIVE_LINE_CUTS is not None:
