@@ -144,7 +144,14 @@ _SPACES = [
     "\r",
 ]
 dense_texts = st.lists(st.sampled_from(_MARKS + _WORDS + _SPACES), max_size=80).map("".join)
-scanned_texts = st.one_of(dense_texts, mixed_texts)
+# The C loops read each kind of string (one, two or four bytes per character) on its own code unit type:
+# the pieces that fit in Latin-1 alone, and dense text with a character beyond the BMP somewhere in it.
+_LATIN1 = [piece for piece in _MARKS + _WORDS + _SPACES if max(map(ord, piece)) < 0x100]
+latin1_texts = st.lists(st.sampled_from(_LATIN1), max_size=80).map("".join)
+astral_texts = st.tuples(dense_texts, st.sampled_from(["𠮷", "😀"]), st.integers(0, 400)).map(
+    lambda case: case[0][: case[2]] + case[1] + case[0][case[2] :]
+)
+scanned_texts = st.one_of(dense_texts, mixed_texts, latin1_texts, astral_texts)
 
 
 # Where the library holds each function the extension speeds up: (module, name, the C one, the Python one;
@@ -163,6 +170,7 @@ SWITCHES = [
     (pack, "_NATIVE_MERGE", native.merge_run, None),
     (levels, "_NATIVE_PAIR_CUTS", native.pair_cuts, None),
     (levels, "_NATIVE_LINE_CUTS", native.line_cuts, None),
+    (pack, "_NATIVE_WINDOWS", native.char_windows, None),
 ]
 
 
@@ -290,6 +298,55 @@ def test_cut_filter_in_c_keeps_what_python_keeps(text: str, data: st.DataObject)
         assert in_c == graphemes.CutFilter(text).keep(list(cuts))
 
 
+# Text for the last resort, windows of characters: clusters (marks, ZWJ sequences, flags, jamo), amounts
+# in both widths whose digits `_outside_number` keeps together, and whitespace at window edges.
+_WINDOW_TEXT = st.text(
+    st.sampled_from(
+        [
+            *"あア漢ab \n\t\u3000",
+            *"1２,．円",
+            "\r",
+            "\u0301",
+            "\u200d",
+            "\U0001f468",
+            "\U0001f1ef",
+            "\u1100",
+            "\u1161",
+        ]
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=300)
+@given(_WINDOW_TEXT, st.integers(1, 12), st.booleans())
+def test_character_windows_in_c_are_the_python_windows(text: str, size: int, with_words: bool) -> None:
+    """`char_windows`: the fixed strategy's windows, and the last resort under a level (then an amount is
+    not cut after its digits), as `split_graphemes` cuts them."""
+    from kireme.boundaries.levels import WORD
+    from kireme.length import Chars
+
+    chosen = [WORD] if with_words else []
+    with scanner(c=True):
+        in_c = pack.pack(text, chosen, Chars().for_text(text), max_size=size)
+    with scanner(c=False):
+        assert in_c == pack.pack(text, chosen, Chars().for_text(text), max_size=size)
+
+
+def test_character_windows_in_c_cut_between_characters_and_keep_amounts_whole() -> None:
+    from kireme.boundaries.levels import WORD
+    from kireme.length import Chars
+
+    text = "交通費は１２，０００円です" * 3
+    with scanner(c=True):
+        windows = pack.pack(text, [], Chars().for_text(text), max_size=8)
+        under_a_level = pack.pack(text, [WORD], Chars().for_text(text), max_size=8)
+    assert [w.end - w.start for w in windows] == [8] * 4 + [7]
+    assert all(not text[w.end - 1].isdigit() or not text[w.end].isdigit() for w in under_a_level[:-1])
+    with scanner(c=False):
+        assert pack.pack(text, [WORD], Chars().for_text(text), max_size=8) == under_a_level
+
+
 # Unspaced Japanese in every script the `script` level tells apart, with what sits at its edges: the
 # iteration marks (々 is Han, ゝ hiragana), the long vowel mark and middle dot (Common), half-width katakana,
 # kanji beyond the Basic Multilingual Plane (𠮷, 𩸽: the C scan hands such text back to the regex), and
@@ -315,7 +372,9 @@ def test_script_cuts_in_c_equal_the_regex_ones(case: tuple[str, int, int]) -> No
 
 @given(
     text_and_window(
-        st.lists(st.sampled_from(["\r", "\n", "\r\n", "\n\r", "行", "a", " "]), max_size=30).map("".join)
+        st.lists(st.sampled_from(["\r", "\n", "\r\n", "\n\r", "行", "a", " ", "𠮷"]), max_size=30).map(
+            "".join
+        )
     )
 )
 def test_line_cuts_in_c_equal_the_regex_ones(case: tuple[str, int, int]) -> None:
@@ -460,7 +519,51 @@ def test_scan_in_c_on_written_text() -> None:
     assert quotes[0] == (text.index("「"), text.index("」"))
 
 
-@pytest.mark.parametrize("strategy", ["sentence", "recursive", "paragraph", "markdown"])
+_ENGLISH = (
+    'Dr. Smith arrived at 9 a.m. He said: "We leave now." Then he left... The end.\n\n'
+    "1. Book the room\n2. Send the form.\r\nNotes: none\r\n\r\nLast line (see above)."
+)
+# One text for each way CPython stores a string: one byte a character (Latin-1), two (the BMP), four.
+_KINDS = {
+    "latin-1": _ENGLISH + " \u00abFin.\u00bb Done.",
+    "bmp": "規程は四月に改定された。「出張は事前に申請すること。」と部長は言った。\n\n・交通費\n" + _ENGLISH,
+    "astral": "𠮷野家は駅前にある。「𠮷の字は土。」と店員は言った。\n・営業時間\n" + _ENGLISH,
+}
+
+
+@pytest.mark.parametrize("kind", list(_KINDS))
+def test_every_scan_in_c_answers_as_python_on_each_kind_of_string(kind: str) -> None:
+    """The whole-text loops read each kind of string on its own code unit type (`next_mattering`,
+    `next_newline`): every scan, on every window of a written text of each kind, as in Python."""
+    text = _KINDS[kind]
+    widest = max(map(ord, text))
+    assert (widest < 0x100, 0x100 <= widest <= 0xFFFF, widest > 0xFFFF)[list(_KINDS).index(kind)]
+    n = len(text)
+    windows = [(0, n), *((a, b) for a in range(0, n, 7) for b in range(a + 1, n + 1, 11))]
+    for a, b in windows:
+        with scanner(c=True):
+            in_c = (
+                sentences._scan_sentence_cuts(text, a, b, False),
+                sentences._line_break_cuts(text, a, b),
+                native.item_line_starts(text, a, b),
+                native.line_cuts(text, a, b),
+            )
+        with scanner(c=False):
+            in_python = (
+                sentences._scan_sentence_cuts(text, a, b, False),
+                sentences._line_break_cuts(text, a, b),
+                sentences._item_line_starts_python(text, a, b),
+                LINE.reference.cuts(text, a, b),
+            )
+        assert in_c == in_python, (a, b)
+    starts, blocks, items = native.paragraph_breaks(text)
+    assert sentences._breaks_python(text) == (tuple(starts), blocks, items)
+    cuts, _ = sentences._scan_sentence_cuts(text, 0, n, False)
+    assert "Then" in [text[c : c + 4] for c in cuts]  # found in C: the period before it is judged
+    assert items and native.line_cuts(text, 0, n)
+
+
+@pytest.mark.parametrize("strategy", ["fixed", "sentence", "recursive", "paragraph", "markdown"])
 @given(text=st.one_of(scanned_texts, markdown_texts), size=st.sampled_from([40, 120, 400]))
 def test_chunks_and_ids_are_the_same_either_way(strategy: str, text: str, size: int) -> None:
     chunker = make_chunker(strategy, max_size=size)

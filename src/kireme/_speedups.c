@@ -22,6 +22,8 @@
  *                       that needs Python (a split one level down, a heading with its body, grapheme rules).
  *   make_chunks         kireme/chunkers.py `build_chunks`' last step: every span of a plan as a `Chunk`, with
  *                       its id (`ChunkIds`: SHA-256, in C, of the document's id prefix and the span).
+ *   char_windows        kireme/pack.py `_Packer.split_graphemes` in characters: windows of the budget, each cut
+ *                       between two characters that never join a cluster (else Python goes on from there).
  *   pair_cuts           kireme/boundaries/levels.py `PairLevel`: the cut between two neighbouring characters
  *                       of two classes (the `script` level: hiragana before kanji or katakana), the classes
  *                       given as bitmaps over code points that Python derives from the `regex` engine.
@@ -109,6 +111,53 @@ static inline int may_matter(Py_UCS4 c) {
     return c >= 0xFF01 && c <= 0xFF61;
 }
 
+/* may_matter over the Basic Multilingual Plane, one bit per code point (made once, at import): the scans
+ * below test a character with one load instead of a chain of comparisons */
+static unsigned char MATTERS[0x10000 / 8];
+
+static void build_matters(void) {
+    for (Py_UCS4 c = 0; c < 0x10000; c++) {
+        if (may_matter(c)) MATTERS[c >> 3] |= (unsigned char)(1u << (c & 7));
+    }
+}
+
+#define MATTERS_BMP(c) ((MATTERS[(c) >> 3] >> ((c) & 7)) & 1)
+
+/* The first position in [p, b) whose character may matter (may_matter), else b. The whole-text scans go from
+ * one such character to the next: each loop runs on the string's own code unit type, without
+ * PyUnicode_READ's test of the kind at every character. */
+static Py_ssize_t next_mattering(int kind, const void *data, Py_ssize_t p, Py_ssize_t b) {
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *s = data;
+        while (p < b && !MATTERS_BMP(s[p])) p++;
+    } else if (kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS2 *s = data;
+        while (p < b && !MATTERS_BMP(s[p])) p++;
+    } else {
+        const Py_UCS4 *s = data;
+        while (p < b && (s[p] > 0xFFFF || !MATTERS_BMP(s[p]))) p++;
+    }
+    return p < b ? p : b;
+}
+
+/* The first "\n" in [p, b), else b (the same, for the line-by-line scans). */
+static Py_ssize_t next_newline(int kind, const void *data, Py_ssize_t p, Py_ssize_t b) {
+    if (p >= b) return b;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *s = data;
+        const Py_UCS1 *hit = memchr(s + p, '\n', (size_t)(b - p));
+        return hit != NULL ? hit - s : b;
+    }
+    if (kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS2 *s = data;
+        while (p < b && s[p] != '\n') p++;
+    } else {
+        const Py_UCS4 *s = data;
+        while (p < b && s[p] != '\n') p++;
+    }
+    return p;
+}
+
 typedef struct {
     Py_ssize_t pos;
     Py_UCS4 closer;
@@ -127,8 +176,22 @@ static Py_ssize_t next_block_after(const Py_ssize_t *blocks, Py_ssize_t nblocks,
     return lo < nblocks ? blocks[lo] : PY_SSIZE_T_MAX;
 }
 
+/* (x, y) as a tuple of two ints (what Py_BuildValue("(nn)") makes, without parsing a format) */
+static PyObject *int_pair(Py_ssize_t x, Py_ssize_t y) {
+    PyObject *first = PyLong_FromSsize_t(x), *second = first != NULL ? PyLong_FromSsize_t(y) : NULL;
+    PyObject *pair = second != NULL ? PyTuple_New(2) : NULL;
+    if (pair == NULL) {
+        Py_XDECREF(first);
+        Py_XDECREF(second);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(pair, 0, first);
+    PyTuple_SET_ITEM(pair, 1, second);
+    return pair;
+}
+
 static int append_pair(PyObject *list, Py_ssize_t x, Py_ssize_t y) {
-    PyObject *pair = Py_BuildValue("(nn)", x, y);
+    PyObject *pair = int_pair(x, y);
     if (pair == NULL) return -1;
     int rc = PyList_Append(list, pair);
     Py_DECREF(pair);
@@ -155,9 +218,8 @@ static int quoted_spans(int kind, const void *data, Py_ssize_t a, Py_ssize_t b, 
         PyErr_NoMemory();
         return -1;
     }
-    for (Py_ssize_t pos = a; pos < b; pos++) {
+    for (Py_ssize_t pos = next_mattering(kind, data, a, b); pos < b; pos = next_mattering(kind, data, pos + 1, b)) {
         Py_UCS4 c = PyUnicode_READ(kind, data, pos);
-        if (!may_matter(c)) continue;
         int open = opener_index(c);
         if (open < 0 && !is_bracket_closer(c)) continue;
         if (next_block < 0) {
@@ -275,10 +337,10 @@ static PyObject *scan_sentence_cuts(PyObject *self, PyObject *args) {
 
     Py_ssize_t qi = 0, last = -1;
     Py_ssize_t p = a;
-    while (p < b) {
+    while ((p = next_mattering(kind, data, p, b)) < b) {
         Py_UCS4 c = PyUnicode_READ(kind, data, p);
         Py_ssize_t e = -1;
-        if (may_matter(c) && (is_terminator(c) || c == FULLWIDTH_STOP || c == '.')) e = candidate_end(kind, data, b, p, c);
+        if (is_terminator(c) || c == FULLWIDTH_STOP || c == '.') e = candidate_end(kind, data, b, p, c);
         if (e < 0) {
             p++;
             continue;
@@ -411,10 +473,8 @@ static PyObject *item_line_starts(PyObject *self, PyObject *args) {
     PyObject *out = PyList_New(0);
     if (out == NULL) return NULL;
     if (start < b && item_line_at(kind, data, b, start) && append_index(out, start) < 0) goto error;
-    for (Py_ssize_t p = start; p < b; p++) {
-        if (PyUnicode_READ(kind, data, p) == '\n' && item_line_at(kind, data, b, p + 1) &&
-            append_index(out, p + 1) < 0)
-            goto error;
+    for (Py_ssize_t p = next_newline(kind, data, start, b); p < b; p = next_newline(kind, data, p + 1, b)) {
+        if (item_line_at(kind, data, b, p + 1) && append_index(out, p + 1) < 0) goto error;
     }
     return out;
 error:
@@ -470,12 +530,10 @@ static PyObject *line_break_cuts(PyObject *self, PyObject *args) {
     }
     Py_ssize_t line_start = a;
     while (line_start > 0 && PyUnicode_READ(kind, data, line_start - 1) != '\n') line_start--;
-    for (Py_ssize_t p = line_start; p < b; p++) {
-        /* an item line starts at line_start, or after a line break */
-        if (p != line_start && PyUnicode_READ(kind, data, p - 1) != '\n') continue;
+    /* an item line starts at line_start, or after a line break */
+    for (Py_ssize_t p = line_start; p < b; p = next_newline(kind, data, p, b) + 1) {
         if (!item_line_at(kind, data, b, p)) continue;
-        Py_ssize_t q = p;
-        while (q < b && PyUnicode_READ(kind, data, q) != '\n') q++;
+        Py_ssize_t q = next_newline(kind, data, p, b);
         if (q >= b) continue;
         Py_ssize_t at = q > 0 && PyUnicode_READ(kind, data, q - 1) == '\r' ? q - 1 : q;
         if (at >= a && push_offset(&ends, &count, &room, q) < 0) goto done;
@@ -697,16 +755,63 @@ static PyObject *merge_run(PyObject *self, PyObject *args) {
         if (ok < 0) return NULL;
         if (ok == 0) break;
         if (s < e) {
-            PyObject *span = Py_BuildValue("(nn)", s, e);
-            if (span == NULL || PyList_Append(out, span) < 0) {
-                Py_XDECREF(span);
-                return NULL;
-            }
-            Py_DECREF(span);
+            if (append_pair(out, s, e) < 0) return NULL;
         }
         i = k;
     }
     return PyLong_FromSsize_t(i);
+}
+
+/* ---------------------------------------------------------------------------------------------------------
+ * `char_windows(text, start, b, budget, simple, out, numbers)`: kireme/pack.py `_Packer.split_graphemes` where
+ * sizes are characters: windows of `budget` characters from `start`, each cut where it fills the budget and
+ * trimmed, appended to `out`. A cut is taken here only between two characters of `simple` (then no cluster
+ * is split and `floor_boundary` answers the same position) and, with `numbers` (the packer has levels, so
+ * `_outside_number` may move it), not after a digit or a number separator. Returns -1 when the span is done,
+ * else the window start Python must go on from (a cut or a trim that needs the grapheme rules or the number
+ * rule).
+ */
+static int is_number_char(Py_UCS4 c) { /* kireme/pack.py `_NUMBER_CHARS` */
+    return (c >= '0' && c <= '9') || (c >= 0xFF10 && c <= 0xFF19) || c == ',' || c == '.' || c == 0xFF0C ||
+           c == 0xFF0E;
+}
+
+static PyObject *char_windows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *simple, *out;
+    Py_ssize_t start, b, budget;
+    int numbers;
+    if (!PyArg_ParseTuple(args, "UnnnO!O!p", &text, &start, &b, &budget, &PySet_Type, &simple, &PyList_Type, &out,
+                          &numbers)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (start < 0 || b > n || budget < 1) return PyLong_FromSsize_t(start < 0 ? 0 : start); /* Python's case */
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    while (start < b) {
+        Py_ssize_t s, e;
+        int ok = trim_core(kind, data, start, b, simple, &s, &e);
+        if (ok < 0) return NULL;
+        if (ok == 0) break;
+        start = s;
+        b = e;
+        if (start >= b) return PyLong_FromLong(-1);
+        if (start + budget >= b) { /* the rest fits */
+            if (append_pair(out, start, b) < 0) return NULL;
+            return PyLong_FromLong(-1);
+        }
+        Py_ssize_t cut = start + budget;
+        ok = both_simple(kind, data, cut, simple);
+        if (ok < 0) return NULL;
+        if (ok == 0 || (numbers && is_number_char(PyUnicode_READ(kind, data, cut - 1)))) break;
+        ok = trim_core(kind, data, start, cut, simple, &s, &e);
+        if (ok < 0) return NULL;
+        if (ok == 0) break;
+        if (s < e && append_pair(out, s, e) < 0) return NULL;
+        start = cut;
+    }
+    return PyLong_FromSsize_t(start < b ? start : -1);
 }
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -732,11 +837,7 @@ static PyObject *paragraph_breaks(PyObject *self, PyObject *args) {
     if (append_index(blocks, 0) < 0) goto error;
     Py_ssize_t last_block = -1;
     Py_ssize_t p = 0;
-    while (p < n) {
-        if (PyUnicode_READ(kind, data, p) != '\n') {
-            p++;
-            continue;
-        }
+    while ((p = next_newline(kind, data, p, n)) < n) {
         Py_ssize_t start = (p > 0 && PyUnicode_READ(kind, data, p - 1) == '\r') ? p - 1 : p;
         Py_ssize_t q = p + 1;
         while (q < n && is_indent(PyUnicode_READ(kind, data, q))) q++;
@@ -1204,6 +1305,21 @@ static inline int in_bitmap(Py_UCS4 c, const unsigned char *bits, Py_ssize_t nby
     return byte < nbytes && (bits[byte] >> (c & 7)) & 1;
 }
 
+/* pair_cuts' loop on the string's code unit type: p where text[p - 1] is in f and text[p] in s */
+#define PAIR_SCAN(UNIT)                                                                    \
+    do {                                                                                   \
+        const UNIT *t = data;                                                              \
+        int before = in_bitmap(t[a], f, nf);                                               \
+        for (Py_ssize_t p = a + 1; p < b; p++) {                                           \
+            Py_UCS4 c = t[p];                                                              \
+            if (before && in_bitmap(c, s, ns) && append_index(out, p) < 0) {               \
+                Py_CLEAR(out);                                                             \
+                break;                                                                     \
+            }                                                                              \
+            before = in_bitmap(c, f, nf);                                                  \
+        }                                                                                  \
+    } while (0)
+
 static PyObject *pair_cuts(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *text;
@@ -1219,22 +1335,20 @@ static PyObject *pair_cuts(PyObject *self, PyObject *args) {
         const void *data = PyUnicode_DATA(text);
         const unsigned char *f = first.buf, *s = second.buf;
         Py_ssize_t nf = first.len, ns = second.len;
-        int wide = kind == PyUnicode_4BYTE_KIND;
-        Py_UCS4 c = PyUnicode_READ(kind, data, a);
-        int before = in_bitmap(c, f, nf);
-        for (Py_ssize_t p = a + 1; p <= b; p++) {
-            if (wide && c > 0xFFFF) {
-                Py_CLEAR(out);
-                out = Py_NewRef(Py_None);
-                break;
+        if (kind == PyUnicode_1BYTE_KIND) {
+            PAIR_SCAN(Py_UCS1);
+        } else if (kind == PyUnicode_2BYTE_KIND) {
+            PAIR_SCAN(Py_UCS2);
+        } else {
+            const Py_UCS4 *t = data;
+            for (Py_ssize_t p = a; p < b; p++) { /* beyond the BMP: the regex decides (None) */
+                if (t[p] > 0xFFFF) {
+                    Py_CLEAR(out);
+                    out = Py_NewRef(Py_None);
+                    break;
+                }
             }
-            if (p == b) break;
-            c = PyUnicode_READ(kind, data, p);
-            if (before && in_bitmap(c, s, ns) && append_index(out, p) < 0) {
-                Py_CLEAR(out);
-                break;
-            }
-            before = in_bitmap(c, f, nf);
+            if (out != Py_None) PAIR_SCAN(Py_UCS4);
         }
     }
     PyBuffer_Release(&first);
@@ -1259,16 +1373,9 @@ static PyObject *line_cuts(PyObject *self, PyObject *args) {
     if (out == NULL) return NULL;
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    for (Py_ssize_t p = a; p < b; p++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, p);
-        Py_ssize_t start;
-        if (c == '\n') {
-            start = p;
-        } else if (c == '\r' && p + 1 < b && PyUnicode_READ(kind, data, p + 1) == '\n') {
-            start = p++;
-        } else {
-            continue;
-        }
+    for (Py_ssize_t p = next_newline(kind, data, a, b); p < b; p = next_newline(kind, data, p + 1, b)) {
+        /* a "\r" before the "\n" starts the match when it lies in [a, b) */
+        Py_ssize_t start = p > a && PyUnicode_READ(kind, data, p - 1) == '\r' ? p - 1 : p;
         if (start > a && append_index(out, start) < 0) {
             Py_DECREF(out);
             return NULL;
@@ -1298,6 +1405,8 @@ static PyMethodDef methods[] = {
      "merge_run(text, bounds, i, budget, keep_headings, simple, out) -> where Python must go on"},
     {"make_chunks", make_chunks, METH_VARARGS,
      "make_chunks(cls, text, spans, id_prefix, doc_id, unit, title, headings, metadata, embeds) -> chunks"},
+    {"char_windows", char_windows, METH_VARARGS,
+     "char_windows(text, start, b, budget, simple, out, numbers) -> -1 when done, else where Python goes on"},
     {"pair_cuts", pair_cuts, METH_VARARGS,
      "pair_cuts(text, a, b, first, second) -> the p in (a, b) with text[p - 1] in first and text[p] in second"},
     {"line_cuts", line_cuts, METH_VARARGS,
@@ -1311,4 +1420,7 @@ static struct PyModuleDef module = {
     methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__speedups(void) {
+    build_matters();
+    return PyModule_Create(&module);
+}

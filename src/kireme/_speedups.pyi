@@ -32,3 +32,10 @@ def pair_cuts(text: str, a: int, b: int, first: bytes, second: bytes, /) -> list
 
 def line_cuts(text: str, a: int, b: int, /) -> list[int]:
     """The starts of the line breaks (``\\r?\\n``) found in [a, b), strictly inside (a, b)."""
+
+def char_windows(
+    text: str, start: int, b: int, budget: int, simple: set[str], out: list[tuple[int, int]], numbers: bool, /
+) -> int:
+    """Windows of ``budget`` characters from ``start`` appended to ``out`` (trimmed), each cut between two
+    characters of ``simple`` and, with ``numbers``, not after a digit or number separator: -1 when
+    ``[start, b)`` is done, else the window start Python goes on from."""

@@ -41,6 +41,10 @@ _NATIVE_TRIM: Callable[[str, int, int, set[str]], Span | None] | None = native("
 _NativeMerge = Callable[[str, list[int], int, int, bool, set[str], list[Span], frozenset[int] | None], int]
 _NATIVE_MERGE: _NativeMerge | None = native("merge_run")
 _NATIVE_HEADING_TEST = native("ends_with_heading")
+# `_Packer.split_graphemes` in characters (`kireme._speedups.char_windows`): -1 when done, else where to go on
+_NATIVE_WINDOWS: Callable[[str, int, int, int, set[str], list[Span], bool], int] | None = native(
+    "char_windows"
+)
 
 
 class PackedSpan(NamedTuple):
@@ -279,6 +283,11 @@ class _Packer:
         """
         sizer = self.sizer
         start = a
+        if _NATIVE_WINDOWS is not None and type(sizer) is _CharSizer:
+            # the windows whose cuts fall between simple characters, in C; the rest from where it stops
+            start = _NATIVE_WINDOWS(self.text, a, b, budget, SIMPLE_CHARS, out, bool(self.levels))
+            if start < 0:
+                return
         while start < b:
             start, b = self.trim(start, b)
             if start >= b:
