@@ -298,6 +298,17 @@ def test_cut_filter_in_c_keeps_what_python_keeps(text: str, data: st.DataObject)
         assert in_c == graphemes.CutFilter(text).keep(list(cuts))
 
 
+def test_the_memo_of_simple_characters_belongs_to_the_set_it_was_read_from() -> None:
+    """C remembers which characters it found in the set of simple characters; another set starts afresh."""
+    both = {"交", "通"}
+    assert native.all_simple("交通費", [1], both)
+    assert native.all_simple("交通費", [1], both)  # read off the memo
+    assert not native.all_simple("交通費", [1], {"交"})  # another set: 通 is not in it
+    assert native.trim_span(" 交通", 0, 3, {" ", "交"}) == (1, 3)  # the new start lies between " " and 交
+    assert native.trim_span(" 交通", 0, 3, {"交"}) is None  # " " was simple in the other set only
+    assert native.all_simple("交通費", [1], both)
+
+
 # Text for the last resort, windows of characters: clusters (marks, ZWJ sequences, flags, jamo), amounts
 # in both widths whose digits `_outside_number` keeps together, and whitespace at window edges.
 _WINDOW_TEXT = st.text(

@@ -618,12 +618,30 @@ static PyObject *ends_with_heading(PyObject *self, PyObject *args) {
  * was dropped, the new edge must lie between two characters of `simple` (kireme.text.graphemes'
  * characters that never join a cluster), else None: Python decides that span (it may learn a character).
  */
+/* The BMP characters found in the `simple` set so far, one bit each: a character once found there is read
+ * off this bitmap instead of being made into a string and looked up again. The set only grows (graphemes
+ * adds the characters it learns, never removes one), so a bit never goes stale; the memo belongs to one set
+ * object (held, so its address is not reused) and starts afresh when another set is passed. */
+static unsigned char KNOWN_SIMPLE[0x10000 / 8];
+static PyObject *known_simple_set = NULL;
+
+static int is_simple(Py_UCS4 c, PyObject *simple) {
+    if (simple != known_simple_set) {
+        Py_XSETREF(known_simple_set, Py_NewRef(simple));
+        memset(KNOWN_SIMPLE, 0, sizeof(KNOWN_SIMPLE));
+    }
+    if (c < 0x10000 && (KNOWN_SIMPLE[c >> 3] >> (c & 7)) & 1) return 1;
+    PyObject *ch = PyUnicode_FromOrdinal(c);
+    if (ch == NULL) return -1;
+    int found = PySet_Contains(simple, ch);
+    Py_DECREF(ch);
+    if (found == 1 && c < 0x10000) KNOWN_SIMPLE[c >> 3] |= (unsigned char)(1u << (c & 7));
+    return found;
+}
+
 static int both_simple(int kind, const void *data, Py_ssize_t p, PyObject *simple) {
     for (Py_ssize_t k = p - 1; k <= p; k++) {
-        PyObject *ch = PyUnicode_FromOrdinal(PyUnicode_READ(kind, data, k));
-        if (ch == NULL) return -1;
-        int found = PySet_Contains(simple, ch);
-        Py_DECREF(ch);
+        int found = is_simple(PyUnicode_READ(kind, data, k), simple);
         if (found != 1) return found;
     }
     return 1;
