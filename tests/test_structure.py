@@ -771,3 +771,21 @@ def test_a_bare_document_packs_as_its_pieces_context_says(text: str, size: int, 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(StructureChunker, "_sizes_add_up", lambda self: False)
         assert chunker.chunk(document) == quick
+
+
+def test_a_document_with_no_heading_title_or_table_gets_its_text_as_embed_text_without_context_work() -> None:
+    """A bare Markdown document's plan says its chunks embed their own text (`TextItself`): no heading
+    path or context is looked up per chunk, and the chunks are what they were (text, no path)."""
+    from kireme.chunkers import TextItself
+
+    body = "社内規程の本文です。出張の前には申請書を出してください。" * 30
+    chunker = make_chunker("markdown", max_size=100)
+    bare = Document(body, metadata={"format": "markdown"})
+    assert isinstance(chunker.for_document(bare).plan(bare).embed_text, TextItself)
+    chunks = chunker.chunk(bare)
+    assert len(chunks) > 5
+    assert all(c.embed_text == c.text and c.headings == () and not c.metadata for c in chunks)
+    titled = Document("# 出張規程\n\n" + body, metadata={"format": "markdown"})
+    assert not isinstance(chunker.for_document(titled).plan(titled).embed_text, TextItself)
+    later = chunker.chunk(titled)[1]
+    assert later.headings == ("出張規程",) and later.embed_text.startswith("出張規程\n\n")

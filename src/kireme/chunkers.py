@@ -43,6 +43,20 @@ _DERIVED = ("_config_hash", "_variants", "_levels", "_table_mode")
 Unit = str | Callable[[str], int] | Measure
 
 
+class TextItself:
+    """A plan's ``embed_text`` when every chunk's is its own text (nothing in front of it, nothing
+    rewritten): `Chunker.build_chunks` then adds no context and makes the chunks as plain text's are. Called,
+    it answers the slice, like any ``embed_text``."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __call__(self, start: int, end: int) -> str:
+        return self.text[start:end]
+
+
 @dataclass(frozen=True)
 class ChunkPlan:
     """What a strategy decided for one document (`Chunker.plan`): where its chunks are, how to label them.
@@ -50,7 +64,8 @@ class ChunkPlan:
     ``spans``: the packed chunk spans, in order. ``heading_paths``: each chunk's heading path (``None``:
     the Markdown heading paths of the text, for Markdown-like formats). ``title``: the title for the
     chunks and their context (``""``: the document's). ``embed_text(start, end)``: a strategy's own
-    ``embed_text`` (tables made readable alone); ``None``: the context prefix and the text.
+    ``embed_text`` (tables made readable alone); ``None``: the context prefix and the text; `TextItself`:
+    the text alone.
     ``headings(start, end)``: a strategy's own heading path and metadata for a chunk (sibling sections
     packed together share their parent's path); ``None``: the path at the chunk's start, no metadata.
     """
@@ -295,10 +310,14 @@ class Chunker:
         unit = self.measure.name
         doc_text = doc.text
         paths = plan.heading_paths if plan.heading_paths is not None else _heading_paths(doc)
+        if paths is not None and paths.empty:
+            paths = None  # no heading anywhere: every path is ()
         title = plan.title or doc.title
         embed = plan.embed_text
         prefix = None
-        if embed is None and self.context != "none":
+        if isinstance(embed, TextItself):
+            embed = None  # each chunk's text, with no context: what a plain text's chunks get
+        elif embed is None and self.context != "none":
             prefix = self.context_builder(doc, paths, title).prefix
         regions = RegionIndex(doc.regions) if doc.regions else None
         headings_of = plan.headings

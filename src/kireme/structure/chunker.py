@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from kireme.boundaries.levels import Level
-from kireme.chunkers import Chunker, ChunkPlan
+from kireme.chunkers import Chunker, ChunkPlan, TextItself
 from kireme.context import ContextBuilder
 from kireme.document import Document
 from kireme.errors import ConfigError
@@ -116,6 +116,7 @@ class StructureChunker(Chunker):
         warned = False
         # no heading, title or table: every piece's context is empty and its text its own embed_text
         bare = not outline.headings and not title and not outline.tables and self._sizes_add_up()
+        rewritten = False  # whether some piece's embed_text was made (`_embed_text`), not its text alone
         counts = self.context_counts
         text = doc.text
         for section in self._sections(doc, outline, paths, context, sizer):
@@ -143,6 +144,7 @@ class StructureChunker(Chunker):
                         for p in packed
                     ]
                 else:
+                    rewritten = True
                     made = [
                         self._embed_text(doc, outline, context, section, p.start, p.end, p.size)
                         for p in packed
@@ -169,6 +171,8 @@ class StructureChunker(Chunker):
                 )
             spans.extend(packed)
             embeds.update(((p.start, p.end), text) for p, (text, _, _) in zip(packed, made, strict=True))
+        if not rewritten:  # a bare document (no heading, title or table): each chunk's text is its embed_text
+            return ChunkPlan(spans, _NO_HEADINGS, title, TextItself(text))
         return ChunkPlan(spans, paths, title, lambda start, end: embeds[(start, end)], self._headings(paths))
 
     def _whole_plan(self, doc: Document, outline: Outline, title: str, sizer: SpanSizer) -> ChunkPlan | None:
@@ -186,7 +190,7 @@ class StructureChunker(Chunker):
         if len(packed) != 1 or packed[0].size > self.max_size:
             return None
         # no headings: every chunk's path is () and it holds no sub-heading, so no per-chunk lookup
-        return ChunkPlan(packed, _NO_HEADINGS, title, lambda start, end: text[start:end])
+        return ChunkPlan(packed, _NO_HEADINGS, title, TextItself(text))
 
     def _pack(
         self,

@@ -909,6 +909,11 @@ class HeadingPaths:
             self._chains.append(tuple(stack))
         self._paths = [tuple(h.title for h in chain) for chain in self._chains]
 
+    @property
+    def empty(self) -> bool:
+        """Whether there is no heading at all (every path is ``()``)."""
+        return not self._starts
+
     def at(self, position: int) -> tuple[str, ...]:
         """Headings that start at or before ``position`` and are still open there."""
         i = bisect_right(self._starts, position) - 1
