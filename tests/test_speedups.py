@@ -508,6 +508,18 @@ def test_plain_periods_are_judged_in_c() -> None:
     assert not {"Smit", "Tolk", "tour", "Inst"} & set(starts)
 
 
+def test_scan_in_c_knows_every_mark_of_the_vocabulary() -> None:
+    """Each terminator before each closer, and each bracket pair around a sentence, scanned in C and in
+    Python: the compiled classes of marks (`MARK_CLASS`) hold every mark `kireme.text.marks` names."""
+    texts = [f"前の文です{end}{closer} 次の文です。" for end in TERMINATORS for closer in [*CLOSERS, ""]]
+    texts += [f"彼は{o}行きます。{c}と言った。次に{o}帰る{c}。最後。" for o, c in OPEN_TO_CLOSE.items()]
+    for text in texts:
+        with scanner(c=True):
+            in_c = sentences._scan_sentence_cuts(text, 0, len(text), False)
+        with scanner(c=False):
+            assert in_c == sentences._scan_sentence_cuts(text, 0, len(text), False), text
+
+
 def test_scan_in_c_on_written_text() -> None:
     """Quotations, particles after them, digits before a full-width period, English abbreviations."""
     text = (

@@ -55,18 +55,41 @@ static int in_set(Py_UCS4 c, const Py_UCS4 *set, size_t n) {
     return 0;
 }
 
-static int is_terminator(Py_UCS4 c) { return in_set(c, TERMINATORS, COUNT(TERMINATORS)); }
-static int is_closer(Py_UCS4 c) { return in_set(c, CLOSERS, COUNT(CLOSERS)); }
+/* Which of the sets above each BMP character belongs to (every mark in them is in the BMP), made at import:
+ * the scanners ask at every candidate, and a lookup beats a walk through the list. */
+#define MARK_TERMINATOR 1
+#define MARK_CLOSER 2
+#define MARK_OPENER 4
+#define MARK_BRACKET_CLOSER 8
+static unsigned char MARK_CLASS[0x10000];
+
+static void mark_class(const Py_UCS4 *marks, size_t count, int mark) {
+    for (size_t i = 0; i < count; i++) {
+        if (marks[i] < 0x10000) MARK_CLASS[marks[i]] |= (unsigned char)mark; /* beyond: the C-vs-Python tests fail */
+    }
+}
+
+static void build_mark_classes(void) {
+    mark_class(TERMINATORS, COUNT(TERMINATORS), MARK_TERMINATOR);
+    mark_class(CLOSERS, COUNT(CLOSERS), MARK_CLOSER);
+    mark_class(OPENERS, COUNT(OPENERS), MARK_OPENER);
+    mark_class(OPENER_CLOSES, COUNT(OPENER_CLOSES), MARK_BRACKET_CLOSER);
+}
+
+static inline int has_mark_class(Py_UCS4 c, int mark) { return c < 0x10000 && (MARK_CLASS[c] & mark); }
+static int is_terminator(Py_UCS4 c) { return has_mark_class(c, MARK_TERMINATOR); }
+static int is_closer(Py_UCS4 c) { return has_mark_class(c, MARK_CLOSER); }
 
 /* the index of an opening bracket in OPENERS, -1 for any other character */
 static int opener_index(Py_UCS4 c) {
+    if (!has_mark_class(c, MARK_OPENER)) return -1;
     for (size_t i = 0; i < COUNT(OPENERS); i++) {
         if (OPENERS[i] == c) return (int)i;
     }
     return -1;
 }
 
-static int is_bracket_closer(Py_UCS4 c) { return in_set(c, OPENER_CLOSES, COUNT(OPENER_CLOSES)); }
+static int is_bracket_closer(Py_UCS4 c) { return has_mark_class(c, MARK_BRACKET_CLOSER); }
 
 /* the `regex` engine's \s: str.isspace less the information separators U+001C..U+001F */
 static int is_regex_space(Py_UCS4 c) { return Py_UNICODE_ISSPACE(c) && !(c >= 0x1C && c <= 0x1F); }
@@ -1440,5 +1463,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__speedups(void) {
     build_matters();
+    build_mark_classes();
     return PyModule_Create(&module);
 }
