@@ -269,24 +269,20 @@ def test_trim_in_c_equals_the_python_one(case: tuple[str, int, int]) -> None:
 
 # Text where some cuts would split a cluster: combining marks, ZWJ sequences, regional indicators, CR LF,
 # Hangul jamo, a Devanagari conjunct, beside plain kana and Latin letters.
-_CLUSTER_TEXT = st.text(
-    st.sampled_from(
-        [
-            *"あア漢ab \n",
-            "\r",
-            "\u0301",
-            "\u200d",
-            "\U0001f468",
-            "\U0001f1ef",
-            "\U0001f1f5",
-            "\u1100",
-            "\u1161",
-            "\u0915",
-            "\u094d",
-        ]
-    ),
-    max_size=30,
-)
+_CLUSTER_PIECES = [
+    *"あア漢ab \n",
+    "\r",
+    "\u0301",
+    "\u200d",
+    "\U0001f468",
+    "\U0001f1ef",
+    "\U0001f1f5",
+    "\u1100",
+    "\u1161",
+    "\u0915",
+    "\u094d",
+]
+_CLUSTER_TEXT = st.text(st.sampled_from(_CLUSTER_PIECES), max_size=30)
 
 
 @given(_CLUSTER_TEXT, st.data())
@@ -309,24 +305,9 @@ def test_the_memo_of_simple_characters_belongs_to_the_set_it_was_read_from() -> 
     assert native.all_simple("交通費", [1], both)
 
 
-# Text for the last resort, windows of characters: clusters (marks, ZWJ sequences, flags, jamo), amounts
-# in both widths whose digits `_outside_number` keeps together, and whitespace at window edges.
-_WINDOW_TEXT = st.text(
-    st.sampled_from(
-        [
-            *"あア漢ab \n\t\u3000",
-            *"1２,．円",
-            "\r",
-            "\u0301",
-            "\u200d",
-            "\U0001f468",
-            "\U0001f1ef",
-            "\u1100",
-            "\u1161",
-        ]
-    ),
-    max_size=60,
-)
+# Text for the last resort, windows of characters: the clusters above, amounts in both widths whose digits
+# `_outside_number` keeps together, and whitespace at window edges.
+_WINDOW_TEXT = st.text(st.sampled_from([*_CLUSTER_PIECES, *"\t\u3000", *"1２,．円"]), max_size=60)
 
 
 @settings(max_examples=300)

@@ -827,7 +827,7 @@ static PyObject *char_windows(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    if (start < 0 || b > n || budget < 1) return PyLong_FromSsize_t(start < 0 ? 0 : start); /* Python's case */
+    if (start < 0 || b > n || budget < 1) return PyLong_FromSsize_t(start); /* Python's to answer */
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     while (start < b) {

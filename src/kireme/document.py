@@ -261,11 +261,14 @@ class ChunkIds:
     """`chunk_id` for many spans of one document: the shared part of the key is hashed once."""
 
     def __init__(self, doc: Document, config_hash: str) -> None:
-        # what every id of the document hashes first (kireme._speedups.make_chunks hashes it in C)
+        # what every id of the document hashes first (kireme._speedups.make_chunks hashes it in C, so the
+        # hash of it here is made only when an id is asked of Python)
         self.prefix = "\x1f".join((doc.id, doc.sha256, config_hash, "")).encode("utf-8", "surrogatepass")
-        self._hash = hashlib.sha256(self.prefix)
+        self._hash: hashlib._Hash | None = None
 
     def __call__(self, start: int, end: int) -> str:
+        if self._hash is None:
+            self._hash = hashlib.sha256(self.prefix)
         h = self._hash.copy()
         h.update(f"{start}\x1f{end}".encode("ascii"))
         return h.hexdigest()[:32]

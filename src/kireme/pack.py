@@ -283,7 +283,7 @@ class _Packer:
         """
         sizer = self.sizer
         start = a
-        if _NATIVE_WINDOWS is not None and type(sizer) is _CharSizer:
+        if _NATIVE_WINDOWS is not None and type(sizer) is _CharSizer and a >= 0:
             # the windows whose cuts fall between simple characters, in C; the rest from where it stops
             start = _NATIVE_WINDOWS(self.text, a, b, budget, SIMPLE_CHARS, out, bool(self.levels))
             if start < 0:
