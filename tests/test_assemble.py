@@ -591,3 +591,41 @@ def test_a_hit_in_the_guided_share_of_the_budget_grows_only_towards_the_question
     assert "朝食代" in plain.text and "実費" not in plain.text
     assert made.size <= budget and plain.size <= budget
     check_exact(made, TEXTS)
+
+
+def test_a_small_budget_takes_the_telling_sentence_of_a_later_hit_to_make_room_for_another() -> None:
+    first = unit(
+        "rules",
+        RULES,
+        "日帰り出張の日当は２，０００円とする。宿泊を伴う出張の日当は１日につき３，０００円とする。",
+    )
+    lodging = unit(
+        "rules",
+        RULES,
+        "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。東京都内に宿泊する場合は、１泊につき"
+        "１２，０００円を上限とする。朝食代が含まれる場合も上限額は変わらない。",
+    )
+    tokyo = "東京都内に宿泊する場合は、１泊につき１２，０００円を上限とする。"
+    other = unit(
+        "notes", NOTES, "Budget: the team may spend up to 4,000 dollars on build machines this quarter."
+    )
+    ranked = [first, lodging, other]
+    mean = sum(len(u.text) for u in ranked) / 3
+    budget = 180  # between 2 and 4 mean units; the three hits whole do not fit, with the one sentence they do
+    assert 2 * mean <= budget < 4 * mean and sum(len(u.text) for u in ranked) > budget
+    assert len(first.text) + len(tokyo) + len(other.text) <= budget and len(tokyo) <= budget / 4
+    # every query term the lodging hit holds is in its Tokyo sentence: that sentence is enough of it
+    made = assembler(bridge=0).assemble(ranked, budget, "東京都内 宿泊 上限")
+    texts = [s.text for s in made.spans]
+    assert tokyo in texts and other.text in texts and lodging.text not in " ".join(texts)
+    assert made.size <= budget and not made.cut  # the best hit was not cut
+    assert next(s for s in made.spans if s.text == tokyo).cut  # the later hit was
+    check_exact(made, TEXTS)
+    # off, the lodging hit comes whole and leaves no room for the third
+    whole = assembler(bridge=0, share=0).assemble(ranked, budget, "東京都内 宿泊 上限")
+    assert lodging.text in whole.text and other.text not in whole.text
+    # the question's words spread over two sentences of the hit: no part of a quarter holds them all
+    spread = assembler(bridge=0).assemble(ranked, budget, "実費 東京都内")
+    assert lodging.text in spread.text and other.text not in spread.text
+    with pytest.raises(ConfigError, match="share"):
+        assembler(share=-1)

@@ -19,6 +19,11 @@ document, so it can do what a list of chunk strings cannot:
   time only towards a neighbour that holds query terms the span does not hold yet (`guided_span`), so a
   hit whose surroundings add nothing costs nothing more and evidence that goes on is passed whole; the
   other hits come whole, and what is left at the end, too small for the next hit, grows the best spans;
+* **share** a small budget: when it holds at least 2 and fewer than ``share`` mean units (``share`` = 4),
+  a hit after the first that is larger than ``budget / share`` is passed as its best sentences within
+  that size, if they hold every query term the whole hit holds — the rest of the hit says nothing more
+  about the question, so the budget buys one more distinct hit instead (short factual answers); a hit
+  whose terms are spread over it (a rule, long evidence) comes whole;
 * **cut to fit**: a hit that does not fit whole in what is left gives the run of its sentences that fits
   and shares most terms with the query, never ending on a heading line whose body it leaves out
   (``cut="all"``; ``"best"`` cuts only the best hit, when nothing else was taken), so a small budget
@@ -56,6 +61,10 @@ GUIDED_SHARE = 0.5
 GUIDED_REACH = 5.0
 # hits of one document at most one mean unit apart are joined (measured: docs/benchmarks.md)
 DEFAULT_BRIDGE = 1.0
+# a budget of 2 to 4 mean units passes the later hits as their best quarter of it when that loses none of
+# the query terms they hold (measured: docs/benchmarks.md)
+DEFAULT_SHARE = 4.0
+_SHARE_FROM = 2.0  # below 2 mean units the best hit takes most of the budget: nothing to share
 # how far around a hit sentences are looked for, in characters per unit of the window
 _LOOKAROUND_PER_UNIT = 6
 _LOOKAROUND_MIN = 2048
@@ -168,6 +177,8 @@ class Assembler:
     best hit when nothing else fits;
     ``bridge``: hits of one document at most ``bridge`` mean units apart (in characters) become one span
     with the text between them, when it fits and crosses no heading line (0: only hits that touch);
+    ``share``: when the budget holds 2 to ``share`` mean units, a later hit larger than ``budget / share``
+    gives its best sentences within that size if they hold every query term the hit holds (0: never);
     ``overhead(doc_id, headings)``:
     what the caller adds around each span when rendering it (a citation line), counted against the budget.
     """
@@ -182,6 +193,7 @@ class Assembler:
         widen: float = DEFAULT_WIDEN,
         cut: str = "all",
         bridge: float = DEFAULT_BRIDGE,
+        share: float = DEFAULT_SHARE,
         overhead: Callable[[str, tuple[str, ...]], int] | None = None,
     ) -> None:
         if policy not in POLICIES:
@@ -190,6 +202,8 @@ class Assembler:
             raise ConfigError(f"widen must be a number >= 0, got {widen!r}")
         if not isinstance(bridge, int | float) or isinstance(bridge, bool) or bridge < 0:
             raise ConfigError(f"bridge must be a number >= 0, got {bridge!r}")
+        if not isinstance(share, int | float) or isinstance(share, bool) or share < 0:
+            raise ConfigError(f"share must be a number >= 0, got {share!r}")
         if cut not in CUTS:
             raise ConfigError(f"cut must be one of {', '.join(CUTS)}, got {cut!r}")
         self._text_of = text_of
@@ -200,6 +214,7 @@ class Assembler:
         self.widen = float(widen)
         self.reach = GROW_REACH
         self.bridge = float(bridge)
+        self.share = float(share)
         self.cut = cut
         self.overhead = overhead
 
@@ -221,6 +236,7 @@ class Assembler:
         mean = max(1.0, sum(sample) / len(sample)) if sample else 1.0
         if self.policy == "spans" and head:  # the gap is in characters, whatever the budget counts
             state.gap = int(self.bridge * sum(len(u.text) for u in head) / len(head))
+        sharing = self.policy == "spans" and bool(wanted) and _SHARE_FROM * mean <= budget < self.share * mean
         for rank, unit in enumerate(ranked, start=1):
             state.considered = rank
             if state.add_rank(unit, rank):  # a passage already holds it: it costs nothing
@@ -234,6 +250,10 @@ class Assembler:
                 else:  # the next ones: only towards sentences that hold more of the query
                     grown = self._grow(unit, int(GUIDED_REACH * self.measure(unit.text)), wanted)
                 if grown is not None and state.try_add(unit, rank, grown):
+                    continue
+            if sharing and state.pieces:
+                part = self._telling_part(unit, budget / self.share, budget - state.total, query, wanted)
+                if part is not None and state.try_add(unit, rank, part, cut=True):
                     continue
             if state.try_add(unit, rank, (unit.start, unit.end)):
                 continue
@@ -319,6 +339,25 @@ class Assembler:
         if best is None:
             return None
         return -best[2] + offset, best[3] + offset
+
+    def _telling_part(
+        self, unit: Ranked, share: float, room: int, query: str, wanted: frozenset[str]
+    ) -> tuple[int, int] | None:
+        """``unit``'s best run of sentences within ``share`` (and ``room``) when the unit is larger than
+        ``share`` and the run holds every ``wanted`` term the whole unit holds; else ``None`` (the unit is
+        passed as it is)."""
+        if self.measure(unit.text) <= share:
+            return None
+        text = self._document(unit)
+        if text is None:
+            return None
+        run = self._best_run(unit, int(min(share, room)), query)
+        if run is None:
+            return None
+        held = wanted.intersection(tokenize(unit.text))
+        if held - wanted.intersection(tokenize(text[run[0] : run[1]])):
+            return None
+        return run
 
     def _cut_best(self, unit: Ranked, budget: int, query: str) -> Context:
         """The best unit cut to ``budget`` (`_best_run`), or a `ConfigError` when no sentence of it fits."""
