@@ -198,12 +198,9 @@ class Assembler:
     ) -> None:
         if policy not in POLICIES:
             raise ConfigError(f"unknown context policy {policy!r}: choose one of {', '.join(POLICIES)}")
-        if not isinstance(widen, int | float) or isinstance(widen, bool) or widen < 0:
-            raise ConfigError(f"widen must be a number >= 0, got {widen!r}")
-        if not isinstance(bridge, int | float) or isinstance(bridge, bool) or bridge < 0:
-            raise ConfigError(f"bridge must be a number >= 0, got {bridge!r}")
-        if not isinstance(share, int | float) or isinstance(share, bool) or share < 0:
-            raise ConfigError(f"share must be a number >= 0, got {share!r}")
+        for name, value in (("widen", widen), ("bridge", bridge), ("share", share)):
+            if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+                raise ConfigError(f"{name} must be a number >= 0, got {value!r}")
         if cut not in CUTS:
             raise ConfigError(f"cut must be one of {', '.join(CUTS)}, got {cut!r}")
         self._text_of = text_of
@@ -341,17 +338,17 @@ class Assembler:
         return -best[2] + offset, best[3] + offset
 
     def _telling_part(
-        self, unit: Ranked, share: float, room: int, query: str, wanted: frozenset[str]
+        self, unit: Ranked, limit: float, room: int, query: str, wanted: frozenset[str]
     ) -> tuple[int, int] | None:
-        """``unit``'s best run of sentences within ``share`` (and ``room``) when the unit is larger than
-        ``share`` and the run holds every ``wanted`` term the whole unit holds; else ``None`` (the unit is
+        """``unit``'s best run of sentences within ``limit`` (and ``room``) when the unit is larger than
+        ``limit`` and the run holds every ``wanted`` term the whole unit holds; else ``None`` (the unit is
         passed as it is)."""
-        if self.measure(unit.text) <= share:
+        if self.measure(unit.text) <= limit:
             return None
         text = self._document(unit)
         if text is None:
             return None
-        run = self._best_run(unit, int(min(share, room)), query)
+        run = self._best_run(unit, int(min(limit, room)), query)
         if run is None:
             return None
         held = wanted.intersection(tokenize(unit.text))
