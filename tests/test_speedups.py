@@ -30,7 +30,8 @@ from kireme.boundaries import levels
 from kireme.boundaries.levels import LINE, SCRIPT
 from kireme.document import NO_METADATA, Chunk, ChunkIds, Region
 from kireme.pack import PackedSpan
-from kireme.text import graphemes, headings, sentences
+from kireme.structure import layout
+from kireme.text import graphemes, headings, markdown, sentences
 from kireme.text.caches import clear_text_caches
 from kireme.text.graphemes import SIMPLE_CHARS
 from kireme.text.marks import CLOSERS, OPEN_TO_CLOSE, TERMINATORS
@@ -171,6 +172,8 @@ SWITCHES = [
     (levels, "_NATIVE_PAIR_CUTS", native.pair_cuts, None),
     (levels, "_NATIVE_LINE_CUTS", native.line_cuts, None),
     (pack, "_NATIVE_WINDOWS", native.char_windows, None),
+    (markdown, "line_starts", native.line_starts, markdown._line_starts_python),
+    (layout, "line_starts", native.line_starts, markdown._line_starts_python),
 ]
 
 
@@ -377,6 +380,18 @@ def test_line_cuts_in_c_equal_the_regex_ones(case: tuple[str, int, int]) -> None
         assert LINE.cuts(text, a, b) == expected
 
 
+@given(
+    st.lists(st.sampled_from(["\r", "\n", "\r\n", "\n\n", "行", "a", " ", "𠮷", "é"]), max_size=30).map(
+        "".join
+    )
+)
+def test_line_starts_in_c_equal_the_regex_ones(text: str) -> None:
+    expected = markdown._line_starts_python(text)
+    assert native.line_starts(text) == expected
+    assert expected[0] == 0 and all(text[p - 1] == "\n" for p in expected[1:])
+    assert len(expected) == text.count("\n") + 1
+
+
 def test_the_script_bitmaps_are_the_regex_classes_on_every_bmp_character() -> None:
     import regex
 
@@ -551,6 +566,7 @@ def test_every_scan_in_c_answers_as_python_on_each_kind_of_string(kind: str) -> 
                 sentences._line_break_cuts(text, a, b),
                 native.item_line_starts(text, a, b),
                 native.line_cuts(text, a, b),
+                native.line_starts(text[a:b]),
             )
         with scanner(c=False):
             in_python = (
@@ -558,6 +574,7 @@ def test_every_scan_in_c_answers_as_python_on_each_kind_of_string(kind: str) -> 
                 sentences._line_break_cuts(text, a, b),
                 sentences._item_line_starts_python(text, a, b),
                 LINE.reference.cuts(text, a, b),
+                markdown._line_starts_python(text[a:b]),
             )
         assert in_c == in_python, (a, b)
     starts, blocks, items = native.paragraph_breaks(text)

@@ -28,6 +28,7 @@
  *                       of two classes (the `script` level: hiragana before kanji or katakana), the classes
  *                       given as bitmaps over code points that Python derives from the `regex` engine.
  *   line_cuts           kireme/boundaries/levels.py `LineLevel`: where each line break (`\r?\n`) starts.
+ *   line_starts         kireme/text/markdown.py `line_starts`: where every line starts (the outline's line map).
  *   vocabulary          the marks compiled in, for the test that keeps them equal to kireme.text.marks.
  */
 #define PY_SSIZE_T_CLEAN
@@ -1425,6 +1426,29 @@ static PyObject *line_cuts(PyObject *self, PyObject *args) {
     return out;
 }
 
+/*
+ * `line_starts(text)`: 0 and the offset after every "\n" (kireme/text/markdown.py `_line_starts_python`: the
+ * start of every line; "\r\n" ends one line), without a regex match object per line.
+ */
+static PyObject *line_starts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U", &text)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    if (append_index(out, 0) < 0) goto fail;
+    for (Py_ssize_t p = next_newline(kind, data, 0, n); p < n; p = next_newline(kind, data, p + 1, n)) {
+        if (append_index(out, p + 1) < 0) goto fail;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"scan_sentence_cuts", scan_sentence_cuts, METH_VARARGS,
      "scan_sentence_cuts(text, a, b, block_starts) -> (cuts, quoted, pending)"},
@@ -1452,6 +1476,7 @@ static PyMethodDef methods[] = {
      "pair_cuts(text, a, b, first, second) -> the p in (a, b) with text[p - 1] in first and text[p] in second"},
     {"line_cuts", line_cuts, METH_VARARGS,
      "line_cuts(text, a, b) -> the starts of the line breaks (\\r?\\n) strictly inside (a, b)"},
+    {"line_starts", line_starts, METH_VARARGS, "line_starts(text) -> 0 and the offset after every \\n"},
     {"vocabulary", vocabulary, METH_NOARGS, "vocabulary() -> (terminators, closers, openers, their closers)"},
     {NULL, NULL, 0, NULL},
 };

@@ -33,6 +33,9 @@ def pair_cuts(text: str, a: int, b: int, first: bytes, second: bytes, /) -> list
 def line_cuts(text: str, a: int, b: int, /) -> list[int]:
     """The starts of the line breaks (``\\r?\\n``) found in [a, b), strictly inside (a, b)."""
 
+def line_starts(text: str, /) -> list[int]:
+    """0 and the offset after every ``\\n``: where each line of ``text`` starts."""
+
 def char_windows(
     text: str, start: int, b: int, budget: int, simple: set[str], out: list[tuple[int, int]], numbers: bool, /
 ) -> int:

@@ -159,13 +159,13 @@ class ContextBuilder:
             names, says_title = self._names_above(chain, chain[-1].end <= start)
         if not self.title:  # no title to leave out
             return self._fit(names)
+        if says_title:
+            return self._fit(names, titles=(False,))  # the path says the title already
         if end is None:
             opens = bool(chain) and chain[-1].start == start and self._is_title(chain[-1].title)
         else:
             opens = self._holds_title(chain, start, end) or self._opens_with_title(start, end)
-        if opens or says_title:
-            return self._fit(names, titles=(False,))  # the chunk or the path says the title already
-        return self._fit(names)
+        return self._fit(names, titles=(False,)) if opens else self._fit(names)  # the chunk says the title
 
     def named_prefix(self, names: Sequence[str], start: int, end: int) -> str:
         """The prefix of a chunk ``[start, end)`` whose path above it is ``names``, for a strategy that

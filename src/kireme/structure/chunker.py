@@ -119,6 +119,10 @@ class StructureChunker(Chunker):
         rewritten = False  # whether some piece's embed_text was made (`_embed_text`), not its text alone
         counts = self.context_counts
         text = doc.text
+        # a plain piece's embed_text is its context and its text, whose sizes add up (`_plain_sizes`)
+        mode = self.table_mode
+        simple = self._sizes_add_up() and not (outline.tables and (mode.fills or mode.mode == "records"))
+        floor = self._floor()
         for section in self._sections(doc, outline, paths, context, sizer):
             budget = lowest = section.max_size
             plain = section.table is None and section.code is None
@@ -138,25 +142,26 @@ class StructureChunker(Chunker):
                     (section.start, section.end),
                     cut_memo,
                 )
+                made: list[tuple[str, int, int]] | None = None
                 if bare and plain:
-                    made = [
-                        (text[p.start : p.end], p.size if counts else 0, p.size if counts else 0)
-                        for p in packed
-                    ]
+                    sizes = [p.size for p in packed] if counts else []
+                    fulls = sizes
+                elif plain and simple:  # sizes first; the strings only for the packing that is kept
+                    sizes, fulls = self._plain_sizes(context, packed)
                 else:
-                    rewritten = True
                     made = [
                         self._embed_text(doc, outline, context, section, p.start, p.end, p.size)
                         for p in packed
                     ]
+                    sizes = [size for _, size, _ in made]
+                    fulls = [full for _, _, full in made]
                 # how far the largest embed_text is over max_size as made (`over`: the context may have
                 # given way) and as wanted (context and all); both negative when the context does not count
-                over = max((size for _, size, _ in made), default=0) - self.max_size
-                wanted = max((full for _, _, full in made), default=0) - self.max_size
+                over = max(sizes, default=0) - self.max_size
+                wanted = max(fulls, default=0) - self.max_size
                 if plain and wanted > 0 and budget > lowest:
                     budget = max(lowest, budget - wanted)  # some piece's context did not fit: tighter
                     continue
-                floor = self._floor()
                 if over <= 0 or budget <= floor:
                     break
                 budget = max(floor, budget - over)  # filled-in cells or a join took more: pack tighter
@@ -170,7 +175,19 @@ class StructureChunker(Chunker):
                     self.measure.name,
                 )
             spans.extend(packed)
-            embeds.update(((p.start, p.end), text) for p, (text, _, _) in zip(packed, made, strict=True))
+            if made is not None:
+                rewritten = True
+                embeds.update(((p.start, p.end), text) for p, (text, _, _) in zip(packed, made, strict=True))
+            elif not (bare and plain):
+                rewritten = True
+                for p, size in zip(packed, sizes, strict=True):
+                    piece = text[p.start : p.end]
+                    # the context went in front unless it had to give way (then the text is all there is)
+                    embeds[(p.start, p.end)] = (
+                        context.prefix(p.start, p.end) + piece if not counts or size > p.size else piece
+                    )
+            else:
+                embeds.update(((p.start, p.end), text[p.start : p.end]) for p in packed)
         if not rewritten:  # a bare document (no heading, title or table): each chunk's text is its embed_text
             return ChunkPlan(spans, _NO_HEADINGS, title, TextItself(text))
         return ChunkPlan(spans, paths, title, lambda start, end: embeds[(start, end)], self._headings(paths))
@@ -596,6 +613,21 @@ class StructureChunker(Chunker):
             if size <= self.max_size:
                 return candidate, size, full
         return body, size, full
+
+    def _plain_sizes(self, context: ContextBuilder, packed: list[PackedSpan]) -> tuple[list[int], list[int]]:
+        """The size of each piece's ``embed_text`` and of its text with its whole context, for a piece of a
+        plain section (no table or code block of its own) whose text is never rewritten and whose context
+        and text measure the sum of their sizes: what `_embed_text` gives, without making the strings
+        (a section packed again tighter throws them away). Both 0 when the context does not count."""
+        if not self.context_counts:
+            zeros = [0] * len(packed)
+            return zeros, zeros
+        limit = self.max_size
+        prefix = context.prefix
+        measured = context.measured
+        fulls = [measured(prefix(p.start, p.end)) + p.size for p in packed]
+        sizes = [full if full <= limit else p.size for p, full in zip(packed, fulls, strict=True)]
+        return sizes, fulls
 
     def _sizes_add_up(self) -> bool:
         """Whether a context prefix and the text after it measure the sum of their sizes: in characters,
