@@ -631,17 +631,44 @@ def test_chunks_with_context_regions_and_any_id_are_the_same_either_way(
     assert [vars(c) for c in made] == [vars(c) for c in expected]  # the same fields, in the same order
 
 
-@given(st.binary(max_size=300), st.lists(st.tuples(st.integers(0, 40), st.integers(0, 10**12)), max_size=5))
-def test_ids_made_in_c_are_the_sha256_ids(prefix: bytes, spans: list[tuple[int, int]]) -> None:
-    """The C SHA-256 against hashlib: any prefix length (block edges), any offsets (digits of any width)."""
-    text = "x" * 41
-    packed = [PackedSpan(min(a, 41), min(a, 41), 0) for a, _ in spans]
-    made = native.make_chunks(Chunk, text, packed, prefix, "d", "chars", "", (), NO_METADATA, None)
+@contextmanager
+def sha256_extensions(on: bool) -> Iterator[bool]:
+    """Chunk ids hashed with the processor's SHA extensions (``on``, where it has them) or the portable loop;
+    yields whether the extensions are in use. The choice made at import is restored after."""
+    chosen = native.sha256_extensions(True)
+    try:
+        yield native.sha256_extensions(on)
+    finally:
+        native.sha256_extensions(chosen)
+
+
+@pytest.mark.parametrize("extensions", [False, True], ids=["portable", "sha-extensions"])
+@given(
+    prefix=st.binary(max_size=300),
+    spans=st.lists(
+        st.tuples(st.integers(0, 10**7), st.integers(0, 10**7)).map(sorted).map(tuple), min_size=1, max_size=5
+    ),
+)
+def test_ids_made_in_c_are_the_sha256_ids(
+    extensions: bool, prefix: bytes, spans: list[tuple[int, int]]
+) -> None:
+    """The C SHA-256 against hashlib, with the processor's SHA extensions and without: any prefix length
+    (block edges), any offsets (digits of any width)."""
+    text = "x" * max(end for _, end in spans)
+    packed = [PackedSpan(a, b, 0) for a, b in spans]
+    with sha256_extensions(extensions) as used:
+        if extensions and not used:
+            pytest.skip("this processor has no SHA extensions")
+        made = native.make_chunks(Chunk, text, packed, prefix, "d", "chars", "", (), NO_METADATA, None)
     for chunk, span in zip(made, packed, strict=True):
         key = prefix + f"{span.start}\x1f{span.end}".encode("ascii")
         assert chunk.id == hashlib.sha256(key).hexdigest()[:32]
+
+
+@given(st.binary(max_size=300), st.lists(st.integers(0, 10**12), max_size=5))
+def test_make_chunks_refuses_offsets_outside_the_text(prefix: bytes, ends: list[int]) -> None:
     wide = [PackedSpan(0, 0, 0)]
-    for _, big in spans:  # offsets far past any text's length are refused, not hashed
+    for big in ends:  # offsets far past any text's length are refused, not hashed
         with pytest.raises(ValueError, match="outside the text"):
             native.make_chunks(
                 Chunk, "", [PackedSpan(0, big + 1, 0)], prefix, "d", "chars", "", (), NO_METADATA, None

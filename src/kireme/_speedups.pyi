@@ -42,3 +42,7 @@ def char_windows(
     """Windows of ``budget`` characters from ``start`` appended to ``out`` (trimmed), each cut between two
     characters of ``simple`` and, with ``numbers``, not after a digit or number separator: -1 when
     ``[start, b)`` is done, else the window start Python goes on from."""
+
+def sha256_extensions(on: bool, /) -> bool:
+    """Hash chunk ids with the processor's SHA extensions (``on``, where it has them) or the portable loop;
+    whether the extensions are in use now (for the tests, which hash with both)."""
