@@ -27,7 +27,7 @@ from tests.strategies import texts as mixed_texts
 
 from kireme import Document, chunkers, make_chunker, pack
 from kireme.boundaries import levels
-from kireme.boundaries.levels import LINE, SCRIPT
+from kireme.boundaries.levels import CLAUSE, LINE, SCRIPT, WORD
 from kireme.document import NO_METADATA, Chunk, ChunkIds, Region
 from kireme.pack import PackedSpan
 from kireme.structure import layout
@@ -172,6 +172,8 @@ SWITCHES = [
     (levels, "_NATIVE_PAIR_CUTS", native.pair_cuts, None),
     (levels, "_NATIVE_LINE_CUTS", native.line_cuts, None),
     (pack, "_NATIVE_WINDOWS", native.char_windows, None),
+    (levels, "_NATIVE_CLAUSE_CUTS", native.clause_cuts, None),
+    (levels, "_NATIVE_WORD_CUTS", native.word_cuts, None),
     (markdown, "line_starts", native.line_starts, markdown._line_starts_python),
     (layout, "line_starts", native.line_starts, markdown._line_starts_python),
 ]
@@ -380,6 +382,31 @@ def test_line_cuts_in_c_equal_the_regex_ones(case: tuple[str, int, int]) -> None
         assert LINE.cuts(text, a, b) == expected
 
 
+# Every character the clause and word levels look at, their neighbours in number and code, and others.
+_CLAUSE_AND_WORD_CHARS = ["、", ";", "；", "，", ",", ":", "：", "1", "９", " ", "\t", "\u3000", "\xa0", "\n"]
+clause_and_word_texts = st.lists(
+    st.sampled_from([*_CLAUSE_AND_WORD_CHARS, "語", "a", "-", "<", "=", "𠮷", "。"]), max_size=40
+).map("".join)
+
+
+@given(text_and_window(clause_and_word_texts))
+def test_clause_and_word_cuts_in_c_equal_the_regex_ones(case: tuple[str, int, int]) -> None:
+    text, a, b = case
+    for level, scan in ((CLAUSE, native.clause_cuts), (WORD, native.word_cuts)):
+        expected = level.reference.cuts(text, a, b)
+        assert scan(text, a, b) == expected, level.name
+        with scanner(c=True):
+            assert level.cuts(text, a, b) == expected
+        with scanner(c=False):
+            assert level.cuts(text, a, b) == expected
+
+
+def test_clause_and_word_cuts_on_written_text() -> None:
+    text = "料金は１０，０００円、時刻は10:30です。Then, we  wait;\u3000next"
+    assert [text[c - 1] for c in native.clause_cuts(text, 0, len(text))] == ["、", ",", ";"]
+    assert [text[c : c + 2] for c in native.word_cuts(text, 0, len(text))] == [" w", "  ", "\u3000n"]
+
+
 @given(
     st.lists(st.sampled_from(["\r", "\n", "\r\n", "\n\n", "行", "a", " ", "𠮷", "é"]), max_size=30).map(
         "".join
@@ -567,6 +594,8 @@ def test_every_scan_in_c_answers_as_python_on_each_kind_of_string(kind: str) -> 
                 native.item_line_starts(text, a, b),
                 native.line_cuts(text, a, b),
                 native.line_starts(text[a:b]),
+                native.clause_cuts(text, a, b),
+                native.word_cuts(text, a, b),
             )
         with scanner(c=False):
             in_python = (
@@ -575,6 +604,8 @@ def test_every_scan_in_c_answers_as_python_on_each_kind_of_string(kind: str) -> 
                 sentences._item_line_starts_python(text, a, b),
                 LINE.reference.cuts(text, a, b),
                 markdown._line_starts_python(text[a:b]),
+                CLAUSE.reference.cuts(text, a, b),
+                WORD.reference.cuts(text, a, b),
             )
         assert in_c == in_python, (a, b)
     starts, blocks, items = native.paragraph_breaks(text)

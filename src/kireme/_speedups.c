@@ -30,6 +30,8 @@
  *                       given as bitmaps over code points that Python derives from the `regex` engine.
  *   line_cuts           kireme/boundaries/levels.py `LineLevel`: where each line break (`\r?\n`) starts.
  *   line_starts         kireme/text/markdown.py `line_starts`: where every line starts (the outline's line map).
+ *   clause_cuts         kireme/boundaries/levels.py `CLAUSE`: after clause marks (a comma before a digit aside).
+ *   word_cuts           kireme/boundaries/levels.py `WORD`: where each run of spaces starts.
  *   vocabulary          the marks compiled in, for the test that keeps them equal to kireme.text.marks.
  */
 #define PY_SSIZE_T_CLEAN
@@ -1491,6 +1493,69 @@ static PyObject *line_cuts(PyObject *self, PyObject *args) {
 }
 
 /*
+ * `clause_cuts(text, a, b)`: kireme/boundaries/levels.py `CLAUSE` (its regex `[、;；]|[，,:：](?![0-9０-９])`,
+ * cut after each match): after each "、", ";" or "；", and after each "，", ",", ":" or "：" not followed by a
+ * digit inside [a, b) — strictly inside (a, b). `word_cuts(text, a, b)`: `WORD` (`[ \t\u3000]+`, cut at
+ * each match's start): where a run of spaces, tabs and ideographic spaces begins, strictly inside (a, b).
+ * Both without a regex match object per cut (the word level meets every space of English and code).
+ */
+static int clause_mark(Py_UCS4 c) { return c == 0x3001 || c == ';' || c == 0xFF1B; }
+static int clause_separator(Py_UCS4 c) { return c == 0xFF0C || c == ',' || c == ':' || c == 0xFF1A; }
+static int any_digit(Py_UCS4 c) { return (c >= '0' && c <= '9') || (c >= 0xFF10 && c <= 0xFF19); }
+static int word_space(Py_UCS4 c) { return c == ' ' || c == '\t' || c == 0x3000; }
+
+static int window_args(PyObject *args, PyObject **text, Py_ssize_t *a, Py_ssize_t *b) {
+    if (!PyArg_ParseTuple(args, "Unn", text, a, b)) return -1;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(*text);
+    if (*a < 0) *a = 0;
+    if (*b > n) *b = n;
+    return 0;
+}
+
+static PyObject *clause_cuts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    Py_ssize_t a, b;
+    if (window_args(args, &text, &a, &b) < 0) return NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    for (Py_ssize_t p = a; p + 1 < b; p++) { /* a cut after the last character would not lie inside */
+        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        if (c < ',' || (c > ';' && c < 0x3001)) continue; /* the usual character: none of the marks */
+        if (clause_mark(c) || (clause_separator(c) && !any_digit(PyUnicode_READ(kind, data, p + 1)))) {
+            if (append_index(out, p + 1) < 0) {
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+    }
+    return out;
+}
+
+static PyObject *word_cuts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    Py_ssize_t a, b;
+    if (window_args(args, &text, &a, &b) < 0) return NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    int before = a < b && word_space(PyUnicode_READ(kind, data, a));
+    for (Py_ssize_t p = a + 1; p < b; p++) {
+        int space = word_space(PyUnicode_READ(kind, data, p));
+        if (space && !before && append_index(out, p) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        before = space;
+    }
+    return out;
+}
+
+/*
  * `line_starts(text)`: 0 and the offset after every "\n" (kireme/text/markdown.py `_line_starts_python`: the
  * start of every line; "\r\n" ends one line), without a regex match object per line.
  */
@@ -1557,6 +1622,8 @@ static PyMethodDef methods[] = {
      "line_cuts(text, a, b) -> the starts of the line breaks (\\r?\\n) strictly inside (a, b)"},
     {"sha256_extensions", sha256_extensions, METH_VARARGS,
      "sha256_extensions(on) -> whether chunk ids are hashed with the processor's SHA extensions now"},
+    {"clause_cuts", clause_cuts, METH_VARARGS, "clause_cuts(text, a, b) -> the cuts of the clause level"},
+    {"word_cuts", word_cuts, METH_VARARGS, "word_cuts(text, a, b) -> the cuts of the word level"},
     {"line_starts", line_starts, METH_VARARGS, "line_starts(text) -> 0 and the offset after every \\n"},
     {"vocabulary", vocabulary, METH_NOARGS, "vocabulary() -> (terminators, closers, openers, their closers)"},
     {NULL, NULL, 0, NULL},

@@ -68,6 +68,9 @@ class RegexLevel:
 
 # The C scan of `LineLevel` (`kireme._speedups.line_cuts`), or None: the regex then finds the cuts.
 _NATIVE_LINE_CUTS: Callable[[str, int, int], list[int]] | None = native("line_cuts")
+# The C scans of `CLAUSE` and `WORD` (`kireme._speedups.clause_cuts`, `word_cuts`), or None: the regex then.
+_NATIVE_CLAUSE_CUTS: Callable[[str, int, int], list[int]] | None = native("clause_cuts")
+_NATIVE_WORD_CUTS: Callable[[str, int, int], list[int]] | None = native("word_cuts")
 # The C scan of `PairLevel` (`kireme._speedups.pair_cuts`), or None: the regex then finds the cuts.
 _NATIVE_PAIR_CUTS: Callable[[str, int, int, bytes, bytes], list[int] | None] | None = native("pair_cuts")
 # The Basic Multilingual Plane, every code point once (lone surrogates included): what a character class's
@@ -155,6 +158,46 @@ class LineLevel:
 
 
 @dataclass(frozen=True)
+class ClauseLevel:
+    """Clause marks: a cut after each ``、;；``, and after each ``，,:：`` that is not followed by a digit
+    (``１０，０００円``, ``10:30`` are numbers, not two clauses).
+
+    Asked for every sentence longer than the limit: a C scan (`kireme._speedups.clause_cuts`) finds the
+    marks without a regex match object per cut; the regex (`reference`) stays the rule and the fallback.
+    """
+
+    name: str = "clause"
+    reference: RegexLevel = field(
+        default=RegexLevel(r"[、;；]|[，,:：](?![0-9０-９])", "clause", cut_after=True),
+        repr=False,
+        compare=False,
+    )
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        if _NATIVE_CLAUSE_CUTS is not None:
+            return _NATIVE_CLAUSE_CUTS(text, a, b)
+        return self.reference.cuts(text, a, b)
+
+
+@dataclass(frozen=True)
+class WordLevel:
+    """Spaces: a cut before each run of spaces, tabs and ideographic spaces (the run stays with the word
+    after it).
+
+    It meets every space of English and code: a C scan (`kireme._speedups.word_cuts`) finds the runs
+    without a regex match object per cut; the regex (`reference`) stays the rule and the fallback.
+    """
+
+    name: str = "word"
+    reference: RegexLevel = field(default=RegexLevel(r"[ \t\u3000]+", "word"), repr=False, compare=False)
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        if _NATIVE_WORD_CUTS is not None:
+            return _NATIVE_WORD_CUTS(text, a, b)
+        return self.reference.cuts(text, a, b)
+
+
+@dataclass(frozen=True)
 class SentenceLevel:
     """Sentence starts, by the Japanese/English rules of `kireme.text.sentences`."""
 
@@ -193,8 +236,8 @@ USER_PATTERN_SECONDS = 2.0
 # Built-in levels shared by strategies and presets.
 LINE = LineLevel()
 # Clause marks; a comma or colon between digits is part of a number (１０，０００円, 10:30), not a clause end.
-CLAUSE = RegexLevel(r"[、;；]|[，,:：](?![0-9０-９])", "clause", cut_after=True)
-WORD = RegexLevel(r"[ \t\u3000]+", "word")
+CLAUSE = ClauseLevel()
+WORD = WordLevel()
 # Where hiragana gives way to kanji or katakana a new content word usually starts: a far better cut
 # for unspaced Japanese than an arbitrary character.
 SCRIPT = PairLevel(r"\p{Hiragana}", r"[\p{Han}\p{Katakana}]", "script")
