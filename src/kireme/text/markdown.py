@@ -403,10 +403,13 @@ def _outline(text: str) -> Outline:
 
 _BLANKS = re.compile(r"(?:[ \t]*\r?\n)*")
 _ONLY_BLANK = re.compile(r"[ \t]*\r?\Z")
-_NEXT_BLANK = re.compile(r"^[ \t]*\r?$", re.M)
+# The patterns below that look for a line start after a position start with the line feed before it (the
+# match starts there, the line one after): a pattern opening with a literal is searched for that character
+# at C speed, where one opening with ``^`` is tried at every position of the text.
+_NEXT_BLANK = re.compile(r"\n[ \t]*\r?$", re.M)
 _ATX = re.compile(r"#{1,6}(?=[ \t\r\n]|\Z)")
 _FENCE_OPEN = re.compile(r"(`{3,}|~{3,})([^\r\n]*)")
-_FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*\r?$", re.M)
+_FENCE_CLOSE = re.compile(r"\n {0,3}(`{3,}|~{3,})[ \t]*\r?$", re.M)
 _LINE_END = r"(?=[ \t\r\n]|\Z)"
 # A blank line and a line starting in column 0 after it: where a region may end.
 _REGION_END = re.compile(r"\n[ \t]*\r?\n(?=[^ \t\r\n])")
@@ -448,8 +451,8 @@ def _paragraph_stop() -> re.Pattern[str]:
         for start in _html_starts()[:6]  # types 1–6: the ones that can interrupt a paragraph
     )
     end = _LINE_END
-    return re.compile(
-        rf"^(?:([ \t]*\r?$)| {{0,3}}(?:#{{1,6}}{end}|>|`{{3,}}|~{{3,}}|[-+*]{end}|[0-9]+[.)]{end}"
+    return re.compile(  # from the line feed before the line (above): the line starts one after the match
+        rf"\n(?:([ \t]*\r?$)| {{0,3}}(?:#{{1,6}}{end}|>|`{{3,}}|~{{3,}}|[-+*]{end}|[0-9]+[.)]{end}"
         rf"|[-*_=][-*_= \t]*\r?$|[|:]|[|\-:][|\-: \t]*\r?$|{html}))",
         re.M,
     )
@@ -503,16 +506,16 @@ def _scanned_block(found: _Found, pos: int, env: dict[str, Any]) -> int | None:
             return _scanned_comment(found, pos)
         if kind in (6, 7) and "|" not in line:  # no table header either
             found.blocks.append(pos)
-            blank = _NEXT_BLANK.search(text, _next_line(text, pos))
-            return len(text) if blank is None else blank.start()
+            blank = _NEXT_BLANK.search(text, pos)  # from the line feed that ends this line
+            return len(text) if blank is None else blank.start() + 1
         if kind:
             return None
     elif char != "[" and _NOT_PARAGRAPH_FIRST.match(text, pos) is not None:
         return None
-    stop = _paragraph_stop().search(text, _next_line(text, pos))
+    stop = _paragraph_stop().search(text, pos)  # the lines after the first (from the line feed ending it)
     if stop is not None and stop.group(1) is None:
         return None
-    end = len(text) if stop is None else stop.start()
+    end = len(text) if stop is None else stop.start() + 1
     if char == "[" and text.find("]:", pos, end) >= 0:  # maybe a link reference definition
         return None
     found.blocks.append(pos)
@@ -590,11 +593,12 @@ def _scanned_fence(found: _Found, pos: int, markup: str, info: str) -> int:
     lines = found.lines
     after = _next_line(text, pos)
     first = _line_of(found, pos)
-    for close in _FENCE_CLOSE.finditer(text, after):
+    for close in _FENCE_CLOSE.finditer(text, after - 1):  # from the line feed ending the opening line
         run = close.group(1)
         if run[0] == markup[0] and len(run) >= len(markup):
-            close_end = _next_line(text, close.start())
-            last = _line_of(found, close.start()) + 1
+            close_start = close.start() + 1
+            close_end = _next_line(text, close_start)
+            last = _line_of(found, close_start) + 1
             break
     else:  # never closed: to the end, as the parser's line count has it
         last = len(lines) - 1 if text.endswith("\n") else len(lines)
