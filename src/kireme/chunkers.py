@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+from kireme._native import native
 from kireme.boundaries.levels import (
     CLAUSE,
     PARAGRAPH,
@@ -25,12 +26,11 @@ from kireme.boundaries.levels import (
 )
 from kireme.boundaries.presets import PRESET_ALIASES, PRESETS, PROSE_PRESETS, markdown_levels, preset_levels
 from kireme.context import ContextBuilder, check_context_mode
-from kireme.document import NO_METADATA, Chunk, ChunkIds, Document, RegionIndex, new_chunk
+from kireme.document import NO_METADATA, Chunk, ChunkIds, Document, RegionIndex, lazy_chunk
 from kireme.errors import ConfigError
 from kireme.length import Measure, get_measure
 from kireme.pack import PACKINGS, PackedSpan, pack
 from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, markdown_headings
-from kireme.text.native import native
 from kireme.text.sentences import check_sentence_mode
 
 DEFAULT_MAX_SIZE = 512
@@ -321,17 +321,19 @@ class Chunker:
             prefix = self.context_builder(doc, paths, title).prefix
         regions = RegionIndex(doc.regions) if doc.regions else None
         headings_of = plan.headings
-        ids = ChunkIds(doc, self.config_hash)
         spans = plan.spans if type(plan.spans) is list else list(plan.spans)
+        ids = ChunkIds(doc, self.config_hash)  # hashes nothing until some chunk's id is asked for
         if _NATIVE_CHUNKS is None:
-            return self._built_chunks(
+            chunks = self._built_chunks(
                 doc, spans, ids, unit, title, paths, regions, headings_of, embed, prefix
             )
+            ids.attach(chunks)
+            return chunks
         if paths is None and regions is None and headings_of is None and embed is None and prefix is None:
             # nothing to add to any chunk (plain text without context): its text and where it is
-            return _NATIVE_CHUNKS(
-                Chunk, doc_text, spans, ids.prefix, doc.id, unit, title, (), NO_METADATA, None
-            )
+            chunks = _NATIVE_CHUNKS(Chunk, doc_text, spans, ids, None, unit, title, (), NO_METADATA, None)
+            ids.attach(chunks)
+            return chunks
         all_headings: list[tuple[str, ...]] = []
         all_metadata: list[Mapping[str, Any]] = []
         embeds: list[str] = []
@@ -345,9 +347,11 @@ class Chunker:
             elif prefix is not None:
                 embeds.append(prefix(start, end) + doc_text[start:end])
         own_embeds = embeds if embed is not None or prefix is not None else None  # None: the text itself
-        return _NATIVE_CHUNKS(
-            Chunk, doc_text, spans, ids.prefix, doc.id, unit, title, all_headings, all_metadata, own_embeds
+        chunks = _NATIVE_CHUNKS(
+            Chunk, doc_text, spans, ids, None, unit, title, all_headings, all_metadata, own_embeds
         )
+        ids.attach(chunks)  # their ids are made together, when the first is asked for
+        return chunks
 
     def _built_chunks(
         self,
@@ -364,7 +368,6 @@ class Chunker:
     ) -> list[Chunk]:
         """`build_chunks` in Python alone: the reference, and the path where the C extension is not built."""
         doc_text = doc.text
-        doc_id = doc.id
         out = []
         for i, s in enumerate(spans):
             start, end = s.start, s.end
@@ -377,20 +380,7 @@ class Chunker:
             else:
                 embed_text = text
             out.append(
-                new_chunk(
-                    text,
-                    start,
-                    end,
-                    doc_id,
-                    i,
-                    ids(start, end),
-                    s.size,
-                    unit,
-                    headings,
-                    metadata,
-                    title,
-                    embed_text,
-                )
+                lazy_chunk(text, start, end, ids, i, s.size, unit, headings, metadata, title, embed_text)
             )
         return out
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, cast
 
+from kireme._native import native
+
 # Re-exported for code written before `kireme.errors` existed (the public package exports the same three);
 # import errors from `kireme.errors`.
 from kireme.errors import ConfigError, KiremeError, LoadError
@@ -34,6 +36,9 @@ __all__ = [
     "content_hash",
 ]
 
+
+# `ChunkIds.fill` in one C call (`kireme._speedups.fill_ids`), or None: hashlib, chunk by chunk, then.
+_NATIVE_FILL: Any = native("fill_ids")
 
 # The read-only empty metadata every document and chunk without metadata shares.
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
@@ -107,10 +112,8 @@ class Document:
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
             raise TypeError(f"Document.text must be str, not {type(self.text).__name__}")
-        if not self.id:
-            digest = content_hash(self.text)  # kept: chunk ids need it too, hash the text once
-            object.__setattr__(self, "_sha256", digest)
-            object.__setattr__(self, "id", "sha256:" + digest[:16])
+        if not self.id:  # the content's id, hashed when first asked for (`_ContentId`), not here
+            del self.__dict__["id"]
         metadata = self.metadata
         object.__setattr__(self, "metadata", MappingProxyType(dict(metadata)) if metadata else _NO_METADATA)
         if not self.regions:
@@ -153,6 +156,46 @@ class Document:
         return cached
 
 
+class _ContentId:
+    """`Document.id` of a document made without one: ``"sha256:"`` and the first 16 hex digits of its content
+    hash, worked out the first time it is asked for and kept. A document chunked for its texts alone (as
+    peers' users do) is never hashed; one whose chunks' ids are read is hashed once, as before."""
+
+    def __get__(self, doc: Document | None, owner: type | None = None) -> str:
+        if doc is None:
+            return ""  # the field's default, read off the class
+        value = "sha256:" + doc.sha256[:16]
+        doc.__dict__["id"] = value
+        return value
+
+
+setattr(Document, "id", _ContentId())  # noqa: B010  # a non-data descriptor: a given id in __dict__ wins
+
+
+class _FromIds:
+    """`Chunk.id` and `Chunk.doc_id` of a chunk made by a chunker: worked out from its document's `ChunkIds`
+    the first time either is asked for and kept (then the `ChunkIds` is let go). A chunk whose id is never
+    read costs no hashing; equality, ``repr``, `Chunk.to_dict`, pickling and `dataclasses.replace` read them
+    as any caller does, so every chunk compares, prints and travels with its id."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, chunk: Chunk | None, owner: type | None = None) -> Any:
+        if chunk is None:
+            return self
+        state = chunk.__dict__
+        ids: ChunkIds | None = state.get("_ids")
+        if ids is None:
+            raise AttributeError(f"'Chunk' object has no attribute {self.name!r}")
+        ids.fill()  # this chunk and the others of its document, at once
+        if "_ids" in state:  # not one of them (made alone): its own, both together
+            state["id"] = ids(state["start"], state["end"])
+            state["doc_id"] = ids.doc_id
+            del state["_ids"]
+        return state[self.name]
+
+
 @dataclass(frozen=True)
 class Chunk:
     """One exact slice ``[start, end)`` of a document, with its measured size.
@@ -183,6 +226,8 @@ class Chunk:
             object.__setattr__(self, "embed_text", self.text)
 
     def __getstate__(self) -> dict[str, Any]:
+        if "_ids" in self.__dict__:
+            _ = self.id  # the id and doc_id travel, not the document they are worked out from
         return _plain_state(self)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -218,36 +263,40 @@ class Chunk:
         return line + "\n"
 
 
-def new_chunk(
+setattr(Chunk, "id", _FromIds("id"))  # noqa: B010  # non-data descriptors: a field set in __dict__ wins
+setattr(Chunk, "doc_id", _FromIds("doc_id"))  # noqa: B010
+
+
+def lazy_chunk(
     text: str,
     start: int,
     end: int,
-    doc_id: str,
+    ids: ChunkIds,
     index: int,
-    id: str,
     size: int,
     unit: str,
     headings: tuple[str, ...],
     metadata: Mapping[str, Any] | None,
     title: str,
-    embed_text: str,
+    embed_text: str | None,
 ) -> Chunk:
-    """``Chunk(...)`` for a chunker's own hot path: the same object, made without the frozen dataclass's
-    one ``object.__setattr__`` per field (``metadata``: None or a dict to make read-only)."""
+    """``Chunk(...)`` for a chunker's own hot path, made without the frozen dataclass's one
+    ``object.__setattr__`` per field (``metadata``: None or a dict to make read-only), its ``id`` and ``doc_id``
+    worked out from ``ids`` when first asked for (`_FromIds`): what `kireme._speedups.make_chunks` makes when
+    given a `ChunkIds`."""
     chunk = object.__new__(Chunk)
     chunk.__dict__.update(
         text=text,
         start=start,
         end=end,
-        doc_id=doc_id,
         index=index,
-        id=id,
         size=size,
         unit=unit,
         headings=headings,
         metadata=MappingProxyType(dict(metadata)) if metadata else _NO_METADATA,
         title=title,
         embed_text=text if embed_text is None else embed_text,
+        _ids=ids,
     )
     return chunk
 
@@ -258,13 +307,38 @@ def chunk_id(doc: Document, config_hash: str, start: int, end: int) -> str:
 
 
 class ChunkIds:
-    """`chunk_id` for many spans of one document: the shared part of the key is hashed once."""
+    """`chunk_id` for many spans of one document: the shared part of the key is hashed once, and nothing is
+    hashed before an id is asked for (the document's content hash neither).
+
+    The chunks a chunker made with it (`attach`) get their ids together, the first time any of them is asked
+    for one: in one C call where kireme's extension is built, each written into its chunk (`fill`)."""
 
     def __init__(self, doc: Document, config_hash: str) -> None:
-        # what every id of the document hashes first (kireme._speedups.make_chunks hashes it in C, so the
-        # hash of it here is made only when an id is asked of Python)
-        self.prefix = "\x1f".join((doc.id, doc.sha256, config_hash, "")).encode("utf-8", "surrogatepass")
+        self._doc: Document | None = doc
+        self._config_hash = config_hash
+        self._prefix: bytes | None = None
+        self._doc_id = ""
         self._hash: hashlib._Hash | None = None
+        # the chunks waiting for their ids (they hold this object, this holds them, until `fill`)
+        self._chunks: list[Chunk] | None = None
+
+    @property
+    def prefix(self) -> bytes:
+        """What every id of the document hashes first: its id, its content hash and the chunker's config."""
+        if self._prefix is None:
+            doc = self._doc
+            assert doc is not None, "the document is let go only once the prefix is made"
+            self._doc_id = doc.id
+            self._prefix = "\x1f".join((doc.id, doc.sha256, self._config_hash, "")).encode(
+                "utf-8", "surrogatepass"
+            )
+            self._doc = None  # what the ids need is in the prefix now: the text may go
+        return self._prefix
+
+    @property
+    def doc_id(self) -> str:
+        """The document's id (`Document.id`)."""
+        return self._doc.id if self._doc is not None else self._doc_id
 
     def __call__(self, start: int, end: int) -> str:
         if self._hash is None:
@@ -272,6 +346,26 @@ class ChunkIds:
         h = self._hash.copy()
         h.update(f"{start}\x1f{end}".encode("ascii"))
         return h.hexdigest()[:32]
+
+    def attach(self, chunks: list[Chunk]) -> None:
+        """The chunks made with these ids (each holding it as ``_ids``), to be given their ids together."""
+        self._chunks = list(chunks)
+
+    def fill(self) -> None:
+        """Give every attached chunk still waiting its ``id`` and ``doc_id`` (`_FromIds`)."""
+        chunks, self._chunks = self._chunks, None
+        if not chunks:
+            return
+        prefix, doc_id = self.prefix, self.doc_id
+        if _NATIVE_FILL is not None:  # the same in one C call
+            _NATIVE_FILL(prefix, chunks, self, doc_id)
+            return
+        for chunk in chunks:
+            state = chunk.__dict__
+            if state.get("_ids") is self:
+                state["id"] = self(state["start"], state["end"])
+                state["doc_id"] = doc_id
+                del state["_ids"]
 
 
 class RegionIndex:

@@ -22,12 +22,12 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, cast
 
+from kireme._native import native
 from kireme.boundaries.levels import Level
 from kireme.errors import ConfigError
 from kireme.length import SpanSizer, _CharSizer
 from kireme.text.graphemes import SIMPLE_CHARS, CutFilter, ceil_boundary, floor_boundary
 from kireme.text.headings import HeadingEnds, ends_with_heading
-from kireme.text.native import native
 from kireme.text.sentences import sentence_index
 
 log = logging.getLogger(__name__)

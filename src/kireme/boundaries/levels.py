@@ -10,8 +10,8 @@ from typing import Protocol
 
 import regex
 
+from kireme._native import native
 from kireme.errors import ConfigError, PatternTimeoutError
-from kireme.text.native import native
 from kireme.text.patterns import compile_pattern
 from kireme.text.sentences import check_sentence_mode, paragraph_cuts, sentence_cuts
 

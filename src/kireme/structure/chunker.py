@@ -399,7 +399,7 @@ class StructureChunker(Chunker):
             if a <= table.start and table.end <= b:
 
                 def build(lead: int, table: Table = table) -> list[Section]:
-                    return self._table_sections(text, table, context, sizer, budget, mode, doc.id, lead)
+                    return self._table_sections(text, table, context, sizer, budget, mode, doc, lead)
 
                 own = build(table.start)
                 if own:
@@ -472,7 +472,7 @@ class StructureChunker(Chunker):
         sizer: SpanSizer,
         budget: int,
         mode: TableMode,
-        source: str,
+        doc: Document,
         lead: int | None = None,
     ) -> list[Section]:
         """Sections for a table that must be cut: too large, or one per group / per row by mode.
@@ -498,7 +498,7 @@ class StructureChunker(Chunker):
             if col is None:
                 log.warning(
                     "%s: table has no column %r (columns: %s); its rows are not grouped",
-                    source,
+                    doc.id,  # asked only here: a document's id may still have to be hashed
                     mode.column,
                     ", ".join(table.columns),
                 )

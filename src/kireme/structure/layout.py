@@ -38,7 +38,7 @@ def document_outline(doc: Document) -> Outline:
     """The outline of any loaded document: parsed Markdown, a CSV/TSV table, or nothing (plain text)."""
     fmt = doc.format
     if fmt in MARKDOWN_FORMATS:
-        return markdown_outline(doc.text, doc.id)
+        return markdown_outline(doc.text, lambda: doc.id)  # the id (maybe a hash) only for a warning
     if fmt in ("csv", "tsv"):
         return csv_outline(doc.text, fmt, doc.title)
     return _NO_OUTLINE

@@ -15,7 +15,7 @@ from operator import add, itemgetter
 
 import regex
 
-from kireme.text.native import native
+from kireme._native import native
 from kireme.text.patterns import lazy_regex
 
 _CLUSTER = lazy_regex(r"\X")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from kireme._native import native
 from kireme.text.marks import BULLETS, CLAUSE_MARKS, CLOSERS, FULL_STOPS, TERMINATORS
-from kireme.text.native import native
 from kireme.text.patterns import lazy_re, lazy_regex
 
 _MARKDOWN_HEADING = lazy_regex(r"#{1,6}[ \t]")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import regex
 
-from kireme.text.native import native
+from kireme._native import native
 from kireme.text.patterns import lazy_regex
 
 if TYPE_CHECKING:
@@ -324,24 +324,28 @@ def _plain_text(content: str, children: Sequence[Token]) -> str:
     return "".join(parts).strip() or content.strip()
 
 
-def markdown_outline(text: str, source: str = "", *, warn: bool = True) -> Outline:
+def markdown_outline(text: str, source: str | Callable[[], str] = "", *, warn: bool = True) -> Outline:
     """Headings, blocks, list items, code blocks and tables of a Markdown text.
 
     An unclosed code fence runs to the end of the file in CommonMark; it is reported (``warnings`` and,
     with ``warn``, the log, naming ``source`` and the line) and not treated as protected code, so it
-    cannot silently swallow the rest of the document into one unsplittable block.
+    cannot silently swallow the rest of the document into one unsplittable block. ``source`` may be a
+    function giving the name, asked only when there is something to report (a document's id may have to
+    be hashed first).
     """
     outline = _outline(text)
+    unclosed = [block for block in outline.code_blocks if not block.closed]
+    if not unclosed:
+        return outline
+    name = (source() if callable(source) else source) or "document"
     warnings = tuple(
-        f"{source or 'document'}: code fence opened at line {text.count(chr(10), 0, block.start) + 1} "
-        "is never closed"
-        for block in outline.code_blocks
-        if not block.closed
+        f"{name}: code fence opened at line {text.count(chr(10), 0, block.start) + 1} is never closed"
+        for block in unclosed
     )
     if warn:
         for message in warnings:
             log.warning("%s; it is chunked as ordinary text", message)
-    return replace(outline, warnings=warnings) if warnings else outline
+    return replace(outline, warnings=warnings)
 
 
 # A line that could begin a block other than a paragraph (CommonMark + GFM tables), or be read as one's

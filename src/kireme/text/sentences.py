@@ -29,9 +29,9 @@ from itertools import compress, repeat
 from operator import eq, itemgetter, methodcaller, sub
 from typing import NamedTuple, cast
 
+from kireme._native import native
 from kireme.errors import ConfigError
 from kireme.text.marks import BULLETS, CLOSERS, ITEM_MARKER, OPEN_TO_CLOSE, TERMINATORS
-from kireme.text.native import native
 from kireme.text.patterns import lazy_re, lazy_regex
 
 # The shared vocabulary (`kireme.text.marks`): terminators, closing brackets/quotes, item markers.

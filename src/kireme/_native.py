@@ -1,4 +1,4 @@
-"""The optional C extension `kireme._speedups`, looked up once: the hot per-character loops of the text layer.
+"""The optional C extension `kireme._speedups`, looked up once: the hot loops of the text layer and the chunk ids.
 
 Each function it holds has a pure-Python twin in the module that uses it (the reference the tests compare
 it with, and the path taken where the extension was not built, or where ``KIREME_PURE_PYTHON=1``). Both
