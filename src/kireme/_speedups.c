@@ -22,7 +22,10 @@
  *                       that needs Python (a split one level down, a heading with its body, grapheme rules).
  *   make_chunks         kireme/chunkers.py `build_chunks`' last step: every span of a plan as a `Chunk`, with
  *                       its id (`ChunkIds`: SHA-256, in C, of the document's id prefix and the span; with the
- *                       x86 SHA extensions where the processor has them).
+ *                       x86 SHA extensions where the processor has them), or, given the document's `ChunkIds`,
+ *                       the chunks alone, their ids left for when one is read.
+ *   fill_ids            kireme/document.py `ChunkIds.fill`: the ids of a document's chunks, when one is first read.
+ *   sha256_extensions   for the tests: the ids hashed with the SHA extensions or the portable loop.
  *   char_windows        kireme/pack.py `_Packer.split_graphemes` in characters: windows of the budget, each cut
  *                       between two characters that never join a cluster (else Python goes on from there).
  *   pair_cuts           kireme/boundaries/levels.py `PairLevel`: the cut between two neighbouring characters
