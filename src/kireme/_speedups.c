@@ -1576,55 +1576,58 @@ static int clause_separator(Py_UCS4 c) { return c == 0xFF0C || c == ',' || c == 
 static int any_digit(Py_UCS4 c) { return (c >= '0' && c <= '9') || (c >= 0xFF10 && c <= 0xFF19); }
 static int word_space(Py_UCS4 c) { return c == ' ' || c == '\t' || c == 0x3000; }
 
-static int window_args(PyObject *args, PyObject **text, Py_ssize_t *a, Py_ssize_t *b) {
-    if (!PyArg_ParseTuple(args, "Unn", text, a, b)) return -1;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(*text);
-    if (*a < 0) *a = 0;
-    if (*b > n) *b = n;
-    return 0;
+/* the arguments (text, a, b) of a level's scan, a clamped to 0 and b to the text's length, with the list
+   of cuts to fill */
+typedef struct {
+    Py_ssize_t a, b;
+    int kind;
+    const void *data;
+    PyObject *out;
+} LevelScan;
+
+static int level_scan(PyObject *args, LevelScan *scan) {
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "Unn", &text, &scan->a, &scan->b)) return -1;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (scan->a < 0) scan->a = 0;
+    if (scan->b > n) scan->b = n;
+    scan->kind = PyUnicode_KIND(text);
+    scan->data = PyUnicode_DATA(text);
+    scan->out = PyList_New(0);
+    return scan->out == NULL ? -1 : 0;
 }
 
 static PyObject *clause_cuts(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *text;
-    Py_ssize_t a, b;
-    if (window_args(args, &text, &a, &b) < 0) return NULL;
-    PyObject *out = PyList_New(0);
-    if (out == NULL) return NULL;
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    for (Py_ssize_t p = a; p + 1 < b; p++) { /* a cut after the last character would not lie inside */
-        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+    LevelScan w;
+    if (level_scan(args, &w) < 0) return NULL;
+    for (Py_ssize_t p = w.a; p + 1 < w.b; p++) { /* a cut after the last character would not lie inside */
+        Py_UCS4 c = PyUnicode_READ(w.kind, w.data, p);
         if (c < ',' || (c > ';' && c < 0x3001)) continue; /* the usual character: none of the marks */
-        if (clause_mark(c) || (clause_separator(c) && !any_digit(PyUnicode_READ(kind, data, p + 1)))) {
-            if (append_index(out, p + 1) < 0) {
-                Py_DECREF(out);
+        if (clause_mark(c) || (clause_separator(c) && !any_digit(PyUnicode_READ(w.kind, w.data, p + 1)))) {
+            if (append_index(w.out, p + 1) < 0) {
+                Py_DECREF(w.out);
                 return NULL;
             }
         }
     }
-    return out;
+    return w.out;
 }
 
 static PyObject *word_cuts(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *text;
-    Py_ssize_t a, b;
-    if (window_args(args, &text, &a, &b) < 0) return NULL;
-    PyObject *out = PyList_New(0);
-    if (out == NULL) return NULL;
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    int before = a < b && word_space(PyUnicode_READ(kind, data, a));
-    for (Py_ssize_t p = a + 1; p < b; p++) {
-        int space = word_space(PyUnicode_READ(kind, data, p));
-        if (space && !before && append_index(out, p) < 0) {
-            Py_DECREF(out);
+    LevelScan w;
+    if (level_scan(args, &w) < 0) return NULL;
+    int before = w.a < w.b && word_space(PyUnicode_READ(w.kind, w.data, w.a));
+    for (Py_ssize_t p = w.a + 1; p < w.b; p++) {
+        int space = word_space(PyUnicode_READ(w.kind, w.data, p));
+        if (space && !before && append_index(w.out, p) < 0) {
+            Py_DECREF(w.out);
             return NULL;
         }
         before = space;
     }
-    return out;
+    return w.out;
 }
 
 /*
