@@ -689,63 +689,51 @@ def test_ids_made_in_c_are_the_sha256_ids(
     (block edges), any offsets (digits of any width)."""
     text = "x" * max(end for _, end in spans)
     packed = [PackedSpan(a, b, 0) for a, b in spans]
+    owner = object()
+    made = native.make_chunks(Chunk, text, packed, owner, "chars", "", (), NO_METADATA, None)
     with sha256_extensions(extensions) as used:
         if extensions and not used:
             pytest.skip("this processor has no SHA extensions")
-        made = native.make_chunks(Chunk, text, packed, prefix, "d", "chars", "", (), NO_METADATA, None)
+        native.fill_ids(prefix, made, owner, "d")
     for chunk, span in zip(made, packed, strict=True):
         key = prefix + f"{span.start}\x1f{span.end}".encode("ascii")
         assert chunk.id == hashlib.sha256(key).hexdigest()[:32]
+        assert chunk.doc_id == "d" and "_ids" not in vars(chunk)
 
 
-@given(st.binary(max_size=300), st.lists(st.integers(0, 10**12), max_size=5))
-def test_make_chunks_refuses_offsets_outside_the_text(prefix: bytes, ends: list[int]) -> None:
+@given(st.lists(st.integers(0, 10**12), max_size=5))
+def test_make_chunks_refuses_offsets_outside_the_text(ends: list[int]) -> None:
     wide = [PackedSpan(0, 0, 0)]
-    for big in ends:  # offsets far past any text's length are refused, not hashed
+    for big in ends:  # offsets far past any text's length are refused
         with pytest.raises(ValueError, match="outside the text"):
             native.make_chunks(
-                Chunk, "", [PackedSpan(0, big + 1, 0)], prefix, "d", "chars", "", (), NO_METADATA, None
+                Chunk, "", [PackedSpan(0, big + 1, 0)], object(), "chars", "", (), NO_METADATA, None
             )
-    assert native.make_chunks(Chunk, "", wide, prefix, "d", "chars", "", (), NO_METADATA, None)[0].text == ""
-
-
-def test_ids_made_in_c_are_chunk_ids_of_the_document() -> None:
-    document = Document("規程の本文です。" * 30, id="docs/規程.md")
-    ids = ChunkIds(document, "0123456789abcdef")
-    spans = [PackedSpan(0, 8, 8), PackedSpan(8, 240, 232)]
-    made = native.make_chunks(
-        Chunk, document.text, spans, ids.prefix, document.id, "chars", "", (), NO_METADATA, None
-    )
-    assert [c.id for c in made] == [ids(0, 8), ids(8, 240)]
-    assert [c.index for c in made] == [0, 1] and made[1].text == document.text[8:240] == made[1].embed_text
+    assert native.make_chunks(Chunk, "", wide, object(), "chars", "", (), NO_METADATA, None)[0].text == ""
 
 
 @pytest.mark.parametrize("extensions", [False, True], ids=["portable", "sha-extensions"])
-def test_ids_filled_in_c_later_are_the_ids_made_at_once(extensions: bool) -> None:
-    """Chunks made with a `ChunkIds` (ids to be worked out when read) get, from `fill_ids`, the ids
-    `make_chunks` makes at once; a chunk that waits on another `ChunkIds` is left alone."""
-    document = Document("規程の本文です。" * 30)
+def test_ids_filled_in_c_are_chunk_ids_of_the_document(extensions: bool) -> None:
+    """Chunks made in C hold the document's `ChunkIds` until `fill_ids` gives them their ids: the ids
+    `ChunkIds` makes in Python (`chunk_id`); a chunk that waits on another `ChunkIds` is left alone."""
+    document = Document("規程の本文です。" * 30, id="docs/規程.md")
     spans = [PackedSpan(0, 8, 8), PackedSpan(8, 240, 232), PackedSpan(9, 9, 0)]
     ids = ChunkIds(document, "0123456789abcdef")
-    lazy = native.make_chunks(Chunk, document.text, spans, ids, None, "chars", "", (), NO_METADATA, None)
-    assert all(vars(c)["_ids"] is ids and "id" not in vars(c) for c in lazy)
-    other = native.make_chunks(
-        Chunk, document.text, spans[:1], object(), None, "chars", "", (), NO_METADATA, None
-    )
+    made = native.make_chunks(Chunk, document.text, spans, ids, "chars", "", (), NO_METADATA, None)
+    assert all(vars(c)["_ids"] is ids and "id" not in vars(c) and "doc_id" not in vars(c) for c in made)
+    assert [c.index for c in made] == [0, 1, 2] and made[1].text == document.text[8:240] == made[1].embed_text
+    other = native.make_chunks(Chunk, document.text, spans[:1], object(), "chars", "", (), NO_METADATA, None)
     with sha256_extensions(extensions):
-        native.fill_ids(ids.prefix, [*lazy, *other], ids, ids.doc_id)
-    eager = native.make_chunks(
-        Chunk, document.text, spans, ids.prefix, document.id, "chars", "", (), NO_METADATA, None
-    )
-    assert [vars(c)["id"] for c in lazy] == [c.id for c in eager] == [ids(s.start, s.end) for s in spans]
-    assert {vars(c)["doc_id"] for c in lazy} == {document.id} and not any("_ids" in vars(c) for c in lazy)
+        native.fill_ids(ids.prefix, [*made, *other], ids, ids.doc_id)
+    assert [vars(c)["id"] for c in made] == [ids(s.start, s.end) for s in spans]
+    assert {vars(c)["doc_id"] for c in made} == {"docs/規程.md"} and not any("_ids" in vars(c) for c in made)
     assert "_ids" in vars(other[0]) and "id" not in vars(other[0])
 
 
 def test_make_chunks_refuses_lists_of_another_length() -> None:
     spans = [PackedSpan(0, 1, 1), PackedSpan(1, 2, 1)]
     with pytest.raises(ValueError, match="not as long as the spans"):
-        native.make_chunks(Chunk, "ab", spans, b"", "d", "chars", "", [()], NO_METADATA, None)
+        native.make_chunks(Chunk, "ab", spans, object(), "chars", "", [()], NO_METADATA, None)
 
 
 def test_cut_positions_of_any_integer_type_pack_and_chunk_the_same_either_way() -> None:

@@ -20,11 +20,11 @@
  *   all_simple          kireme/text/graphemes.py `CutFilter.keep` where every cut lies between simple characters.
  *   merge_run           kireme/pack.py `_Packer.merge_pieces`' greedy loop in characters, up to the first piece
  *                       that needs Python (a split one level down, a heading with its body, grapheme rules).
- *   make_chunks         kireme/chunkers.py `build_chunks`' last step: every span of a plan as a `Chunk`, with
- *                       its id (`ChunkIds`: SHA-256, in C, of the document's id prefix and the span; with the
- *                       x86 SHA extensions where the processor has them), or, given the document's `ChunkIds`,
- *                       the chunks alone, their ids left for when one is read.
- *   fill_ids            kireme/document.py `ChunkIds.fill`: the ids of a document's chunks, when one is first read.
+ *   make_chunks         kireme/chunkers.py `build_chunks`' last step: every span of a plan as a `Chunk` holding
+ *                       the document's `ChunkIds`, its id left for when one is read.
+ *   fill_ids            kireme/document.py `ChunkIds.fill`: the ids of a document's chunks, when one is first read
+ *                       (SHA-256 of the document's id prefix and the span; with the x86 SHA extensions where the
+ *                       processor has them).
  *   sha256_extensions   for the tests: the ids hashed with the SHA extensions or the portable loop.
  *   char_windows        kireme/pack.py `_Packer.split_graphemes` in characters: windows of the budget, each cut
  *                       between two characters that never join a cluster (else Python goes on from there).
@@ -1097,9 +1097,9 @@ error:
 }
 
 /* ---------------------------------------------------------------------------------------------------------
- * make_chunks: kireme/chunkers.py `Chunker.build_chunks`'s last step (`lazy_chunk` per span, with its id from
- * `ChunkIds`) for a whole plan at once. A chunk id is the first 32 hex digits of SHA-256 over the document's
- * id prefix and "start\x1fend"; the prefix's whole 64-byte blocks are hashed once per document.
+ * make_chunks: kireme/chunkers.py `Chunker.build_chunks`'s last step (`lazy_chunk` per span) for a whole plan at
+ * once; fill_ids: the chunks' ids, when one is read. A chunk id is the first 32 hex digits of SHA-256 over the
+ * document's id prefix and "start\x1fend"; the prefix's whole 64-byte blocks are hashed once per document.
  */
 
 typedef struct {
@@ -1316,26 +1316,18 @@ static void span_id(const sha256_state *base, Py_ssize_t start, Py_ssize_t end, 
     sha256_hex32(&state, hex);
 }
 
-/* `make_chunks(cls, text, spans, ids, doc_id, ...)`: `ids` is the id prefix (bytes: every id hashed here, and
- * `doc_id` set) or the document's `ChunkIds` (anything else: kept as `_ids`, from which `Chunk.id` and
- * `Chunk.doc_id` are worked out when first asked for; `doc_id` is not read). */
+/* `make_chunks(cls, text, spans, ids, unit, ...)`: each chunk keeps the document's `ChunkIds` as `_ids`, from
+ * which its `id` and `doc_id` are worked out when first asked for (`fill_ids`). */
 static PyObject *make_chunks(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *cls, *text, *spans, *ids, *doc_id, *unit, *title, *headings, *metadata, *embeds;
-    if (!PyArg_ParseTuple(args, "OUO!OOUUOOO", &cls, &text, &PyList_Type, &spans, &ids, &doc_id, &unit, &title,
-                          &headings, &metadata, &embeds)) {
+    PyObject *cls, *text, *spans, *ids, *unit, *title, *headings, *metadata, *embeds;
+    if (!PyArg_ParseTuple(args, "OUO!OUUOOO", &cls, &text, &PyList_Type, &spans, &ids, &unit, &title, &headings,
+                          &metadata, &embeds)) {
         return NULL;
     }
-    PyObject *out = NULL, *empty = NULL;
-    Py_buffer prefix = {0};
-    int eager = PyBytes_Check(ids);
     Py_ssize_t n = PyList_GET_SIZE(spans);
     if (!PyType_Check(cls) || intern_names() < 0) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "make_chunks: cls must be a class");
-        return NULL;
-    }
-    if (eager && !PyUnicode_Check(doc_id)) {
-        PyErr_SetString(PyExc_TypeError, "make_chunks: doc_id must be a str");
         return NULL;
     }
     PyObject *lists[3] = {headings, metadata, embeds};
@@ -1345,14 +1337,8 @@ static PyObject *make_chunks(PyObject *self, PyObject *args) {
             return NULL;
         }
     }
-    sha256_state base;
-    sha256_init(&base);
-    if (eager) {
-        if (PyObject_GetBuffer(ids, &prefix, PyBUF_SIMPLE) < 0) return NULL;
-        sha256_update(&base, (const uint8_t *)prefix.buf, (size_t)prefix.len);
-    }
-    empty = PyTuple_New(0);
-    out = PyList_New(n);
+    PyObject *empty = PyTuple_New(0);
+    PyObject *out = PyList_New(n);
     if (empty == NULL || out == NULL) goto fail;
     Py_ssize_t text_length = PyUnicode_GET_LENGTH(text);
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -1370,7 +1356,7 @@ static PyObject *make_chunks(PyObject *self, PyObject *args) {
             goto fail;
         }
         (void)size;
-        PyObject *values[12] = {NULL};
+        PyObject *values[12] = {NULL}; /* by chunk_keys' index; `doc_id` (3) and `id` (5) wait in `_ids` */
         PyObject *chunk = NULL, *dict = NULL;
         if (start < 0 || end < start || end > text_length) {
             PyErr_SetString(PyExc_ValueError, "make_chunks: a span lies outside the text");
@@ -1379,13 +1365,6 @@ static PyObject *make_chunks(PyObject *self, PyObject *args) {
         values[0] = PyUnicode_Substring(text, start, end);
         values[4] = PyLong_FromSsize_t(i);
         if (values[0] == NULL || values[4] == NULL) goto chunk_fail;
-        if (eager) {
-            char hex[32];
-            span_id(&base, start, end, hex);
-            values[5] = PyUnicode_FromStringAndSize(hex, 32);
-            if (values[5] == NULL) goto chunk_fail;
-            values[3] = Py_NewRef(doc_id);
-        }
         values[1] = start_obj;
         values[2] = end_obj;
         values[6] = size_obj;
@@ -1403,7 +1382,7 @@ static PyObject *make_chunks(PyObject *self, PyObject *args) {
         for (int k = 0; k < 12; k++) {
             if (values[k] != NULL && PyDict_SetItem(dict, chunk_keys[k], values[k]) < 0) goto chunk_fail;
         }
-        if (!eager && PyDict_SetItem(dict, ids_name, ids) < 0) goto chunk_fail;
+        if (PyDict_SetItem(dict, ids_name, ids) < 0) goto chunk_fail;
         Py_DECREF(dict);
         for (int k = 0; k < 12; k++) Py_XDECREF(values[k]);
         PyList_SET_ITEM(out, i, chunk);
@@ -1417,13 +1396,12 @@ static PyObject *make_chunks(PyObject *self, PyObject *args) {
         for (int k = 0; k < 12; k++) Py_XDECREF(values[k]);
         goto fail;
     }
-    goto done;
-fail:
-    Py_CLEAR(out);
-done:
-    Py_XDECREF(empty);
-    if (eager) PyBuffer_Release(&prefix);
+    Py_DECREF(empty);
     return out;
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(empty);
+    return NULL;
 }
 
 /* `fill_ids(prefix, chunks, owner, doc_id)`: kireme/document.py `ChunkIds.fill`: every chunk still waiting for

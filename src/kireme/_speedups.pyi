@@ -15,7 +15,6 @@ def make_chunks(
     text: str,
     spans: list[Any],
     ids: Any,
-    doc_id: str | None,
     unit: str,
     title: str,
     headings: Any,
@@ -23,14 +22,13 @@ def make_chunks(
     embeds: list[str] | None,
     /,
 ) -> list[Any]:
-    """Every span of a plan as a chunk of ``cls``; ``headings`` and ``metadata`` one shared value or a list
-    per span, ``embeds`` a list per span or ``None`` (the text itself). ``ids``: the id prefix (bytes: each
-    chunk's SHA-256 id made here, ``doc_id`` set) or the document's ``ChunkIds`` (kept as ``_ids``: the
-    chunk's ``id`` and ``doc_id`` are worked out when first asked for)."""
+    """Every span of a plan as a chunk of ``cls`` holding ``ids`` (the document's ``ChunkIds``) as ``_ids``: its
+    ``id`` and ``doc_id`` are worked out when first asked for (``fill_ids``). ``headings`` and ``metadata`` one
+    shared value or a list per span, ``embeds`` a list per span or ``None`` (the text itself)."""
 
 def fill_ids(prefix: bytes, chunks: list[Any], owner: Any, doc_id: str, /) -> None:
-    """Every chunk whose ``_ids`` is ``owner`` gets its ``id`` (SHA-256 after ``prefix``, as ``make_chunks``
-    makes them) and ``doc_id``, and lets ``owner`` go."""
+    """Every chunk whose ``_ids`` is ``owner`` gets its ``id`` (the first 32 hex digits of SHA-256 of ``prefix``
+    and ``"start\\x1fend"``) and ``doc_id``, and lets ``owner`` go."""
 
 def pair_cuts(text: str, a: int, b: int, first: bytes, second: bytes, /) -> list[int] | None:
     """Every p in (a, b) with text[p - 1] in the bitmap ``first`` and text[p] in ``second``; ``None``

@@ -331,7 +331,7 @@ class Chunker:
             return chunks
         if paths is None and regions is None and headings_of is None and embed is None and prefix is None:
             # nothing to add to any chunk (plain text without context): its text and where it is
-            chunks = _NATIVE_CHUNKS(Chunk, doc_text, spans, ids, None, unit, title, (), NO_METADATA, None)
+            chunks = _NATIVE_CHUNKS(Chunk, doc_text, spans, ids, unit, title, (), NO_METADATA, None)
             ids.attach(chunks)
             return chunks
         all_headings: list[tuple[str, ...]] = []
@@ -348,7 +348,7 @@ class Chunker:
                 embeds.append(prefix(start, end) + doc_text[start:end])
         own_embeds = embeds if embed is not None or prefix is not None else None  # None: the text itself
         chunks = _NATIVE_CHUNKS(
-            Chunk, doc_text, spans, ids, None, unit, title, all_headings, all_metadata, own_embeds
+            Chunk, doc_text, spans, ids, unit, title, all_headings, all_metadata, own_embeds
         )
         ids.attach(chunks)  # their ids are made together, when the first is asked for
         return chunks
