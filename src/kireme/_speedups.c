@@ -1514,46 +1514,6 @@ static PyObject *pair_cuts(PyObject *self, PyObject *args) {
     return out;
 }
 
-/* ---------------------------------------------------------------------------------------------------------
- * `line_cuts(text, a, b)`: the starts of the matches of `\r?\n` searched in [a, b) that lie strictly inside
- * (a, b) (kireme/boundaries/levels.py `LineLevel`; its twin is that regex). A `\r` starts a match only with
- * its `\n` before b; a `\n` whose `\r` was taken with it is not a match of its own.
- */
-static PyObject *line_cuts(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *text;
-    Py_ssize_t a, b;
-    if (!PyArg_ParseTuple(args, "Unn", &text, &a, &b)) return NULL;
-    PyObject *out = PyList_New(0);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    if (a < 0) a = 0;
-    if (b > n) b = n;
-    if (out == NULL) return NULL;
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    for (Py_ssize_t p = next_newline(kind, data, a, b); p < b; p = next_newline(kind, data, p + 1, b)) {
-        /* a "\r" before the "\n" starts the match when it lies in [a, b) */
-        Py_ssize_t start = p > a && PyUnicode_READ(kind, data, p - 1) == '\r' ? p - 1 : p;
-        if (start > a && append_index(out, start) < 0) {
-            Py_DECREF(out);
-            return NULL;
-        }
-    }
-    return out;
-}
-
-/*
- * `clause_cuts(text, a, b)`: kireme/boundaries/levels.py `CLAUSE` (its regex `[、;；]|[，,:：](?![0-9０-９])`,
- * cut after each match): after each "、", ";" or "；", and after each "，", ",", ":" or "：" not followed by a
- * digit inside [a, b) — strictly inside (a, b). `word_cuts(text, a, b)`: `WORD` (`[ \t\u3000]+`, cut at
- * each match's start): where a run of spaces, tabs and ideographic spaces begins, strictly inside (a, b).
- * Both without a regex match object per cut (the word level meets every space of English and code).
- */
-static int clause_mark(Py_UCS4 c) { return c == 0x3001 || c == ';' || c == 0xFF1B; }
-static int clause_separator(Py_UCS4 c) { return c == 0xFF0C || c == ',' || c == ':' || c == 0xFF1A; }
-static int any_digit(Py_UCS4 c) { return (c >= '0' && c <= '9') || (c >= 0xFF10 && c <= 0xFF19); }
-static int word_space(Py_UCS4 c) { return c == ' ' || c == '\t' || c == 0x3000; }
-
 /* the arguments (text, a, b) of a level's scan, a clamped to 0 and b to the text's length, with the list
    of cuts to fill */
 typedef struct {
@@ -1574,6 +1534,39 @@ static int level_scan(PyObject *args, LevelScan *scan) {
     scan->out = PyList_New(0);
     return scan->out == NULL ? -1 : 0;
 }
+
+/* ---------------------------------------------------------------------------------------------------------
+ * `line_cuts(text, a, b)`: the starts of the matches of `\r?\n` searched in [a, b) that lie strictly inside
+ * (a, b) (kireme/boundaries/levels.py `LineLevel`; its twin is that regex). A `\r` starts a match only with
+ * its `\n` before b; a `\n` whose `\r` was taken with it is not a match of its own.
+ */
+static PyObject *line_cuts(PyObject *self, PyObject *args) {
+    (void)self;
+    LevelScan w;
+    if (level_scan(args, &w) < 0) return NULL;
+    for (Py_ssize_t p = next_newline(w.kind, w.data, w.a, w.b); p < w.b;
+         p = next_newline(w.kind, w.data, p + 1, w.b)) {
+        /* a "\r" before the "\n" starts the match when it lies in [a, b) */
+        Py_ssize_t start = p > w.a && PyUnicode_READ(w.kind, w.data, p - 1) == '\r' ? p - 1 : p;
+        if (start > w.a && append_index(w.out, start) < 0) {
+            Py_DECREF(w.out);
+            return NULL;
+        }
+    }
+    return w.out;
+}
+
+/*
+ * `clause_cuts(text, a, b)`: kireme/boundaries/levels.py `CLAUSE` (its regex `[、;；]|[，,:：](?![0-9０-９])`,
+ * cut after each match): after each "、", ";" or "；", and after each "，", ",", ":" or "：" not followed by a
+ * digit inside [a, b) — strictly inside (a, b). `word_cuts(text, a, b)`: `WORD` (`[ \t\u3000]+`, cut at
+ * each match's start): where a run of spaces, tabs and ideographic spaces begins, strictly inside (a, b).
+ * Both without a regex match object per cut (the word level meets every space of English and code).
+ */
+static int clause_mark(Py_UCS4 c) { return c == 0x3001 || c == ';' || c == 0xFF1B; }
+static int clause_separator(Py_UCS4 c) { return c == 0xFF0C || c == ',' || c == ':' || c == 0xFF1A; }
+static int any_digit(Py_UCS4 c) { return (c >= '0' && c <= '9') || (c >= 0xFF10 && c <= 0xFF19); }
+static int word_space(Py_UCS4 c) { return c == ' ' || c == '\t' || c == 0x3000; }
 
 static PyObject *clause_cuts(PyObject *self, PyObject *args) {
     (void)self;
