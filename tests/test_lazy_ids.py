@@ -1,10 +1,12 @@
 """Ids are worked out when first read: a document chunked for its texts alone is never hashed, and the ids
-read later are the ids chunking always gave (`chunk_id`), for every chunk of the document at once."""
+read later are the ids chunking always gave (`chunk_id`); chunks dropped unread are freed at once."""
 
 from __future__ import annotations
 
 import copy
+import gc
 import pickle
+import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -54,13 +56,42 @@ def test_ids_read_later_are_the_ids_of_the_document_and_span(strategy: str) -> N
     assert len({c.id for c in chunks}) == len(chunks)
 
 
-def test_one_id_read_gives_every_chunk_of_the_document_its_id() -> None:
+def test_each_chunk_gets_its_id_when_read_and_the_document_is_hashed_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hashed: list[int] = []
+
+    def counted(text: str) -> str:
+        hashed.append(len(text))
+        return content_hash(text)
+
     chunks = make_chunker("recursive", max_size=60).chunk(RULES)
+    monkeypatch.setattr(document_module, "content_hash", counted)
     assert all("_ids" in vars(c) and "id" not in vars(c) for c in chunks)
-    first = chunks[0].doc_id
-    assert first.startswith("sha256:")
-    for c in chunks:  # every chunk's fields are plain values now: the ids object (and the text) let go
-        assert "_ids" not in vars(c) and vars(c)["doc_id"] == first and len(vars(c)["id"]) == 32
+    last = chunks[-1].doc_id  # read out of order: each chunk its own
+    assert last.startswith("sha256:") and "_ids" not in vars(chunks[-1]) and "_ids" in vars(chunks[0])
+    ids = [c.id for c in chunks]
+    assert hashed == [len(RULES)]  # the document once, for all of its chunks
+    for c, made in zip(chunks, ids, strict=True):  # plain values now: the ids object (and the text) let go
+        assert (
+            "_ids" not in vars(c) and vars(c)["doc_id"] == last and vars(c)["id"] == made and len(made) == 32
+        )
+
+
+@pytest.mark.parametrize("strategy", ["fixed", "recursive", "markdown"])
+def test_chunks_dropped_unread_are_freed_without_the_cycle_collector(strategy: str) -> None:
+    """Nothing points back from a document's ids to its chunks: no reference cycle is left for the
+    collector (a chunker making millions of chunks would otherwise make as much cyclic garbage)."""
+    chunker = make_chunker(strategy, max_size=60)
+    gc.collect()
+    gc.disable()
+    try:
+        chunks = chunker.chunk(Document(RULES, metadata={"format": "markdown"}))
+        held = [weakref.ref(c) for c in chunks]
+        del chunks
+        assert all(r() is None for r in held)
+    finally:
+        gc.enable()
 
 
 def test_a_given_document_id_is_kept_and_only_the_content_hash_waits() -> None:

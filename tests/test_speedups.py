@@ -168,7 +168,8 @@ SWITCHES = [
     (pack, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
     (pack, "_NATIVE_TRIM", native.trim_span, None),
     (chunkers, "_NATIVE_CHUNKS", native.make_chunks, None),
-    (document_module, "_NATIVE_FILL", native.fill_ids, None),
+    (Chunk, "id", native.IdField("id"), document_module._FromIds("id")),
+    (Chunk, "doc_id", native.IdField("doc_id"), document_module._FromIds("doc_id")),
     (graphemes, "_NATIVE_ALL_SIMPLE", native.all_simple, None),
     (pack, "_NATIVE_MERGE", native.merge_run, None),
     (levels, "_NATIVE_PAIR_CUTS", native.pair_cuts, None),
@@ -197,12 +198,17 @@ def scanner(c: bool) -> Iterator[None]:
         clear_text_caches()
 
 
+def _same(used: object, function: object) -> bool:
+    """``used`` is the extension's ``function`` (for the id descriptors: one of its `IdField`s)."""
+    return used is function or (isinstance(function, native.IdField) and isinstance(used, native.IdField))
+
+
 def test_the_library_uses_the_extension_when_it_is_built() -> None:
     in_c = [(getattr(module, name), function) for module, name, function, _ in SWITCHES]
     if os.environ.get("KIREME_PURE_PYTHON", "") not in ("", "0"):  # turned off: not one of them is used
-        assert not any(used is function for used, function in in_c)
+        assert not any(_same(used, function) for used, function in in_c)
     else:
-        assert all(used is function for used, function in in_c)
+        assert all(_same(used, function) for used, function in in_c)
 
 
 def test_the_compiled_marks_are_the_vocabulary() -> None:
@@ -675,6 +681,21 @@ def sha256_extensions(on: bool) -> Iterator[bool]:
         native.sha256_extensions(chosen)
 
 
+class _GivenIds:
+    """What `IdField` reads off a document's `ChunkIds`: its ``prefix`` (asked once), ``_sha``, ``_doc_id``."""
+
+    def __init__(self, prefix: bytes) -> None:
+        self._given = prefix
+        self.asked = 0
+        self._sha: bytes | None = None
+        self._doc_id = "d"
+
+    @property
+    def prefix(self) -> bytes:
+        self.asked += 1
+        return self._given
+
+
 @pytest.mark.parametrize("extensions", [False, True], ids=["portable", "sha-extensions"])
 @given(
     prefix=st.binary(max_size=300),
@@ -686,19 +707,21 @@ def test_ids_made_in_c_are_the_sha256_ids(
     extensions: bool, prefix: bytes, spans: list[tuple[int, int]]
 ) -> None:
     """The C SHA-256 against hashlib, with the processor's SHA extensions and without: any prefix length
-    (block edges), any offsets (digits of any width)."""
+    (block edges), any offsets (digits of any width); the prefix is read once for all of a document's ids."""
     text = "x" * max(end for _, end in spans)
     packed = [PackedSpan(a, b, 0) for a, b in spans]
-    owner = object()
+    owner = _GivenIds(prefix)
     made = native.make_chunks(Chunk, text, packed, owner, "chars", "", (), NO_METADATA, None)
+    field = native.IdField("id")
     with sha256_extensions(extensions) as used:
         if extensions and not used:
             pytest.skip("this processor has no SHA extensions")
-        native.fill_ids(prefix, made, owner, "d")
-    for chunk, span in zip(made, packed, strict=True):
+        ids = [field.__get__(chunk, Chunk) for chunk in made]
+    assert owner.asked == 1
+    for chunk, span, made_id in zip(made, packed, ids, strict=True):
         key = prefix + f"{span.start}\x1f{span.end}".encode("ascii")
-        assert chunk.id == hashlib.sha256(key).hexdigest()[:32]
-        assert chunk.doc_id == "d" and "_ids" not in vars(chunk)
+        assert made_id == hashlib.sha256(key).hexdigest()[:32] == vars(chunk)["id"]
+        assert vars(chunk)["doc_id"] == "d" and "_ids" not in vars(chunk)
 
 
 @given(st.lists(st.integers(0, 10**12), max_size=5))
@@ -713,21 +736,31 @@ def test_make_chunks_refuses_offsets_outside_the_text(ends: list[int]) -> None:
 
 
 @pytest.mark.parametrize("extensions", [False, True], ids=["portable", "sha-extensions"])
-def test_ids_filled_in_c_are_chunk_ids_of_the_document(extensions: bool) -> None:
-    """Chunks made in C hold the document's `ChunkIds` until `fill_ids` gives them their ids: the ids
-    `ChunkIds` makes in Python (`chunk_id`); a chunk that waits on another `ChunkIds` is left alone."""
+def test_ids_read_in_c_are_chunk_ids_of_the_document(extensions: bool) -> None:
+    """Chunks made in C hold the document's `ChunkIds` until their id is read: then `IdField` gives the ids
+    `ChunkIds` makes in Python (`chunk_id`), each chunk its own, and lets the `ChunkIds` go."""
     document = Document("規程の本文です。" * 30, id="docs/規程.md")
     spans = [PackedSpan(0, 8, 8), PackedSpan(8, 240, 232), PackedSpan(9, 9, 0)]
     ids = ChunkIds(document, "0123456789abcdef")
     made = native.make_chunks(Chunk, document.text, spans, ids, "chars", "", (), NO_METADATA, None)
     assert all(vars(c)["_ids"] is ids and "id" not in vars(c) and "doc_id" not in vars(c) for c in made)
     assert [c.index for c in made] == [0, 1, 2] and made[1].text == document.text[8:240] == made[1].embed_text
-    other = native.make_chunks(Chunk, document.text, spans[:1], object(), "chars", "", (), NO_METADATA, None)
+    field, doc_field = native.IdField("id"), native.IdField("doc_id")
     with sha256_extensions(extensions):
-        native.fill_ids(ids.prefix, [*made, *other], ids, ids.doc_id)
-    assert [vars(c)["id"] for c in made] == [ids(s.start, s.end) for s in spans]
+        assert doc_field.__get__(made[2], Chunk) == "docs/規程.md"
+        assert "_ids" in vars(made[0]) and "id" not in vars(made[0])  # only the chunk read
+        read = [field.__get__(c, Chunk) for c in made]
+    assert read == [vars(c)["id"] for c in made] == [ids(s.start, s.end) for s in spans]
     assert {vars(c)["doc_id"] for c in made} == {"docs/規程.md"} and not any("_ids" in vars(c) for c in made)
-    assert "_ids" in vars(other[0]) and "id" not in vars(other[0])
+    assert field.__get__(None, Chunk) is field and repr(field) == "IdField('id')"
+
+
+def test_an_id_field_on_a_chunk_without_ids_is_an_attribute_error() -> None:
+    field = native.IdField("doc_id")
+    with pytest.raises(AttributeError, match="doc_id"):
+        field.__get__(object.__new__(Chunk), Chunk)
+    with pytest.raises(TypeError):
+        native.IdField(3)
 
 
 def test_make_chunks_refuses_lists_of_another_length() -> None:

@@ -22,7 +22,7 @@
  *                       that needs Python (a split one level down, a heading with its body, grapheme rules).
  *   make_chunks         kireme/chunkers.py `build_chunks`' last step: every span of a plan as a `Chunk` holding
  *                       the document's `ChunkIds`, its id left for when one is read.
- *   fill_ids            kireme/document.py `ChunkIds.fill`: the ids of a document's chunks, when one is first read
+ *   IdField             kireme/document.py `_FromIds`: a chunk's `id` and `doc_id`, worked out when first read
  *                       (SHA-256 of the document's id prefix and the span; with the x86 SHA extensions where the
  *                       processor has them).
  *   sha256_extensions   for the tests: the ids hashed with the SHA extensions or the portable loop.
@@ -1098,7 +1098,7 @@ error:
 
 /* ---------------------------------------------------------------------------------------------------------
  * make_chunks: kireme/chunkers.py `Chunker.build_chunks`'s last step (`lazy_chunk` per span) for a whole plan at
- * once; fill_ids: the chunks' ids, when one is read. A chunk id is the first 32 hex digits of SHA-256 over the
+ * once; IdField: a chunk's id, when it is read. A chunk id is the first 32 hex digits of SHA-256 over the
  * document's id prefix and "start\x1fend"; the prefix's whole 64-byte blocks are hashed once per document.
  */
 
@@ -1317,7 +1317,7 @@ static void span_id(const sha256_state *base, Py_ssize_t start, Py_ssize_t end, 
 }
 
 /* `make_chunks(cls, text, spans, ids, unit, ...)`: each chunk keeps the document's `ChunkIds` as `_ids`, from
- * which its `id` and `doc_id` are worked out when first asked for (`fill_ids`). */
+ * which its `id` and `doc_id` are worked out when first asked for (`IdField`). */
 static PyObject *make_chunks(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *cls, *text, *spans, *ids, *unit, *title, *headings, *metadata, *embeds;
@@ -1404,52 +1404,141 @@ fail:
     return NULL;
 }
 
-/* `fill_ids(prefix, chunks, owner, doc_id)`: kireme/document.py `ChunkIds.fill`: every chunk still waiting for
- * its id (its `_ids` is `owner`) gets `id` (SHA-256 of the prefix and "start\x1fend", as make_chunks makes it)
- * and `doc_id`, and lets `owner` go; the others are left as they are. */
-static PyObject *fill_ids(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer prefix;
-    PyObject *chunks, *owner, *doc_id;
-    if (!PyArg_ParseTuple(args, "y*O!OU", &prefix, &PyList_Type, &chunks, &owner, &doc_id)) return NULL;
-    if (intern_names() < 0) {
-        PyBuffer_Release(&prefix);
-        return NULL;
-    }
-    sha256_state base;
-    sha256_init(&base);
-    sha256_update(&base, (const uint8_t *)prefix.buf, (size_t)prefix.len);
-    PyBuffer_Release(&prefix);
-    Py_ssize_t n = PyList_GET_SIZE(chunks);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *dict = PyObject_GenericGetDict(PyList_GET_ITEM(chunks, i), NULL);
-        if (dict == NULL) return NULL;
-        PyObject *waiting = PyDict_GetItemWithError(dict, ids_name); /* borrowed */
-        if (waiting != owner) {
-            Py_DECREF(dict);
-            if (PyErr_Occurred()) return NULL;
-            continue;
-        }
-        PyObject *start_obj = PyDict_GetItemWithError(dict, span_start_name);
-        PyObject *end_obj = PyDict_GetItemWithError(dict, span_end_name);
-        Py_ssize_t start = start_obj ? PyNumber_AsSsize_t(start_obj, PyExc_OverflowError) : -1;
-        Py_ssize_t end = end_obj ? PyNumber_AsSsize_t(end_obj, PyExc_OverflowError) : -1;
-        if (start < 0 || end < start) {
-            Py_DECREF(dict);
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "fill_ids: a chunk must have 0 <= start <= end");
+/* `IdField(name)`: `Chunk.id` and `Chunk.doc_id` (kireme/document.py `_FromIds`, its Python twin). A chunk a
+ * chunker made holds its document's `ChunkIds` as `_ids` until one of the two is first read: then the id
+ * (SHA-256 of the document's id prefix and "start\x1fend") and the document id are written into the chunk and
+ * `_ids` is let go. The prefix is hashed once per document (`ChunkIds.prefix`, then its state kept as the
+ * `ChunkIds`' `_sha`). Nothing points from the `ChunkIds` back to its chunks, so chunks whose ids are never
+ * read are freed as soon as they are dropped, with no reference cycle for the collector. A non-data
+ * descriptor: once the chunk's `__dict__` holds the value, it is read from there. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *name; /* "id" or "doc_id" */
+} IdField;
+
+static PyObject *sha_name, *prefix_name, *doc_id_attr_name;
+
+static int intern_id_names(void) {
+    if (doc_id_attr_name != NULL) return 0;
+    if (intern_names() < 0) return -1;
+    sha_name = PyUnicode_InternFromString("_sha");
+    prefix_name = PyUnicode_InternFromString("prefix");
+    doc_id_attr_name = PyUnicode_InternFromString("_doc_id");
+    return sha_name && prefix_name && doc_id_attr_name ? 0 : -1;
+}
+
+/* the hashing state of `ids`' prefix (its `_sha`, bytes of a sha256_state), made from `ids.prefix` the first
+ * time; a new reference, NULL on error */
+static PyObject *prefix_state(PyObject *ids) {
+    PyObject *sha = PyObject_GetAttr(ids, sha_name);
+    if (sha == NULL) return NULL;
+    if (sha == Py_None) {
+        Py_DECREF(sha);
+        PyObject *prefix = PyObject_GetAttr(ids, prefix_name); /* hashes the document the first time */
+        if (prefix == NULL) return NULL;
+        if (!PyBytes_Check(prefix)) {
+            Py_DECREF(prefix);
+            PyErr_SetString(PyExc_TypeError, "IdField: the ids' prefix must be bytes");
             return NULL;
         }
-        char hex[32];
-        span_id(&base, start, end, hex);
-        PyObject *id = PyUnicode_FromStringAndSize(hex, 32);
-        int failed = id == NULL || PyDict_SetItem(dict, chunk_keys[5], id) < 0 ||
-                     PyDict_SetItem(dict, chunk_keys[3], doc_id) < 0 || PyDict_DelItem(dict, ids_name) < 0;
-        Py_XDECREF(id);
-        Py_DECREF(dict);
-        if (failed) return NULL;
+        sha256_state state;
+        memset(&state, 0, sizeof(state));
+        sha256_init(&state);
+        sha256_update(&state, (const uint8_t *)PyBytes_AS_STRING(prefix), (size_t)PyBytes_GET_SIZE(prefix));
+        Py_DECREF(prefix);
+        sha = PyBytes_FromStringAndSize((const char *)&state, sizeof(state));
+        if (sha == NULL || PyObject_SetAttr(ids, sha_name, sha) < 0) {
+            Py_XDECREF(sha);
+            return NULL;
+        }
     }
-    Py_RETURN_NONE;
+    if (!PyBytes_Check(sha) || PyBytes_GET_SIZE(sha) != (Py_ssize_t)sizeof(sha256_state)) {
+        Py_DECREF(sha);
+        PyErr_SetString(PyExc_TypeError, "IdField: the ids' _sha is not a hashing state");
+        return NULL;
+    }
+    return sha;
 }
+
+static PyObject *id_field_get(PyObject *self, PyObject *chunk, PyObject *type) {
+    (void)type;
+    if (chunk == NULL || chunk == Py_None) return Py_NewRef(self);
+    PyObject *name = ((IdField *)self)->name;
+    if (intern_id_names() < 0) return NULL;
+    PyObject *dict = PyObject_GenericGetDict(chunk, NULL);
+    if (dict == NULL) return NULL;
+    PyObject *result = NULL, *ids = NULL, *sha = NULL, *doc_id = NULL, *id = NULL;
+    ids = Py_XNewRef(PyDict_GetItemWithError(dict, ids_name));
+    if (ids == NULL) {
+        result = PyErr_Occurred() ? NULL : Py_XNewRef(PyDict_GetItemWithError(dict, name)); /* read already */
+        if (result == NULL && !PyErr_Occurred()) {
+            PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute '%U'", Py_TYPE(chunk)->tp_name,
+                         name);
+        }
+        goto done;
+    }
+    sha = prefix_state(ids);
+    if (sha == NULL) goto done;
+    PyObject *start_obj = PyDict_GetItemWithError(dict, span_start_name);
+    PyObject *end_obj = PyDict_GetItemWithError(dict, span_end_name);
+    Py_ssize_t start = start_obj ? PyNumber_AsSsize_t(start_obj, PyExc_OverflowError) : -1;
+    Py_ssize_t end = end_obj ? PyNumber_AsSsize_t(end_obj, PyExc_OverflowError) : -1;
+    if (start < 0 || end < start) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "IdField: a chunk must have 0 <= start <= end");
+        goto done;
+    }
+    sha256_state base;
+    memcpy(&base, PyBytes_AS_STRING(sha), sizeof(base));
+    char hex[32];
+    span_id(&base, start, end, hex);
+    id = PyUnicode_FromStringAndSize(hex, 32);
+    doc_id = PyObject_GetAttr(ids, doc_id_attr_name); /* set with the prefix */
+    if (id == NULL || doc_id == NULL || PyDict_SetItem(dict, chunk_keys[5], id) < 0 ||
+        PyDict_SetItem(dict, chunk_keys[3], doc_id) < 0 || PyDict_DelItem(dict, ids_name) < 0) {
+        goto done;
+    }
+    result = Py_XNewRef(PyDict_GetItemWithError(dict, name));
+    if (result == NULL && !PyErr_Occurred()) PyErr_SetObject(PyExc_AttributeError, name);
+done:
+    Py_XDECREF(id);
+    Py_XDECREF(doc_id);
+    Py_XDECREF(sha);
+    Py_XDECREF(ids);
+    Py_DECREF(dict);
+    return result;
+}
+
+static int id_field_init(PyObject *self, PyObject *args, PyObject *kwargs) {
+    PyObject *name;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs) > 0) {
+        PyErr_SetString(PyExc_TypeError, "IdField takes no keyword arguments");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "U", &name)) return -1;
+    Py_XSETREF(((IdField *)self)->name, Py_NewRef(name));
+    return 0;
+}
+
+static void id_field_dealloc(PyObject *self) {
+    Py_XDECREF(((IdField *)self)->name);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *id_field_repr(PyObject *self) {
+    return PyUnicode_FromFormat("IdField(%R)", ((IdField *)self)->name ? ((IdField *)self)->name : Py_None);
+}
+
+static PyTypeObject IdFieldType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kireme._speedups.IdField",
+    .tp_basicsize = sizeof(IdField),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "IdField(name): a chunk's id or doc_id, worked out from its document's ChunkIds when first read",
+    .tp_new = PyType_GenericNew,
+    .tp_init = id_field_init,
+    .tp_dealloc = id_field_dealloc,
+    .tp_repr = id_field_repr,
+    .tp_descr_get = id_field_get,
+};
 
 /* ---------------------------------------------------------------------------------------------------------
  * `pair_cuts(text, a, b, first, second)`: every p with a < p < b where text[p - 1] is in `first` and
@@ -1660,7 +1749,6 @@ static PyMethodDef methods[] = {
      "merge_run(text, bounds, i, budget, keep_headings, simple, out) -> where Python must go on"},
     {"make_chunks", make_chunks, METH_VARARGS,
      "make_chunks(cls, text, spans, ids, doc_id, unit, title, headings, metadata, embeds) -> chunks"},
-    {"fill_ids", fill_ids, METH_VARARGS, "fill_ids(prefix, chunks, owner, doc_id) -> None (ids given)"},
     {"char_windows", char_windows, METH_VARARGS,
      "char_windows(text, start, b, budget, simple, out, numbers) -> -1 when done, else where Python goes on"},
     {"pair_cuts", pair_cuts, METH_VARARGS,
@@ -1687,5 +1775,12 @@ PyMODINIT_FUNC PyInit__speedups(void) {
 #endif
     build_matters();
     build_mark_classes();
-    return PyModule_Create(&module);
+    if (PyType_Ready(&IdFieldType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "IdField", (PyObject *)&IdFieldType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -23,12 +23,17 @@ def make_chunks(
     /,
 ) -> list[Any]:
     """Every span of a plan as a chunk of ``cls`` holding ``ids`` (the document's ``ChunkIds``) as ``_ids``: its
-    ``id`` and ``doc_id`` are worked out when first asked for (``fill_ids``). ``headings`` and ``metadata`` one
+    ``id`` and ``doc_id`` are worked out when first asked for (``IdField``). ``headings`` and ``metadata`` one
     shared value or a list per span, ``embeds`` a list per span or ``None`` (the text itself)."""
 
-def fill_ids(prefix: bytes, chunks: list[Any], owner: Any, doc_id: str, /) -> None:
-    """Every chunk whose ``_ids`` is ``owner`` gets its ``id`` (the first 32 hex digits of SHA-256 of ``prefix``
-    and ``"start\\x1fend"``) and ``doc_id``, and lets ``owner`` go."""
+class IdField:
+    """A chunk's ``id`` or ``doc_id`` (``name``), worked out from the ``ChunkIds`` it holds as ``_ids`` the first
+    time either is read: the first 32 hex digits of SHA-256 of the ids' ``prefix`` and ``"start\\x1fend"``, and
+    its ``_doc_id``; both written into the chunk, ``_ids`` let go. The prefix's hashing state is kept as the ids'
+    ``_sha``. A non-data descriptor."""
+
+    def __init__(self, name: str, /) -> None: ...
+    def __get__(self, chunk: Any, owner: type | None = None, /) -> Any: ...
 
 def pair_cuts(text: str, a: int, b: int, first: bytes, second: bytes, /) -> list[int] | None:
     """Every p in (a, b) with text[p - 1] in the bitmap ``first`` and text[p] in ``second``; ``None``

@@ -324,16 +324,12 @@ class Chunker:
         spans = plan.spans if type(plan.spans) is list else list(plan.spans)
         ids = ChunkIds(doc, self.config_hash)  # hashes nothing until some chunk's id is asked for
         if _NATIVE_CHUNKS is None:
-            chunks = self._built_chunks(
+            return self._built_chunks(
                 doc, spans, ids, unit, title, paths, regions, headings_of, embed, prefix
             )
-            ids.attach(chunks)
-            return chunks
         if paths is None and regions is None and headings_of is None and embed is None and prefix is None:
             # nothing to add to any chunk (plain text without context): its text and where it is
-            chunks = _NATIVE_CHUNKS(Chunk, doc_text, spans, ids, unit, title, (), NO_METADATA, None)
-            ids.attach(chunks)
-            return chunks
+            return _NATIVE_CHUNKS(Chunk, doc_text, spans, ids, unit, title, (), NO_METADATA, None)
         all_headings: list[tuple[str, ...]] = []
         all_metadata: list[Mapping[str, Any]] = []
         embeds: list[str] = []
@@ -347,11 +343,9 @@ class Chunker:
             elif prefix is not None:
                 embeds.append(prefix(start, end) + doc_text[start:end])
         own_embeds = embeds if embed is not None or prefix is not None else None  # None: the text itself
-        chunks = _NATIVE_CHUNKS(
+        return _NATIVE_CHUNKS(
             Chunk, doc_text, spans, ids, unit, title, all_headings, all_metadata, own_embeds
         )
-        ids.attach(chunks)  # their ids are made together, when the first is asked for
-        return chunks
 
     def _built_chunks(
         self,

@@ -37,8 +37,8 @@ __all__ = [
 ]
 
 
-# `ChunkIds.fill` in one C call (`kireme._speedups.fill_ids`), or None: hashlib, chunk by chunk, then.
-_NATIVE_FILL: Any = native("fill_ids")
+# `_FromIds` in C (`kireme._speedups.IdField`: the descriptor type), or None: `_FromIds` itself, with hashlib.
+_NATIVE_ID_FIELD: Any = native("IdField")
 
 # The read-only empty metadata every document and chunk without metadata shares.
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
@@ -176,7 +176,9 @@ class _FromIds:
     """`Chunk.id` and `Chunk.doc_id` of a chunk made by a chunker: worked out from its document's `ChunkIds`
     the first time either is asked for and kept (then the `ChunkIds` is let go). A chunk whose id is never
     read costs no hashing; equality, ``repr``, `Chunk.to_dict`, pickling and `dataclasses.replace` read them
-    as any caller does, so every chunk compares, prints and travels with its id."""
+    as any caller does, so every chunk compares, prints and travels with its id. Nothing points back from
+    the `ChunkIds` to its chunks: chunks dropped unread are freed at once, with no cycle for the collector.
+    The Python twin of `kireme._speedups.IdField`, which `Chunk` uses where the extension is built."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -187,13 +189,18 @@ class _FromIds:
         state = chunk.__dict__
         ids: ChunkIds | None = state.get("_ids")
         if ids is None:
+            if self.name in state:  # read already (the instance's own value wins unless asked here)
+                return state[self.name]
             raise AttributeError(f"'Chunk' object has no attribute {self.name!r}")
-        ids.fill()  # this chunk and the others of its document, at once
-        if "_ids" in state:  # not one of them (made alone): its own, both together
-            state["id"] = ids(state["start"], state["end"])
-            state["doc_id"] = ids.doc_id
-            del state["_ids"]
+        state["id"] = ids(state["start"], state["end"])
+        state["doc_id"] = ids.doc_id
+        del state["_ids"]
         return state[self.name]
+
+
+def _id_field(name: str) -> Any:
+    """The descriptor of ``Chunk.id`` / ``Chunk.doc_id``: in C where kireme's extension is built."""
+    return _NATIVE_ID_FIELD(name) if _NATIVE_ID_FIELD is not None else _FromIds(name)
 
 
 @dataclass(frozen=True)
@@ -263,8 +270,8 @@ class Chunk:
         return line + "\n"
 
 
-setattr(Chunk, "id", _FromIds("id"))  # noqa: B010  # non-data descriptors: a field set in __dict__ wins
-setattr(Chunk, "doc_id", _FromIds("doc_id"))  # noqa: B010
+setattr(Chunk, "id", _id_field("id"))  # noqa: B010  # non-data descriptors: a field set in __dict__ wins
+setattr(Chunk, "doc_id", _id_field("doc_id"))  # noqa: B010
 
 
 def lazy_chunk(
@@ -310,8 +317,8 @@ class ChunkIds:
     """`chunk_id` for many spans of one document: the shared part of the key is hashed once, and nothing is
     hashed before an id is asked for (the document's content hash neither).
 
-    The chunks a chunker made with it (`attach`) get their ids together, the first time any of them is asked
-    for one: in one C call where kireme's extension is built, each written into its chunk (`fill`)."""
+    Each chunk a chunker makes holds it (as ``_ids``) until the chunk's id is first read (`_FromIds`); it
+    holds none of them."""
 
     def __init__(self, doc: Document, config_hash: str) -> None:
         self._doc: Document | None = doc
@@ -319,8 +326,7 @@ class ChunkIds:
         self._prefix: bytes | None = None
         self._doc_id = ""
         self._hash: hashlib._Hash | None = None
-        # the chunks waiting for their ids (they hold this object, this holds them, until `fill`)
-        self._chunks: list[Chunk] | None = None
+        self._sha: bytes | None = None  # the prefix's hashing state, kept by `kireme._speedups.IdField`
 
     @property
     def prefix(self) -> bytes:
@@ -346,26 +352,6 @@ class ChunkIds:
         h = self._hash.copy()
         h.update(f"{start}\x1f{end}".encode("ascii"))
         return h.hexdigest()[:32]
-
-    def attach(self, chunks: list[Chunk]) -> None:
-        """The chunks made with these ids (each holding it as ``_ids``), to be given their ids together."""
-        self._chunks = list(chunks)
-
-    def fill(self) -> None:
-        """Give every attached chunk still waiting its ``id`` and ``doc_id`` (`_FromIds`)."""
-        chunks, self._chunks = self._chunks, None
-        if not chunks:
-            return
-        prefix, doc_id = self.prefix, self.doc_id
-        if _NATIVE_FILL is not None:  # the same in one C call
-            _NATIVE_FILL(prefix, chunks, self, doc_id)
-            return
-        for chunk in chunks:
-            state = chunk.__dict__
-            if state.get("_ids") is self:
-                state["id"] = self(state["start"], state["end"])
-                state["doc_id"] = doc_id
-                del state["_ids"]
 
 
 class RegionIndex:
