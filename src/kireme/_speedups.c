@@ -1292,8 +1292,10 @@ static int intern_names(void) {
     return ids_name == NULL ? -1 : 0;
 }
 
-static int span_field(PyObject *span, PyObject *name, Py_ssize_t *out, PyObject **keep) {
-    PyObject *value = PyObject_GetAttr(span, name);
+/* a span's `start`, `end` or `size` (index 0, 1, 2 of a `PackedSpan`, a named tuple: read off the tuple) */
+static int span_field(PyObject *span, PyObject *name, Py_ssize_t index, Py_ssize_t *out, PyObject **keep) {
+    PyObject *value = PyTuple_Check(span) && PyTuple_GET_SIZE(span) == 3 ? Py_NewRef(PyTuple_GET_ITEM(span, index))
+                                                                         : PyObject_GetAttr(span, name);
     if (value == NULL) return -1;
     Py_ssize_t x = PyNumber_AsSsize_t(value, PyExc_OverflowError);
     if (x == -1 && PyErr_Occurred()) {
@@ -1345,12 +1347,12 @@ static PyObject *make_chunks(PyObject *self, PyObject *args) {
         PyObject *span = PyList_GET_ITEM(spans, i);
         PyObject *start_obj, *end_obj, *size_obj;
         Py_ssize_t start, end, size;
-        if (span_field(span, span_start_name, &start, &start_obj) < 0) goto fail;
-        if (span_field(span, span_end_name, &end, &end_obj) < 0) {
+        if (span_field(span, span_start_name, 0, &start, &start_obj) < 0) goto fail;
+        if (span_field(span, span_end_name, 1, &end, &end_obj) < 0) {
             Py_DECREF(start_obj);
             goto fail;
         }
-        if (span_field(span, span_size_name, &size, &size_obj) < 0) {
+        if (span_field(span, span_size_name, 2, &size, &size_obj) < 0) {
             Py_DECREF(start_obj);
             Py_DECREF(end_obj);
             goto fail;
