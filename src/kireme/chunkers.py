@@ -26,7 +26,7 @@ from kireme.boundaries.levels import (
 )
 from kireme.boundaries.presets import PRESET_ALIASES, PRESETS, PROSE_PRESETS, markdown_levels, preset_levels
 from kireme.context import ContextBuilder, check_context_mode
-from kireme.document import NO_METADATA, Chunk, ChunkIds, Document, RegionIndex, lazy_chunk
+from kireme.document import NO_METADATA, Chunk, ChunkIds, Document, RegionIndex, lazy_chunk, text_document
 from kireme.errors import ConfigError
 from kireme.length import Measure, get_measure
 from kireme.pack import PACKINGS, PackedSpan, pack
@@ -75,6 +75,14 @@ class ChunkPlan:
     title: str = ""
     embed_text: Callable[[int, int], str] | None = None
     headings: Callable[[int, int], tuple[tuple[str, ...], dict[str, Any]]] | None = None
+
+
+def spans_plan(spans: list[PackedSpan]) -> ChunkPlan:
+    """``ChunkPlan(spans)``, made without the frozen dataclass's ``__init__`` (the default plan makes one per
+    document)."""
+    plan = object.__new__(ChunkPlan)
+    plan.__dict__.update(spans=spans, heading_paths=None, title="", embed_text=None, headings=None)
+    return plan
 
 
 @dataclass(frozen=True)
@@ -242,7 +250,7 @@ class Chunker:
             keep_headings=self.keep_headings(),
             **self.packing_options(),
         )
-        return ChunkPlan(spans)
+        return spans_plan(spans)
 
     def packing_options(self) -> dict[str, Any]:
         """`kireme.pack.pack` keywords for the packing this chunker asks for."""
@@ -292,7 +300,7 @@ class Chunker:
 
     def chunk(self, document: Document | str) -> list[Chunk]:
         """Cut one document (or a plain string) into chunks; ``""`` gives ``[]``."""
-        doc = document if isinstance(document, Document) else Document(_require_str(document))
+        doc = document if isinstance(document, Document) else text_document(_require_str(document))
         if not doc.text or doc.text.isspace():
             return []
         chunker = self.for_document(doc)
