@@ -175,6 +175,7 @@ SWITCHES = [
     (levels, "_NATIVE_PAIR_CUTS", native.pair_cuts, None),
     (levels, "_NATIVE_LINE_CUTS", native.line_cuts, None),
     (pack, "_NATIVE_WINDOWS", native.char_windows, None),
+    (pack, "_NATIVE_PACKED", native.char_packed, None),
     (levels, "_NATIVE_CLAUSE_CUTS", native.clause_cuts, None),
     (levels, "_NATIVE_WORD_CUTS", native.word_cuts, None),
     (markdown, "line_starts", native.line_starts, markdown._line_starts_python),
@@ -761,6 +762,24 @@ def test_an_id_field_on_a_chunk_without_ids_is_an_attribute_error() -> None:
         field.__get__(object.__new__(Chunk), Chunk)
     with pytest.raises(TypeError):
         native.IdField(3)
+
+
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 3000)), max_size=20), st.integers(0, 3000))
+def test_char_packed_spans_are_the_spans_with_their_lengths(starts: list[tuple[int, int]], budget: int) -> None:
+    spans = [(a, a + length) for a, length in starts]
+    made = native.char_packed(PackedSpan, spans, budget)
+    if any(b - a > budget for a, b in spans):  # Python re-packs: nothing made
+        assert made is None
+        return
+    assert made == [PackedSpan(a, b, b - a) for a, b in spans]
+    assert all(type(p) is PackedSpan and (p.start, p.end, p.size) == tuple(p) for p in made)
+
+
+def test_char_packed_refuses_what_is_not_spans() -> None:
+    with pytest.raises(TypeError, match="tuple class"):
+        native.char_packed(list, [(0, 1)], 5)
+    with pytest.raises(TypeError, match="start, end"):
+        native.char_packed(PackedSpan, [(0, 1, 2)], 5)
 
 
 def test_make_chunks_refuses_lists_of_another_length() -> None:

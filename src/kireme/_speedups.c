@@ -26,6 +26,7 @@
  *                       (SHA-256 of the document's id prefix and the span; with the x86 SHA extensions where the
  *                       processor has them).
  *   sha256_extensions   for the tests: the ids hashed with the SHA extensions or the portable loop.
+ *   char_packed         kireme/pack.py `_Packer.run`'s end in characters: the packed spans with their sizes.
  *   char_windows        kireme/pack.py `_Packer.split_graphemes` in characters: windows of the budget, each cut
  *                       between two characters that never join a cluster (else Python goes on from there).
  *   pair_cuts           kireme/boundaries/levels.py `PairLevel`: the cut between two neighbouring characters
@@ -1406,6 +1407,52 @@ fail:
     return NULL;
 }
 
+/* `char_packed(cls, spans, budget)`: kireme/pack.py `_Packer.run`'s end in characters without overlap: each
+ * (start, end) of `spans` as `cls(start, end, end - start)` (`PackedSpan`, a named tuple, made as a tuple of
+ * its class), or None when a span is longer than `budget` (Python re-packs it: `_Packer.enforce`). */
+static PyObject *char_packed(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cls, *spans;
+    Py_ssize_t budget;
+    if (!PyArg_ParseTuple(args, "OO!n", &cls, &PyList_Type, &spans, &budget)) return NULL;
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "char_packed: cls must be a tuple class");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(spans);
+    for (Py_ssize_t i = 0; i < n; i++) { /* every span checked first: nothing made when Python must go on */
+        PyObject *span = PyList_GET_ITEM(spans, i);
+        if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) != 2) {
+            PyErr_SetString(PyExc_TypeError, "char_packed: spans must be (start, end) tuples");
+            return NULL;
+        }
+        Py_ssize_t a = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 0));
+        if (a == -1 && PyErr_Occurred()) return NULL;
+        Py_ssize_t b = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 1));
+        if (b == -1 && PyErr_Occurred()) return NULL;
+        if (b - a > budget) Py_RETURN_NONE;
+    }
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    PyTypeObject *type = (PyTypeObject *)cls;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *span = PyList_GET_ITEM(spans, i);
+        PyObject *a = PyTuple_GET_ITEM(span, 0), *b = PyTuple_GET_ITEM(span, 1);
+        PyObject *size = PyLong_FromSsize_t(PyLong_AsSsize_t(b) - PyLong_AsSsize_t(a));
+        PyObject *packed = size == NULL ? NULL : type->tp_alloc(type, 3);
+        if (packed == NULL) {
+            Py_XDECREF(size);
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(packed, 0, Py_NewRef(a));
+        PyTuple_SET_ITEM(packed, 1, Py_NewRef(b));
+        PyTuple_SET_ITEM(packed, 2, size);
+        PyList_SET_ITEM(out, i, packed);
+    }
+    return out;
+}
+
 /* `IdField(name)`: `Chunk.id` and `Chunk.doc_id` (kireme/document.py `_FromIds`, its Python twin). A chunk a
  * chunker made holds its document's `ChunkIds` as `_ids` until one of the two is first read: then the id
  * (SHA-256 of the document's id prefix and "start\x1fend") and the document id are written into the chunk and
@@ -1751,6 +1798,8 @@ static PyMethodDef methods[] = {
      "merge_run(text, bounds, i, budget, keep_headings, simple, out) -> where Python must go on"},
     {"make_chunks", make_chunks, METH_VARARGS,
      "make_chunks(cls, text, spans, ids, doc_id, unit, title, headings, metadata, embeds) -> chunks"},
+    {"char_packed", char_packed, METH_VARARGS,
+     "char_packed(cls, spans, budget) -> cls(start, end, end - start) per span, or None when one is over budget"},
     {"char_windows", char_windows, METH_VARARGS,
      "char_windows(text, start, b, budget, simple, out, numbers) -> -1 when done, else where Python goes on"},
     {"pair_cuts", pair_cuts, METH_VARARGS,

@@ -35,6 +35,10 @@ class IdField:
     def __init__(self, name: str, /) -> None: ...
     def __get__(self, chunk: Any, owner: type | None = None, /) -> Any: ...
 
+def char_packed(cls: type, spans: list[tuple[int, int]], budget: int, /) -> list[Any] | None:
+    """Each ``(start, end)`` as ``cls(start, end, end - start)`` (a tuple class), or ``None`` when a span is longer
+    than ``budget``."""
+
 def pair_cuts(text: str, a: int, b: int, first: bytes, second: bytes, /) -> list[int] | None:
     """Every p in (a, b) with text[p - 1] in the bitmap ``first`` and text[p] in ``second``; ``None``
     when [a, b) holds a character beyond the Basic Multilingual Plane."""

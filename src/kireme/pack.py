@@ -40,6 +40,8 @@ _NATIVE_TRIM: Callable[[str, int, int, set[str]], Span | None] | None = native("
 # (`kireme._speedups.merge_run`)
 _NativeMerge = Callable[[str, list[int], int, int, bool, set[str], list[Span], frozenset[int] | None], int]
 _NATIVE_MERGE: _NativeMerge | None = native("merge_run")
+# `_Packer.run`'s end in characters (`kireme._speedups.char_packed`): the spans with their lengths as sizes
+_NATIVE_PACKED: Callable[[type, list[Span], int], list[PackedSpan] | None] | None = native("char_packed")
 _NATIVE_HEADING_TEST = native("ends_with_heading")
 # `_Packer.split_graphemes` in characters (`kireme._speedups.char_windows`): -1 when done, else where to go on
 _NATIVE_WINDOWS: Callable[[str, int, int, int, set[str], list[Span], bool], int] | None = native(
@@ -445,6 +447,11 @@ class _Packer:
         spans: list[Span] = []
         self.split(self.span[0], self.span[1], 0, self.budget, spans)
         spans = self.merge_small(spans)
+        if _NATIVE_PACKED is not None and self.overlap <= 0 and type(self.sizer) is _CharSizer:
+            # in characters a span's size is its length: `enforce` and the packed spans in one C call
+            packed: list[PackedSpan] | None = _NATIVE_PACKED(PackedSpan, spans, self.budget)
+            if packed is not None:
+                return packed
         spans, sizes = self.enforce(spans, self.budget)
         if self.overlap > 0 and len(spans) > 1:
             with_overlap = self.add_overlap(spans)
