@@ -765,7 +765,9 @@ def test_an_id_field_on_a_chunk_without_ids_is_an_attribute_error() -> None:
 
 
 @given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 3000)), max_size=20), st.integers(0, 3000))
-def test_char_packed_spans_are_the_spans_with_their_lengths(starts: list[tuple[int, int]], budget: int) -> None:
+def test_char_packed_spans_are_the_spans_with_their_lengths(
+    starts: list[tuple[int, int]], budget: int
+) -> None:
     spans = [(a, a + length) for a, length in starts]
     made = native.char_packed(PackedSpan, spans, budget)
     if any(b - a > budget for a, b in spans):  # Python re-packs: nothing made
