@@ -1,5 +1,7 @@
 """Sentence and paragraph segmentation on Japanese and English written for these tests."""
 
+import pytest
+
 from kireme.text.sentences import paragraph_spans, sentence_spans
 
 
@@ -95,3 +97,19 @@ def test_lower_cased_corpora_still_have_sentences() -> None:
     assert len(sentences(text)) == 12
     # ordinary text keeps the rule that a lower-case word after a period continues the sentence
     assert len(sentences("We met Dr. smith there. It rained.")) == 2
+
+
+def test_only_a_text_with_a_full_stop_is_read_for_its_case(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a text is lower-cased decides only how an ASCII "." is judged: a text without one is never
+    scanned for capitals (a whole-text scan of every kana and kanji otherwise)."""
+    from kireme.text import caches, sentences
+
+    def refuse(text: str, a: int, b: int) -> bool:
+        raise AssertionError("scanned for capitals")
+
+    monkeypatch.setattr(sentences, "_is_caseless", refuse)
+    caches.clear_text_caches()
+    japanese = "宿泊費の上限は一泊一万二千円とする。東京都内は一万四千円とする。" * 10
+    assert len(sentence_spans(japanese)) == 20
+    with pytest.raises(AssertionError, match="capitals"):
+        sentence_spans("the allowance is paid monthly. it covers meals. " * 10)

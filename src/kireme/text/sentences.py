@@ -454,7 +454,8 @@ class SentenceIndex:
         self.text = text
         n = len(text)
         self._block_starts = _breaks(text).block_starts
-        self._caseless = _is_caseless(text, 0, n)
+        # only an ASCII full stop is judged by case (`_period_ends`): a text without one is never scanned for it
+        self._caseless = "." in text and _is_caseless(text, 0, n)
         self._scanned = bytearray(len(self._block_starts) - 1)  # 1: block i has been scanned
         self._cuts: list[int] = []  # sentence starts of every scanned block, sorted
         self._quotes: list[tuple[int, int]] = []  # protected quotations of every scanned block, sorted
