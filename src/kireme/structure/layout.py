@@ -12,6 +12,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import methodcaller
 from typing import overload
 
 from kireme.boundaries.levels import (
@@ -182,8 +183,12 @@ def table_row_cuts(outline: Outline) -> list[int]:
     return sorted(r.start for t in outline.tables for r in t.rows[1:])
 
 
-# A line holding only whitespace: the line after it starts where the match ends
-_BLANK_LINE = re.compile(r"^[^\S\n]*\n", re.M)
+# A line holding only whitespace, found from the line feed before it (a pattern opening with a literal is
+# searched for that character at C speed; one opening with ``^`` under ``re.M`` is tried at every
+# position): the line after it starts where group 1 ends
+_BLANK_LINE = re.compile(r"\n(?:(?=([^\S\n]*\n)))?")
+_FIRST_BLANK = re.compile(r"[^\S\n]*\n")
+_GROUP_END = methodcaller("end", 1)  # -1 where the line after the line feed is not blank
 
 
 def code_line_cuts(text: str, outline: Outline) -> tuple[list[int], list[int]]:
@@ -201,5 +206,8 @@ def code_line_cuts(text: str, outline: Outline) -> tuple[list[int], list[int]]:
         every += lines[lo:hi]
         # the blank lines from the one before the first code line on: each ends where a code line starts
         before = lines[lo - 1] if lo else 0
-        blank += [m.end() for m in _BLANK_LINE.finditer(text, before, lines[hi - 1])]
+        if before == 0 and (first := _FIRST_BLANK.match(text, 0, lines[hi - 1])) is not None:
+            blank.append(first.end())  # the text opens with a blank line: no line feed before it
+        found = map(_GROUP_END, _BLANK_LINE.finditer(text, max(before - 1, 0), lines[hi - 1]))
+        blank += [end for end in found if end >= 0]
     return blank, every
