@@ -1409,7 +1409,8 @@ fail:
 
 /* `char_packed(cls, spans, budget)`: kireme/pack.py `_Packer.run`'s end in characters without overlap: each
  * (start, end) of `spans` as `cls(start, end, end - start)` (`PackedSpan`, a named tuple, made as a tuple of
- * its class), or None when a span is longer than `budget` (Python re-packs it: `_Packer.enforce`). */
+ * its class), or None when a span is longer than `budget` (Python re-packs it: `_Packer.enforce`) or is not a
+ * pair of ints (Python makes those). */
 static PyObject *char_packed(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *cls, *spans;
@@ -1422,9 +1423,9 @@ static PyObject *char_packed(PyObject *self, PyObject *args) {
     Py_ssize_t n = PyList_GET_SIZE(spans);
     for (Py_ssize_t i = 0; i < n; i++) { /* every span checked first: nothing made when Python must go on */
         PyObject *span = PyList_GET_ITEM(spans, i);
-        if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) != 2) {
-            PyErr_SetString(PyExc_TypeError, "char_packed: spans must be (start, end) tuples");
-            return NULL;
+        if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) != 2 || !PyLong_CheckExact(PyTuple_GET_ITEM(span, 0)) ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(span, 1))) {
+            Py_RETURN_NONE; /* not (int, int) pairs: Python's way, whatever they hold */
         }
         Py_ssize_t a = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 0));
         if (a == -1 && PyErr_Occurred()) return NULL;

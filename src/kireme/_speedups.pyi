@@ -37,7 +37,7 @@ class IdField:
 
 def char_packed(cls: type, spans: list[tuple[int, int]], budget: int, /) -> list[Any] | None:
     """Each ``(start, end)`` as ``cls(start, end, end - start)`` (a tuple class), or ``None`` when a span is longer
-    than ``budget``."""
+    than ``budget`` or is not a pair of ints (then Python makes them)."""
 
 def pair_cuts(text: str, a: int, b: int, first: bytes, second: bytes, /) -> list[int] | None:
     """Every p in (a, b) with text[p - 1] in the bitmap ``first`` and text[p] in ``second``; ``None``
