@@ -756,6 +756,45 @@ def test_ids_read_in_c_are_chunk_ids_of_the_document(extensions: bool) -> None:
     assert field.__get__(None, Chunk) is field and repr(field) == "IdField('id')"
 
 
+class _RacedIds(_GivenIds):
+    """Ids whose prefix, while it is made, lets another reader of the same chunk finish first (another
+    thread: making the prefix runs Python code, where threads switch)."""
+
+    def __init__(self, prefix: bytes) -> None:
+        super().__init__(prefix)
+        self.chunk: Chunk | None = None
+
+    @property
+    def prefix(self) -> bytes:
+        assert self.chunk is not None
+        state = vars(self.chunk)
+        if "_ids" in state:
+            state.update(id="the other reader's", doc_id="d")
+            del state["_ids"]
+        return self._given
+
+    def __call__(self, start: int, end: int) -> str:  # `_FromIds`' way to the id
+        _ = self.prefix
+        return hashlib.sha256(self._given + f"{start}\x1f{end}".encode("ascii")).hexdigest()[:32]
+
+    @property
+    def doc_id(self) -> str:
+        return self._doc_id
+
+
+@pytest.mark.parametrize("in_c", [True, False], ids=["IdField", "_FromIds"])
+def test_an_id_read_while_another_reader_finishes_first_is_no_error(in_c: bool) -> None:
+    ids = _RacedIds(b"prefix\x1f")
+    (chunk,) = native.make_chunks(
+        Chunk, "本文です。", [PackedSpan(0, 5, 5)], ids, "chars", "", (), NO_METADATA, None
+    )
+    ids.chunk = chunk
+    field = native.IdField("id") if in_c else document_module._FromIds("id")
+    made = field.__get__(chunk, Chunk)
+    assert made == hashlib.sha256(b"prefix\x1f0\x1f5").hexdigest()[:32] == vars(chunk)["id"]
+    assert "_ids" not in vars(chunk) and vars(chunk)["doc_id"] == "d"
+
+
 def test_an_id_field_on_a_chunk_without_ids_is_an_attribute_error() -> None:
     field = native.IdField("doc_id")
     with pytest.raises(AttributeError, match="doc_id"):

@@ -1544,8 +1544,12 @@ static PyObject *id_field_get(PyObject *self, PyObject *chunk, PyObject *type) {
     id = PyUnicode_FromStringAndSize(hex, 32);
     doc_id = PyObject_GetAttr(ids, doc_id_attr_name); /* set with the prefix */
     if (id == NULL || doc_id == NULL || PyDict_SetItem(dict, chunk_keys[5], id) < 0 ||
-        PyDict_SetItem(dict, chunk_keys[3], doc_id) < 0 || PyDict_DelItem(dict, ids_name) < 0) {
+        PyDict_SetItem(dict, chunk_keys[3], doc_id) < 0) {
         goto done;
+    }
+    if (PyDict_DelItem(dict, ids_name) < 0) { /* another thread read this chunk's id while the prefix was made */
+        if (!PyErr_ExceptionMatches(PyExc_KeyError)) goto done;
+        PyErr_Clear();
     }
     result = Py_XNewRef(PyDict_GetItemWithError(dict, name));
     if (result == NULL && !PyErr_Occurred()) PyErr_SetObject(PyExc_AttributeError, name);

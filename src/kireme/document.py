@@ -203,7 +203,7 @@ class _FromIds:
             raise AttributeError(f"'Chunk' object has no attribute {self.name!r}")
         state["id"] = ids(state["start"], state["end"])
         state["doc_id"] = ids.doc_id
-        del state["_ids"]
+        state.pop("_ids", None)  # gone already if another thread read this chunk's id meanwhile
         return state[self.name]
 
 
