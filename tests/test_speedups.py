@@ -428,6 +428,28 @@ def test_line_starts_in_c_equal_the_regex_ones(text: str) -> None:
     assert len(expected) == text.count("\n") + 1
 
 
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "é", "行", "𠮷"]), st.integers(0, 40), st.sampled_from(["\n", "\r\n"])
+        ),
+        max_size=6,
+    ),
+    st.sampled_from(["", "x", "行", "𠮷"]),
+)
+def test_line_breaks_are_found_inside_runs_of_any_length(
+    lines: list[tuple[str, int, str]], tail: str
+) -> None:
+    """Lines of every length on each side of the blocks the C scan compares at once (8 two-byte or 4
+    four-byte code units), in each of the string's code unit widths."""
+    text = "".join(char * length + end for char, length, end in lines) + tail
+    assert native.line_starts(text) == markdown._line_starts_python(text)
+    a, b = len(text) // 3, len(text)
+    assert native.line_cuts(text, a, b) == LINE.reference.cuts(text, a, b)
+    starts, _, _ = native.paragraph_breaks(text)
+    assert starts == list(sentences._breaks_python(text).paragraphs)
+
+
 def test_the_script_bitmaps_are_the_regex_classes_on_every_bmp_character() -> None:
     import regex
 
