@@ -440,14 +440,17 @@ def test_line_starts_in_c_equal_the_regex_ones(text: str) -> None:
 def test_line_breaks_are_found_inside_runs_of_any_length(
     lines: list[tuple[str, int, str]], tail: str
 ) -> None:
-    """Lines of every length on each side of the blocks the C scan compares at once (8 two-byte or 4
-    four-byte code units), in each of the string's code unit widths."""
+    """Lines of every length on each side of the blocks the C scans compare at once (16 one-byte, 8
+    two-byte or 4 four-byte code units), forwards and back, in each of the string's code unit widths."""
     text = "".join(char * length + end for char, length, end in lines) + tail
     assert native.line_starts(text) == markdown._line_starts_python(text)
     a, b = len(text) // 3, len(text)
     assert native.line_cuts(text, a, b) == LINE.reference.cuts(text, a, b)
     starts, _, _ = native.paragraph_breaks(text)
     assert starts == list(sentences._breaks_python(text).paragraphs)
+    headed = "## " + text  # the heading test scans back to the line's start
+    for pos in range(len(headed) + 1):
+        assert native.ends_with_heading(headed, pos) == headings._ends_with_heading_python(headed, pos), pos
 
 
 def test_the_script_bitmaps_are_the_regex_classes_on_every_bmp_character() -> None:

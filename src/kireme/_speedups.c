@@ -207,6 +207,35 @@ static Py_ssize_t next_newline(int kind, const void *data, Py_ssize_t p, Py_ssiz
     return p;
 }
 
+/* The last "\n" in [lo, p], else lo - 1 (scanning back: a line's start from anywhere in it). */
+static Py_ssize_t prev_newline(int kind, const void *data, Py_ssize_t lo, Py_ssize_t p) {
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *s = data;
+#if defined(__SSE2__)
+        const __m128i newline = _mm_set1_epi8('\n');
+        for (; p - 15 >= lo; p -= 16) {
+            int hits = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(s + p - 15)), newline));
+            if (hits) return p - 15 + (31 - __builtin_clz((unsigned)hits));
+        }
+#endif
+        while (p >= lo && s[p] != '\n') p--;
+    } else if (kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS2 *s = data;
+#if defined(__SSE2__)
+        const __m128i newline = _mm_set1_epi16('\n');
+        for (; p - 7 >= lo; p -= 8) {
+            int hits = _mm_movemask_epi8(_mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(s + p - 7)), newline));
+            if (hits) return p - 7 + ((31 - __builtin_clz((unsigned)hits)) >> 1);
+        }
+#endif
+        while (p >= lo && s[p] != '\n') p--;
+    } else {
+        const Py_UCS4 *s = data;
+        while (p >= lo && s[p] != '\n') p--;
+    }
+    return p >= lo ? p : lo - 1;
+}
+
 typedef struct {
     Py_ssize_t pos;
     Py_UCS4 closer;
@@ -631,9 +660,7 @@ static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p
     Py_ssize_t end = pos;
     while (end > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, end - 1))) end--;
     if (end <= 0) return 0;
-    Py_ssize_t i = end - 1;
-    while (i >= 0 && PyUnicode_READ(kind, data, i) != '\n') i--;
-    i++; /* the line's start */
+    Py_ssize_t i = prev_newline(kind, data, 0, end - 1) + 1; /* the line's start */
     while (i < end && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;
     if (i >= end) return 0;
     Py_UCS4 c = PyUnicode_READ(kind, data, i);
