@@ -598,7 +598,17 @@ static PyObject *line_break_cuts(PyObject *self, PyObject *args) {
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t *ends = NULL, count = 0, room = 0;
     PyObject *out = NULL;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+    /* the items of the whole text are sorted: bisect to the first at or after a (a text of many list items is
+     * scanned in many spans) */
+    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(items);
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(items, mid));
+        if (p == -1 && PyErr_Occurred()) goto done;
+        if (p < a) lo = mid + 1;
+        else hi = mid;
+    }
+    for (Py_ssize_t i = lo; i < PyList_GET_SIZE(items); i++) {
         Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(items, i));
         if (p == -1 && PyErr_Occurred()) goto done;
         if (p < a) continue;
@@ -606,8 +616,7 @@ static PyObject *line_break_cuts(PyObject *self, PyObject *args) {
         Py_ssize_t q = PyUnicode_READ(kind, data, p) == '\r' ? p + 1 : p;
         if (q + 1 < b && push_offset(&ends, &count, &room, q) < 0) goto done;
     }
-    Py_ssize_t line_start = a;
-    while (line_start > 0 && PyUnicode_READ(kind, data, line_start - 1) != '\n') line_start--;
+    Py_ssize_t line_start = prev_newline(kind, data, 0, a - 1) + 1;
     /* an item line starts at line_start, or after a line break */
     for (Py_ssize_t p = line_start; p < b; p = next_newline(kind, data, p, b) + 1) {
         if (!item_line_at(kind, data, b, p)) continue;

@@ -269,7 +269,7 @@ def _quoted_spans(text: str, a: int, b: int) -> list[tuple[int, int]]:
     return spans
 
 
-def _line_break_cuts(text: str, a: int, b: int) -> list[int]:
+def _line_break_cuts(text: str, a: int, b: int, items: list[int] | None = None) -> list[int]:
     """Sentence starts after the single line breaks inside ``[a, b)`` that end a sentence.
 
     A line break is a hard wrap inside a sentence unless the line it ends is an item, a bracketed
@@ -277,7 +277,8 @@ def _line_break_cuts(text: str, a: int, b: int) -> list[int]:
     one pattern each over the whole span, not by a check at every line break (in C where kireme's
     extension is built: `kireme._speedups.line_break_cuts`, the same answers).
     """
-    items = _breaks(text).item_breaks  # the "\n" (or "\r\n") before each item line, whole text
+    if items is None:  # the "\n" (or "\r\n") before each item line, whole text
+        items = _breaks(text).item_breaks
     if _NATIVE_LINE_BREAKS is not None:
         cuts: list[int] | None = _NATIVE_LINE_BREAKS(text, a, b, items)
         if cuts is not None:
@@ -350,17 +351,16 @@ def _scan_sentence_cuts(text: str, a: int, b: int, caseless: bool) -> tuple[list
     scan = _NATIVE_SCAN
     if scan is None:
         return _scan_sentence_cuts_python(text, a, b, caseless)
-    cuts, quoted, pending = scan(text, a, b, _breaks(text).block_starts)
+    breaks = _breaks(text)
+    cuts, quoted, pending = scan(text, a, b, breaks.block_starts)
+    more = _line_break_cuts(text, a, b, breaks.item_breaks)
     if pending:
-        judged: list[int] = []
         if _NATIVE_PERIODS is not None:  # the plain "." candidates in C too; the others come back
             judged, pending = _NATIVE_PERIODS(text, pending, a, b, caseless, _ABBREVIATIONS, _MAY_END)
-        judged += [cut for s, e in pending if (cut := _judged_end(text, s, e, a, b, caseless)) is not None]
-        if judged:
-            cuts = sorted({*cuts, *judged})
-    lines = _line_break_cuts(text, a, b)
-    if lines:
-        cuts = sorted(set(cuts).union(lines))
+            more += judged
+        more += [cut for s, e in pending if (cut := _judged_end(text, s, e, a, b, caseless)) is not None]
+    if more:  # one merge for the judged ends and the line breaks
+        cuts = sorted({*cuts, *more})
     return cuts, quoted
 
 
@@ -480,8 +480,10 @@ class SentenceIndex:
             j = last if j == -1 else j - 1
             a, b = starts[i], starts[j + 1]
             cuts, quotes = _scan_sentence_cuts(self.text, a, b, self._caseless)
-            cuts.extend(p for p in starts[i + 1 : j + 2] if 0 < p < n)  # blank lines end sentences
-            cuts = sorted(set(cuts))
+            # blank lines end sentences: the block starts after a (never 0), up to b (never len(text))
+            inner = starts[i + 1 : j + 2] if b < n else starts[i + 1 : j + 1]
+            if inner:
+                cuts = sorted({*cuts, *inner})
             if a >= self._scanned_end:  # the usual order: left to right
                 self._cuts.extend(cuts)
                 self._quotes.extend(quotes)
