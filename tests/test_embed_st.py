@@ -138,3 +138,25 @@ def test_minilm_cuts_five_sentences_at_the_topic_change(minilm: SentenceTransfor
     assert int(np.argmax(analysis.distances)) == 2
     assert analysis.cut_gaps == [2]
     assert [c.text for c in chunker.chunk(machine + other)] == [machine.strip(), other]
+
+
+@pytest.mark.slow
+@needs_model
+def test_a_half_precision_model_runs_in_float32_on_the_cpu(
+    minilm: SentenceTransformerEmbedder, tmp_path: Path
+) -> None:
+    """A model saved in float16 (to halve a GPU's memory) is widened when it loads on a CPU, where the
+    half-precision kernels are several times slower; its vectors are the float32 model's."""
+    import copy
+
+    import torch
+
+    half = copy.deepcopy(minilm.sentence_transformer()).half()
+    half.save(str(tmp_path / "half"))
+    assert {p.dtype for p in half.parameters()} == {torch.float16}
+    embedder = SentenceTransformerEmbedder(str(tmp_path / "half"), device="cpu")
+    texts = ["経費の精算は翌月末までに申請する。", "The cat sat on the mat."]
+    vectors = embedder.embed(texts)
+    assert {p.dtype for p in embedder.sentence_transformer().parameters()} == {torch.float32}
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose((vectors * minilm.embed(texts)).sum(axis=1), 1.0, atol=1e-3)
