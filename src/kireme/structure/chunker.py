@@ -130,7 +130,7 @@ class StructureChunker(Chunker):
                 # start from what the first piece's own context leaves (a piece holding its heading line
                 # is not prefixed with it); pieces whose context would not fit make the budget tighter,
                 # down to the budget that leaves room for any context of the section
-                budget = max(budget, self.max_size - self.measure(context.prefix(section.start)))
+                budget = max(budget, self.max_size - context.measured(context.prefix(section.start)))
             while True:
                 packed = self._pack(
                     doc,
@@ -257,7 +257,7 @@ class StructureChunker(Chunker):
     def _fits_whole(self, context: ContextBuilder, sizer: SpanSizer, start: int, end: int) -> bool:
         """Whether ``[start, end)`` fits one chunk with the context it would get: a section starting at
         its heading holds that line, so its context is only the path above it."""
-        taken = self.measure(context.prefix(start)) if self.context_counts else 0
+        taken = context.measured(context.prefix(start)) if self.context_counts else 0
         return sizer.estimate(start, end) + taken <= self.max_size
 
     def _sections(
