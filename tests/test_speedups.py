@@ -163,6 +163,7 @@ SWITCHES = [
     (sentences, "_NATIVE_PERIODS", native.judge_periods, None),
     (sentences, "_NATIVE_LINE_BREAKS", native.line_break_cuts, None),
     (sentences, "_NATIVE_BREAKS", native.paragraph_breaks, None),
+    (sentences, "_NATIVE_RUN", native.scan_run, None),
     (sentences, "_item_line_starts", native.item_line_starts, sentences._item_line_starts_python),
     (headings, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
     (pack, "ends_with_heading", native.ends_with_heading, headings._ends_with_heading_python),
@@ -486,6 +487,29 @@ def test_scan_in_c_equals_the_python_scan(case: tuple[str, int, int], caseless: 
         in_c = sentences._scan_sentence_cuts(text, a, b, caseless)
     with scanner(c=False):
         assert in_c == sentences._scan_sentence_cuts(text, a, b, caseless)
+
+
+@given(
+    scanned_texts, st.lists(st.tuples(st.integers(0, 400), st.integers(0, 400)), max_size=6), st.booleans()
+)
+def test_a_run_scanned_in_one_call_equals_the_calls_it_stands_for(
+    text: str, windows: list[tuple[int, int]], dots_by_case: bool
+) -> None:
+    """`scan_run` (the scan, the judged full stops, the line breaks and the block starts of a run of
+    blocks, merged in C) against the same C functions called one by one from Python, for windows asked
+    in any order (a window before text already scanned too)."""
+    text = text.upper() if dots_by_case else text
+    windows = [(min(a, b, len(text)), min(max(a, b), len(text))) for a, b in windows]
+    answers = []
+    for run in (native.scan_run, None):
+        with scanner(c=True):
+            sentences._NATIVE_RUN = run
+            index = sentences.SentenceIndex(text)
+            answers.append(
+                [index.cuts(a, b) for a, b in windows]
+                + [index.cuts(0, len(text)), [p for p in range(len(text) + 1) if index.inside_quote(p)]]
+            )
+    assert answers[0] == answers[1]
 
 
 @given(text_and_window(scanned_texts))

@@ -13,6 +13,7 @@
  *   judge_periods       `_judged_end` for "." candidates whose word before and next character are plain
  *                       (ASCII, kana, kanji, CJK and general punctuation); the others go back to Python.
  *   line_break_cuts     `_line_break_cuts`: the sentence starts after item, title and label lines.
+ *   scan_run            `SentenceIndex._scan` on one run of blocks: the three above and the block starts, merged.
  *   item_line_starts    `_item_line_starts_python`: the lines that are items, bracketed titles or labels.
  *   paragraph_breaks    `_breaks_python`: blank lines and the line breaks before item markers.
  *   ends_with_heading   kireme/text/headings.py `_ends_with_heading_python`: a heading line at a chunk end.
@@ -1152,6 +1153,79 @@ error:
 }
 
 /* ---------------------------------------------------------------------------------------------------------
+ * `scan_run(text, a, b, block_starts, item_breaks, caseless, abbreviations, may_end)`: kireme/text/sentences.py
+ * `SentenceIndex._scan`'s work on one run of blocks [a, b) in one call — `scan_sentence_cuts`, the "."
+ * candidates `judge_periods` decides, `line_break_cuts`, and the block starts in (a, b] short of the text's end
+ * (a blank line ends a sentence) — merged into one sorted list without repeats. Returns (cuts, quoted, pending),
+ * pending holding the candidates only Python judges (`_judged_end`), or None where `line_break_cuts` would
+ * leave the span to Python.
+ */
+static int collect_offsets(PyObject *list, Py_ssize_t **array, Py_ssize_t *count, Py_ssize_t *room) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
+        if (p == -1 && PyErr_Occurred()) return -1;
+        if (push_offset(array, count, room, p) < 0) return -1;
+    }
+    return 0;
+}
+
+static PyObject *scan_run(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *blocks, *items, *abbreviations, *may_end;
+    Py_ssize_t a, b;
+    int caseless;
+    if (!PyArg_ParseTuple(args, "UnnO!O!pO!O!", &text, &a, &b, &PyList_Type, &blocks, &PyList_Type, &items,
+                          &caseless, &PyFrozenSet_Type, &abbreviations, &PyFrozenSet_Type, &may_end)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *scanned = NULL, *judged = NULL, *lines = NULL, *call = NULL, *out = NULL, *merged = NULL;
+    Py_ssize_t *offsets = NULL, count = 0, room = 0;
+    call = Py_BuildValue("(OnnO)", text, a, b, blocks);
+    if (call == NULL || (scanned = scan_sentence_cuts(NULL, call)) == NULL) goto done;
+    Py_CLEAR(call);
+    call = Py_BuildValue("(OnnO)", text, a, b, items);
+    if (call == NULL || (lines = line_break_cuts(NULL, call)) == NULL) goto done;
+    Py_CLEAR(call);
+    if (lines == Py_None) { /* a span line_break_cuts leaves to Python: so is the whole run */
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    PyObject *cuts = PyTuple_GET_ITEM(scanned, 0), *quoted = PyTuple_GET_ITEM(scanned, 1);
+    PyObject *pending = PyTuple_GET_ITEM(scanned, 2);
+    if (PyList_GET_SIZE(pending) > 0) {
+        call = Py_BuildValue("(OOnniOO)", text, pending, a, b, caseless, abbreviations, may_end);
+        if (call == NULL || (judged = judge_periods(NULL, call)) == NULL) goto done;
+        Py_CLEAR(call);
+        pending = PyTuple_GET_ITEM(judged, 1);
+    }
+    if (collect_offsets(cuts, &offsets, &count, &room) < 0 || collect_offsets(lines, &offsets, &count, &room) < 0)
+        goto done;
+    if (judged != NULL && collect_offsets(PyTuple_GET_ITEM(judged, 0), &offsets, &count, &room) < 0) goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(blocks); i++) { /* blank lines end sentences */
+        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(blocks, i));
+        if (p == -1 && PyErr_Occurred()) goto done;
+        if (p > b) break;
+        if (p > a && p < n && push_offset(&offsets, &count, &room, p) < 0) goto done;
+    }
+    if (count > 1) qsort(offsets, (size_t)count, sizeof(Py_ssize_t), compare_offsets);
+    merged = PyList_New(0);
+    if (merged == NULL) goto done;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if ((i == 0 || offsets[i] != offsets[i - 1]) && append_index(merged, offsets[i]) < 0) goto done;
+    }
+    out = PyTuple_Pack(3, merged, quoted, pending);
+done:
+    PyMem_Free(offsets);
+    Py_XDECREF(merged);
+    Py_XDECREF(call);
+    Py_XDECREF(scanned);
+    Py_XDECREF(judged);
+    Py_XDECREF(lines);
+    return out;
+}
+
+/* ---------------------------------------------------------------------------------------------------------
  * make_chunks: kireme/chunkers.py `Chunker.build_chunks`'s last step (`lazy_chunk` per span) for a whole plan at
  * once; IdField: a chunk's id, when it is read. A chunk id is the first 32 hex digits of SHA-256 over the
  * document's id prefix and "start\x1fend"; the prefix's whole 64-byte blocks are hashed once per document.
@@ -1845,6 +1919,8 @@ static PyMethodDef methods[] = {
      "trim_span(text, a, b, simple) -> (s, e) without the whitespace, or None where Python must decide"},
     {"paragraph_breaks", paragraph_breaks, METH_VARARGS,
      "paragraph_breaks(text) -> (break starts, block starts, breaks before items)"},
+    {"scan_run", scan_run, METH_VARARGS,
+     "scan_run(text, a, b, block_starts, item_breaks, caseless, abbreviations, may_end) -> (cuts, quoted, pending)"},
     {"line_break_cuts", line_break_cuts, METH_VARARGS,
      "line_break_cuts(text, a, b, item_breaks) -> the sentence starts after line breaks that end a sentence"},
     {"judge_periods", judge_periods, METH_VARARGS,

@@ -435,6 +435,15 @@ _NATIVE_PERIODS: (
     | None
 ) = native("judge_periods")
 _NATIVE_BREAKS: Callable[[str], tuple[list[int], list[int], list[int]]] | None = native("paragraph_breaks")
+# `SentenceIndex._scan`'s work on one run of blocks in one C call: the scan, the plain "." candidates judged,
+# the line breaks and the block starts merged (a Markdown file's paragraphs ask a sentence level many times)
+_NATIVE_RUN: (
+    Callable[
+        [str, int, int, list[int], list[int], bool, frozenset[str], frozenset[str]],
+        tuple[list[int], list[tuple[int, int]], list[tuple[int, int]]] | None,
+    ]
+    | None
+) = native("scan_run")
 _item_line_starts: Callable[[str, int, int], list[int]] = (
     native("item_line_starts") or _item_line_starts_python
 )
@@ -453,7 +462,9 @@ class SentenceIndex:
     def __init__(self, text: str) -> None:
         self.text = text
         n = len(text)
-        self._block_starts = _breaks(text).block_starts
+        breaks = _breaks(text)
+        self._block_starts = breaks.block_starts
+        self._item_breaks = breaks.item_breaks
         # only an ASCII full stop is judged by case (`_period_ends`): a text without one is never scanned for it
         self._caseless = "." in text and _is_caseless(text, 0, n)
         self._scanned = bytearray(len(self._block_starts) - 1)  # 1: block i has been scanned
@@ -473,17 +484,13 @@ class SentenceIndex:
         A run of blocks scans like each block alone: quotes are dropped at blank lines, and a cut that
         the run finds at a block start is the block boundary's own cut.
         """
-        scanned, starts, n = self._scanned, self._block_starts, len(self.text)
+        scanned, starts = self._scanned, self._block_starts
         i = scanned.find(0, first, last + 1)
         while i != -1:
             j = scanned.find(1, i, last + 1)
             j = last if j == -1 else j - 1
             a, b = starts[i], starts[j + 1]
-            cuts, quotes = _scan_sentence_cuts(self.text, a, b, self._caseless)
-            # blank lines end sentences: the block starts after a (never 0), up to b (never len(text))
-            inner = starts[i + 1 : j + 2] if b < n else starts[i + 1 : j + 1]
-            if inner:
-                cuts = sorted({*cuts, *inner})
+            cuts, quotes = self._scan_run(i, j)
             if a >= self._scanned_end:  # the usual order: left to right
                 self._cuts.extend(cuts)
                 self._quotes.extend(quotes)
@@ -493,6 +500,27 @@ class SentenceIndex:
             scanned[i : j + 1] = b"\x01" * (j + 1 - i)
             self._scanned_end = max(self._scanned_end, b)
             i = scanned.find(0, j + 1, last + 1)
+
+    def _scan_run(self, i: int, j: int) -> tuple[list[int], list[tuple[int, int]]]:
+        """The sentence starts and quotations of blocks ``i..j``, the starts of the blocks after the first
+        among them (a blank line ends a sentence): in one C call where the extension is built."""
+        text, caseless, starts = self.text, self._caseless, self._block_starts
+        a, b = starts[i], starts[j + 1]
+        run = _NATIVE_RUN
+        made = None
+        if run is not None:
+            made = run(text, a, b, starts, self._item_breaks, caseless, _ABBREVIATIONS, _MAY_END)
+        if made is None:
+            cuts, quotes = _scan_sentence_cuts(text, a, b, caseless)
+            # the block starts after a (never 0), up to b unless b is the text's end
+            inner = starts[i + 1 : j + 2] if b < len(text) else starts[i + 1 : j + 1]
+            return (sorted({*cuts, *inner}) if inner else cuts), quotes
+        cuts, quotes, pending = made
+        if pending:  # what only Python judges
+            judged = [cut for s, e in pending if (cut := _judged_end(text, s, e, a, b, caseless)) is not None]
+            if judged:
+                cuts = sorted({*cuts, *judged})
+        return cuts, quotes
 
     def cuts(self, a: int, b: int) -> list[int]:
         """Sentence starts strictly inside ``(a, b)``."""
