@@ -285,9 +285,14 @@ static int append_index(PyObject *list, Py_ssize_t x) {
     return rc;
 }
 
-/* `_quoted_spans(text, a, b)` into `quoted`, and the same as a C array for the candidate loop */
+static int push_offset(Py_ssize_t **array, Py_ssize_t *count, Py_ssize_t *room, Py_ssize_t value);
+
+/* `_quoted_spans(text, a, b)` into `quoted`, and the same as a C array for the candidate loop; on the same
+ * pass, the positions of the characters a candidate sentence end starts with (a terminator, "." or "．") into
+ * `candidates` (the candidate loop reads them instead of scanning the span again) */
 static int quoted_spans(int kind, const void *data, Py_ssize_t a, Py_ssize_t b, const Py_ssize_t *blocks,
-                        Py_ssize_t nblocks, PyObject *quoted, Py_ssize_t **spans_out, Py_ssize_t *count_out) {
+                        Py_ssize_t nblocks, PyObject *quoted, Py_ssize_t **spans_out, Py_ssize_t *count_out,
+                        Py_ssize_t **candidates, Py_ssize_t *ncandidates, Py_ssize_t *candidate_room) {
     Open stack[MAX_DEPTH];
     int depth = 0;
     Py_ssize_t next_block = -1;
@@ -299,6 +304,12 @@ static int quoted_spans(int kind, const void *data, Py_ssize_t a, Py_ssize_t b, 
     }
     for (Py_ssize_t pos = next_mattering(kind, data, a, b); pos < b; pos = next_mattering(kind, data, pos + 1, b)) {
         Py_UCS4 c = PyUnicode_READ(kind, data, pos);
+        if (is_terminator(c) || c == FULLWIDTH_STOP || c == '.') {
+            if (push_offset(candidates, ncandidates, candidate_room, pos) < 0) {
+                PyMem_Free(spans);
+                return -1;
+            }
+        }
         int open = opener_index(c);
         if (open < 0 && !is_bracket_closer(c)) continue;
         if (next_block < 0) {
@@ -411,20 +422,23 @@ static PyObject *scan_sentence_cuts(PyObject *self, PyObject *args) {
     const void *data = PyUnicode_DATA(text);
     PyObject *cuts = PyList_New(0), *quoted = PyList_New(0), *pending = PyList_New(0);
     Py_ssize_t *spans = NULL, nspans = 0;
+    Py_ssize_t *candidates = NULL, ncandidates = 0, candidate_room = 0;
     if (cuts == NULL || quoted == NULL || pending == NULL) goto error;
-    if (a < b && quoted_spans(kind, data, a, b, blocks, nblocks, quoted, &spans, &nspans) < 0) goto error;
+    if (a < b && quoted_spans(kind, data, a, b, blocks, nblocks, quoted, &spans, &nspans, &candidates, &ncandidates,
+                              &candidate_room) < 0)
+        goto error;
 
     Py_ssize_t qi = 0, last = -1;
     Py_ssize_t p = a;
-    while ((p = next_mattering(kind, data, p, b)) < b) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, p);
-        Py_ssize_t e = -1;
-        if (is_terminator(c) || c == FULLWIDTH_STOP || c == '.') e = candidate_end(kind, data, b, p, c);
+    for (Py_ssize_t k = 0; k < ncandidates; k++) {
+        if (candidates[k] < p) continue; /* inside the end of the candidate before */
+        Py_ssize_t s = candidates[k];
+        Py_UCS4 c = PyUnicode_READ(kind, data, s);
+        Py_ssize_t e = candidate_end(kind, data, b, s, c);
         if (e < 0) {
-            p++;
+            p = s + 1;
             continue;
         }
-        Py_ssize_t s = p;
         p = e;
         while (qi < nspans && spans[2 * qi + 1] < s) qi++;
         if (qi < nspans && spans[2 * qi] < s && s <= spans[2 * qi + 1]) {
@@ -444,11 +458,13 @@ static PyObject *scan_sentence_cuts(PyObject *self, PyObject *args) {
     }
     PyMem_Free(blocks);
     PyMem_Free(spans);
+    PyMem_Free(candidates);
     return Py_BuildValue("(NNN)", cuts, quoted, pending);
 
 error:
     PyMem_Free(blocks);
     PyMem_Free(spans);
+    PyMem_Free(candidates);
     Py_XDECREF(cuts);
     Py_XDECREF(quoted);
     Py_XDECREF(pending);
