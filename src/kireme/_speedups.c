@@ -287,6 +287,17 @@ static int append_index(PyObject *list, Py_ssize_t x) {
 
 static int push_offset(Py_ssize_t **array, Py_ssize_t *count, Py_ssize_t *room, Py_ssize_t value);
 
+/* the ints of `list` appended to a growable C array (`push_offset`) */
+static int collect_offsets(PyObject *list, Py_ssize_t **array, Py_ssize_t *count, Py_ssize_t *room) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
+        if (p == -1 && PyErr_Occurred()) return -1;
+        if (push_offset(array, count, room, p) < 0) return -1;
+    }
+    return 0;
+}
+
+
 /* `_quoted_spans(text, a, b)` into `quoted`, and the same as a C array for the candidate loop; on the same
  * pass, the positions of the characters a candidate sentence end starts with (a terminator, "." or "．") into
  * `candidates` (the candidate loop reads them instead of scanning the span again) */
@@ -400,24 +411,11 @@ static int is_judged(Py_UCS4 c) {
     return c == '.' || c == FULLWIDTH_STOP || c == '!' || c == '?' || c == 0xFF01 || c == 0xFF1F;
 }
 
-static PyObject *scan_sentence_cuts(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *text, *block_list;
-    Py_ssize_t a, b;
-    if (!PyArg_ParseTuple(args, "UnnO!", &text, &a, &b, &PyList_Type, &block_list)) return NULL;
+/* `scan_sentence_cuts` on a text's block starts already read into a C array */
+static PyObject *scan_core(PyObject *text, Py_ssize_t a, Py_ssize_t b, const Py_ssize_t *blocks, Py_ssize_t nblocks) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     if (a < 0) a = 0;
     if (b > n) b = n;
-    Py_ssize_t nblocks = PyList_GET_SIZE(block_list);
-    Py_ssize_t *blocks = PyMem_Malloc(sizeof(Py_ssize_t) * (nblocks ? nblocks : 1));
-    if (blocks == NULL) return PyErr_NoMemory();
-    for (Py_ssize_t i = 0; i < nblocks; i++) {
-        blocks[i] = PyLong_AsSsize_t(PyList_GET_ITEM(block_list, i));
-        if (blocks[i] == -1 && PyErr_Occurred()) {
-            PyMem_Free(blocks);
-            return NULL;
-        }
-    }
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     PyObject *cuts = PyList_New(0), *quoted = PyList_New(0), *pending = PyList_New(0);
@@ -456,19 +454,29 @@ static PyObject *scan_sentence_cuts(PyObject *self, PyObject *args) {
             last = e;
         }
     }
-    PyMem_Free(blocks);
     PyMem_Free(spans);
     PyMem_Free(candidates);
     return Py_BuildValue("(NNN)", cuts, quoted, pending);
 
 error:
-    PyMem_Free(blocks);
     PyMem_Free(spans);
     PyMem_Free(candidates);
     Py_XDECREF(cuts);
     Py_XDECREF(quoted);
     Py_XDECREF(pending);
     return NULL;
+}
+
+static PyObject *scan_sentence_cuts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *block_list;
+    Py_ssize_t a, b;
+    if (!PyArg_ParseTuple(args, "UnnO!", &text, &a, &b, &PyList_Type, &block_list)) return NULL;
+    Py_ssize_t *blocks = NULL, nblocks = 0, room = 0;
+    PyObject *out = collect_offsets(block_list, &blocks, &nblocks, &room) < 0 ? NULL
+                                                                             : scan_core(text, a, b, blocks, nblocks);
+    PyMem_Free(blocks);
+    return out;
 }
 
 
@@ -604,11 +612,7 @@ static int push_offset(Py_ssize_t **array, Py_ssize_t *count, Py_ssize_t *room, 
     return 0;
 }
 
-static PyObject *line_break_cuts(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *text, *items;
-    Py_ssize_t a, b;
-    if (!PyArg_ParseTuple(args, "UnnO!", &text, &a, &b, &PyList_Type, &items)) return NULL;
+static PyObject *line_breaks_core(PyObject *text, Py_ssize_t a, Py_ssize_t b, PyObject *items) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     if (a < 0 || b > n || a > b) Py_RETURN_NONE;
     int kind = PyUnicode_KIND(text);
@@ -657,6 +661,14 @@ static PyObject *line_break_cuts(PyObject *self, PyObject *args) {
 done:
     PyMem_Free(ends);
     return out;
+}
+
+static PyObject *line_break_cuts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *items;
+    Py_ssize_t a, b;
+    if (!PyArg_ParseTuple(args, "UnnO!", &text, &a, &b, &PyList_Type, &items)) return NULL;
+    return line_breaks_core(text, a, b, items);
 }
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -1123,15 +1135,8 @@ static int period_ends(int kind, const void *data, Py_ssize_t n, Py_ssize_t dot,
     return !(dots > 0 && letters > 0 && alpha && letters <= 3); /* "U.S." does not end one, "$6.25." does */
 }
 
-static PyObject *judge_periods(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *text, *pending, *abbreviations, *may_end;
-    Py_ssize_t a, b;
-    int caseless;
-    if (!PyArg_ParseTuple(args, "UO!nnpO!O!", &text, &PyList_Type, &pending, &a, &b, &caseless, &PyFrozenSet_Type,
-                          &abbreviations, &PyFrozenSet_Type, &may_end)) {
-        return NULL;
-    }
+static PyObject *judge_core(PyObject *text, PyObject *pending, Py_ssize_t a, Py_ssize_t b, int caseless,
+                            PyObject *abbreviations, PyObject *may_end) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
@@ -1168,6 +1173,18 @@ error:
     return NULL;
 }
 
+static PyObject *judge_periods(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *pending, *abbreviations, *may_end;
+    Py_ssize_t a, b;
+    int caseless;
+    if (!PyArg_ParseTuple(args, "UO!nnpO!O!", &text, &PyList_Type, &pending, &a, &b, &caseless, &PyFrozenSet_Type,
+                          &abbreviations, &PyFrozenSet_Type, &may_end)) {
+        return NULL;
+    }
+    return judge_core(text, pending, a, b, caseless, abbreviations, may_end);
+}
+
 /* ---------------------------------------------------------------------------------------------------------
  * `scan_run(text, a, b, block_starts, item_breaks, caseless, abbreviations, may_end)`: kireme/text/sentences.py
  * `SentenceIndex._scan`'s work on one run of blocks [a, b) in one call — `scan_sentence_cuts`, the "."
@@ -1176,15 +1193,6 @@ error:
  * pending holding the candidates only Python judges (`_judged_end`), or None where `line_break_cuts` would
  * leave the span to Python.
  */
-static int collect_offsets(PyObject *list, Py_ssize_t **array, Py_ssize_t *count, Py_ssize_t *room) {
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
-        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
-        if (p == -1 && PyErr_Occurred()) return -1;
-        if (push_offset(array, count, room, p) < 0) return -1;
-    }
-    return 0;
-}
-
 static PyObject *scan_run(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *text, *blocks, *items, *abbreviations, *may_end;
@@ -1195,14 +1203,12 @@ static PyObject *scan_run(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    PyObject *scanned = NULL, *judged = NULL, *lines = NULL, *call = NULL, *out = NULL, *merged = NULL;
+    PyObject *scanned = NULL, *judged = NULL, *lines = NULL, *out = NULL, *merged = NULL;
     Py_ssize_t *offsets = NULL, count = 0, room = 0;
-    call = Py_BuildValue("(OnnO)", text, a, b, blocks);
-    if (call == NULL || (scanned = scan_sentence_cuts(NULL, call)) == NULL) goto done;
-    Py_CLEAR(call);
-    call = Py_BuildValue("(OnnO)", text, a, b, items);
-    if (call == NULL || (lines = line_break_cuts(NULL, call)) == NULL) goto done;
-    Py_CLEAR(call);
+    Py_ssize_t *starts = NULL, nstarts = 0, starts_room = 0;
+    if (collect_offsets(blocks, &starts, &nstarts, &starts_room) < 0) goto done;
+    if ((scanned = scan_core(text, a, b, starts, nstarts)) == NULL) goto done;
+    if ((lines = line_breaks_core(text, a, b, items)) == NULL) goto done;
     if (lines == Py_None) { /* a span line_break_cuts leaves to Python: so is the whole run */
         out = Py_NewRef(Py_None);
         goto done;
@@ -1210,19 +1216,21 @@ static PyObject *scan_run(PyObject *self, PyObject *args) {
     PyObject *cuts = PyTuple_GET_ITEM(scanned, 0), *quoted = PyTuple_GET_ITEM(scanned, 1);
     PyObject *pending = PyTuple_GET_ITEM(scanned, 2);
     if (PyList_GET_SIZE(pending) > 0) {
-        call = Py_BuildValue("(OOnniOO)", text, pending, a, b, caseless, abbreviations, may_end);
-        if (call == NULL || (judged = judge_periods(NULL, call)) == NULL) goto done;
-        Py_CLEAR(call);
+        if ((judged = judge_core(text, pending, a, b, caseless, abbreviations, may_end)) == NULL) goto done;
         pending = PyTuple_GET_ITEM(judged, 1);
     }
     if (collect_offsets(cuts, &offsets, &count, &room) < 0 || collect_offsets(lines, &offsets, &count, &room) < 0)
         goto done;
     if (judged != NULL && collect_offsets(PyTuple_GET_ITEM(judged, 0), &offsets, &count, &room) < 0) goto done;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(blocks); i++) { /* blank lines end sentences */
-        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(blocks, i));
-        if (p == -1 && PyErr_Occurred()) goto done;
-        if (p > b) break;
-        if (p > a && p < n && push_offset(&offsets, &count, &room, p) < 0) goto done;
+    /* blank lines end sentences: the block starts in (a, b] short of the text's end, from the first after a */
+    Py_ssize_t lo = 0, hi = nstarts;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (starts[mid] <= a) lo = mid + 1;
+        else hi = mid;
+    }
+    for (Py_ssize_t i = lo; i < nstarts && starts[i] <= b; i++) {
+        if (starts[i] < n && push_offset(&offsets, &count, &room, starts[i]) < 0) goto done;
     }
     if (count > 1) qsort(offsets, (size_t)count, sizeof(Py_ssize_t), compare_offsets);
     merged = PyList_New(0);
@@ -1233,8 +1241,8 @@ static PyObject *scan_run(PyObject *self, PyObject *args) {
     out = PyTuple_Pack(3, merged, quoted, pending);
 done:
     PyMem_Free(offsets);
+    PyMem_Free(starts);
     Py_XDECREF(merged);
-    Py_XDECREF(call);
     Py_XDECREF(scanned);
     Py_XDECREF(judged);
     Py_XDECREF(lines);
