@@ -554,14 +554,35 @@ def test_a_bridge_the_budget_cannot_hold_leaves_the_hits_apart() -> None:
     assert made.size <= budget
 
 
-def test_no_bridge_across_a_heading_line() -> None:
-    before = span_of(RULES, "出張の命令は所属長が行う。")
-    after = span_of(RULES, "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。")
+def test_a_bridge_crosses_a_heading_line_and_the_span_keeps_the_path_both_sides_share() -> None:
+    # consecutive provisions asked about together (第1条's last sentence and 第2条's first) were retrieved
+    # apart; the bridge passes them as one span with "## 第2条 宿泊費" between, as the document has it
+    before = unit("rules", RULES, "出張の命令は所属長が行う。", ("出張旅費規程", "第1条 目的"))
+    after = unit(
+        "rules",
+        RULES,
+        "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。",
+        ("出張旅費規程", "第2条 宿泊費"),
+    )
     same_section = span_of(RULES, "朝食代が含まれる場合も上限額は変わらない。")
-    assert after[0] - before[1] < 100 and same_section[0] - after[1] < 100
-    assert not _touch(RULES, before, after, gap=100)  # "## 第2条 宿泊費" lies between
-    assert _touch(RULES, after, same_section, gap=100)
-    assert not _touch(RULES, after, same_section, gap=10)
+    assert "## 第2条 宿泊費" in RULES[before.end : after.start] and after.start - before.end < 100
+    assert _touch(RULES, (before.start, before.end), (after.start, after.end), gap=100)
+    assert _touch(RULES, (after.start, after.end), same_section, gap=100)
+    assert not _touch(RULES, (after.start, after.end), same_section, gap=10)  # farther apart than the gap
+    far = unit("notes", NOTES, "Anything above that needs the director's approval.")
+    budget = after.end - before.start + len(far.text)
+    made = assembler(widen=0).assemble([before, after, far], budget)
+    assert [(s.doc_id, s.start, s.end) for s in made.spans] == [
+        ("rules", before.start, after.end),
+        ("notes", far.start, far.end),
+    ]
+    bridged = made.spans[0]
+    assert "## 第2条 宿泊費" in bridged.text and bridged.ranks == (1, 2)
+    assert bridged.headings == ("出張旅費規程",)  # what both sides sit under, not 第1条's path alone
+    snug = len(before.text) + len(after.text) + len(far.text)  # no room to grow the hits into each other
+    apart = assembler(widen=0, bridge=0).assemble([before, after, far], snug)
+    assert [s.headings for s in apart.spans if s.doc_id == "rules"] == [before.headings, after.headings]
+    check_exact(made, TEXTS)
     with pytest.raises(ConfigError, match="bridge"):
         assembler(bridge=-1)
 

@@ -6,8 +6,9 @@ document, so it can do what a list of chunk strings cannot:
 
 * **merge** hits that overlap or touch in one document into one span (nothing passed twice), and
   **bridge** hits of one document that lie at most about one retrieved unit apart (``bridge`` = 1 mean
-  unit) with the text between them, when that fits and no heading line lies between: two pieces of one
-  passage retrieved apart hold most often the rest of it (long answers: law excerpts, English evidence);
+  unit) with the text between them, when that fits, a heading line between them included: two pieces of
+  one passage retrieved apart hold most often the rest of it (long answers: law excerpts of consecutive
+  articles, English evidence);
 * **grow** a small hit at sentence boundaries — first to its whole paragraph when that fits, then a
   sentence at a time on either side, never past the next heading line — so an answer that lies just
   outside the retrieved unit is passed too;
@@ -176,7 +177,7 @@ class Assembler:
     ``cut``: ``"all"`` hits that do not fit whole give their best sentences that fit, ``"best"`` only the
     best hit when nothing else fits;
     ``bridge``: hits of one document at most ``bridge`` mean units apart (in characters) become one span
-    with the text between them, when it fits and crosses no heading line (0: only hits that touch);
+    with the text between them (heading lines too), when it fits (0: only hits that touch);
     ``share``: when the budget holds 2 to ``share`` mean units, a later hit larger than ``budget / share``
     gives its best sentences within that size if they hold every query term the hit holds (0: never);
     ``overhead(doc_id, headings)``:
@@ -468,7 +469,7 @@ class _State:
             merged.extend(more)
             lo = min([lo, *(p.start for p in more)])
             hi = max([hi, *(p.end for p in more)])
-        headings = merged[0].headings if merged else unit.headings
+        headings = _shared_path([unit.headings, *(p.headings for p in merged)])
         candidate = _Piece(
             unit.doc_id, lo, hi, sorted({rank, *(r for p in merged for r in p.ranks)}), headings
         )
@@ -529,9 +530,22 @@ class _State:
 
 def _touch(text: str, a: tuple[int, int], b: tuple[int, int], gap: int = 0) -> bool:
     """Whether two spans of ``text`` overlap, only whitespace lies between them, or at most ``gap``
-    characters without a heading line (a bridge)."""
+    characters (a bridge, heading lines included: two hits on either side of one hold the provisions
+    that go together, 第18条 and 第19条)."""
     (_, e1), (s2, _) = sorted([a, b])
-    return s2 <= e1 or text[e1:s2].isspace() or (0 < s2 - e1 <= gap and not _crosses_heading(text, e1, s2))
+    return s2 <= e1 or text[e1:s2].isspace() or 0 < s2 - e1 <= gap
+
+
+def _shared_path(paths: list[tuple[str, ...]]) -> tuple[str, ...]:
+    """The heading path that every one of ``paths`` starts with: the path of a span made of pieces from
+    more than one section (the headings all of it sits under, as a chunk's path is)."""
+    shared = paths[0]
+    for path in paths[1:]:
+        n = 0
+        while n < min(len(shared), len(path)) and shared[n] == path[n]:
+            n += 1
+        shared = shared[:n]
+    return shared
 
 
 def _line_of(text: str, s: int, e: int) -> str:
