@@ -160,3 +160,19 @@ def test_a_half_precision_model_runs_in_float32_on_the_cpu(
     assert {p.dtype for p in embedder.sentence_transformer().parameters()} == {torch.float32}
     assert vectors.dtype == np.float32
     np.testing.assert_allclose((vectors * minilm.embed(texts)).sum(axis=1), 1.0, atol=1e-3)
+
+
+def test_one_model_per_device_however_the_device_is_asked_for(minilm: SentenceTransformerEmbedder) -> None:
+    # no device (the one sentence-transformers picks by itself) and that device by name are one copy: on a
+    # GPU, None and "cuda" loaded the model twice
+    from sentence_transformers.util import get_device_name
+
+    from kireme.embed.sentence_transformers import _resolved_device
+
+    picked = get_device_name()
+    asked = SentenceTransformerEmbedder("all-minilm-l6-v2", device=None).sentence_transformer()
+    named = SentenceTransformerEmbedder("all-minilm-l6-v2", device=picked).sentence_transformer()
+    assert asked is named
+    assert str(asked.device).split(":")[0] == picked.split(":")[0]
+    assert _resolved_device(None) == _resolved_device(picked) and _resolved_device("cpu") == "cpu"
+    assert _resolved_device("no-such-device") == "no-such-device"  # left for the library to refuse

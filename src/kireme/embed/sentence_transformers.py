@@ -156,9 +156,6 @@ def _reason(exc: BaseException) -> str:
 
 def _load(path: str, device: str | None) -> Any:
     with _LOCK:
-        key = (path, device)
-        if key in _MODELS:
-            return _MODELS[key]
         with _offline():
             try:
                 from sentence_transformers import SentenceTransformer
@@ -166,6 +163,11 @@ def _load(path: str, device: str | None) -> Any:
                 raise MissingExtraError(
                     "sentence-transformers models", "st", "sentence-transformers"
                 ) from exc
+        device = _resolved_device(device)
+        key = (path, device)
+        if key in _MODELS:
+            return _MODELS[key]
+        with _offline():
             try:
                 with _no_progress_bars():
                     model = SentenceTransformer(path, device=device)
@@ -180,6 +182,28 @@ def _load(path: str, device: str | None) -> Any:
         _in_float32_on_cpu(model, path)
         _MODELS[key] = model
         return model
+
+
+def _resolved_device(device: str | None) -> str:
+    """The device a model asked for with ``device`` loads on, spelled one way: ``None`` is the one
+    sentence-transformers picks by itself, ``"cuda"`` the current card (``"cuda:0"``). One model per
+    path and device, however it was asked for (on a GPU, ``None`` and ``"cuda"`` loaded two copies)."""
+    import torch
+
+    if device is None:
+        try:
+            from sentence_transformers.util import get_device_name
+        except ImportError:  # pragma: no cover - sentence-transformers before 2.3
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        else:
+            device = get_device_name()
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError):  # not a device torch knows: the library's own error when it loads
+        return device
+    if resolved.type == "cuda" and resolved.index is None and torch.cuda.is_available():
+        resolved = torch.device("cuda", torch.cuda.current_device())
+    return str(resolved)
 
 
 def _in_float32_on_cpu(model: Any, path: str) -> None:
