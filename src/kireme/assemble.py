@@ -93,7 +93,7 @@ class ContextSpan:
     """One passage of the context: an exact slice ``[start:end]`` of document ``doc_id``.
 
     ``ranks`` are the 1-based ranks of the retrieved units it holds (best first); ``headings`` the
-    heading path of its best unit; ``size`` its length in the budget's unit; ``cut`` is true when it is
+    heading path all of the units it holds sit under; ``size`` its length in the budget's unit; ``cut`` is true when it is
     the best hit cut to a budget it did not fit.
     """
 
