@@ -650,3 +650,26 @@ def test_a_small_budget_takes_the_telling_sentence_of_a_later_hit_to_make_room_f
     assert lodging.text in spread.text and other.text not in spread.text
     with pytest.raises(ConfigError, match="share"):
         assembler(share=-1)
+
+
+def test_what_is_left_grows_a_passage_towards_the_question_before_it_takes_a_piece_of_a_later_hit() -> None:
+    # the budget holds the best hit and one more sentence, not the next hit: the sentence after the best
+    # hit holds the question's words (東京都内), the next hit's best sentence only words already passed
+    best = unit("rules", RULES, "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。")
+    later = unit(
+        "rules",
+        RULES,
+        "日帰り出張の日当は２，０００円とする。宿泊を伴う出張の日当は１日につき３，０００円とする。",
+    )
+    follows = "東京都内に宿泊する場合は、１泊につき１２，０００円を上限とする。"
+    assert RULES[best.end : best.end + len(follows)] == follows
+    budget = len(best.text) + len(follows) + 5  # not enough for the later hit whole
+    question = "東京都内に宿泊する場合の宿泊費の上限"
+    made = assembler(widen=0, share=0).assemble([best, later], budget, question)
+    assert [(s.start, s.end) for s in made.spans] == [(best.start, best.end + len(follows))]
+    assert made.spans[0].ranks == (1,) and made.size <= budget
+    # a question whose words the neighbours do not add: the budget still buys a piece of the later hit
+    other = assembler(widen=0, share=0).assemble([best, later], budget, "宿泊を伴う出張の日当")
+    assert any(s.start >= later.start for s in other.spans)
+    check_exact(made, TEXTS)
+    check_exact(other, TEXTS)

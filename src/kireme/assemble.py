@@ -29,6 +29,11 @@ document, so it can do what a list of chunk strings cannot:
   and shares most terms with the query, never ending on a heading line whose body it leaves out
   (``cut="all"``; ``"best"`` cuts only the best hit, when nothing else was taken), so a small budget
   still passes the sentences that matter of a large chunk;
+* **grow before cutting**: when what is left cannot hold the next hit whole, a passage already taken
+  first grows towards neighbouring sentences that hold query terms the context does not hold yet
+  (`guided_span`), if that adds more of them than the cut piece of the next hit would; the answer that
+  lies just past the best hit (the next provision, the next sentence of the evidence) is passed instead
+  of a fragment of a weaker hit;
 * **never exceed** the budget, measured on the exact text passed; ``Context.cut`` says when the best hit
   itself had to be cut.
 
@@ -257,6 +262,13 @@ class Assembler:
                 continue
             if self.policy == "spans" and (self.cut == "all" or not state.pieces):
                 run = self._best_run(unit, budget - state.total, query, need_match=bool(state.pieces))
+                if run is not None and state.pieces and wanted:
+                    # what is left may say more grown onto a passage than as a piece of this hit
+                    held = state.terms()
+                    text = self._document(unit)
+                    rival = len(wanted.intersection(tokenize(text[run[0] : run[1]])) - held) if text else 0
+                    if state.grow_towards(wanted - held, rival):
+                        continue
                 if run is not None:
                     state.try_add(unit, rank, run, cut=True)
         if not state.pieces and ranked:
@@ -487,6 +499,34 @@ class _State:
         self.sizes[id(candidate)] = size
         self.total += size - freed
         return True
+
+    def terms(self) -> frozenset[str]:
+        """The terms the passages taken so far hold (`kireme.text.terms.tokenize`)."""
+        return frozenset(term for p in self.pieces for term in tokenize(self._text(p)))
+
+    def grow_towards(self, new: frozenset[str], rival: int) -> bool:
+        """Grow the passage whose neighbouring sentences add the most of the ``new`` terms within what is
+        left of the budget (`guided_span`), when that is more than ``rival`` terms (what the alternative,
+        a later hit cut to fit, would add); whether one grew. Ties go to the cut hit: another place in the
+        documents is worth as much as the surroundings of one already passed."""
+        best: tuple[int, _Piece, int, int] | None = None
+        for p in sorted(self.pieces, key=lambda q: min(q.ranks)):
+            if p.exact_text is not None:  # not growable: the document's text is unknown
+                continue
+            text = self.a.text(p.doc_id)
+            assert text is not None
+            room = self.budget - (self.total - self.sizes[id(p)])
+            s, e = guided_span(text, p.start, p.end, room, self._sizer(p, text), new)
+            gain = len(new.intersection(tokenize(text[s:e]))) if (s, e) != (p.start, p.end) else 0
+            if gain > rival and (best is None or gain > best[0]):
+                best = (gain, p, s, e)
+        if best is None:
+            return False
+        _, p, s, e = best
+        text = self.a.text(p.doc_id)
+        assert text is not None
+        unit = Ranked(p.doc_id, p.start, p.end, text[p.start : p.end], p.headings)
+        return self.try_add(unit, min(p.ranks), (s, e))
 
     def grow_rest(self) -> None:
         """Spend what is left of the budget growing the pieces at sentence boundaries, best rank first."""
