@@ -98,8 +98,8 @@ class ContextSpan:
     """One passage of the context: an exact slice ``[start:end]`` of document ``doc_id``.
 
     ``ranks`` are the 1-based ranks of the retrieved units it holds (best first); ``headings`` the
-    heading path all of the units it holds sit under; ``size`` its length in the budget's unit; ``cut`` is true when it is
-    the best hit cut to a budget it did not fit.
+    heading path all of the units it holds sit under; ``size`` its length in the budget's unit; ``cut`` is
+    true when it is the best hit cut to a budget it did not fit.
     """
 
     doc_id: str
@@ -509,39 +509,43 @@ class _State:
         left of the budget (`guided_span`), when that is more than ``rival`` terms (what the alternative,
         a later hit cut to fit, would add); whether one grew. Ties go to the cut hit: another place in the
         documents is worth as much as the surroundings of one already passed."""
-        best: tuple[int, _Piece, int, int] | None = None
-        for p in sorted(self.pieces, key=lambda q: min(q.ranks)):
-            if p.exact_text is not None:  # not growable: the document's text is unknown
-                continue
-            text = self.a.text(p.doc_id)
-            assert text is not None
-            room = self.budget - (self.total - self.sizes[id(p)])
-            s, e = guided_span(text, p.start, p.end, room, self._sizer(p, text), new)
+        best: tuple[int, _Piece, str, tuple[int, int]] | None = None
+        for p, text in self._growable():
+            s, e = guided_span(text, p.start, p.end, self._room(p), self._sizer(p, text), new)
             gain = len(new.intersection(tokenize(text[s:e]))) if (s, e) != (p.start, p.end) else 0
             if gain > rival and (best is None or gain > best[0]):
-                best = (gain, p, s, e)
-        if best is None:
-            return False
-        _, p, s, e = best
-        text = self.a.text(p.doc_id)
-        assert text is not None
-        unit = Ranked(p.doc_id, p.start, p.end, text[p.start : p.end], p.headings)
-        return self.try_add(unit, min(p.ranks), (s, e))
+                best = (gain, p, text, (s, e))
+        return best is not None and self._regrow(*best[1:])
 
     def grow_rest(self) -> None:
         """Spend what is left of the budget growing the pieces at sentence boundaries, best rank first."""
-        for p in sorted(self.pieces, key=lambda q: min(q.ranks)):
+        for p, text in self._growable():
             if self.total >= self.budget:
                 break
-            if p not in self.pieces or p.exact_text is not None:  # merged away meanwhile, or not growable
+            if p not in self.pieces:  # merged away meanwhile
                 continue
-            text = self.a.text(p.doc_id)
-            assert text is not None
-            room = self.budget - (self.total - self.sizes[id(p)])
-            s, e = grow_span(text, p.start, p.end, room, self._sizer(p, text))
+            s, e = grow_span(text, p.start, p.end, self._room(p), self._sizer(p, text))
             if (s, e) != (p.start, p.end):
-                unit = Ranked(p.doc_id, p.start, p.end, text[p.start : p.end], p.headings)
-                self.try_add(unit, min(p.ranks), (s, e))
+                self._regrow(p, text, (s, e))
+
+    def _growable(self) -> list[tuple[_Piece, str]]:
+        """The pieces whose document's text is known (they can grow), best rank first, with that text."""
+        out = []
+        for p in sorted(self.pieces, key=lambda q: min(q.ranks)):
+            if p.exact_text is None:
+                text = self.a.text(p.doc_id)
+                assert text is not None
+                out.append((p, text))
+        return out
+
+    def _room(self, p: _Piece) -> int:
+        """The most piece ``p`` may grow to: the budget less every other piece."""
+        return self.budget - (self.total - self.sizes[id(p)])
+
+    def _regrow(self, p: _Piece, text: str, bounds: tuple[int, int]) -> bool:
+        """Piece ``p`` grown to ``bounds`` (merged with what it then touches), if the budget holds it."""
+        unit = Ranked(p.doc_id, p.start, p.end, text[p.start : p.end], p.headings)
+        return self.try_add(unit, min(p.ranks), bounds)
 
     def context(self) -> Context:
         order: dict[str, list[_Piece]] = {}
