@@ -181,6 +181,38 @@ def test_a_hit_cut_to_the_budget_does_not_end_with_a_heading_line_without_its_bo
     check_exact(made, TEXTS)
 
 
+SETTINGS = """# 設定
+
+## cache.dir
+
+- **型:** `string`
+- **既定値:** `.cache`
+
+キャッシュを書き込むディレクトリー。相対パスは設定ファイルの場所から解決される。
+
+## cache.ttl
+
+- **型:** `number`
+- **既定値:** `3600`
+
+キャッシュを保持する秒数。
+"""
+
+
+def test_a_cut_hit_stays_in_its_section_when_the_next_one_adds_nothing() -> None:
+    """Two option sections in one hit; the budget holds the first section's body and more, but not the
+    whole hit. The run that also took the next heading and its first line is longer and holds no more
+    of the question's words; the cut stays in its section, from the heading that names it."""
+    texts = {"settings": SETTINGS}
+    hit = unit("settings", SETTINGS, SETTINGS[SETTINGS.index("## cache.dir") :].rstrip())
+    made = Assembler(texts.get).assemble([hit], 110, query="キャッシュを書き込むディレクトリー")
+    assert made.cut and made.size <= 110
+    text = made.spans[0].text
+    assert text.startswith("## cache.dir") and "キャッシュを書き込むディレクトリー。" in text
+    assert "cache.ttl" not in text and "3600" not in text, text
+    check_exact(made, texts)
+
+
 def test_bad_budgets_are_config_errors() -> None:
     hit = unit("rules", RULES, "日帰り出張の日当は２，０００円とする。")
     for budget in (0, -5):

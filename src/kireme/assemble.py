@@ -26,7 +26,8 @@ document, so it can do what a list of chunk strings cannot:
   about the question, so the budget buys one more distinct hit instead (short factual answers); a hit
   whose terms are spread over it (a rule, long evidence) comes whole;
 * **cut to fit**: a hit that does not fit whole in what is left gives the run of its sentences that fits
-  and shares most terms with the query, never ending on a heading line whose body it leaves out
+  and shares most terms with the query, never ending on a heading line whose body it leaves out and,
+  on equal terms, not running on into the next section (it stays under the heading that names it)
   (``cut="all"``; ``"best"`` cuts only the best hit, when nothing else was taken), so a small budget
   still passes the sentences that matter of a large chunk;
 * **grow before cutting**: when what is left cannot hold the next hit whole, a passage already taken
@@ -323,32 +324,38 @@ class Assembler:
     def _best_run(
         self, unit: Ranked, room: int, query: str, *, need_match: bool = False
     ) -> tuple[int, int] | None:
-        """The run of ``unit``'s sentences that fits ``room`` and shares most terms with ``query`` (the
-        longest such run; the first on ties), in document offsets; ``None`` when no sentence fits.
-        A run of heading lines only is never chosen when another fits, nor a run that ends with a heading
-        line (its body is not in it); ``need_match``: a run must share a term with the query (a filler
-        passage for what is left of a budget must be worth its room)."""
+        """The run of ``unit``'s sentences that fits ``room`` and shares most terms with ``query``, in
+        document offsets; ``None`` when no sentence fits. On equal terms, the run that enters fewest
+        sections (heading lines after its first sentence: text under the next heading says nothing the
+        terms did not already count, and it parts the run from the heading that names it), then the
+        longest, then the first. A run of heading lines only is never chosen when another fits, nor a run
+        that ends with a heading line (its body is not in it); ``need_match``: a run must share a term
+        with the query (a filler passage for what is left of a budget must be worth its room)."""
         text, offset, bounds = self._unit_sentences(unit)
         wanted = set(tokenize(query)) if query else set()
-        best: tuple[int, int, int, int] | None = None  # (score, length, -start, end)
+        heads = [_is_heading(text, b) for b in bounds]
+        best: tuple[int, int, int, int, int] | None = None  # (score, -sections entered, length, -start, end)
         for i in range(len(bounds)):
+            entered = 0  # heading lines among the run's sentences after its first
             for j in range(i, len(bounds)):
                 s, e = bounds[i][0], bounds[j][1]
                 if self.size(unit.doc_id, unit.headings, text[s:e]) > room:
                     break
-                if all(_is_heading(text, b) for b in bounds[i : j + 1]) and (need_match or len(bounds) > 1):
-                    continue
-                if j > i and _is_heading(text, bounds[j]):
+                if j > i and heads[j]:
+                    entered += 1
+                if entered == j - i and heads[i] and (need_match or len(bounds) > 1):
+                    continue  # heading lines only
+                if j > i and heads[j]:
                     continue  # a heading line without its body after it says nothing: never the end of a run
                 score = len(wanted.intersection(tokenize(text[s:e]))) if wanted else 0
                 if need_match and score == 0:
                     continue
-                key = (score, e - s, -s, e)
+                key = (score, -entered, e - s, -s, e)
                 if best is None or key > best:
                     best = key
         if best is None:
             return None
-        return -best[2] + offset, best[3] + offset
+        return -best[3] + offset, best[4] + offset
 
     def _telling_part(
         self, unit: Ranked, limit: float, room: int, query: str, wanted: frozenset[str]
