@@ -9,6 +9,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,10 +19,11 @@ from hypothesis import strategies as st
 from kireme.assemble import Assembler, Ranked, _touch, grow_span, guided_span
 from kireme.document import Document
 from kireme.errors import ConfigError
-from kireme.index.passages import render_passages
+from kireme.index.passages import assemble_hits, render_passages
 from kireme.index.store import Hit, StoredChunk
 from kireme.length import Tokens
 from kireme.strategies import make_chunker
+from kireme.text.markdown import HeadingPaths, markdown_outline
 from kireme.text.terms import tokenize
 
 RULES = """# 出張旅費規程
@@ -213,6 +215,54 @@ def test_a_cut_hit_stays_in_its_section_when_the_next_one_adds_nothing() -> None
     check_exact(made, texts)
 
 
+def test_a_part_cut_out_of_a_hit_is_cited_by_the_finer_path_it_sits_under() -> None:
+    """The hit holds two option sections, so its own path is the page's; the part kept for a small
+    budget is the second option's lines without their heading line (no room), and with the document's
+    headings known it carries that option in its path, as a chunk of those lines would."""
+    texts = {"settings": SETTINGS}
+    outline = HeadingPaths(markdown_outline(SETTINGS).headings)
+    hit = unit("settings", SETTINGS, SETTINGS[SETTINGS.index("## cache.dir") :].rstrip(), ("設定",))
+    query = "キャッシュを保持する秒数"
+    plain = Assembler(texts.get).assemble([hit], 60, query=query)
+    finer = Assembler(texts.get, paths=lambda _d, s, e: outline.titles(s, e)[0]).assemble(
+        [hit], 60, query=query
+    )
+    for made in (plain, finer):
+        assert made.cut and made.size <= 60
+        assert "キャッシュを保持する秒数。" in made.spans[0].text and "cache.ttl" not in made.spans[0].text
+        check_exact(made, texts)
+    assert plain.spans[0].headings == ("設定",)
+    assert finer.spans[0].headings == ("設定", "cache.ttl")
+
+
+def test_a_cut_part_that_needs_two_sections_is_cited_by_the_path_both_share() -> None:
+    texts = {"settings": SETTINGS}
+    outline = HeadingPaths(markdown_outline(SETTINGS).headings)
+    hit = unit("settings", SETTINGS, SETTINGS[SETTINGS.index("## cache.dir") :].rstrip(), ("設定",))
+    made = Assembler(texts.get, paths=lambda _d, s, e: outline.titles(s, e)[0]).assemble(
+        [hit], 90, query="解決される キャッシュを保持する秒数"
+    )
+    text = made.spans[0].text
+    assert made.cut and "解決される。" in text and "秒数" in text and "## cache.ttl" in text
+    assert made.spans[0].headings == ("設定",)
+
+
+def test_search_and_ask_cite_a_cut_part_of_a_markdown_hit_by_its_own_section() -> None:
+    texts = {"settings": SETTINGS}
+    piece = SETTINGS[SETTINGS.index("## cache.dir") :].rstrip()
+    hits = [Hit(stored("settings", SETTINGS, piece, 0, ("設定",)), 0.9)]
+    made = assemble_hits(hits, 60, texts.get, query="キャッシュを保持する秒数")
+    assert made.passages[0].span.headings == ("設定", "cache.ttl") and made.passages[0].span.cut
+    rendered = render_passages(hits, 60, texts.get, query="キャッシュを保持する秒数")
+    assert rendered.tokens <= 60
+    assert rendered.text.startswith("[1] docs/settings.md — 設定 > cache.ttl\n"), rendered.text
+    # a plain-text document is not read as Markdown: the hit's own path stays
+    plain = [Hit(replace(hits[0].chunk, format="text"), 0.9)]
+    assert assemble_hits(plain, 60, texts.get, query="キャッシュを保持する秒数").passages[
+        0
+    ].span.headings == ("設定",)
+
+
 def test_bad_budgets_are_config_errors() -> None:
     hit = unit("rules", RULES, "日帰り出張の日当は２，０００円とする。")
     for budget in (0, -5):
@@ -257,6 +307,46 @@ def test_any_ranking_any_budget_gives_exact_disjoint_passages_within_the_budget(
     for span in made.spans:
         assert text[span.start : span.end] == span.text and span.text
     assert {r for s in made.spans for r in s.ranks} <= set(range(1, len(ranked) + 1))
+
+
+sections = st.lists(
+    st.tuples(st.integers(1, 3), st.text(alphabet="設定項目", min_size=1, max_size=4), japanese),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(parts=sections, size=st.integers(20, 120), budget=st.integers(1, 400), seed=st.randoms())
+def test_a_span_is_cited_by_a_path_its_text_sits_under_and_the_citation_counts(
+    parts: list[tuple[int, str, str]], size: int, budget: int, seed: object
+) -> None:
+    """Markdown hits cut, grown and merged with finer paths known: every span's path is one its whole
+    text sits under (each character's path starts with it, by titles), and the citation each path
+    costs stays within the budget."""
+    text = "".join(f"{'#' * level} {title}\n\n{body}\n\n" for level, title, body in parts)
+    outline = HeadingPaths(markdown_outline(text).headings)
+    chunks = make_chunker("markdown", max_size=size).chunk(
+        Document(text, id="d", metadata={"format": "markdown"})
+    )
+    ranked = [Ranked(c.doc_id, c.start, c.end, c.text, c.headings) for c in chunks]
+    seed.shuffle(ranked)  # type: ignore[attr-defined]
+    assembler = Assembler(
+        {"d": text}.get,
+        overhead=lambda _d, headings: len(" > ".join(headings)) + 1,
+        paths=lambda _d, s, e: outline.titles(s, e)[0],
+    )
+    try:
+        made = assembler.assemble(ranked, budget, "設定の項目")
+    except ConfigError:
+        return  # not even one sentence of the best hit fits
+    assert made.size <= budget
+    assert made.size == sum(len(s.text) + len(" > ".join(s.headings)) + 1 for s in made.spans)
+    for span in made.spans:
+        assert text[span.start : span.end] == span.text
+        for x in range(span.start, span.end):  # every character sits under the path (by titles)
+            here = outline.titles(x, x + 1)[0]
+            assert span.headings == here[: len(span.headings)], (span.headings, here)
 
 
 # --------------------------------------------------------------------------------- rendering for ask

@@ -159,6 +159,8 @@ class Context:
 
 
 TextOf = Callable[[str], "str | None"]
+# the heading path all of [start, end) of a document shares, where the caller knows its headings (else None)
+PathOf = Callable[[str, int, int], "tuple[str, ...] | None"]
 
 
 @dataclass
@@ -187,7 +189,11 @@ class Assembler:
     ``share``: when the budget holds 2 to ``share`` mean units, a later hit larger than ``budget / share``
     gives its best sentences within that size if they hold every query term the hit holds (0: never);
     ``overhead(doc_id, headings)``:
-    what the caller adds around each span when rendering it (a citation line), counted against the budget.
+    what the caller adds around each span when rendering it (a citation line), counted against the budget;
+    ``paths(doc_id, start, end)``: the heading path all of a part of a document shares, where the caller
+    knows the document's headings (`kireme.index.passages.markdown_paths`): a hit cut to fit carries the
+    path of the part it keeps when that names the hit's own path and more (the option or provision whose
+    lines it holds, its heading line left out for room), not only the path the whole hit shares.
     """
 
     def __init__(
@@ -202,6 +208,7 @@ class Assembler:
         bridge: float = DEFAULT_BRIDGE,
         share: float = DEFAULT_SHARE,
         overhead: Callable[[str, tuple[str, ...]], int] | None = None,
+        paths: PathOf | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ConfigError(f"unknown context policy {policy!r}: choose one of {', '.join(POLICIES)}")
@@ -221,6 +228,7 @@ class Assembler:
         self.share = float(share)
         self.cut = cut
         self.overhead = overhead
+        self.paths = paths
 
     # ------------------------------------------------------------------------------------- public
 
@@ -288,6 +296,17 @@ class Assembler:
     def size(self, doc_id: str, headings: tuple[str, ...], text: str) -> int:
         extra = self.overhead(doc_id, headings) if self.overhead is not None else 0
         return self.measure(text) + extra
+
+    def path(self, unit: Ranked, start: int, end: int) -> tuple[str, ...]:
+        """The heading path of ``[start, end)``, a part of ``unit``: the caller's (`paths`) where it names
+        the unit's path and more, else the unit's."""
+        own = unit.headings
+        if self.paths is None or (start, end) == (unit.start, unit.end):
+            return own
+        finer = self.paths(unit.doc_id, start, end)
+        if finer is not None and len(finer) > len(own) and tuple(finer[: len(own)]) == own:
+            return tuple(finer)
+        return own
 
     def _document(self, unit: Ranked) -> str | None:
         """The unit's document text when it is known and agrees with the unit (else ``None``)."""
@@ -388,14 +407,18 @@ class Assembler:
             )
         s, e = run
         piece_text = unit.text[s - unit.start : e - unit.start]
+        headings = unit.headings if self._document(unit) is None else self.path(unit, s, e)
+        size = self.size(unit.doc_id, headings, piece_text)
+        if size > budget:  # the finer path's citation does not fit with it: the hit's own path
+            headings, size = unit.headings, self.size(unit.doc_id, unit.headings, piece_text)
         span = ContextSpan(
             doc_id=unit.doc_id,
             start=s,
             end=e,
             text=piece_text,
-            headings=unit.headings,
+            headings=headings,
             ranks=(1,),
-            size=self.size(unit.doc_id, unit.headings, piece_text),
+            size=size,
             cut=True,
         )
         return Context((span,), budget, self.unit, span.size, 1, cut=True)
@@ -488,13 +511,16 @@ class _State:
             merged.extend(more)
             lo = min([lo, *(p.start for p in more)])
             hi = max([hi, *(p.end for p in more)])
-        headings = _shared_path([unit.headings, *(p.headings for p in merged)])
-        candidate = _Piece(
-            unit.doc_id, lo, hi, sorted({rank, *(r for p in merged for r in p.ranks)}), headings
-        )
-        candidate.cut = cut and not merged
-        size = self._piece_size(candidate)
+        ranks = sorted({rank, *(r for p in merged for r in p.ranks)})
         freed = sum(self.sizes[id(p)] for p in merged)
+        # a part cut out of the unit is cited by its own finer path when the budget holds that citation
+        paths = [self.a.path(unit, *bounds), unit.headings] if cut else [unit.headings]
+        for own in dict.fromkeys(paths):
+            candidate = _Piece(unit.doc_id, lo, hi, ranks, _shared_path([own, *(p.headings for p in merged)]))
+            candidate.cut = cut and not merged
+            size = self._piece_size(candidate)
+            if self.total - freed + size <= self.budget:
+                break
         if self.total - freed + size > self.budget:
             # bridged to a piece the budget cannot hold: the hit alone, merged only with what it touches
             return gap > 0 and self.try_add(unit, rank, bounds, cut=cut, gap=0)

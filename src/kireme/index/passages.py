@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kireme.assemble import DEFAULT_WIDEN, Assembler, Context, ContextSpan, Ranked
+from kireme.assemble import DEFAULT_WIDEN, Assembler, Context, ContextSpan, PathOf, Ranked
 from kireme.errors import ConfigError
 from kireme.index.context import AssembledContext, Source, _one_line, _page_key, _source_name
 from kireme.index.context import _chunk_pages as _pages
 from kireme.index.manifest import Manifest
 from kireme.index.store import Hit, StoredChunk
 from kireme.length import Tokens
+from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, markdown_outline
 
 UNITS = ("chars", "tokens")
 
@@ -81,6 +82,28 @@ def manifest_texts(db: str | Path) -> Callable[[str], str | None]:
         return cache[doc_id]
 
     return text_of
+
+
+def markdown_paths(hits: Sequence[Hit], text_of: Callable[[str], str | None]) -> PathOf:
+    """``(doc_id, start, end) -> heading path`` for the documents among ``hits`` whose text is Markdown
+    (Markdown files, and HTML, DOCX and notebooks as kireme loads them): the path all of that part of the
+    kept text shares, made as a chunk's ``headings`` are (its outline read once per document, only when a
+    part of it is asked for); ``None`` for any other document."""
+    markdown = {h.chunk.doc_id for h in hits if h.chunk.format in MARKDOWN_FORMATS}
+    outlines: dict[str, HeadingPaths | None] = {}
+
+    def path_of(doc_id: str, start: int, end: int) -> tuple[str, ...] | None:
+        if doc_id not in markdown:
+            return None
+        if doc_id not in outlines:
+            text = text_of(doc_id)
+            outlines[doc_id] = (
+                None if text is None else HeadingPaths(markdown_outline(text, warn=False).headings)
+            )
+        paths = outlines[doc_id]
+        return None if paths is None else paths.titles(start, end)[0]
+
+    return path_of
 
 
 def measure_for(unit: str) -> Callable[[str], int]:
@@ -144,7 +167,13 @@ def assemble_hits(
 ) -> BudgetedContext:
     """`kireme.assemble` over search hits (best first): the context within ``budget`` ``unit``."""
     assembler = Assembler(
-        text_of, measure_for(unit), unit=unit, policy=policy, widen=widen, overhead=overhead
+        text_of,
+        measure_for(unit),
+        unit=unit,
+        policy=policy,
+        widen=widen,
+        overhead=overhead,
+        paths=markdown_paths(hits, text_of),
     )
     made = assembler.assemble(ranked(hits), budget, query)
     known = sum(1 for d in {h.chunk.doc_id for h in hits} if assembler.text(d) is not None)
@@ -208,11 +237,12 @@ def render_passages(
         return measure(widest + citation(doc_id, headings) + "\n") + sep
 
     target = budget
+    paths = markdown_paths(hits, text_of)
     for _ in range(6):
         try:
-            made = Assembler(text_of, measure, unit="tokens", widen=widen, overhead=overhead).assemble(
-                ranked(hits), target, query
-            )
+            made = Assembler(
+                text_of, measure, unit="tokens", widen=widen, overhead=overhead, paths=paths
+            ).assemble(ranked(hits), target, query)
         except ConfigError:
             return AssembledContext(text="", skipped=list(hits), budget=budget)
         text, used, sources = _render(hits, made, citation, separator)
