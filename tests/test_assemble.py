@@ -23,6 +23,7 @@ from kireme.index.passages import assemble_hits, render_passages
 from kireme.index.store import Hit, StoredChunk
 from kireme.length import Tokens
 from kireme.strategies import make_chunker
+from kireme.text.headings import is_heading_line
 from kireme.text.markdown import HeadingPaths, markdown_outline
 from kireme.text.terms import tokenize
 
@@ -347,6 +348,79 @@ def test_a_span_is_cited_by_a_path_its_text_sits_under_and_the_citation_counts(
         for x in range(span.start, span.end):  # every character sits under the path (by titles)
             here = outline.titles(x, x + 1)[0]
             assert span.headings == here[: len(span.headings)], (span.headings, here)
+
+
+def slow_best_run(
+    a: Assembler, unit: Ranked, room: int, query: str, need_match: bool
+) -> tuple[int, int] | None:
+    """What `Assembler._best_run` chose before it was made fast: every run of sentences measured and
+    tokenised whole, the longest from each start until one does not fit."""
+    text, offset, bounds = a._unit_sentences(unit)
+    wanted = set(tokenize(query)) if query else set()
+    heads = [is_heading_line(text[s:e]) if "\n" not in text[s:e].strip("\n") else False for s, e in bounds]
+    best = None
+    for i in range(len(bounds)):
+        entered = 0
+        for j in range(i, len(bounds)):
+            s, e = bounds[i][0], bounds[j][1]
+            if a.size(unit.doc_id, unit.headings, text[s:e]) > room:
+                break
+            entered += j > i and heads[j]
+            if all(heads[i : j + 1]) and (need_match or len(bounds) > 1):
+                continue
+            if j > i and heads[j]:
+                continue
+            score = len(wanted.intersection(tokenize(text[s:e])))
+            if need_match and score == 0:
+                continue
+            key = (score, -entered, e - s, -s, e)
+            best = key if best is None or key > best else best
+    return None if best is None else (-best[3] + offset, best[4] + offset)
+
+
+LINES = [
+    "東京都内の宿泊費は上限がある。", "日当は２，０００円とする。", "## 第3条 日当", "第2条（宿泊費）", "",
+    "Hotels cost more in Tokyo.", "朝食代は含まない", "上限を超える場合は、所属長の承認を要する。",
+]  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    parts=st.lists(st.sampled_from(LINES), min_size=1, max_size=16),
+    glue=st.sampled_from(["\n", "", " ", "\n\n"]),
+    room=st.integers(5, 300),
+    query=st.sampled_from(["東京の宿泊費の上限", "日当", "hotel tokyo", "承認の上限", ""]),
+    need_match=st.booleans(),
+    tokens=st.booleans(),
+)
+def test_the_fast_cut_chooses_the_run_every_run_measured_would(
+    parts: list[str], glue: str, room: int, query: str, need_match: bool, tokens: bool
+) -> None:
+    text = glue.join(parts)
+    if not text.strip():
+        return
+    a = Assembler({"d": text}.get, Tokens() if tokens else len, unit="tokens" if tokens else "chars")
+    hit = Ranked("d", 0, len(text), text)
+    run = a._best_run(hit, room, query, need_match=need_match)
+    assert run == slow_best_run(a, hit, room, query, need_match)
+    if run is not None:
+        assert a.measure(text[run[0] : run[1]]) <= room
+
+
+def test_cutting_a_large_hit_measures_about_two_runs_per_sentence() -> None:
+    """A hit of 300 sentences cut to half of it: every run from every start was measured and tokenised
+    (about 45,000 of them); now each start's longest run is found from the previous one's."""
+    text = "".join(f"第{i}項の規定により、宿泊費を支給する。" for i in range(300))
+    measured: list[int] = []
+
+    def measure(piece: str) -> int:
+        measured.append(len(piece))
+        return len(piece)
+
+    hit = Ranked("d", 0, len(text), text)
+    run = Assembler({"d": text}.get, measure)._best_run(hit, len(text) // 2, "宿泊費の支給")
+    assert run is not None and 0 < run[1] - run[0] <= len(text) // 2
+    assert len(measured) <= 2 * 300 + 2
 
 
 # --------------------------------------------------------------------------------- rendering for ask

@@ -343,38 +343,72 @@ class Assembler:
     def _best_run(
         self, unit: Ranked, room: int, query: str, *, need_match: bool = False
     ) -> tuple[int, int] | None:
-        """The run of ``unit``'s sentences that fits ``room`` and shares most terms with ``query``, in
+        """The run of ``unit``'s sentences that fits ``room`` and holds most of the query's terms, in
         document offsets; ``None`` when no sentence fits. On equal terms, the run that enters fewest
         sections (heading lines after its first sentence: text under the next heading says nothing the
         terms did not already count, and it parts the run from the heading that names it), then the
         longest, then the first. A run of heading lines only is never chosen when another fits, nor a run
-        that ends with a heading line (its body is not in it); ``need_match``: a run must share a term
-        with the query (a filler passage for what is left of a budget must be worth its room)."""
+        that ends with a heading line (its body is not in it); ``need_match``: a run must hold a term of
+        the query (a filler passage for what is left of a budget must be worth its room).
+
+        A run's terms are those of its sentences (a sentence ends at punctuation or white space, which no
+        term crosses), each sentence tokenised once, and each start's longest fitting run is found from
+        the previous start's (sizes grow with a run), so a large hit costs about its sentences squared in
+        cheap steps, not in tokenised and measured runs."""
         text, offset, bounds = self._unit_sentences(unit)
-        wanted = set(tokenize(query)) if query else set()
-        heads = [_is_heading(text, b) for b in bounds]
+        if not bounds:
+            return None
+        n = len(bounds)
+        wanted = frozenset(tokenize(query)) if query else frozenset()
+        heads: list[bool | None] = [None] * n  # each sentence read once, when a run that fits reaches it
+        terms: list[frozenset[str] | None] = [None] * n
+
+        def sentence(k: int) -> tuple[bool, frozenset[str]]:
+            head, found = heads[k], terms[k]
+            if head is None or found is None:
+                head = heads[k] = _is_heading(text, bounds[k])
+                s, e = bounds[k]
+                found = terms[k] = wanted.intersection(tokenize(text[s:e])) if wanted else frozenset()
+            return head, found
+
+        def size(s: int, e: int) -> int:
+            return self.size(unit.doc_id, unit.headings, text[s:e])
+
         best: tuple[int, int, int, int, int] | None = None  # (score, -sections entered, length, -start, end)
-        for i in range(len(bounds)):
+        keys: list[tuple[int, int, int, int, int]] = []
+        reach = -1  # the last sentence the previous start's runs reached within room
+        for i in range(n):
+            reach = max(reach, i - 1)
+            while reach + 1 < n and size(bounds[i][0], bounds[reach + 1][1]) <= room:
+                reach += 1
+            held: set[str] = set()
             entered = 0  # heading lines among the run's sentences after its first
-            for j in range(i, len(bounds)):
-                s, e = bounds[i][0], bounds[j][1]
-                if self.size(unit.doc_id, unit.headings, text[s:e]) > room:
-                    break
-                if j > i and heads[j]:
+            for j in range(i, reach + 1):
+                head, found = sentence(j)
+                if j > i and head:
                     entered += 1
-                if entered == j - i and heads[i] and (need_match or len(bounds) > 1):
+                held |= found
+                if entered == j - i and sentence(i)[0] and (need_match or n > 1):
                     continue  # heading lines only
-                if j > i and heads[j]:
+                if j > i and head:
                     continue  # a heading line without its body after it says nothing: never the end of a run
-                score = len(wanted.intersection(tokenize(text[s:e]))) if wanted else 0
-                if need_match and score == 0:
+                if need_match and not held:
                     continue
-                key = (score, -entered, e - s, -s, e)
+                s, e = bounds[i][0], bounds[j][1]
+                key = (len(held), -entered, e - s, -s, e)
+                keys.append(key)
                 if best is None or key > best:
                     best = key
         if best is None:
             return None
-        return -best[3] + offset, best[4] + offset
+        # sizes grow with a run in characters; a token count may not quite, so the chosen run is measured
+        # and, should it not fit after all, the best that does is taken
+        if size(-best[3], best[4]) <= room:
+            return -best[3] + offset, best[4] + offset
+        for key in sorted(keys, reverse=True):
+            if size(-key[3], key[4]) <= room:
+                return -key[3] + offset, key[4] + offset
+        return None
 
     def _telling_part(
         self, unit: Ranked, limit: float, room: int, query: str, wanted: frozenset[str]
