@@ -99,9 +99,9 @@ class ContextSpan:
     """One passage of the context: an exact slice ``[start:end]`` of document ``doc_id``.
 
     ``ranks`` are the 1-based ranks of the retrieved units it holds (best first); ``headings`` the
-    heading path all of the units it holds sit under (for a part cut out of a unit, the path of that part
-    where the assembler was given the document's headings: `Assembler` ``paths``); ``size`` its length in the budget's unit; ``cut`` is
-    true when it is the best hit cut to a budget it did not fit.
+    heading path all of the units it holds sit under (for a part cut out of a unit, the path of that
+    part, where the assembler was given the document's headings: `Assembler` ``paths``); ``size`` its
+    length in the budget's unit; ``cut`` is true when it is the best hit cut to a budget it did not fit.
     """
 
     doc_id: str
