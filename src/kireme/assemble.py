@@ -298,16 +298,17 @@ class Assembler:
         extra = self.overhead(doc_id, headings) if self.overhead is not None else 0
         return self.measure(text) + extra
 
-    def path(self, unit: Ranked, start: int, end: int) -> tuple[str, ...]:
-        """The heading path of ``[start, end)``, a part of ``unit``: the caller's (`paths`) where it names
-        the unit's path and more, else the unit's."""
+    def cut_paths(self, unit: Ranked, start: int, end: int) -> list[tuple[str, ...]]:
+        """The heading paths to cite ``[start, end)``, a part of ``unit``, by, best first: the caller's
+        (`paths`) where it names the unit's path and more, then the unit's own (when the finer path's
+        citation does not fit the budget)."""
         own = unit.headings
-        if self.paths is None or (start, end) == (unit.start, unit.end):
-            return own
+        if self.paths is None or (start, end) == (unit.start, unit.end) or self._document(unit) is None:
+            return [own]
         finer = self.paths(unit.doc_id, start, end)
         if finer is not None and len(finer) > len(own) and tuple(finer[: len(own)]) == own:
-            return tuple(finer)
-        return own
+            return [tuple(finer), own]
+        return [own]
 
     def _document(self, unit: Ranked) -> str | None:
         """The unit's document text when it is known and agrees with the unit (else ``None``)."""
@@ -361,16 +362,16 @@ class Assembler:
             return None
         n = len(bounds)
         wanted = frozenset(tokenize(query)) if query else frozenset()
-        heads: list[bool | None] = [None] * n  # each sentence read once, when a run that fits reaches it
-        terms: list[frozenset[str] | None] = [None] * n
+        # each sentence read once, when a run that fits reaches it: whether it is a heading line, its terms
+        read: list[tuple[bool, frozenset[str]] | None] = [None] * n
 
         def sentence(k: int) -> tuple[bool, frozenset[str]]:
-            head, found = heads[k], terms[k]
-            if head is None or found is None:
-                head = heads[k] = _is_heading(text, bounds[k])
+            known = read[k]
+            if known is None:
                 s, e = bounds[k]
-                found = terms[k] = wanted.intersection(tokenize(text[s:e])) if wanted else frozenset()
-            return head, found
+                found = wanted.intersection(tokenize(text[s:e])) if wanted else frozenset()
+                known = read[k] = (_is_heading(text, bounds[k]), found)
+            return known
 
         def size(s: int, e: int) -> int:
             return self.size(unit.doc_id, unit.headings, text[s:e])
@@ -442,10 +443,10 @@ class Assembler:
             )
         s, e = run
         piece_text = unit.text[s - unit.start : e - unit.start]
-        headings = unit.headings if self._document(unit) is None else self.path(unit, s, e)
-        size = self.size(unit.doc_id, headings, piece_text)
-        if size > budget:  # the finer path's citation does not fit with it: the hit's own path
-            headings, size = unit.headings, self.size(unit.doc_id, unit.headings, piece_text)
+        for headings in self.cut_paths(unit, s, e):
+            size = self.size(unit.doc_id, headings, piece_text)
+            if size <= budget:
+                break
         span = ContextSpan(
             doc_id=unit.doc_id,
             start=s,
@@ -549,8 +550,7 @@ class _State:
         ranks = sorted({rank, *(r for p in merged for r in p.ranks)})
         freed = sum(self.sizes[id(p)] for p in merged)
         # a part cut out of the unit is cited by its own finer path when the budget holds that citation
-        paths = [self.a.path(unit, *bounds), unit.headings] if cut else [unit.headings]
-        for own in dict.fromkeys(paths):
+        for own in self.a.cut_paths(unit, *bounds) if cut else [unit.headings]:
             candidate = _Piece(unit.doc_id, lo, hi, ranks, _shared_path([own, *(p.headings for p in merged)]))
             candidate.cut = cut and not merged
             size = self._piece_size(candidate)
