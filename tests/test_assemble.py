@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kireme.assemble import Assembler, Ranked, _touch, grow_span, guided_span
@@ -358,6 +358,9 @@ def slow_best_run(
     text, offset, bounds = a._unit_sentences(unit)
     wanted = set(tokenize(query)) if query else set()
     heads = [is_heading_line(text[s:e]) if "\n" not in text[s:e].strip("\n") else False for s, e in bounds]
+    inked = [any(c.isalnum() for c in text[s:e]) for s, e in bounds]
+    if not any(inked):
+        inked = [True] * len(bounds)
     best = None
     for i in range(len(bounds)):
         entered = 0
@@ -366,6 +369,8 @@ def slow_best_run(
             if a.size(unit.doc_id, unit.headings, text[s:e]) > room:
                 break
             entered += j > i and heads[j]
+            if not (inked[i] and inked[j]):
+                continue
             if all(heads[i : j + 1]) and (need_match or len(bounds) > 1):
                 continue
             if j > i and heads[j]:
@@ -380,7 +385,8 @@ def slow_best_run(
 
 LINES = [
     "東京都内の宿泊費は上限がある。", "日当は２，０００円とする。", "## 第3条 日当", "第2条（宿泊費）", "",
-    "Hotels cost more in Tokyo.", "朝食代は含まない", "上限を超える場合は、所属長の承認を要する。",
+    "Hotels cost more in Tokyo.", "朝食代は含まない", "上限を超える場合は、所属長の承認を要する。", "-->",
+    "<!-- 原文 -->",
 ]  # fmt: skip
 
 
@@ -392,6 +398,15 @@ LINES = [
     query=st.sampled_from(["東京の宿泊費の上限", "日当", "hotel tokyo", "承認の上限", ""]),
     need_match=st.booleans(),
     tokens=st.booleans(),
+)
+# a comment's closing line alone before the sentence that holds the term: never the start of the run
+@example(
+    parts=["-->", "日当は２，０００円とする。"],
+    glue="\n\n",
+    room=300,
+    query="日当",
+    need_match=False,
+    tokens=False,
 )
 def test_the_fast_cut_chooses_the_run_every_run_measured_would(
     parts: list[str], glue: str, room: int, query: str, need_match: bool, tokens: bool
@@ -421,6 +436,31 @@ def test_cutting_a_large_hit_measures_about_two_runs_per_sentence() -> None:
     run = Assembler({"d": text}.get, measure)._best_run(hit, len(text) // 2, "宿泊費の支給")
     assert run is not None and 0 < run[1] - run[0] <= len(text) // 2
     assert len(measured) <= 2 * 300 + 2
+
+
+# A translated manual keeps its original in HTML comments: their markers are sentences of their own.
+MANUAL = (
+    "## 定数\n\n<!--\nConstants are always immutable.\n-->\n\n"
+    "定数は常に不変です。定数は`const`で宣言し、型の注釈が必要です。\n\n"
+    "<!--\nConstants can be declared in any scope.\n-->\n\n"
+    "定数はどのスコープでも宣言できます。\n\n<!--\n### Shadowing\n-->\n"
+)
+
+
+def test_a_cut_part_neither_starts_nor_ends_with_markup_alone() -> None:
+    """A part cut to fit starts and ends with a sentence that holds a letter or digit: the line that
+    closes a comment ("-->") is not passed at its start, nor alone as a filler for the last few units."""
+    a = Assembler({"m": MANUAL}.get, len)
+    start = MANUAL.index("-->\n\n定数は常に")
+    hit = Ranked("m", start, len(MANUAL), MANUAL[start:])
+    run = a._best_run(hit, 60, "定数の宣言")
+    assert run is not None
+    assert MANUAL[run[0] : run[1]].startswith("定数は")
+    closing = MANUAL.index("-->")
+    filler = Ranked("m", closing, closing + 3, "-->")
+    assert a._best_run(filler, 3, "") == (closing, closing + 3)  # markup only: still a run when alone
+    assert a._best_run(hit, 5, "") is None  # only "-->" fits in five: nothing worth passing
+    assert a._best_run(hit, 12, "") == (start + 5, start + 15)  # "定数は常に不変です。"
 
 
 # --------------------------------------------------------------------------------- rendering for ask

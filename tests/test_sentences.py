@@ -113,3 +113,36 @@ def test_only_a_text_with_a_full_stop_is_read_for_its_case(monkeypatch: pytest.M
     assert len(sentence_spans(japanese)) == 20
     with pytest.raises(AssertionError, match="capitals"):
         sentence_spans("the allowance is paid monthly. it covers meals. " * 10)
+
+
+# A README in Japanese with the markup, code and URLs a "!" or "?" sits in without ending a sentence.
+_MARKUP_README = (
+    "設定は次の通りです。\n\n"
+    "<!--\nThe original English text stays here. Keep it!\n-->\n\n"
+    "値が `a != b` のときは再試行します。画像は下の通りです。\n\n"
+    "![構成図](img/arch.png)の左が入口です。\n"
+    "詳細は https://example.com/docs?lang=ja&id=3 を見てください。"
+    "`user?.name` で名前を読みます。本当?はい、本当です!次へ進みます。\n"
+    "<!DOCTYPE html> から書き始めます。Really? Yes.\n"
+)
+
+
+def test_marks_inside_markup_code_and_urls_do_not_end_a_sentence() -> None:
+    got = sentences(_MARKUP_README)
+    assert got == [
+        "設定は次の通りです。",
+        "<!--\nThe original English text stays here.",
+        "Keep it!",
+        "-->",
+        "値が `a != b` のときは再試行します。",
+        "画像は下の通りです。",
+        "![構成図](img/arch.png)の左が入口です。",
+        "詳細は https://example.com/docs?lang=ja&id=3 を見てください。",
+        "`user?.name` で名前を読みます。",
+        "本当?",
+        "はい、本当です!",
+        "次へ進みます。",
+        "<!DOCTYPE html> から書き始めます。",
+        "Really?",
+        "Yes.",
+    ]

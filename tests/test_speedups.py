@@ -97,6 +97,12 @@ _WORDS = [
     "〇",
     "—",
     "ß",
+    # "!" and "?" inside markup, code and URLs (`_inside_token`): what comes before and after them
+    "<",
+    "=",
+    "[",
+    "/",
+    "id_2",
     # item, title and label lines
     "【見出し】",
     "【",
@@ -602,6 +608,25 @@ def test_scan_in_c_knows_every_mark_of_the_vocabulary() -> None:
             in_c = sentences._scan_sentence_cuts(text, 0, len(text), False)
         with scanner(c=False):
             assert in_c == sentences._scan_sentence_cuts(text, 0, len(text), False), text
+
+
+def test_marks_inside_markup_and_urls_are_left_to_python_and_judged_alike() -> None:
+    """An ASCII "!" or "?" with an ASCII character before it, or "=" or "[" after it, may be markup, code
+    or a URL (`_inside_token`): the C scan leaves it to Python, and both say the same, in every window."""
+    text = (
+        "前の文です。\n\n<!--\nKeep it!\n-->\n\n`a != b` と `x?=y` を使う。![図](a.png)の通り。\n"
+        "https://example.com/p?id=3 を見る。`u?.name` を読む。本当?はい!次。Really? Yes!\n"
+    )
+    for a, b in [(0, len(text)), (8, 40), (text.index("!["), len(text)), (text.index("?id") + 1, len(text))]:
+        with scanner(c=True):
+            in_c = sentences._scan_sentence_cuts(text, a, b, False)
+        with scanner(c=False):
+            assert in_c == sentences._scan_sentence_cuts(text, a, b, False), (a, b)
+    with scanner(c=True):
+        cuts, _ = sentences._scan_sentence_cuts(text, 0, len(text), False)
+    starts = {text[c : c + 3] for c in cuts}
+    assert {"--\n", "= b", "=y`", "[図]", "id=", ".na"}.isdisjoint(starts)
+    assert {"はい!", "次。R", "Yes"} <= starts
 
 
 def test_scan_in_c_on_written_text() -> None:

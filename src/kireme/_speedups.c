@@ -374,8 +374,10 @@ static int quoted_spans(int kind, const void *data, Py_ssize_t a, Py_ssize_t b, 
 /* The end of the candidate `_CANDIDATE` matches at `p` (its first character `c`), or -1. */
 static Py_ssize_t candidate_end(int kind, const void *data, Py_ssize_t b, Py_ssize_t p, Py_UCS4 c) {
     Py_ssize_t q = p + 1;
-    if (is_terminator(c)) { /* a run of terminators and the closers after it */
-        while (q < b && is_terminator(PyUnicode_READ(kind, data, q))) q++;
+    if (is_terminator(c)) { /* a run of terminators and the closers after it; not a "!" opening "![" (an image) */
+        while (q < b && is_terminator(PyUnicode_READ(kind, data, q)) &&
+               !(PyUnicode_READ(kind, data, q) == '!' && q + 1 < b && PyUnicode_READ(kind, data, q + 1) == '['))
+            q++;
         while (q < b && is_closer(PyUnicode_READ(kind, data, q))) q++;
         return q;
     }
@@ -405,6 +407,22 @@ static int is_exclaim_or_question(Py_UCS4 c) { return c == '!' || c == '?' || c 
  * whether a lower-case word follows: '"Are you sure?" he asked.'); at any other such end it cannot */
 static int closer_then_space(int kind, const void *data, Py_ssize_t n, Py_ssize_t e) {
     return is_closer(PyUnicode_READ(kind, data, e - 1)) && e < n && is_regex_space(PyUnicode_READ(kind, data, e));
+}
+
+/* whether an ASCII "!?" end may be part of markup, code or a URL (`_inside_token`: "<!--", "!=", "![", "p?id"):
+ * an ASCII graphic character before it, or "=" or "[" after it; then Python decides */
+static int may_be_inside_token(int kind, const void *data, Py_ssize_t a, Py_ssize_t b, Py_ssize_t s, Py_ssize_t e,
+                               Py_UCS4 c) {
+    if (c != '!' && c != '?') return 0;
+    if (e < b) {
+        Py_UCS4 after = PyUnicode_READ(kind, data, e);
+        if (after == '=' || after == '[') return 1;
+    }
+    if (s > a) {
+        Py_UCS4 before = PyUnicode_READ(kind, data, s - 1);
+        if (before >= '!' && before <= '~') return 1;
+    }
+    return 0;
 }
 
 static int is_judged(Py_UCS4 c) {
@@ -444,7 +462,8 @@ static PyObject *scan_core(PyObject *text, Py_ssize_t a, Py_ssize_t b, const Py_
             int closes_quote = e == spans[2 * qi + 1] + 1;
             if (!closes_quote || (e < b && quote_continues(kind, data, n, e))) continue;
         }
-        if (is_judged(c) && !(is_exclaim_or_question(c) && !closer_then_space(kind, data, n, e))) {
+        if (is_judged(c) && !(is_exclaim_or_question(c) && !closer_then_space(kind, data, n, e) &&
+                              !may_be_inside_token(kind, data, a, b, s, e, c))) {
             if (append_pair(pending, s, e) < 0) goto error;
             continue;
         }

@@ -49,6 +49,7 @@ budget is full (no merging, no growth) — kept for comparisons (`kireme eval --
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,6 +74,7 @@ DEFAULT_BRIDGE = 1.0
 DEFAULT_SHARE = 4.0
 _SHARE_FROM = 2.0  # below 2 mean units the best hit takes most of the budget: nothing to share
 # how far around a hit sentences are looked for, in characters per unit of the window
+_INK = re.compile(r"[^\W_]")  # a letter or a digit, in any script
 _LOOKAROUND_PER_UNIT = 6
 _LOOKAROUND_MIN = 2048
 
@@ -362,15 +364,17 @@ class Assembler:
             return None
         n = len(bounds)
         wanted = frozenset(tokenize(query)) if query else frozenset()
-        # each sentence read once, when a run that fits reaches it: whether it is a heading line, its terms
-        read: list[tuple[bool, frozenset[str]] | None] = [None] * n
+        # each sentence read once, when a run that fits reaches it: whether it is a heading line, its terms,
+        # whether it holds a letter or digit (markup alone — "-->", "---" — neither starts nor ends a run)
+        read: list[tuple[bool, frozenset[str], bool] | None] = [None] * n
+        any_ink = any(_has_ink(text, s, e) for s, e in bounds)
 
-        def sentence(k: int) -> tuple[bool, frozenset[str]]:
+        def sentence(k: int) -> tuple[bool, frozenset[str], bool]:
             known = read[k]
             if known is None:
                 s, e = bounds[k]
                 found = wanted.intersection(tokenize(text[s:e])) if wanted else frozenset()
-                known = read[k] = (_is_heading(text, bounds[k]), found)
+                known = read[k] = (_is_heading(text, bounds[k]), found, not any_ink or _has_ink(text, s, e))
             return known
 
         def size(s: int, e: int) -> int:
@@ -385,11 +389,15 @@ class Assembler:
                 reach += 1
             held: set[str] = set()
             entered = 0  # heading lines among the run's sentences after its first
+            if i <= reach and not sentence(i)[2]:
+                continue  # markup alone at the start
             for j in range(i, reach + 1):
-                head, found = sentence(j)
+                head, found, inked = sentence(j)
                 if j > i and head:
                     entered += 1
                 held |= found
+                if not inked:
+                    continue  # markup alone at the end
                 if entered == j - i and sentence(i)[0] and (need_match or n > 1):
                     continue  # heading lines only
                 if j > i and head:
@@ -811,6 +819,11 @@ def guided_span(
             up_blocked = _is_heading(text, (a, b))  # the section's own heading: no further up
         held |= new
     return s, e
+
+
+def _has_ink(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` holds a letter or a digit (not only markup and punctuation)."""
+    return _INK.search(text, start, end) is not None
 
 
 def _is_heading(text: str, span: tuple[int, int]) -> bool:

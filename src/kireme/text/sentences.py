@@ -140,7 +140,7 @@ _RX_SPACE_RUN = cast(Callable[[str, int], re.Match[str]], re.compile(_RX_SPACE +
 # as `regex`). The last alternative is a superset, ". " after a space or tab; `_TOKENISED_DOT` decides.
 _CANDIDATE = lazy_re(
     rf"[{re.escape(_HARD_END)}．.](?:"
-    rf"(?<=[{re.escape(_HARD_END)}])[{re.escape(_HARD_END)}]*[{re.escape(_CLOSERS)}]*"
+    rf"(?<=[{re.escape(_HARD_END)}])(?:(?!!\[)[{re.escape(_HARD_END)}])*[{re.escape(_CLOSERS)}]*"
     rf"|(?<=．)(?<![0-9０-９]．)[{re.escape(_CLOSERS)}]*"
     rf"|(?<={_RX_INK}\.)\.*[{re.escape(_CLOSERS)}]*(?={_RX_SPACE}|$)"
     rf"|(?<=[ \t]\.)(?=[ \t])"
@@ -193,6 +193,31 @@ def _period_ends(text: str, dot: int, after: int, caseless: bool = False) -> boo
     # "U.S." style acronyms do not end a sentence; "$6.25." does
     letters = word.replace(".", "")
     return not ("." in word and letters.isalpha() and len(letters) <= 3)
+
+
+def _is_ascii_word(char: str) -> bool:
+    return char.isascii() and (char.isalnum() or char == "_")
+
+
+def _inside_token(text: str, s: int, e: int, a: int, b: int) -> bool:
+    """Whether the ASCII ``!``/``?`` run ``text[s:e]`` (judged within ``text[a:b]``) is part of markup,
+    code or a URL rather than the end of a sentence: ``<!--`` and ``<!DOCTYPE``, the operators ``!=``,
+    ``!==`` and ``?=``, a Markdown image ``![alt](…)``, and a mark between ASCII characters with no space
+    (``p?id=3``, ``a?.b``, ``Yahoo!Japan``). A run with a closer in it, or with Japanese text or a space
+    after it (``本当?はい``, ``Really? Yes``), still ends its sentence."""
+    if text[s:e].strip("!?"):
+        return False  # closers or full-width marks in the run
+    before = text[s - 1] if s > a else " "
+    after = text[e] if e < b else " "
+    if text[s] == "!" and before == "<":
+        return True
+    if after == "=" or (after == "[" and text[e - 1] == "!"):
+        return True
+    if not ("!" <= before <= "~"):  # a space, a line break or a non-ASCII character before the run
+        return False
+    if after == "." and e + 1 < b:
+        after = text[e + 1]
+    return _is_ascii_word(after)
 
 
 def _at_line_start(text: str, position: int) -> bool:
@@ -415,6 +440,8 @@ def _judged_end(text: str, s: int, e: int, a: int, b: int, caseless: bool) -> in
         return None  # "Ｑ．" / "A．" labels at a line start
     if first in "!?！？" and text[e - 1] in _CLOSERS and _SPACE_THEN_LOWER.match(text, e):
         return None  # '"Are you sure?" he asked.'
+    if first in "!?" and _inside_token(text, s, e, a, b):
+        return None  # "<!--", "a != b", "![図](a.png)", "p?id=3": markup, code and URLs
     if e < b and text[e].isspace():
         e = _SPACE_RUN_MATCH(text, e, b).end()
     return e if a < e < b else None
