@@ -75,6 +75,12 @@ with only whitespace between them and the start or end of the document do not co
   sentence-final: ``。．！？：`` always, ``. ! ? :`` only when whitespace follows the cut's side (so
   ``server.|host`` is mid-sentence). Inside code blocks and table rows only a line break is clean. This is
   deliberately not kireme's sentence splitter.
+* ``mid_wrap``: share of chunks with a cut at a line break inside a sentence of a wrapped paragraph (text
+  wrapped at a fixed width, as many Markdown sources are), which ``mid_sent`` counts as clean: one line
+  break (no blank line), outside code and tables, the line before neither a heading, a table row nor HTML
+  and ending (past closing brackets/quotes) in a letter, a digit or a clause mark (``、，,``), the line
+  after starting with a letter or digit in any script or an opening bracket/quote, and not with a list
+  number (``1.``).
 * ``in_row``: share of chunks with a cut strictly inside a table row line.
 * ``in_fence``: share of chunks with a cut strictly inside a code block (anywhere but its first or last
   character); ``in_fence_fit``: the same, counting only code blocks whose whole span fits in N characters
@@ -377,6 +383,32 @@ def clean_cut(gold: Gold, c: int) -> bool:
     return ch in ASCII_STOPS and a < b
 
 
+_LIST_NUMBER = re.compile(r"[0-9]+[.)]\s")
+
+
+def wrapped_cut(gold: Gold, c: int) -> bool:
+    """Whether a cut at ``c`` is at a line break inside a sentence of a wrapped paragraph (``mid_wrap``)."""
+    text = gold.text
+    a = c
+    while a > 0 and text[a - 1].isspace():
+        a -= 1
+    b = c
+    while b < len(text) and text[b].isspace():
+        b += 1
+    if a == 0 or b == len(text) or text.count("\n", a, b) != 1 or gold.in_code(c) or gold.in_row(c):
+        return False
+    line = text[text.rfind("\n", 0, a) + 1 : a].strip()
+    if not line or line[0] in "#|<":
+        return False
+    k = len(line)
+    while k > 0 and line[k - 1] in CLOSERS:
+        k -= 1
+    if k == 0 or not (line[k - 1].isalnum() or line[k - 1] in "、，,"):
+        return False
+    first = text[b]
+    return (first.isalnum() or first in "「『（(“\"'") and _LIST_NUMBER.match(text, b) is None
+
+
 def edge_cut(text: str, c: int) -> bool:
     """A cut with only whitespace between it and the document's start or end: not counted."""
     return not text[:c].strip() or not text[c:].strip()
@@ -387,6 +419,7 @@ SUMMED = (
     "chars",
     "over",
     "mid_sentence",
+    "mid_wrap",
     "in_row",
     "in_fence",
     "in_fence_fit",
@@ -403,6 +436,7 @@ class Tally:
     max_chars: int = 0
     over: int = 0
     mid_sentence: int = 0
+    mid_wrap: int = 0
     in_row: int = 0
     in_fence: int = 0
     in_fence_fit: int = 0
@@ -434,6 +468,7 @@ class Tally:
             "max_chars": self.max_chars,
             "over_n": self.over / n,
             "mid_sentence": self.mid_sentence / n,
+            "mid_wrap": self.mid_wrap / n,
             "in_row": self.in_row / n,
             "in_fence": self.in_fence / n,
             "in_fence_fit": self.in_fence_fit / n,
@@ -467,6 +502,12 @@ def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: in
         tally.over += p.size > size
         cuts = [c for c in (p.start, p.end) if not edge_cut(text, c)]
         bad = [c for c in cuts if not clean_cut(gold, c)]
+        wrapped = [c for c in cuts if wrapped_cut(gold, c)]
+        if wrapped:
+            tally.mid_wrap += 1
+            if keep and len(tally.examples.setdefault("mid_wrap", [])) < keep:
+                c = wrapped[0]
+                tally.examples["mid_wrap"].append(text[max(0, c - 30) : c] + "‖" + text[c : c + 30])
         if bad:
             tally.mid_sentence += 1
             if keep and len(tally.examples.setdefault("mid_sentence", [])) < keep:
@@ -604,6 +645,7 @@ HEADER = [
     "max",
     ">N %",
     "mid_sent %",
+    "mid_wrap %",
     "in_row %",
     "in_fence %",
     "in_fence_fit %",
@@ -622,6 +664,7 @@ def _cells(r: dict[str, Any]) -> list[str]:
         str(r["max_chars"]),
         _pct(r["over_n"]),
         _pct(r["mid_sentence"]),
+        _pct(r["mid_wrap"]),
         _pct(r["in_row"]),
         _pct(r["in_fence"]),
         _pct(r["in_fence_fit"]),

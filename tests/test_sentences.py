@@ -123,6 +123,8 @@ _MARKUP_README = (
     "![構成図](img/arch.png)の左が入口です。\n"
     "詳細は https://example.com/docs?lang=ja&id=3 を見てください。"
     "`user?.name` で名前を読みます。本当?はい、本当です!次へ進みます。\n"
+    '`panic!`マクロは println!("{x}") と同じく f()?; の後でも使えます。'
+    "`x = !done` や `name?: string` も同じです。\n"
     "<!DOCTYPE html> から書き始めます。Really? Yes.\n"
 )
 
@@ -142,6 +144,8 @@ def test_marks_inside_markup_code_and_urls_do_not_end_a_sentence() -> None:
         "本当?",
         "はい、本当です!",
         "次へ進みます。",
+        '`panic!`マクロは println!("{x}") と同じく f()?; の後でも使えます。',
+        "`x = !done` や `name?: string` も同じです。",
         "<!DOCTYPE html> から書き始めます。",
         "Really?",
         "Yes.",

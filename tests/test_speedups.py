@@ -102,6 +102,8 @@ _WORDS = [
     "=",
     "[",
     "/",
+    "`",
+    ";",
     "id_2",
     # item, title and label lines
     "【見出し】",
@@ -616,6 +618,7 @@ def test_marks_inside_markup_and_urls_are_left_to_python_and_judged_alike() -> N
     text = (
         "前の文です。\n\n<!--\nKeep it!\n-->\n\n`a != b` と `x?=y` を使う。![図](a.png)の通り。\n"
         "https://example.com/p?id=3 を見る。`u?.name` を読む。本当?はい!次。Really? Yes!\n"
+        "`panic!`と`日本語!`とprintln!(x)とf()?;を書く。x = !done と name?: string。最後!\n"
     )
     for a, b in [(0, len(text)), (8, 40), (text.index("!["), len(text)), (text.index("?id") + 1, len(text))]:
         with scanner(c=True):
@@ -625,7 +628,21 @@ def test_marks_inside_markup_and_urls_are_left_to_python_and_judged_alike() -> N
     with scanner(c=True):
         cuts, _ = sentences._scan_sentence_cuts(text, 0, len(text), False)
     starts = {text[c : c + 3] for c in cuts}
-    assert {"--\n", "= b", "=y`", "[図]", "id=", ".na"}.isdisjoint(starts)
+    assert {
+        "--\n",
+        "= b",
+        "=y`",
+        "[図]",
+        "id=",
+        ".na",
+        "`マク",
+        "`と`",
+        "`とp",
+        "(x)",
+        ";を書",
+        "done",
+        ": st",
+    }.isdisjoint(starts)
     assert {"はい!", "次。R", "Yes"} <= starts
 
 

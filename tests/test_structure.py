@@ -789,3 +789,58 @@ def test_a_document_with_no_heading_title_or_table_gets_its_text_as_embed_text_w
     assert not isinstance(chunker.for_document(titled).plan(titled).embed_text, TextItself)
     later = chunker.chunk(titled)[1]
     assert later.headings == ("出張規程",) and later.embed_text.startswith("出張規程\n\n")
+
+
+# A manual wrapped at a fixed width, as many Markdown sources are: the line breaks fall inside sentences.
+WRAPPED_MANUAL = (
+    "## 経費の精算\n\n"
+    "出張から戻った社員は、帰着した日の翌日から数えて十四日以内に、所定の\n"
+    "精算書を経理課へ提出しなければならない。領収書を紛失した場合は、\n"
+    "所属長が事情を確認したうえで、支払証明書をもって領収書に代えることが\n"
+    "できる。期限を過ぎて提出された精算書は、翌月の支払いに回される。\n"
+)
+WRAPPED_ENGLISH = (
+    "## Expense claims\n\n"
+    "Staff who return from a trip must hand the claim form to the accounts\n"
+    "office within fourteen days of their return. A lost receipt may be replaced\n"
+    "by a payment certificate once the manager has checked what happened. Claims\n"
+    "that arrive after the deadline are paid with the following month's salary.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "sizes"), [(WRAPPED_MANUAL, (90, 110, 130)), (WRAPPED_ENGLISH, (150, 200, 260))]
+)
+def test_a_wrapped_paragraph_is_cut_between_sentences_not_at_its_line_breaks(
+    text: str, sizes: tuple[int, ...]
+) -> None:
+    """A line break inside a sentence is a soft break: the cut goes after a sentence (every size here
+    holds the longest one), and no rule is parted from its condition at the wrap."""
+    doc = Document(text, metadata={"format": "markdown"})
+    for size in sizes:
+        chunker = make_chunker("markdown", max_size=size, context="none")
+        chunks = chunker.chunk(doc)
+        assert len(chunks) > 1
+        check_invariants(doc, chunks, max_size=size, chunker=chunker)
+        for chunk in chunks:
+            assert chunk.text.rstrip()[-1] in "。.", (size, chunk.text)
+
+
+def test_lines_that_end_their_sentences_are_cut_before_a_sentence_inside_a_line() -> None:
+    """One topic a line with no blank line between them (meeting notes): a chunk ends at the end of a
+    line before it ends at a sentence in the middle of the next one."""
+    text = (
+        "来月の移転について確認した。新しい執務室は八階になる。机は運ばない。\n"
+        "経理課から精算システムの更新について説明があった。領収書は撮影して申請する。\n"
+        "夏のバーベキュー大会の準備状況を共有した。雨の場合は社員食堂で行う。\n"
+    )
+    doc = Document(text, metadata={"format": "markdown"})
+    chunks = make_chunker("markdown", max_size=60, context="none").chunk(doc)
+    assert [c.text for c in chunks] == [line for line in text.split("\n") if line]
+
+
+def test_sentences_lines_mode_still_cuts_at_every_line_first() -> None:
+    """``sentences="lines"`` (one sentence a line): line breaks before sentences, as before."""
+    doc = Document(WRAPPED_MANUAL, metadata={"format": "markdown"})
+    chunks = make_chunker("markdown", max_size=90, context="none", sentences="lines").chunk(doc)
+    assert any(not c.text.rstrip().endswith("。") for c in chunks)  # a cut at a wrap

@@ -410,13 +410,16 @@ static int closer_then_space(int kind, const void *data, Py_ssize_t n, Py_ssize_
 }
 
 /* whether an ASCII "!?" end may be part of markup, code or a URL (`_inside_token`: "<!--", "!=", "![", "p?id"):
- * an ASCII graphic character before it, or "=" or "[" after it; then Python decides */
+ * an ASCII graphic character before it, or "=", "[", "`" or an ASCII letter, digit or "_" after it; then Python
+ * decides */
 static int may_be_inside_token(int kind, const void *data, Py_ssize_t a, Py_ssize_t b, Py_ssize_t s, Py_ssize_t e,
                                Py_UCS4 c) {
     if (c != '!' && c != '?') return 0;
     if (e < b) {
         Py_UCS4 after = PyUnicode_READ(kind, data, e);
-        if (after == '=' || after == '[') return 1;
+        if (after == '=' || after == '[' || after == '`' || after == '_' || (after >= 'a' && after <= 'z') ||
+            (after >= 'A' && after <= 'Z') || (after >= '0' && after <= '9'))
+            return 1;
     }
     if (s > a) {
         Py_UCS4 before = PyUnicode_READ(kind, data, s - 1);

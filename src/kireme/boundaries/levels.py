@@ -208,6 +208,27 @@ class SentenceLevel:
 
 
 @dataclass(frozen=True)
+class SentenceLineLevel:
+    """Sentence starts at the start of a line: where a line ends its sentence (with a terminator, or as
+    an item, label or title line). One topic a line, with no blank line between them, is cut here before
+    a sentence in the middle of a line; a line break inside a sentence (text wrapped at 80 columns) is
+    not a cut of this level."""
+
+    name: str = "sentence line"
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        return [c for c in sentence_cuts(text, a, b) if text[c - 1] == "\n" or _after_line_break(text, c)]
+
+
+def _after_line_break(text: str, position: int) -> bool:
+    """Whether only spaces and tabs lie between ``position`` and a line break before it."""
+    k = position
+    while k > 0 and text[k - 1] in " \t\u3000":
+        k -= 1
+    return k > 0 and text[k - 1] in "\n\r"
+
+
+@dataclass(frozen=True)
 class ParagraphLevel:
     """Blank lines, and line breaks before an item marker (``・``, ``1.``, ``第3条``, ``【``)."""
 
@@ -243,6 +264,7 @@ WORD = WordLevel()
 SCRIPT = PairLevel(r"\p{Hiragana}", r"[\p{Han}\p{Katakana}]", "script")
 PARAGRAPH = ParagraphLevel()
 SENTENCE = SentenceLevel()
+SENTENCE_LINE = SentenceLineLevel()
 
 
 def with_sentences(levels: Sequence[Level], mode: str = "auto") -> list[Level]:

@@ -1,9 +1,11 @@
 """Step 1 for the structure strategy: a document's outline, and boundary levels graded by structure.
 
-Headings (by level) are the strongest boundaries, then block ends, list items, paragraphs and lines;
-table rows and code lines come only after those, so a table or a code block that fits is never cut;
-sentences, clauses and words follow; and inside a table row or code line only when that single row or
-line is larger than the limit.
+Headings (by level) are the strongest boundaries, then block ends, list items, paragraphs, the line
+breaks that end a sentence, sentences and the other line breaks (a line break inside a sentence is a
+soft wrap, as in Markdown sources wrapped at a fixed width); table rows and code lines come only after
+those, so a table or a code block that fits is never cut; clauses and words follow; and inside a table
+row or code line only when that single row or line is larger than the limit. With ``sentences="lines"``
+every line break comes before the sentences, as for text with one sentence a line.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from kireme.boundaries.levels import (
     PARAGRAPH,
     SCRIPT,
     SENTENCE,
+    SENTENCE_LINE,
     WORD,
     Level,
     PositionLevel,
@@ -30,6 +33,7 @@ from kireme.document import Document
 from kireme.text.csvtable import csv_outline
 from kireme.text.headings import HeadingEnds
 from kireme.text.markdown import MARKDOWN_FORMATS, Outline, line_starts, markdown_outline
+from kireme.text.sentences import check_sentence_mode
 
 # The outline of every plain-text document (frozen: one shared instance, not one made per document)
 _NO_OUTLINE = Outline()
@@ -145,10 +149,16 @@ def structure_levels(
         levels.append(PositionLevel(list(outline.block_starts), "block"))
     if outline.item_starts:
         levels.append(outside(PositionLevel(list(outline.item_starts), "list item")))
+    by_lines = check_sentence_mode(sentences) == "lines"
     if paragraph_starts is not None:  # hard-wrapped text (PDF): lines are not boundaries
         levels.append(PositionLevel(paragraph_starts, "paragraph"))
-    else:
+    elif by_lines:
         levels += [outside(PARAGRAPH), outside(LINE)]
+    else:
+        # a line break inside a paragraph may be a soft break (Markdown sources are often wrapped at 80
+        # columns, Japanese ones mid-sentence too): the lines that end a sentence first (one topic a
+        # line), then sentences, then the other line breaks — all before a cut inside a table or code
+        levels += [outside(PARAGRAPH), outside(SENTENCE_LINE), outside(SENTENCE), outside(LINE)]
     rows = table_row_cuts(outline)
     if rows:
         levels.append(PositionLevel(rows, "table row"))
@@ -157,12 +167,14 @@ def structure_levels(
         levels.append(PositionLevel(blank, "code blank line"))
     if lines:
         levels.append(PositionLevel(lines, "code line"))
-    tail = with_sentences([SENTENCE, CLAUSE, WORD, SCRIPT], sentences)
-    if any(isinstance(level, Outside) and level.level == LINE for level in levels):
-        tail = [SENTENCE, CLAUSE, WORD, SCRIPT]  # line breaks are cuts already
+    tail: list[Level]
+    if paragraph_starts is None:  # sentences (or lines) are cuts already
+        tail = [SENTENCE, CLAUSE, WORD, SCRIPT] if by_lines else [CLAUSE, WORD, SCRIPT]
+    else:
+        tail = with_sentences([SENTENCE, CLAUSE, WORD, SCRIPT], sentences)
     levels += [outside(level) for level in tail]
     if protected:  # a single row or code line larger than the limit
-        levels += tail
+        levels += tail if tail[0] is not CLAUSE else [SENTENCE, *tail]
     return levels
 
 
