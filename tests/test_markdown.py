@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from kireme import Document, chunk
+from kireme import Document, chunk, make_chunker
 from kireme.text.markdown import (
     HeadingPaths,
     Outline,
@@ -24,6 +24,7 @@ from kireme.text.markdown import (
     _scanned_outline,
     front_matter,
     markdown_headings,
+    markdown_outline,
 )
 
 GUIDE = (
@@ -483,3 +484,20 @@ def test_span_titles_are_the_spans_titles(text: str, data: st.DataObject) -> Non
             tuple(h.title for h in span.path),
             [h.title for h in span.inside],
         )
+
+
+def test_a_heading_anchor_is_not_part_of_its_title() -> None:
+    """Translated docs keep the original anchor after the heading (VitePress and Pandoc ``{#id}``, the
+    React docs' MDX ``{/*id*/}``): the renderer hides it, and so do the heading path and the citation."""
+    text = (
+        "# フックの使い方 {/*using-hooks*/}\n\n本文です。\n\n"
+        "## 環境変数 {#env-variables .note}\n\n`VITE_` で始まる変数だけが公開される。\n\n"
+        "## 集合 {a, b} の書き方\n\n波かっこは見出しの一部。\n\n## {#only-an-anchor}\n\n見出しが錨だけ。\n"
+    )
+    titles = [h.title for h in markdown_outline(text).headings]
+    assert titles == ["フックの使い方", "環境変数", "集合 {a, b} の書き方", "{#only-an-anchor}"]
+    doc = Document(text, metadata={"format": "markdown"})
+    chunks = make_chunker("markdown", max_size=60).chunk(doc)
+    env = next(c for c in chunks if "VITE_" in c.text)
+    assert env.headings == ("フックの使い方", "環境変数")
+    assert "{#" not in env.embed_text.split("\n\n")[0] and "{/" not in env.embed_text

@@ -73,8 +73,8 @@ DEFAULT_BRIDGE = 1.0
 # the query terms they hold (measured: docs/benchmarks.md)
 DEFAULT_SHARE = 4.0
 _SHARE_FROM = 2.0  # below 2 mean units the best hit takes most of the budget: nothing to share
-# how far around a hit sentences are looked for, in characters per unit of the window
 _INK = re.compile(r"[^\W_]")  # a letter or a digit, in any script
+# how far around a hit sentences are looked for, in characters per unit of the window
 _LOOKAROUND_PER_UNIT = 6
 _LOOKAROUND_MIN = 2048
 
@@ -367,7 +367,7 @@ class Assembler:
         # each sentence read once, when a run that fits reaches it: whether it is a heading line, its terms,
         # whether it holds a letter or digit (markup alone — "-->", "---" — neither starts nor ends a run)
         read: list[tuple[bool, frozenset[str], bool] | None] = [None] * n
-        any_ink = any(_has_ink(text, s, e) for s, e in bounds)
+        any_ink = _has_ink(text, bounds[0][0], bounds[-1][1])  # else no sentence is passed over for it
 
         def sentence(k: int) -> tuple[bool, frozenset[str], bool]:
             known = read[k]

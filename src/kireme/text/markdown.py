@@ -815,10 +815,19 @@ def _title(inline: Token, env: dict[str, Any]) -> str:
     return _content_title(inline.content, env)
 
 
+# A heading's trailing attribute block, which the renderers that read it hide (an anchor that keeps a
+# translated page's links stable): Pandoc, kramdown, MkDocs and VitePress ``{#id .class}``, MDX
+# ``{/*id*/}`` (``{/id/}`` once markdown-it has read its two stars as emphasis).
+_HEADING_ATTRIBUTES = re.compile(r"\s*\{(?:/\*?[^{}/\s]*\*?/|[#.][^\s{}][^{}]*)\}\Z")
+
+
 def _content_title(content: str, env: dict[str, Any]) -> str:
-    """`_title` of a heading's inline content."""
+    """`_title` of a heading's inline content, without a trailing attribute block (``{#id}``)."""
     known = _visible_text(content)
-    return _plain_text(content, _inline_children(content, env)) if known is None else known
+    title = _plain_text(content, _inline_children(content, env)) if known is None else known
+    if title.endswith("}"):
+        return _HEADING_ATTRIBUTES.sub("", title) or title
+    return title
 
 
 def _code_block(text: str, lines: list[int], tok: Token, first: int, last: int) -> CodeBlock:
