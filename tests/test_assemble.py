@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -358,7 +359,7 @@ def slow_best_run(
     text, offset, bounds = a._unit_sentences(unit)
     wanted = set(tokenize(query)) if query else set()
     heads = [is_heading_line(text[s:e]) if "\n" not in text[s:e].strip("\n") else False for s, e in bounds]
-    inked = [any(c.isalnum() for c in text[s:e]) for s, e in bounds]
+    inked = [any(c.isalnum() for c in re.sub(r"</?[A-Za-z][^<>\n]*>", "", text[s:e])) for s, e in bounds]
     if not any(inked):
         inked = [True] * len(bounds)
     best = None
@@ -386,7 +387,7 @@ def slow_best_run(
 LINES = [
     "東京都内の宿泊費は上限がある。", "日当は２，０００円とする。", "## 第3条 日当", "第2条（宿泊費）", "",
     "Hotels cost more in Tokyo.", "朝食代は含まない", "上限を超える場合は、所属長の承認を要する。", "-->",
-    "<!-- 原文 -->",
+    "<!-- 原文 -->", "</Note>",
 ]  # fmt: skip
 
 
@@ -461,6 +462,21 @@ def test_a_cut_part_neither_starts_nor_ends_with_markup_alone() -> None:
     assert a._best_run(filler, 3, "") == (closing, closing + 3)  # markup only: still a run when alone
     assert a._best_run(hit, 5, "") is None  # only "-->" fits in five: nothing worth passing
     assert a._best_run(hit, 12, "") == (start + 5, start + 15)  # "定数は常に不変です。"
+
+
+def test_a_hit_of_markup_alone_is_not_passed() -> None:
+    """A chunk that is only a closing tag (the React docs' ``</Solution>`` left after a large example) is
+    retrieved now and then; the budget goes to the next hit instead."""
+    text = "<Solution>\n\n定数は`const`で宣言する。\n\n</Solution>\n\n定数の名前は大文字で書く。\n"
+    tag = text.index("</Solution>")
+    rule = text.index("定数の名前")
+    hits = [
+        Ranked("m", tag, tag + len("</Solution>"), "</Solution>"),
+        Ranked("m", rule, len(text) - 1, text[rule:-1]),
+    ]
+    context = Assembler({"m": text}.get, len, widen=0).assemble(hits, 16, "定数の名前")
+    assert [s.text for s in context.spans] == ["定数の名前は大文字で書く。"]
+    assert context.spans[0].ranks == (2,)
 
 
 # --------------------------------------------------------------------------------- rendering for ask

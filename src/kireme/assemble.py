@@ -74,6 +74,7 @@ DEFAULT_BRIDGE = 1.0
 DEFAULT_SHARE = 4.0
 _SHARE_FROM = 2.0  # below 2 mean units the best hit takes most of the budget: nothing to share
 _INK = re.compile(r"[^\W_]")  # a letter or a digit, in any script
+_TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")  # an HTML or MDX tag: markup, not text a reader reads
 # how far around a hit sentences are looked for, in characters per unit of the window
 _LOOKAROUND_PER_UNIT = 6
 _LOOKAROUND_MIN = 2048
@@ -258,6 +259,8 @@ class Assembler:
                 continue
             if state.full():  # nothing more fits: later hits count only where a passage holds them
                 continue
+            if not _has_ink(unit.text, 0, len(unit.text)):
+                continue  # markup alone ("</Solution>"): nothing to read
             holds = budget / ((len(state.pieces) + 1) * mean)  # mean units the budget holds per hit
             if self.policy == "spans" and self.widen > 0 and holds >= GUIDED_SHARE * self.widen:
                 if holds >= self.widen:  # the best hits: their surroundings, both sides
@@ -822,8 +825,12 @@ def guided_span(
 
 
 def _has_ink(text: str, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` holds a letter or a digit (not only markup and punctuation)."""
-    return _INK.search(text, start, end) is not None
+    """Whether ``text[start:end]`` holds a letter or a digit outside HTML/MDX tags (not only markup and
+    punctuation: ``-->``, ``---``, ``</Solution>``)."""
+    if _INK.search(text, start, end) is None:
+        return False
+    piece = text[start:end]
+    return "<" not in piece or _INK.search(_TAG.sub("", piece)) is not None
 
 
 def _is_heading(text: str, span: tuple[int, int]) -> bool:
