@@ -12,6 +12,7 @@ from tests.invariants import check_invariants
 from tests.strategies import law_texts
 
 from kireme import Document, make_chunker
+from kireme.boundaries.levels import LINE, SENTENCE_LINE
 from kireme.document import Region
 from kireme.errors import ConfigError
 from kireme.length import Tokens
@@ -844,3 +845,21 @@ def test_sentences_lines_mode_still_cuts_at_every_line_first() -> None:
     doc = Document(WRAPPED_MANUAL, metadata={"format": "markdown"})
     chunks = make_chunker("markdown", max_size=90, context="none", sentences="lines").chunk(doc)
     assert any(not c.text.rstrip().endswith("。") for c in chunks)  # a cut at a wrap
+
+
+def test_the_sentence_line_level_cuts_only_line_breaks_that_end_a_sentence() -> None:
+    """Where `LINE` cuts (before the break), but only after a line that ends its sentence: a terminator
+    (tokenised text too: ``was released .``), a full stop, an item or label line before the next; never
+    at a wrap inside a sentence. On text whose every line ends a sentence it is `LINE` itself."""
+    text = (
+        "The game was released in 2011 .\n = = Gameplay = = \n"
+        "Players move units across a map that is\nshown from above.\n"
+        "・操作方法\n移動は矢印キーで行う。\n次の章へ進む。\n"
+    )
+    cuts = SENTENCE_LINE.cuts(text, 0, len(text))
+    assert [text[c - 4 : c] for c in cuts] == ["11 .", "ove.", "操作方法", "で行う。", "へ進む。"]
+    assert all(text[c] == "\n" for c in cuts)
+    assert text.index("that is\n") + len("that is") not in cuts  # the wrap
+    assert text.index(" = = \n") + len(" = = ") not in cuts  # a title line without a mark: a wrap here
+    every = "一行目です。\n二行目です。\n三行目です。\n"
+    assert SENTENCE_LINE.cuts(every, 0, len(every)) == LINE.cuts(every, 0, len(every))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
@@ -209,23 +210,44 @@ class SentenceLevel:
 
 @dataclass(frozen=True)
 class SentenceLineLevel:
-    """Sentence starts at the start of a line: where a line ends its sentence (with a terminator, or as
-    an item, label or title line). One topic a line, with no blank line between them, is cut here before
-    a sentence in the middle of a line; a line break inside a sentence (text wrapped at 80 columns) is
-    not a cut of this level."""
+    """The line breaks that end a sentence (cut where `LINE` cuts, before the break): a sentence starts
+    on the next line by the sentence rules (after a terminator, an item, label or title line), or the
+    line ends with a terminator or full stop, closers and spaces aside (``game . `` in tokenised text).
+    One topic a line, with no blank line between them, is cut here before a sentence in the middle of a
+    line; a line break inside a sentence (text wrapped at a fixed width) is not a cut of this level."""
 
     name: str = "sentence line"
 
     def cuts(self, text: str, a: int, b: int) -> list[int]:
-        return [c for c in sentence_cuts(text, a, b) if text[c - 1] == "\n" or _after_line_break(text, c)]
+        breaks = LINE.cuts(text, a, b)  # where `LINE` cuts: before each "\r?\n"
+        if not breaks:
+            return breaks
+        starts = frozenset(sentence_cuts(text, a, min(len(text), b + 1)))
+        return [brk for brk in breaks if _next_ink(text, brk) in starts or _ends_sentence_mark(text, brk)]
 
 
-def _after_line_break(text: str, position: int) -> bool:
-    """Whether only spaces and tabs lie between ``position`` and a line break before it."""
-    k = position
-    while k > 0 and text[k - 1] in " \t\u3000":
+_SPACE_RUN = re.compile(r"\s*")  # the stdlib's whitespace, as a sentence start skips it
+
+
+def _next_ink(text: str, position: int) -> int:
+    """The first position from ``position`` on past whitespace (where a sentence after it starts)."""
+    found = _SPACE_RUN.match(text, position)
+    return position if found is None else found.end()
+
+
+_LINE_END_MARKS = frozenset("。！？!?｡‼⁇⁈⁉．.")
+_LINE_END_CLOSERS = frozenset("」』）)】〉》〕］]｝}〙〗\"'”’»›")
+
+
+def _ends_sentence_mark(text: str, brk: int) -> bool:
+    """Whether the line before the line break at ``brk`` ends with a terminator or full stop (closing
+    brackets, quotes and spaces after it aside)."""
+    k = brk
+    while k > 0 and text[k - 1] in " \t\u3000\r":
         k -= 1
-    return k > 0 and text[k - 1] in "\n\r"
+    while k > 0 and text[k - 1] in _LINE_END_CLOSERS:
+        k -= 1
+    return k > 0 and text[k - 1] in _LINE_END_MARKS
 
 
 @dataclass(frozen=True)
