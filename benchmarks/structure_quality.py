@@ -356,17 +356,22 @@ ASCII_STOPS = set(".!?:")
 CLOSERS = set("」』）)】］〕”’\"'")
 
 
-def clean_cut(gold: Gold, c: int) -> bool:
-    """Whether a cut at ``c`` falls between sentences (or lines); see the module docstring."""
-    text = gold.text
+def _gap(text: str, c: int) -> tuple[int, int]:
+    """The whitespace around a cut at ``c``: from the last non-space character before it to the next."""
     a = c
     while a > 0 and text[a - 1].isspace():
         a -= 1
     b = c
-    n = len(text)
-    while b < n and text[b].isspace():
+    while b < len(text) and text[b].isspace():
         b += 1
-    if a == 0 or b == n:
+    return a, b
+
+
+def clean_cut(gold: Gold, c: int) -> bool:
+    """Whether a cut at ``c`` falls between sentences (or lines); see the module docstring."""
+    text = gold.text
+    a, b = _gap(text, c)
+    if a == 0 or b == len(text):
         return True
     if "\n" in text[a:b] or "\r" in text[a:b]:
         return True
@@ -389,12 +394,7 @@ _LIST_NUMBER = re.compile(r"[0-9]+[.)]\s")
 def wrapped_cut(gold: Gold, c: int) -> bool:
     """Whether a cut at ``c`` is at a line break inside a sentence of a wrapped paragraph (``mid_wrap``)."""
     text = gold.text
-    a = c
-    while a > 0 and text[a - 1].isspace():
-        a -= 1
-    b = c
-    while b < len(text) and text[b].isspace():
-        b += 1
+    a, b = _gap(text, c)
     if a == 0 or b == len(text) or text.count("\n", a, b) != 1 or gold.in_code(c) or gold.in_row(c):
         return False
     line = text[text.rfind("\n", 0, a) + 1 : a].strip()

@@ -32,7 +32,7 @@ from kireme.text.marks import CLOSERS, ITEM_MARKER, OPEN_TO_CLOSE, TERMINATORS
 _REF_BLANK_LINE = r"\r?\n[ \t\u3000]*\r?\n"
 _REF_ONLY_SPACE_LEFT = regex.compile(r"\s*\Z")
 _REF_CANDIDATE = regex.compile(
-    rf"[{regex.escape(TERMINATORS)}]+[{regex.escape(CLOSERS)}]*"
+    rf"[{regex.escape(TERMINATORS)}](?:(?!!\[)[{regex.escape(TERMINATORS)}])*[{regex.escape(CLOSERS)}]*"
     rf"|(?<![0-9０-９])．[{regex.escape(CLOSERS)}]*"
     rf"|(?<=\S)\.+[{regex.escape(CLOSERS)}]*(?=\s|$)"
     rf"|(?<=\w[ \t])\.(?=[ \t]+[\p{{Lu}}\"'“(\[])"
@@ -154,6 +154,33 @@ def ref_line_break_cuts(text: str, a: int, b: int) -> list[int]:
     return cuts
 
 
+# AMENDED on 2026-12-05, deliberately (not the speed rewrite): an ASCII "!" or "?" inside markup, code or a
+# URL ends no sentence ("<!--", "a != b", "![alt](…)", "`panic!`", "println!(", "p?id=3"), and a run of
+# terminators does not take a "!" that opens "![". Restated here from the rule, not copied from the library.
+_REF_WORD = regex.compile(r"[A-Za-z0-9_]")
+
+
+def ref_inside_token(text: str, s: int, e: int, a: int, b: int) -> bool:
+    """REFERENCE (amended) `_inside_token`."""
+    if any(ch not in "!?" for ch in text[s:e]):
+        return False
+    before = text[s - 1] if s > a else ""
+    after = text[e] if e < b else " "
+    if text[s] == "!" and before == "<":
+        return True
+    if after == "=" or after == "`" or (after == "[" and text[e - 1] == "!"):
+        return True
+    if before in (" ", "\t") and text[s:e] == "!" and _REF_WORD.fullmatch(after):
+        return True
+    if not before or not (33 <= ord(before) <= 126):
+        return False
+    if after in ("(", ";", ":", "{"):
+        return True
+    if after == "." and e + 1 < b:
+        after = text[e + 1]
+    return _REF_WORD.fullmatch(after) is not None
+
+
 def ref_scan_sentence_cuts(
     text: str, a: int, b: int, caseless: bool
 ) -> tuple[list[int], list[tuple[int, int]]]:
@@ -177,6 +204,8 @@ def ref_scan_sentence_cuts(
             if first == "．" and _REF_LABEL_BEFORE_DOT.search(text, max(0, s - 2), s):
                 continue
             if first in "!?！？" and text[e - 1] in CLOSERS and _REF_SPACE_THEN_LOWER.match(text, e):
+                continue
+            if first in "!?" and ref_inside_token(text, s, e, a, b):
                 continue
         if e < b and text[e].isspace():
             e = _REF_SPACE_RUN.match(text, e, b).end()  # type: ignore[union-attr]

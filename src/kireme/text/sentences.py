@@ -202,19 +202,19 @@ def _is_ascii_word(char: str) -> bool:
 def _inside_token(text: str, s: int, e: int, a: int, b: int) -> bool:
     """Whether the ASCII ``!``/``?`` run ``text[s:e]`` (judged within ``text[a:b]``) is part of markup,
     code or a URL rather than the end of a sentence: ``<!--`` and ``<!DOCTYPE``, the operators ``!=``,
-    ``!==`` and ``?=``, the operator ``!done``, a Markdown image ``![alt](…)``, the end of a code span
-    (``panic!``` ``), a macro (``println!(``), an optional field (``name?: string``), and a mark between
-    ASCII characters with no space (``p?id=3``, ``a?.b``, ``f()?;``, ``Yahoo!Japan``). A run with a closer in it, or with Japanese text or a space after it
-    (``本当?はい``, ``Really? Yes``), still ends its sentence."""
+    ``!==``, ``?=`` and ``!done``, a Markdown image ``![alt](…)``, the end of a code span (``panic!``` ``),
+    a macro (``println!(``), an optional field (``name?: string``), and a mark between ASCII characters
+    with no space (``p?id=3``, ``a?.b``, ``f()?;``, ``[!NOTE]``). A run with a closer in it, or with
+    Japanese text or a space after it (``本当?はい``, ``Really? Yes``), still ends its sentence."""
     if text[s:e].strip("!?"):
         return False  # closers or full-width marks in the run
-    before = text[s - 1] if s > a else " "
+    before = text[s - 1] if s > a else ""  # nothing known before the span judged
     after = text[e] if e < b else " "
     if text[s] == "!" and before == "<":
         return True
     if after in "=`" or (after == "[" and text[e - 1] == "!"):  # an operator, the end of a code span
         return True
-    if before in " \t" and text[s:e] == "!" and _is_ascii_word(after):  # the operator "not": x = !done
+    if before in (" ", "\t") and text[s:e] == "!" and _is_ascii_word(after):  # the operator: x = !done
         return True
     if not ("!" <= before <= "~"):  # a space, a line break or a non-ASCII character before the run
         return False
