@@ -13,6 +13,7 @@ import regex
 
 from kireme._native import native
 from kireme.errors import ConfigError, PatternTimeoutError
+from kireme.text.marks import CLOSERS, FULL_STOPS, TERMINATORS
 from kireme.text.patterns import compile_pattern
 from kireme.text.sentences import check_sentence_mode, paragraph_cuts, sentence_cuts
 
@@ -235,8 +236,8 @@ def _next_ink(text: str, position: int) -> int:
     return position if found is None else found.end()
 
 
-_LINE_END_MARKS = frozenset("。！？!?｡‼⁇⁈⁉．.")
-_LINE_END_CLOSERS = frozenset("」』）)】〉》〕］]｝}〙〗\"'”’»›")
+_LINE_END_MARKS = frozenset(TERMINATORS + FULL_STOPS)
+_LINE_END_CLOSERS = frozenset(CLOSERS)
 
 
 def _ends_sentence_mark(text: str, brk: int) -> bool:

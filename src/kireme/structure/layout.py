@@ -174,7 +174,7 @@ def structure_levels(
         tail = with_sentences([SENTENCE, CLAUSE, WORD, SCRIPT], sentences)
     levels += [outside(level) for level in tail]
     if protected:  # a single row or code line larger than the limit
-        levels += tail if tail[0] is not CLAUSE else [SENTENCE, *tail]
+        levels += [SENTENCE, CLAUSE, WORD, SCRIPT] if paragraph_starts is None else tail
     return levels
 
 
