@@ -25,13 +25,11 @@ $(BIN)/python:
 NATIVE := src/kireme/_speedups.c hatch_build.py
 
 $(VENV)/.installed: pyproject.toml $(NATIVE) | $(BIN)/python
-	$(BIN)/python -m pip install --no-cache-dir --quiet -e '.[index]'
+	$(BIN)/python -m pip install --no-cache-dir --no-compile --quiet -e '.[index]'
 	touch $@
 
-$(VENV)/.dev-installed: pyproject.toml $(NATIVE) | $(BIN)/python
-	$(BIN)/python -m pip install --no-cache-dir --quiet "torch==$(TORCH_VERSION)+cpu" 2>/dev/null \
-	  || $(BIN)/python -m pip install --no-cache-dir --quiet "torch==$(TORCH_VERSION)" --index-url $(TORCH_INDEX)
-	$(BIN)/python -m pip install --no-cache-dir --quiet -e '.[dev,st,formats,chroma,index,tokenizers,ja,langchain,llama-index,haystack,ray,serve,docs,code,milvus,qdrant]'
+$(VENV)/.dev-installed: pyproject.toml $(NATIVE) scripts/install-dev.sh scripts/dev-constraints.txt | $(BIN)/python
+	bash scripts/install-dev.sh $(BIN)/python $(TORCH_VERSION) $(TORCH_INDEX)
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed
@@ -59,8 +57,11 @@ typecheck: $(VENV)/.dev-installed
 
 browser:
 	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then echo "chromium present"; \
+	elif [ "$$(df -Pm . | awk 'NR == 2 { print $$4 }')" -lt 1500 ]; then \
+	  echo "under 1500 MB of disk free: chromium not installed, the browser test will be skipped"; \
 	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-noto-cjk >/dev/null; \
+	  apt-get clean; \
 	else echo "no chromium and no root apt-get: the browser test will be skipped"; fi
 
 format: $(VENV)/.dev-installed
