@@ -90,6 +90,10 @@ _MARKDOWN_ATOMS = [
     "---\ntitle: 規程\n---\n",
     "<!-- # コメント -->\n",
     "    indented code\n",
+    "<Sandpack>\n\n",  # an opening tag (MDX) with its closing one and a container directive
+    "</Sandpack>\n",
+    "::: tip 注意\n",
+    ":::\n",
 ]
 markdown_texts = st.lists(
     st.one_of(st.sampled_from(_MARKDOWN_ATOMS), atoms, atoms, long_runs), max_size=40

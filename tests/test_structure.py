@@ -16,7 +16,7 @@ from kireme.boundaries.levels import LINE, SENTENCE_LINE
 from kireme.document import Region
 from kireme.errors import ConfigError
 from kireme.length import Tokens
-from kireme.structure.layout import code_line_cuts
+from kireme.structure.layout import _opener_spans, code_line_cuts, opener_runs
 from kireme.structure.tables import TableMode, fill_down_columns
 from kireme.text.csvtable import csv_outline, record_spans
 from kireme.text.markdown import HeadingPaths, Outline, line_starts, markdown_outline
@@ -863,3 +863,97 @@ def test_the_sentence_line_level_cuts_only_line_breaks_that_end_a_sentence() -> 
     assert text.index(" = = \n") + len(" = = ") not in cuts  # a title line without a mark: a wrap here
     every = "一行目です。\n二行目です。\n三行目です。\n"
     assert SENTENCE_LINE.cuts(every, 0, len(every)) == LINE.cuts(every, 0, len(every))
+
+
+# A page of component docs (MDX): an opening tag alone on its line, its content, the closing tag.
+COMPONENT_DOC = """\
+## ボタンにイベントを追加する
+
+ボタンを押したときに何かを起こすには、まず関数を定義し、それを props として渡します。次の例では、押すたびに確認のメッセージを表示します。
+
+<Sandpack>
+
+```js
+export default function Button() {
+  function handleClick() {
+    alert('押されました');
+  }
+  return <button onClick={handleClick}>押してください</button>;
+}
+```
+
+</Sandpack>
+
+::: tip 覚えておくこと
+イベントハンドラは渡すものであり、その場で呼び出すものではありません。括弧を付けると描画のたびに実行されます。
+:::
+"""
+
+
+def _code_span(text: str) -> tuple[int, int]:
+    (code,) = markdown_outline(text).code_blocks
+    return code.start, code.end
+
+
+def test_an_opening_tag_goes_with_what_it_opens_not_at_the_end_of_the_chunk_before() -> None:
+    """`<Sandpack>` and `::: tip` open what follows: a chunk never ends with them while the tag and its
+    content fit one chunk (the cut goes before the tag, as before a heading)."""
+    start, end = _code_span(COMPONENT_DOC)
+    tag = COMPONENT_DOC.index("<Sandpack>")
+    size = end - tag + 5  # the tag and the code fit; the paragraph before them does not fit as well
+    chunks = chunk(COMPONENT_DOC, max_size=size, context="none")
+    check_invariants(doc(COMPONENT_DOC, "markdown"), chunks, max_size=size, unit="chars")
+    assert not [c.text for c in chunks if c.text.rstrip().endswith(("<Sandpack>", "覚えておくこと"))]
+    (holder,) = [c for c in chunks if c.start <= start < c.end]
+    assert holder.start == tag and end <= holder.end  # the tag, then the whole code block
+    (tip,) = [c for c in chunks if "::: tip" in c.text]
+    assert "括弧を付けると" in tip.text
+
+
+def test_a_code_block_that_fits_alone_is_not_cut_to_keep_its_tag_with_it() -> None:
+    start, end = _code_span(COMPONENT_DOC)
+    chunks = chunk(COMPONENT_DOC, max_size=end - start, context="none")
+    assert any(c.start <= start and end <= c.end for c in chunks)  # whole; the tag goes where it may
+
+
+def test_a_code_block_too_large_for_a_chunk_takes_its_tag_into_its_first_piece() -> None:
+    start, end = _code_span(COMPONENT_DOC)
+    chunks = chunk(COMPONENT_DOC, max_size=90, context="none")
+    pieces = [c for c in chunks if c.start < end and start < c.end]
+    assert len(pieces) >= 2  # the block is cut
+    assert pieces[0].text.startswith("<Sandpack>") and "```js" in pieces[0].text
+    assert not [c for c in chunks if c.text.strip() == "<Sandpack>"]  # never a chunk of the tag alone
+
+
+@pytest.mark.parametrize(
+    ("line", "opens"),
+    [
+        ("<Sandpack>", True),
+        ('<Note type="warning">', True),
+        ("  <Tab label='npm'>", True),
+        ("::: tip 注意", True),
+        (":::details 詳しく", True),
+        ("<details>", True),
+        ("<Img src='a.png' />", False),  # self-closing
+        ("</Sandpack>", False),  # closing
+        ("<summary>詳しく</summary>", False),  # text after the tag
+        ("<br>", False),  # a void element
+        (":::", False),  # a bare fence closes
+        ("<!-- メモ -->", False),
+        ("a < b > c", False),
+    ],
+)
+def test_what_counts_as_an_opening_tag_line(line: str, opens: bool) -> None:
+    text = f"前の文です。\n{line}\n\n中身です。\n"
+    runs = opener_runs(text)
+    assert bool(runs) is opens
+    if opens:
+        (run,) = runs
+        assert text[run[0] : run[1]] == f"{line}\n\n"  # the line and the blank lines after it
+
+
+def test_tag_lines_inside_a_code_block_open_nothing() -> None:
+    text = "説明です。\n\n```jsx\n<div>\n  <Button>\n    押す\n  </Button>\n</div>\n```\n\n<Note>\n\n注意です。\n"
+    outline = markdown_outline(text)
+    kept, _ = _opener_spans(text, outline)
+    assert [text[a:b] for a, b in kept] == ["<Note>\n\n"]

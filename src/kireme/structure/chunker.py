@@ -23,7 +23,7 @@ from kireme.document import Document
 from kireme.errors import ConfigError
 from kireme.length import Chars, SpanSizer, Tokens
 from kireme.pack import PackedSpan, pack
-from kireme.structure.layout import LazyLevels, document_outline, heading_rule
+from kireme.structure.layout import LazyLevels, document_outline, heading_rule, opened_from
 from kireme.structure.tables import (
     TableMode,
     column_index,
@@ -108,7 +108,13 @@ class StructureChunker(Chunker):
             from kireme.text.paragraphs import pdf_paragraph_starts
 
             paragraphs = pdf_paragraph_starts(doc.text)
-        levels = LazyLevels(doc, outline, paragraphs, self.sentences)
+
+        def fits(start: int, end: int) -> bool:
+            """Whether a block (with the opening tags before it) fits a chunk: a code block that fits
+            ``max_size`` is never cut for the context (`_carve`)."""
+            return sizer.estimate(start, end) <= self.max_size
+
+        levels = LazyLevels(doc, outline, paragraphs, self.sentences, fits)
         keep_headings, heading_end = heading_rule(doc, outline)
         spans: list[PackedSpan] = []
         embeds: dict[tuple[int, int], str] = {}
@@ -440,11 +446,18 @@ class StructureChunker(Chunker):
         for start, end, own, rebuild in sorted(blocks, key=lambda x: x[0]):
             if start < pos:  # a block nested in one already carved out (a fence in a table cell)
                 continue
-            if text[pos:start].strip():
-                if sizer.estimate(pos, start) <= own[0].max_size // 2:
-                    own = rebuild(pos)  # "料金は次のとおり。" goes with the header and first rows
-                else:
-                    out.append(Section(pos, start, budget))
+            # the opening-tag lines right before the block (`<Sandpack>`, `::: details`) open it: they
+            # go with its first piece, never at the end of the text before it
+            lead = opened_from(text, pos, start)
+            budget_of_block = own[0].max_size
+            if len(own) == 1 and sizer.estimate(start, end) <= budget_of_block < sizer.estimate(lead, end):
+                lead = start  # a block that fits whole is not cut to keep its tag with it
+            if text[pos:lead].strip() and sizer.estimate(pos, start) > own[0].max_size // 2:
+                out.append(Section(pos, lead, budget))
+                if lead < start:
+                    own = rebuild(lead)
+            elif text[pos:start].strip():
+                own = rebuild(pos)  # "料金は次のとおり。" goes with the header and first rows
             out.extend(own)
             pos = end
         if text[pos:b].strip() or not out:

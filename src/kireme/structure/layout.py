@@ -93,8 +93,9 @@ class LazyLevels(Sequence[Level]):
         outline: Outline,
         paragraph_starts: list[int] | None = None,
         sentences: str = "auto",
+        fits: Callable[[int, int], bool] | None = None,
     ) -> None:
-        self._args = (doc, outline, paragraph_starts, sentences)
+        self._args = (doc, outline, paragraph_starts, sentences, fits)
         self._levels: list[Level] | None = None
 
     def _made(self) -> list[Level]:
@@ -119,11 +120,17 @@ class LazyLevels(Sequence[Level]):
 
 
 def structure_levels(
-    doc: Document, outline: Outline, paragraph_starts: list[int] | None = None, sentences: str = "auto"
+    doc: Document,
+    outline: Outline,
+    paragraph_starts: list[int] | None = None,
+    sentences: str = "auto",
+    fits: Callable[[int, int], bool] | None = None,
 ) -> list[Level]:
     """Levels strongest first for this document's structure (see the module docstring); ``sentences``
     is the sentence mode (`kireme.boundaries.levels.with_sentences`: ``"lines"`` cuts hard-wrapped PDF
-    text at its line breaks too, before its sentences)."""
+    text at its line breaks too, before its sentences). ``fits(start, end)``: whether a span fits one
+    chunk, for the opening-tag lines before a code block or table (`_opener_spans`); without it every
+    such block is taken to fit."""
     text = doc.text
     protected = outline.protected()
     starts = tuple(s for s, _ in protected)
@@ -159,6 +166,17 @@ def structure_levels(
         # columns, Japanese ones mid-sentence too): the lines that end a sentence first (one topic a
         # line), then sentences, then the other line breaks — all before a cut inside a table or code
         levels += [outside(PARAGRAPH), outside(SENTENCE_LINE), outside(SENTENCE), outside(LINE)]
+    openers, early = _opener_spans(text, outline, fits)
+    if openers:  # no prose cut inside them: the tag goes with what it opens
+        run_starts = tuple(start for start, _ in openers)
+        run_ends = tuple(end for _, end in openers)
+        inside = _line_cuts_inside(text, early)
+        levels = [
+            level if getattr(level, "hard", False) else Without(level, run_starts, run_ends, _name(level))
+            for level in levels
+        ]
+        if inside:
+            levels.append(PositionLevel(inside, "inside opening-tag lines"))
     rows = table_row_cuts(outline)
     if rows:
         levels.append(PositionLevel(rows, "table row"))
@@ -176,6 +194,145 @@ def structure_levels(
     if protected:  # a single row or code line larger than the limit
         levels += [SENTENCE, CLAUSE, WORD, SCRIPT] if paragraph_starts is None else tail
     return levels
+
+
+# Lines that only open something (MDX/JSX components and HTML containers: `<Sandpack>`, `<Note type="x">`,
+# `<details>`; container directives: `::: tip`, `:::note`), with the blank lines after them: what follows
+# is their content, so a chunk should not end with them. Not a self-closing tag (`<Img />`), a closing
+# one, a tag with text after it on the line (`<summary>…</summary>`) or a bare `:::` (which closes).
+_OPENER_RUN = re.compile(
+    r"(?:[ \t]*(?:<(?!(?:br|hr|img|input|meta|link|source|wbr)\b)[A-Za-z][\w.:-]*(?:\s[^<>\n]*)?(?<!/)>"
+    r"|:{3,}[ \t]*[A-Za-z][^\n]*)[ \t]*\r?\n(?:[ \t]*\r?\n)*)+",
+    re.I,
+)
+# where a run may start: a line opening with a tag or three colons (a literal first: searched at C speed)
+_OPENER_HINT = re.compile(r"\n[ \t]*(?:<[A-Za-z]|:::)")
+
+
+def opener_runs(text: str, a: int = 0, b: int | None = None) -> list[tuple[int, int]]:
+    """``(start, end)`` of each run of opening-tag lines in ``text[a:b]`` (see `_OPENER_RUN`); ``end`` is
+    where the content they open starts."""
+    b = len(text) if b is None else b
+    if text.find("<", a, b) < 0 and text.find(":::", a, b) < 0:
+        return []
+    starts = [a] if a == 0 or text[a - 1] == "\n" else []
+    starts += [m.start() + 1 for m in _OPENER_HINT.finditer(text, max(a - 1, 0), b)]
+    runs: list[tuple[int, int]] = []
+    for start in starts:
+        if runs and start < runs[-1][1]:
+            continue  # a line of the run before
+        run = _OPENER_RUN.match(text, start, b)
+        if run is not None:
+            runs.append(run.span())
+    return runs
+
+
+def opened_from(text: str, a: int, start: int, lookback: int = 512) -> int:
+    """Where the run of opening-tag lines that ends at ``start`` begins (not before ``a``; opening-tag
+    lines are short, so at most ``lookback`` characters back); ``start`` when none ends there."""
+    ink = start  # the end of the last line with ink before start
+    while ink > a and text[ink - 1].isspace():
+        ink -= 1
+    if ink == a:
+        return start
+    line_start = max(text.rfind("\n", a, ink) + 1, a)
+    if text[ink - 1] != ">" and ":::" not in text[line_start:ink]:
+        return start  # not an opening-tag line
+    near = opener_runs(text, max(a, start - lookback), start)
+    return near[-1][0] if near and near[-1][1] == start else start
+
+
+def _opener_spans(
+    text: str, outline: Outline, fits: Callable[[int, int], bool] | None = None
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The runs of opening-tag lines (`opener_runs`) a chunk should not end with, and of those the runs
+    whose cuts still come before a code line or table row.
+
+    Left out: runs inside code blocks, and a run before a code block or table that fits a chunk alone
+    and not with the run (the tag ends the chunk before, as any line: the block is not cut for it).
+    Before a block too large for a chunk the tag goes with its first piece: the run's cuts come after
+    the block's rows and lines. Before anything else the run's cuts come after every prose cut and
+    before those rows and lines: a block is never cut to keep its tag with it."""
+    if _OPENER_HINT.search(text) is None and _OPENER_RUN.match(text) is None:
+        return [], []  # no line opens with a tag or three colons
+    blocks = sorted(
+        [(c.start, c.end) for c in outline.code_blocks] + [(t.start, t.end) for t in outline.tables]
+    )
+    runs: list[tuple[int, int]] = []
+    pos = 0
+    for start, end in blocks:  # the text between code blocks and tables: their lines open nothing
+        if start > pos:
+            runs += opener_runs(text, pos, start)
+        pos = max(pos, end)
+    runs += opener_runs(text, pos)
+    if not runs:
+        return [], []
+    block_starts = [start for start, _ in blocks]
+    kept: list[tuple[int, int]] = []
+    early: list[tuple[int, int]] = []
+    for start, end in runs:
+        j = bisect_left(block_starts, end)
+        if fits is not None and j < len(blocks) and block_starts[j] == end:
+            block_end = blocks[j][1]
+            if not fits(end, block_end):
+                kept.append((start, end))  # the block is cut anyway
+                continue
+            if not fits(start, block_end):
+                continue
+        kept.append((start, end))
+        early.append((start, end))
+    return kept, early
+
+
+def _line_cuts_inside(text: str, runs: list[tuple[int, int]]) -> list[int]:
+    """Where a prose level may cut inside runs of opening-tag lines (``start < cut <= end``): at each
+    line's end (before its line feed) and at the next line's start."""
+    out: list[int] = []
+    for start, end in runs:
+        pos = text.find("\n", start, end)
+        while pos >= 0:
+            if pos > start:
+                out.append(pos - 1 if text[pos - 1] == "\r" and pos - 1 > start else pos)
+            out.append(pos + 1)
+            pos = text.find("\n", pos + 1, end)
+    return sorted(set(out))
+
+
+@dataclass(frozen=True)
+class Without:
+    """A level without its cuts inside runs of opening-tag lines (``start < cut <= end``: after the
+    run's first line starts, up to where the content it opens starts): a chunk would end with the tag
+    and its content start the next one."""
+
+    level: Level
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+    name: str = ""
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        cuts = self.level.cuts(text, a, b)
+        starts, ends = self.starts, self.ends
+        # the runs that may hold a cut in (a, b): from the last one starting at or before a
+        first = max(bisect_right(starts, a) - 1, 0)
+        last = bisect_left(starts, b)
+        if first >= last or not cuts:
+            return cuts
+        out: list[int] = []
+        kept = 0  # cuts[kept:] are not decided yet
+        for i in range(first, last):
+            lo = bisect_right(cuts, starts[i], kept)
+            hi = bisect_right(cuts, ends[i], lo)
+            if lo < hi:
+                out += cuts[kept:lo]
+                kept = hi
+        if not kept:
+            return cuts
+        out += cuts[kept:]
+        return out
+
+
+def _name(level: Level) -> str:
+    return str(getattr(level, "name", ""))
 
 
 def heading_rule(doc: Document, outline: Outline) -> tuple[bool, Callable[[str, int], bool] | None]:
