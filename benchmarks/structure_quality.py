@@ -86,11 +86,16 @@ with only whitespace between them and the start or end of the document do not co
   character); ``in_fence_fit``: the same, counting only code blocks whose whole span fits in N characters
   (a block longer than N has to be cut somewhere).
 * ``heading_ok``: share of chunks whose reported heading path equals the gold path every part of the chunk
-  shares: the path at its first non-space character, or, for a chunk holding several sections, their
+  shares: the path at its first non-space character (past lines that only open a tag or directive, as
+  ``open_end`` reads them: ``<DeepDive>`` above ``#### Title`` wraps that section), or, for a chunk holding several sections, their
   common path (two sibling sections share their parent's). Peers without heading metadata report an empty path, so their figure is the share of
   chunks whose gold path is empty and is marked ``†`` (no heading metadata).
 * ``lonely_head``: share of chunks whose last non-space character lies on a heading line while
   non-space text follows the chunk (a heading separated from its body).
+* ``open_end``: share of chunks whose last line with text only opens something while non-space text
+  follows the chunk: an opening tag alone on its line (``<Sandpack>``, ``<Note type="x">``, ``<details>``;
+  not self-closing, closing or void) or a container directive (``::: tip``), outside code blocks — the
+  tag in one chunk, what it opens in the next.
 * ``chunks``, mean and max size (characters), ``>N`` (share of chunks over N), ``s`` (seconds spent in the
   chunker itself, placing and scoring excluded).
 
@@ -425,6 +430,7 @@ SUMMED = (
     "in_fence_fit",
     "heading_ok",
     "lonely_heading",
+    "open_end",
     "seconds",
 )
 
@@ -442,6 +448,7 @@ class Tally:
     in_fence_fit: int = 0
     heading_ok: int = 0
     lonely_heading: int = 0
+    open_end: int = 0
     seconds: float = 0.0
     placement: Placement = field(default_factory=Placement)  # how the chunks were put back into the text
     has_headings: bool = True
@@ -475,6 +482,7 @@ class Tally:
             "heading_ok": self.heading_ok / n,
             "heading_metadata": self.has_headings,
             "lonely_heading": self.lonely_heading / n,
+            "open_end": self.open_end / n,
             "seconds": self.seconds,
             "offsets": offsets + (f", {p.dropped} dropped" if p.dropped else ""),
             "placed": {"exact": p.exact, "found": p.found, "fuzzy": p.fuzzy, "dropped": p.dropped},
@@ -491,6 +499,15 @@ class Piece:
     end: int
     size: int  # len of the library's own text
     headings: tuple[str, ...] | None  # None: the library reports no heading path
+
+
+# A line that only opens something (``open_end``): an opening tag that is not self-closing, closing or a void
+# element, or a container directive's opening fence
+_OPENING_LINE = re.compile(
+    r"[ \t]*(?:<(?!(?:br|hr|img|input|meta|link|source|wbr)\b)[A-Za-z][\w.:-]*(?:\s[^<>\n]*)?(?<!/)>"
+    r"|:{3,}[ \t]*[A-Za-z].*)[ \t]*",
+    re.I,
+)
 
 
 def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: int = 0) -> None:
@@ -526,6 +543,13 @@ def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: in
         first = p.start
         while first < p.end and text[first].isspace():
             first += 1
+        while first < p.end:  # a line that only opens a tag or directive is not the chunk's content
+            line_end = text.find("\n", first, p.end)
+            if line_end < 0 or _OPENING_LINE.fullmatch(text, first, line_end) is None:
+                break
+            first = line_end
+            while first < p.end and text[first].isspace():
+                first += 1
         want = gold.path_of(first, p.end)
         got = norm_path(p.headings) if p.headings is not None else ()
         if got == want:
@@ -537,6 +561,12 @@ def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: in
             last -= 1
         if last > p.start and gold.on_heading(last - 1) and text[p.end :].strip():
             tally.lonely_heading += 1
+        if last > p.start and text[p.end :].strip() and gold.in_code(last - 1) is None:
+            line = text[text.rfind("\n", 0, last) + 1 : last]
+            if _OPENING_LINE.fullmatch(line) is not None:
+                tally.open_end += 1
+                if keep and len(tally.examples.setdefault("open_end", [])) < keep:
+                    tally.examples["open_end"].append(text[max(p.start, last - 60) : last])
 
 
 # ------------------------------------------------------------------------------------------ configurations
@@ -651,6 +681,7 @@ HEADER = [
     "in_fence_fit %",
     "heading_ok %",
     "lonely_head %",
+    "open_end %",
     "s",
     "offsets",
 ]
@@ -670,6 +701,7 @@ def _cells(r: dict[str, Any]) -> list[str]:
         _pct(r["in_fence_fit"]),
         _pct(r["heading_ok"]) + ("" if r["heading_metadata"] else " †"),
         _pct(r["lonely_heading"]),
+        _pct(r["open_end"]),
         f"{r['seconds']:.1f}",
         r["offsets"],
     ]

@@ -16,10 +16,10 @@ from kireme.boundaries.levels import LINE, SENTENCE_LINE
 from kireme.document import Region
 from kireme.errors import ConfigError
 from kireme.length import Tokens
-from kireme.structure.layout import _opener_spans, code_line_cuts, opener_runs
+from kireme.structure.layout import _opener_spans, code_line_cuts
 from kireme.structure.tables import TableMode, fill_down_columns
 from kireme.text.csvtable import csv_outline, record_spans
-from kireme.text.markdown import HeadingPaths, Outline, line_starts, markdown_outline
+from kireme.text.markdown import HeadingPaths, Outline, line_starts, markdown_outline, opener_runs
 
 RULES = """\
 ---
@@ -957,3 +957,34 @@ def test_tag_lines_inside_a_code_block_open_nothing() -> None:
     outline = markdown_outline(text)
     kept, _ = _opener_spans(text, outline)
     assert [text[a:b] for a, b in kept] == ["<Note>\n\n"]
+
+
+WRAPPED_SECTION = """\
+### 状態を持つコンポーネント
+
+状態は、描画のあいだに値を覚えておくための仕組みです。画面に表示する値が変わるときに使います。
+
+<DeepDive>
+
+#### なぜ普通の変数では足りないのか
+
+普通の変数は描画のたびに初期化されます。また、変数を書き換えても画面は描き直されません。
+
+</DeepDive>
+"""
+
+
+def test_an_opening_tag_above_a_heading_starts_that_section() -> None:
+    """`<DeepDive>` wraps the `####` section under it: the section, its chunk and its heading path start
+    at the tag, never at the end of the section before (the heading line keeps its own end and title)."""
+    outline = markdown_outline(WRAPPED_SECTION)
+    deep = outline.headings[1]
+    assert deep.start == WRAPPED_SECTION.index("<DeepDive>")
+    assert WRAPPED_SECTION[: deep.end].endswith("#### なぜ普通の変数では足りないのか")
+    assert deep.title == "なぜ普通の変数では足りないのか"
+    chunks = chunk(WRAPPED_SECTION, max_size=110)
+    assert not [c.text for c in chunks if c.text.rstrip().endswith("<DeepDive>")]
+    (holder,) = [c for c in chunks if "#### なぜ" in c.text]
+    assert holder.text.startswith("<DeepDive>")
+    assert holder.headings == ("状態を持つコンポーネント", "なぜ普通の変数では足りないのか")
+    assert holder.embed_text.startswith("状態を持つコンポーネント\n\n<DeepDive>")  # the path above, once

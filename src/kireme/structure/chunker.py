@@ -23,7 +23,7 @@ from kireme.document import Document
 from kireme.errors import ConfigError
 from kireme.length import Chars, SpanSizer, Tokens
 from kireme.pack import PackedSpan, pack
-from kireme.structure.layout import LazyLevels, document_outline, heading_rule, opened_from
+from kireme.structure.layout import LazyLevels, document_outline, heading_rule
 from kireme.structure.tables import (
     TableMode,
     column_index,
@@ -32,7 +32,7 @@ from kireme.structure.tables import (
     render_row,
     row_values,
 )
-from kireme.text.markdown import CodeBlock, HeadingPaths, Outline, Table
+from kireme.text.markdown import CodeBlock, HeadingPaths, Outline, Table, opened_from
 from kireme.text.subword import DEFAULT_TOKENIZER
 
 log = logging.getLogger(__name__)

@@ -32,7 +32,14 @@ from kireme.boundaries.levels import (
 from kireme.document import Document
 from kireme.text.csvtable import csv_outline
 from kireme.text.headings import HeadingEnds
-from kireme.text.markdown import MARKDOWN_FORMATS, Outline, line_starts, markdown_outline
+from kireme.text.markdown import (
+    MARKDOWN_FORMATS,
+    Outline,
+    has_opening_lines,
+    line_starts,
+    markdown_outline,
+    opener_runs,
+)
 from kireme.text.sentences import check_sentence_mode
 
 # The outline of every plain-text document (frozen: one shared instance, not one made per document)
@@ -196,52 +203,6 @@ def structure_levels(
     return levels
 
 
-# Lines that only open something (MDX/JSX components and HTML containers: `<Sandpack>`, `<Note type="x">`,
-# `<details>`; container directives: `::: tip`, `:::note`), with the blank lines after them: what follows
-# is their content, so a chunk should not end with them. Not a self-closing tag (`<Img />`), a closing
-# one, a tag with text after it on the line (`<summary>…</summary>`) or a bare `:::` (which closes).
-_OPENER_RUN = re.compile(
-    r"(?:[ \t]*(?:<(?!(?:br|hr|img|input|meta|link|source|wbr)\b)[A-Za-z][\w.:-]*(?:\s[^<>\n]*)?(?<!/)>"
-    r"|:{3,}[ \t]*[A-Za-z][^\n]*)[ \t]*\r?\n(?:[ \t]*\r?\n)*)+",
-    re.I,
-)
-# where a run may start: a line opening with a tag or three colons (a literal first: searched at C speed)
-_OPENER_HINT = re.compile(r"\n[ \t]*(?:<[A-Za-z]|:::)")
-
-
-def opener_runs(text: str, a: int = 0, b: int | None = None) -> list[tuple[int, int]]:
-    """``(start, end)`` of each run of opening-tag lines in ``text[a:b]`` (see `_OPENER_RUN`); ``end`` is
-    where the content they open starts."""
-    b = len(text) if b is None else b
-    if text.find("<", a, b) < 0 and text.find(":::", a, b) < 0:
-        return []
-    starts = [a] if a == 0 or text[a - 1] == "\n" else []
-    starts += [m.start() + 1 for m in _OPENER_HINT.finditer(text, max(a - 1, 0), b)]
-    runs: list[tuple[int, int]] = []
-    for start in starts:
-        if runs and start < runs[-1][1]:
-            continue  # a line of the run before
-        run = _OPENER_RUN.match(text, start, b)
-        if run is not None:
-            runs.append(run.span())
-    return runs
-
-
-def opened_from(text: str, a: int, start: int, lookback: int = 512) -> int:
-    """Where the run of opening-tag lines that ends at ``start`` begins (not before ``a``; opening-tag
-    lines are short, so at most ``lookback`` characters back); ``start`` when none ends there."""
-    ink = start  # the end of the last line with ink before start
-    while ink > a and text[ink - 1].isspace():
-        ink -= 1
-    if ink == a:
-        return start
-    line_start = max(text.rfind("\n", a, ink) + 1, a)
-    if text[ink - 1] != ">" and ":::" not in text[line_start:ink]:
-        return start  # not an opening-tag line
-    near = opener_runs(text, max(a, start - lookback), start)
-    return near[-1][0] if near and near[-1][1] == start else start
-
-
 def _opener_spans(
     text: str, outline: Outline, fits: Callable[[int, int], bool] | None = None
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
@@ -253,8 +214,8 @@ def _opener_spans(
     Before a block too large for a chunk the tag goes with its first piece: the run's cuts come after
     the block's rows and lines. Before anything else the run's cuts come after every prose cut and
     before those rows and lines: a block is never cut to keep its tag with it."""
-    if _OPENER_HINT.search(text) is None and _OPENER_RUN.match(text) is None:
-        return [], []  # no line opens with a tag or three colons
+    if not has_opening_lines(text):
+        return [], []
     blocks = sorted(
         [(c.start, c.end) for c in outline.code_blocks] + [(t.start, t.end) for t in outline.tables]
     )

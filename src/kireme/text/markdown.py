@@ -385,7 +385,75 @@ def _outline(text: str) -> Outline:
         if plain is not None:
             return plain
     scanned = _scanned_outline(text, fm_end, fm_title)
-    return scanned if scanned is not None else _parsed_outline(text, fm_end, fm_title)
+    outline = scanned if scanned is not None else _parsed_outline(text, fm_end, fm_title)
+    return _headings_with_tag_lines(text, outline)
+
+
+# Lines that only open something (MDX/JSX components and HTML containers: `<Sandpack>`, `<Note type="x">`,
+# `<details>`; container directives: `::: tip`, `:::note`), with the blank lines after them: what follows
+# is their content, so a chunk should not end with them. Not a self-closing tag (`<Img />`), a closing
+# one, a tag with text after it on the line (`<summary>…</summary>`) or a bare `:::` (which closes).
+_OPENER_RUN = re.compile(
+    r"(?:[ \t]*(?:<(?!(?:br|hr|img|input|meta|link|source|wbr)\b)[A-Za-z][\w.:-]*(?:\s[^<>\n]*)?(?<!/)>"
+    r"|:{3,}[ \t]*[A-Za-z][^\n]*)[ \t]*\r?\n(?:[ \t]*\r?\n)*)+",
+    re.I,
+)
+# where a run may start: a line opening with a tag or three colons (a literal first: searched at C speed)
+_OPENER_HINT = re.compile(r"\n[ \t]*(?:<[A-Za-z]|:::)")
+
+
+def has_opening_lines(text: str) -> bool:
+    """Whether some line of ``text`` may be an opening-tag line (`opener_runs`): a quick test, at C speed."""
+    return _OPENER_HINT.search(text) is not None or _OPENER_RUN.match(text) is not None
+
+
+def opener_runs(text: str, a: int = 0, b: int | None = None) -> list[tuple[int, int]]:
+    """``(start, end)`` of each run of opening-tag lines in ``text[a:b]`` (see `_OPENER_RUN`); ``end`` is
+    where the content they open starts."""
+    b = len(text) if b is None else b
+    if text.find("<", a, b) < 0 and text.find(":::", a, b) < 0:
+        return []
+    starts = [a] if a == 0 or text[a - 1] == "\n" else []
+    starts += [m.start() + 1 for m in _OPENER_HINT.finditer(text, max(a - 1, 0), b)]
+    runs: list[tuple[int, int]] = []
+    for start in starts:
+        if runs and start < runs[-1][1]:
+            continue  # a line of the run before
+        run = _OPENER_RUN.match(text, start, b)
+        if run is not None:
+            runs.append(run.span())
+    return runs
+
+
+def opened_from(text: str, a: int, start: int, lookback: int = 512) -> int:
+    """Where the run of opening-tag lines that ends at ``start`` begins (not before ``a``; opening-tag
+    lines are short, so at most ``lookback`` characters back); ``start`` when none ends there."""
+    ink = start  # the end of the last line with ink before start
+    while ink > a and text[ink - 1].isspace():
+        ink -= 1
+    if ink == a:
+        return start
+    line_start = max(text.rfind("\n", a, ink) + 1, a)
+    if text[ink - 1] != ">" and ":::" not in text[line_start:ink]:
+        return start  # not an opening-tag line
+    near = opener_runs(text, max(a, start - lookback), start)
+    return near[-1][0] if near and near[-1][1] == start else start
+
+
+def _headings_with_tag_lines(text: str, outline: Outline) -> Outline:
+    """The outline with each heading starting at the opening-tag lines right before it (`<DeepDive>`,
+    `::: details` above a `#### ` heading: the tag wraps the section), so that the section, its chunk
+    and its heading path start with the tag; a heading's ``end`` and title stay its line's."""
+    heads = outline.headings
+    if not heads or not has_opening_lines(text):
+        return outline
+    moved: list[Heading] = []
+    after = outline.front_matter_end  # where the text before each heading starts
+    for heading in heads:
+        start = opened_from(text, after, heading.start)
+        moved.append(heading if start == heading.start else replace(heading, start=start))
+        after = heading.end
+    return replace(outline, headings=tuple(moved)) if moved != list(heads) else outline
 
 
 # --- the scanned outline: simple blocks read here, the rest of the text by markdown-it in regions ---------
