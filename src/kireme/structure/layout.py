@@ -146,6 +146,20 @@ def structure_levels(
     def outside(level: Level) -> Level:
         return Outside(level, starts, ends, getattr(level, "name", "") + " (outside tables and code)")
 
+    # runs of opening-tag lines: no prose cut inside them (``start < cut <= end``), so that the tag goes
+    # with what it opens; the cuts come back after every prose cut where `_opener_spans` says so
+    openers, early = _opener_spans(text, outline, fits)
+    if openers:
+        kept = sorted(protected + [(start, end + 1) for start, end in openers])
+        prose_starts = tuple(s for s, _ in kept)
+        prose_ends = tuple(e for _, e in kept)
+    else:
+        prose_starts, prose_ends = starts, ends
+
+    def prose(level: Level) -> Level:
+        name = getattr(level, "name", "") + " (outside tables and code)"
+        return Outside(level, prose_starts, prose_ends, name)
+
     headings = outline.headings
 
     def heading_starts(levels: tuple[int, ...]) -> list[int]:
@@ -160,30 +174,22 @@ def structure_levels(
             PositionLevel(heading_starts((4, 5, 6)), "h4-h6", hard=True),
         ]
     if outline.block_starts:
-        levels.append(PositionLevel(list(outline.block_starts), "block"))
+        levels.append(PositionLevel(_outside_runs(outline.block_starts, openers), "block"))
     if outline.item_starts:
-        levels.append(outside(PositionLevel(list(outline.item_starts), "list item")))
+        levels.append(prose(PositionLevel(list(outline.item_starts), "list item")))
     by_lines = check_sentence_mode(sentences) == "lines"
     if paragraph_starts is not None:  # hard-wrapped text (PDF): lines are not boundaries
-        levels.append(PositionLevel(paragraph_starts, "paragraph"))
+        levels.append(PositionLevel(_outside_runs(paragraph_starts, openers), "paragraph"))
     elif by_lines:
-        levels += [outside(PARAGRAPH), outside(LINE)]
+        levels += [prose(PARAGRAPH), prose(LINE)]
     else:
         # a line break inside a paragraph may be a soft break (Markdown sources are often wrapped at 80
         # columns, Japanese ones mid-sentence too): the lines that end a sentence first (one topic a
         # line), then sentences, then the other line breaks — all before a cut inside a table or code
-        levels += [outside(PARAGRAPH), outside(SENTENCE_LINE), outside(SENTENCE), outside(LINE)]
-    openers, early = _opener_spans(text, outline, fits)
-    if openers:  # no prose cut inside them: the tag goes with what it opens
-        run_starts = tuple(start for start, _ in openers)
-        run_ends = tuple(end for _, end in openers)
-        inside = _line_cuts_inside(text, early)
-        levels = [
-            level if getattr(level, "hard", False) else Without(level, run_starts, run_ends, _name(level))
-            for level in levels
-        ]
-        if inside:
-            levels.append(PositionLevel(inside, "inside opening-tag lines"))
+        levels += [prose(PARAGRAPH), prose(SENTENCE_LINE), prose(SENTENCE), prose(LINE)]
+    inside = _line_cuts_inside(text, early)
+    if inside:
+        levels.append(PositionLevel(inside, "inside opening-tag lines"))
     rows = table_row_cuts(outline)
     if rows:
         levels.append(PositionLevel(rows, "table row"))
@@ -203,6 +209,21 @@ def structure_levels(
     return levels
 
 
+def _outside_runs(positions: Sequence[int], runs: list[tuple[int, int]]) -> list[int]:
+    """``positions`` (sorted) but those inside a run of opening-tag lines (``start < p <= end``)."""
+    if not runs:
+        return list(positions)
+    out: list[int] = []
+    kept = 0  # positions[kept:] are not decided yet
+    for start, end in runs:
+        lo = bisect_right(positions, start, kept)
+        hi = bisect_right(positions, end, lo)
+        out += positions[kept:lo]
+        kept = hi
+    out += positions[kept:]
+    return out
+
+
 def _opener_spans(
     text: str, outline: Outline, fits: Callable[[int, int], bool] | None = None
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
@@ -219,13 +240,7 @@ def _opener_spans(
     blocks = sorted(
         [(c.start, c.end) for c in outline.code_blocks] + [(t.start, t.end) for t in outline.tables]
     )
-    runs: list[tuple[int, int]] = []
-    pos = 0
-    for start, end in blocks:  # the text between code blocks and tables: their lines open nothing
-        if start > pos:
-            runs += opener_runs(text, pos, start)
-        pos = max(pos, end)
-    runs += opener_runs(text, pos)
+    runs = opener_runs(text, outside=blocks)  # the lines of code blocks and tables open nothing
     if not runs:
         return [], []
     block_starts = [start for start, _ in blocks]
@@ -257,43 +272,6 @@ def _line_cuts_inside(text: str, runs: list[tuple[int, int]]) -> list[int]:
             out.append(pos + 1)
             pos = text.find("\n", pos + 1, end)
     return sorted(set(out))
-
-
-@dataclass(frozen=True)
-class Without:
-    """A level without its cuts inside runs of opening-tag lines (``start < cut <= end``: after the
-    run's first line starts, up to where the content it opens starts): a chunk would end with the tag
-    and its content start the next one."""
-
-    level: Level
-    starts: tuple[int, ...]
-    ends: tuple[int, ...]
-    name: str = ""
-
-    def cuts(self, text: str, a: int, b: int) -> list[int]:
-        cuts = self.level.cuts(text, a, b)
-        starts, ends = self.starts, self.ends
-        # the runs that may hold a cut in (a, b): from the last one starting at or before a
-        first = max(bisect_right(starts, a) - 1, 0)
-        last = bisect_left(starts, b)
-        if first >= last or not cuts:
-            return cuts
-        out: list[int] = []
-        kept = 0  # cuts[kept:] are not decided yet
-        for i in range(first, last):
-            lo = bisect_right(cuts, starts[i], kept)
-            hi = bisect_right(cuts, ends[i], lo)
-            if lo < hi:
-                out += cuts[kept:lo]
-                kept = hi
-        if not kept:
-            return cuts
-        out += cuts[kept:]
-        return out
-
-
-def _name(level: Level) -> str:
-    return str(getattr(level, "name", ""))
 
 
 def heading_rule(doc: Document, outline: Outline) -> tuple[bool, Callable[[str, int], bool] | None]:

@@ -398,6 +398,8 @@ _OPENER_RUN = re.compile(
     r"|:{3,}[ \t]*[A-Za-z][^\n]*)[ \t]*\r?\n(?:[ \t]*\r?\n)*)+",
     re.I,
 )
+# the start of an opening-tag line: ``<`` and a letter, or three colons (a quick test before the whole)
+_OPENER_LINE_START = re.compile(r"[ \t]*(?:<[A-Za-z]|:::)")
 # where a run may start: a line opening with a tag or three colons (a literal first: searched at C speed)
 _OPENER_HINT = re.compile(r"\n[ \t]*(?:<[A-Za-z]|:::)")
 
@@ -407,21 +409,35 @@ def has_opening_lines(text: str) -> bool:
     return _OPENER_HINT.search(text) is not None or _OPENER_RUN.match(text) is not None
 
 
-def opener_runs(text: str, a: int = 0, b: int | None = None) -> list[tuple[int, int]]:
+def opener_runs(
+    text: str, a: int = 0, b: int | None = None, outside: Sequence[tuple[int, int]] = ()
+) -> list[tuple[int, int]]:
     """``(start, end)`` of each run of opening-tag lines in ``text[a:b]`` (see `_OPENER_RUN`); ``end`` is
-    where the content they open starts."""
+    where the content they open starts. ``outside``: sorted spans (code blocks) whose lines open nothing."""
     b = len(text) if b is None else b
-    if text.find("<", a, b) < 0 and text.find(":::", a, b) < 0:
-        return []
-    starts = [a] if a == 0 or text[a - 1] == "\n" else []
-    starts += [m.start() + 1 for m in _OPENER_HINT.finditer(text, max(a - 1, 0), b)]
+    gaps: list[tuple[int, int]] = []
+    pos = a
+    for start, end in outside:  # the text between the spans, within [a, b)
+        if start > pos:
+            gaps.append((pos, min(start, b)))
+        pos = max(pos, end)
+        if pos >= b:
+            break
+    if pos < b:
+        gaps.append((pos, b))
     runs: list[tuple[int, int]] = []
-    for start in starts:
-        if runs and start < runs[-1][1]:
-            continue  # a line of the run before
-        run = _OPENER_RUN.match(text, start, b)
-        if run is not None:
-            runs.append(run.span())
+    finditer, match = _OPENER_HINT.finditer, _OPENER_RUN.match
+    for lo, hi in gaps:
+        if lo >= hi or (text.find("<", lo, hi) < 0 and text.find(":::", lo, hi) < 0):
+            continue
+        starts = [lo] if lo == 0 or text[lo - 1] == "\n" else []
+        starts += [m.start() + 1 for m in finditer(text, lo - 1 if lo else 0, hi)]
+        for start in starts:
+            if runs and start < runs[-1][1]:
+                continue  # a line of the run before
+            run = match(text, start, hi)
+            if run is not None:
+                runs.append(run.span())
     return runs
 
 
@@ -433,9 +449,9 @@ def opened_from(text: str, a: int, start: int, lookback: int = 512) -> int:
         ink -= 1
     if ink == a:
         return start
-    line_start = max(text.rfind("\n", a, ink) + 1, a)
-    if text[ink - 1] != ">" and ":::" not in text[line_start:ink]:
-        return start  # not an opening-tag line
+    line_start = text.rfind("\n", a, ink) + 1 or a
+    if _OPENER_LINE_START.match(text, line_start, ink) is None:
+        return start  # the last line is not an opening-tag line: no run ends at start
     near = opener_runs(text, max(a, start - lookback), start)
     return near[-1][0] if near and near[-1][1] == start else start
 
