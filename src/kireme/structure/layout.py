@@ -232,9 +232,10 @@ def _opener_spans(
 
     Left out: runs inside code blocks, and a run before a code block or table that fits a chunk alone
     and not with the run (the tag ends the chunk before, as any line: the block is not cut for it).
-    Before a block too large for a chunk the tag goes with its first piece: the run's cuts come after
-    the block's rows and lines. Before anything else the run's cuts come after every prose cut and
-    before those rows and lines: a block is never cut to keep its tag with it."""
+    Before a block that fits with the run, the run's cuts come after every prose cut and before the
+    block's rows and lines (the block is never cut to keep its tag with it); before a block too large
+    for a chunk, after them (the tag goes with its first piece); before prose, with the clauses and
+    words (the prose's own cuts come first)."""
     if not has_opening_lines(text):
         return [], []
     blocks = sorted(
@@ -248,15 +249,15 @@ def _opener_spans(
     early: list[tuple[int, int]] = []
     for start, end in runs:
         j = bisect_left(block_starts, end)
-        if fits is not None and j < len(blocks) and block_starts[j] == end:
-            block_end = blocks[j][1]
-            if not fits(end, block_end):
-                kept.append((start, end))  # the block is cut anyway
-                continue
-            if not fits(start, block_end):
-                continue
-        kept.append((start, end))
-        early.append((start, end))
+        if j == len(blocks) or block_starts[j] != end:
+            kept.append((start, end))  # prose after it: its own cuts come first anyway
+            continue
+        block_end = blocks[j][1]
+        if fits is not None and not fits(end, block_end):
+            kept.append((start, end))  # the block is cut anyway
+        elif fits is None or fits(start, block_end):
+            kept.append((start, end))
+            early.append((start, end))
     return kept, early
 
 
