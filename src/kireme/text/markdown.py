@@ -34,7 +34,8 @@ MARKDOWN_FORMATS = frozenset({"markdown", "html", "docx", "ipynb"})
 
 @dataclass(frozen=True)
 class Heading:
-    """A heading block: its span in the text, its level (1–6) and its plain title."""
+    """A heading block: its span in the text (from the opening-tag lines right above it, `<DeepDive>`,
+    when it has some: they wrap its section), its level (1–6) and its plain title."""
 
     start: int
     end: int
