@@ -7,8 +7,9 @@
 # resolves everything together, as before. Where it has not, or that call fails, the core (tests, lint,
 # types, docs, the index) is installed first and must succeed; then each optional backend, smallest
 # first, only while the disk has room for it; a backend left out is named at the end, and its tests skip
-# with the reason. Nothing is compiled ahead (--no-compile: the .pyc files of every installed module
-# were 650 MB; Python compiles what the tests import).
+# with the reason; that path also installs without .pyc files (--no-compile: 650 MB less, but where
+# PYTHONDONTWRITEBYTECODE is set, as on this project's machines, every test process then compiles what
+# it imports: the suite took longer).
 #
 # usage: scripts/install-dev.sh VENV_PYTHON TORCH_VERSION TORCH_INDEX
 # KIREME_DEV_FREE_MB overrides the free space measured (to try the tiered path on a large disk).
@@ -18,13 +19,14 @@ torch_version=$2
 torch_index=$3
 # pinned versions: see the head of dev-constraints.txt for why
 constraints="$(dirname "$0")/dev-constraints.txt"
-pip=("$py" -m pip install --no-cache-dir --no-compile --quiet --constraint "$constraints")
+pip=("$py" -m pip install --no-cache-dir --quiet --constraint "$constraints")
 
 core="dev,formats,index,tokenizers,langchain,llama-index,haystack,serve,docs"
 # extra:MB it adds to the venv (measured 2026-12-05, without .pyc), in the order they are tried;
 # st also takes torch's CPU build (700 of its MB)
 optional=(qdrant:10 milvus:70 code:190 ja:200 ray:210 chroma:260 st:1050)
 core_mb=1250
+pyc_mb=650     # the .pyc files of all of it, which the one-call install writes
 reserve_mb=700 # what pip unpacks beside the venv and what the tests write (docs site, indexes, Ray logs)
 
 free_mb() {
@@ -42,7 +44,7 @@ install_torch() { # extra pip arguments pass through
         "${pip[@]}" "$@" "torch==$torch_version" --index-url "$torch_index"
 }
 
-all_mb=$((core_mb + reserve_mb))
+all_mb=$((core_mb + pyc_mb + reserve_mb))
 for entry in "${optional[@]}"; do all_mb=$((all_mb + ${entry#*:})); done
 available=$(free_mb)
 
@@ -57,6 +59,7 @@ else
     echo "install-dev: ${available} MB free, ~${all_mb} MB wanted for every backend: installing them one at a time" >&2
 fi
 
+pip+=(--no-compile)
 # the core must install; once more after a failure (this workplace's shared disk has run out for a moment)
 "${pip[@]}" -e ".[$core]" || {
     echo "install-dev: the core did not install; trying once more" >&2
