@@ -955,7 +955,7 @@ def test_what_counts_as_an_opening_tag_line(line: str, opens: bool) -> None:
 def test_tag_lines_inside_a_code_block_open_nothing() -> None:
     text = "説明です。\n\n```jsx\n<div>\n  <Button>\n    押す\n  </Button>\n</div>\n```\n\n<Note>\n\n注意です。\n"
     outline = markdown_outline(text)
-    kept, _ = _opener_spans(text, outline)
+    kept, _ = _opener_spans(outline)
     assert [text[a:b] for a, b in kept] == ["<Note>\n\n"]
 
 

@@ -32,7 +32,7 @@ from kireme.structure.tables import (
     render_row,
     row_values,
 )
-from kireme.text.markdown import CodeBlock, HeadingPaths, Outline, Table, opened_from
+from kireme.text.markdown import CodeBlock, HeadingPaths, Outline, Table
 from kireme.text.subword import DEFAULT_TOKENIZER
 
 log = logging.getLogger(__name__)
@@ -448,7 +448,7 @@ class StructureChunker(Chunker):
                 continue
             # the opening-tag lines right before the block (`<Sandpack>`, `::: details`) open it: they
             # go with its first piece, never at the end of the text before it
-            lead = opened_from(text, pos, start)
+            lead = max(outline.opened_from(start), pos)
             budget_of_block = own[0].max_size
             if len(own) == 1 and sizer.estimate(start, end) <= budget_of_block < sizer.estimate(lead, end):
                 lead = start  # a block that fits whole is not cut to keep its tag with it

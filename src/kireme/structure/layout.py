@@ -32,14 +32,7 @@ from kireme.boundaries.levels import (
 from kireme.document import Document
 from kireme.text.csvtable import csv_outline
 from kireme.text.headings import HeadingEnds
-from kireme.text.markdown import (
-    MARKDOWN_FORMATS,
-    Outline,
-    has_opening_lines,
-    line_starts,
-    markdown_outline,
-    opener_runs,
-)
+from kireme.text.markdown import MARKDOWN_FORMATS, Outline, line_starts, markdown_outline
 from kireme.text.sentences import check_sentence_mode
 
 # The outline of every plain-text document (frozen: one shared instance, not one made per document)
@@ -66,28 +59,32 @@ class Outside:
     name: str = ""
 
     def cuts(self, text: str, a: int, b: int) -> list[int]:
-        cuts = self.level.cuts(text, a, b)
-        starts, ends = self.starts, self.ends
-        if not starts or not cuts:
-            return cuts
-        # a cut is dropped when it lies inside the last protected span that starts before it: span i
-        # governs the cuts in (starts[i], starts[i + 1]]; only the spans among the cuts are visited, and
-        # the cuts between them are kept by the slice
-        first = max(0, bisect_left(starts, cuts[0]) - 1)
-        last = bisect_left(starts, cuts[-1])
-        out: list[int] = []
-        kept = 0  # cuts[kept:] are not decided yet
-        for i in range(first, last):
-            stop = min(ends[i], starts[i + 1] + 1) if i + 1 < len(starts) else ends[i]
-            lo = bisect_right(cuts, starts[i], kept)
-            hi = bisect_left(cuts, stop, lo)
-            if lo < hi:
-                out += cuts[kept:lo]
-                kept = hi
-        if not kept:
-            return cuts
-        out += cuts[kept:]
-        return out
+        return _drop_inside(self.level.cuts(text, a, b), self.starts, self.ends)
+
+
+def _drop_inside(cuts: list[int], starts: Sequence[int], ends: Sequence[int]) -> list[int]:
+    """``cuts`` (sorted) but those inside a span (``starts[i] < cut < ends[i]``, a span ending no later
+    than one after the next one's start: nested spans are read as the outer one up to there)."""
+    if not starts or not cuts:
+        return cuts
+    # a cut is dropped when it lies inside the last protected span that starts before it: span i
+    # governs the cuts in (starts[i], starts[i + 1]]; only the spans among the cuts are visited, and
+    # the cuts between them are kept by the slice
+    first = max(0, bisect_left(starts, cuts[0]) - 1)
+    last = bisect_left(starts, cuts[-1])
+    out: list[int] = []
+    kept = 0  # cuts[kept:] are not decided yet
+    for i in range(first, last):
+        stop = min(ends[i], starts[i + 1] + 1) if i + 1 < len(starts) else ends[i]
+        lo = bisect_right(cuts, starts[i], kept)
+        hi = bisect_left(cuts, stop, lo)
+        if lo < hi:
+            out += cuts[kept:lo]
+            kept = hi
+    if not kept:
+        return cuts
+    out += cuts[kept:]
+    return out
 
 
 class LazyLevels(Sequence[Level]):
@@ -148,7 +145,7 @@ def structure_levels(
 
     # runs of opening-tag lines: no prose cut inside them (``start < cut <= end``), so that the tag goes
     # with what it opens; the cuts come back after every prose cut where `_opener_spans` says so
-    openers, early = _opener_spans(text, outline, fits)
+    openers, early = _opener_spans(outline, fits)
     if openers:
         kept = sorted(protected + [(start, end + 1) for start, end in openers])
         prose_starts = tuple(s for s, _ in kept)
@@ -211,23 +208,13 @@ def structure_levels(
 
 def _outside_runs(positions: Sequence[int], runs: list[tuple[int, int]]) -> list[int]:
     """``positions`` (sorted) but those inside a run of opening-tag lines (``start < p <= end``)."""
-    if not runs:
-        return list(positions)
-    out: list[int] = []
-    kept = 0  # positions[kept:] are not decided yet
-    for start, end in runs:
-        lo = bisect_right(positions, start, kept)
-        hi = bisect_right(positions, end, lo)
-        out += positions[kept:lo]
-        kept = hi
-    out += positions[kept:]
-    return out
+    return _drop_inside(list(positions), [start for start, _ in runs], [end + 1 for _, end in runs])
 
 
 def _opener_spans(
-    text: str, outline: Outline, fits: Callable[[int, int], bool] | None = None
+    outline: Outline, fits: Callable[[int, int], bool] | None = None
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """The runs of opening-tag lines (`opener_runs`) a chunk should not end with, and of those the runs
+    """The runs of opening-tag lines (`Outline.openers`) a chunk should not end with, and of those the runs
     whose cuts still come before a code line or table row.
 
     Left out: runs inside code blocks, and a run before a code block or table that fits a chunk alone
@@ -236,14 +223,12 @@ def _opener_spans(
     block's rows and lines (the block is never cut to keep its tag with it); before a block too large
     for a chunk, after them (the tag goes with its first piece); before prose, with the clauses and
     words (the prose's own cuts come first)."""
-    if not has_opening_lines(text):
+    runs = outline.openers
+    if not runs:
         return [], []
     blocks = sorted(
         [(c.start, c.end) for c in outline.code_blocks] + [(t.start, t.end) for t in outline.tables]
     )
-    runs = opener_runs(text, outside=blocks)  # the lines of code blocks and tables open nothing
-    if not runs:
-        return [], []
     block_starts = [start for start, _ in blocks]
     kept: list[tuple[int, int]] = []
     early: list[tuple[int, int]] = []

@@ -14,6 +14,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, cast
 
 import regex
@@ -93,6 +94,9 @@ class Outline:
     tables: tuple[Table, ...] = ()
     title: str = ""
     front_matter_end: int = 0
+    # runs of lines that only open something (`<Sandpack>`, `::: tip`) outside code blocks and tables:
+    # ``(start, end)``, ``end`` where what they open starts (`opener_runs`)
+    openers: tuple[tuple[int, int], ...] = ()
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def protected(self) -> list[tuple[int, int]]:
@@ -100,6 +104,14 @@ class Outline:
         spans = [(c.start, c.end) for c in self.code_blocks if c.closed]
         spans += [(t.start, t.end) for t in self.tables]
         return sorted(spans)
+
+    def opened_from(self, start: int) -> int:
+        """Where the run of opening-tag lines that ends at ``start`` begins; ``start`` when none ends there."""
+        i = bisect_left(self.openers, start, key=_RUN_END)
+        return self.openers[i][0] if i < len(self.openers) and self.openers[i][1] == start else start
+
+
+_RUN_END = itemgetter(1)
 
 
 _NEWLINE = re.compile("\n")
@@ -387,7 +399,7 @@ def _outline(text: str) -> Outline:
             return plain
     scanned = _scanned_outline(text, fm_end, fm_title)
     outline = scanned if scanned is not None else _parsed_outline(text, fm_end, fm_title)
-    return _headings_with_tag_lines(text, outline)
+    return _with_openers(text, outline)
 
 
 # Lines that only open something (MDX/JSX components and HTML containers: `<Sandpack>`, `<Note type="x">`,
@@ -399,8 +411,6 @@ _OPENER_RUN = re.compile(
     r"|:{3,}[ \t]*[A-Za-z][^\n]*)[ \t]*\r?\n(?:[ \t]*\r?\n)*)+",
     re.I,
 )
-# the start of an opening-tag line: ``<`` and a letter, or three colons (a quick test before the whole)
-_OPENER_LINE_START = re.compile(r"[ \t]*(?:<[A-Za-z]|:::)")
 # where a run may start: a line opening with a tag or three colons (a literal first: searched at C speed)
 _OPENER_HINT = re.compile(r"\n[ \t]*(?:<[A-Za-z]|:::)")
 
@@ -442,35 +452,25 @@ def opener_runs(
     return runs
 
 
-def opened_from(text: str, a: int, start: int, lookback: int = 512) -> int:
-    """Where the run of opening-tag lines that ends at ``start`` begins (not before ``a``; opening-tag
-    lines are short, so at most ``lookback`` characters back); ``start`` when none ends there."""
-    ink = start  # the end of the last line with ink before start
-    while ink > a and text[ink - 1].isspace():
-        ink -= 1
-    if ink == a:
-        return start
-    line_start = text.rfind("\n", a, ink) + 1 or a
-    if _OPENER_LINE_START.match(text, line_start, ink) is None:
-        return start  # the last line is not an opening-tag line: no run ends at start
-    near = opener_runs(text, max(a, start - lookback), start)
-    return near[-1][0] if near and near[-1][1] == start else start
-
-
-def _headings_with_tag_lines(text: str, outline: Outline) -> Outline:
-    """The outline with each heading starting at the opening-tag lines right before it (`<DeepDive>`,
-    `::: details` above a `#### ` heading: the tag wraps the section), so that the section, its chunk
-    and its heading path start with the tag; a heading's ``end`` and title stay its line's."""
-    heads = outline.headings
-    if not heads or not has_opening_lines(text):
+def _with_openers(text: str, outline: Outline) -> Outline:
+    """The outline with its runs of opening-tag lines (`Outline.openers`), found once, and each heading
+    starting at the run right above it (`<DeepDive>`, `::: details` above a `#### ` heading: the tag wraps
+    the section), so that the section, its chunk and its heading path start with the tag; a heading's
+    ``end`` and title stay its line's."""
+    if not has_opening_lines(text):
         return outline
-    moved: list[Heading] = []
-    after = outline.front_matter_end  # where the text before each heading starts
-    for heading in heads:
-        start = opened_from(text, after, heading.start)
-        moved.append(heading if start == heading.start else replace(heading, start=start))
-        after = heading.end
-    return replace(outline, headings=tuple(moved)) if moved != list(heads) else outline
+    spans = [(c.start, c.end) for c in outline.code_blocks] + [(t.start, t.end) for t in outline.tables]
+    if outline.front_matter_end:
+        spans.append((0, outline.front_matter_end))
+    runs = tuple(opener_runs(text, outside=sorted(spans)))  # the lines of code blocks and tables open nothing
+    if not runs:
+        return outline
+    outline = replace(outline, openers=runs)
+    heads = []
+    for heading in outline.headings:
+        start = outline.opened_from(heading.start)
+        heads.append(heading if start == heading.start else replace(heading, start=start))
+    return replace(outline, headings=tuple(heads))
 
 
 # --- the scanned outline: simple blocks read here, the rest of the text by markdown-it in regions ---------
