@@ -39,9 +39,9 @@ free_mb() {
 
 # torch's CPU build first, or sentence-transformers would pull PyPI's CUDA build (GBs). pip's own sources
 # hold `X+cpu` where a local mirror has it (this project's machines); elsewhere PyTorch's CPU index.
-install_torch() { # extra pip arguments pass through
-    "${pip[@]}" "$@" "torch==$torch_version+cpu" 2>/dev/null ||
-        "${pip[@]}" "$@" "torch==$torch_version" --index-url "$torch_index"
+install_torch() {
+    "${pip[@]}" "torch==$torch_version+cpu" 2>/dev/null ||
+        "${pip[@]}" "torch==$torch_version" --index-url "$torch_index"
 }
 
 all_mb=$((core_mb + pyc_mb + reserve_mb))
