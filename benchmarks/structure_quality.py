@@ -96,6 +96,9 @@ with only whitespace between them and the start or end of the document do not co
   follows the chunk: an opening tag alone on its line (``<Sandpack>``, ``<Note type="x">``, ``<details>``;
   not self-closing, closing or void) or a container directive (``::: tip``), outside code blocks — the
   tag in one chunk, what it opens in the next.
+* ``small``: share of chunks under a quarter of N (fragments: a vector few questions find);
+  ``small_code``: the same, counting only pieces of a code block longer than N (the ``}`` and ``);`` left
+  over when a large block is filled piece by piece).
 * ``chunks``, mean and max size (characters), ``>N`` (share of chunks over N), ``s`` (seconds spent in the
   chunker itself, placing and scoring excluded).
 
@@ -431,6 +434,8 @@ SUMMED = (
     "heading_ok",
     "lonely_heading",
     "open_end",
+    "small",
+    "small_code",
     "seconds",
 )
 
@@ -449,6 +454,8 @@ class Tally:
     heading_ok: int = 0
     lonely_heading: int = 0
     open_end: int = 0
+    small: int = 0
+    small_code: int = 0
     seconds: float = 0.0
     placement: Placement = field(default_factory=Placement)  # how the chunks were put back into the text
     has_headings: bool = True
@@ -483,6 +490,8 @@ class Tally:
             "heading_metadata": self.has_headings,
             "lonely_heading": self.lonely_heading / n,
             "open_end": self.open_end / n,
+            "small": self.small / n,
+            "small_code": self.small_code / n,
             "seconds": self.seconds,
             "offsets": offsets + (f", {p.dropped} dropped" if p.dropped else ""),
             "placed": {"exact": p.exact, "found": p.found, "fuzzy": p.fuzzy, "dropped": p.dropped},
@@ -517,6 +526,11 @@ def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: in
         tally.chars += p.size
         tally.max_chars = max(tally.max_chars, p.size)
         tally.over += p.size > size
+        if p.size * 4 < size:
+            tally.small += 1
+            inside = [gold.in_code(c) for c in range(p.start, p.end) if not text[c].isspace()]
+            if any(block is not None and block[1] - block[0] > size for block in inside):
+                tally.small_code += 1
         cuts = [c for c in (p.start, p.end) if not edge_cut(text, c)]
         bad = [c for c in cuts if not clean_cut(gold, c)]
         wrapped = [c for c in cuts if wrapped_cut(gold, c)]
@@ -682,6 +696,8 @@ HEADER = [
     "heading_ok %",
     "lonely_head %",
     "open_end %",
+    "small %",
+    "small_code %",
     "s",
     "offsets",
 ]
@@ -702,6 +718,8 @@ def _cells(r: dict[str, Any]) -> list[str]:
         _pct(r["heading_ok"]) + ("" if r["heading_metadata"] else " †"),
         _pct(r["lonely_heading"]),
         _pct(r["open_end"]),
+        _pct(r.get("small", 0.0)),
+        _pct(r.get("small_code", 0.0)),
         f"{r['seconds']:.1f}",
         r["offsets"],
     ]

@@ -988,3 +988,44 @@ def test_an_opening_tag_above_a_heading_starts_that_section() -> None:
     assert holder.text.startswith("<DeepDive>")
     assert holder.headings == ("状態を持つコンポーネント", "なぜ普通の変数では足りないのか")
     assert holder.embed_text.startswith("状態を持つコンポーネント\n\n<DeepDive>")  # the path above, once
+
+
+LONG_EXAMPLE = """\
+## 精算額を計算する
+
+次の関数は、日数と宿泊の有無から出張の精算額を求めます。
+
+```python
+def settlement(days, nights, region):
+    if region == "国内":
+        allowance, lodging = 2000, 9000
+    else:
+        allowance, lodging = 3500, 14000
+    total = allowance * days
+    total += lodging * nights
+    if days >= 5:
+        total += 1000
+    if nights == 0:
+        total -= 500
+    return max(total, 0)
+```
+
+月末に申請をまとめると、その月の精算額がわかります。
+"""
+
+
+def test_a_code_block_too_large_for_a_chunk_is_cut_into_even_pieces_not_a_full_one_and_a_fragment() -> None:
+    """Filled in turn, the first piece took all but the last lines of the function and the last piece
+    was ``return max(total, 0)`` and the fence alone; the block's cuts are now chosen together: as many
+    pieces, none a fragment."""
+    start, end = _code_span(LONG_EXAMPLE)
+    size = 300
+    chunks = chunk(LONG_EXAMPLE, max_size=size, context="none")
+    check_invariants(doc(LONG_EXAMPLE, "markdown"), chunks, max_size=size, unit="chars")
+    pieces = [c for c in chunks if c.start < end and start < c.end]
+    assert len(pieces) == 2
+    assert min(c.size for c in pieces) * 4 >= size  # no piece under a quarter of the limit
+    assert all(c.embed_text.count("```") == 2 for c in pieces)  # each piece a complete fence
+    # the packing asked for decides the rest: "optimal" chooses every cut together anyway
+    optimal = chunk(LONG_EXAMPLE, max_size=size, context="none", packing="optimal")
+    assert [c.text for c in optimal if c.start < end and start < c.end] == [c.text for c in pieces]

@@ -45,6 +45,11 @@ _NO_HEADINGS = HeadingPaths(())
 SIBLING_FILL = 0.5
 
 
+def _has_fragment(packed: list[PackedSpan], budget: int) -> bool:
+    """Whether a packing of several pieces has one under a quarter of ``budget``."""
+    return len(packed) > 1 and min(p.size for p in packed) * 4 < budget
+
+
 @dataclass(frozen=True)
 class Section:
     """A span packed on its own, with the budget left after its context and block prefix."""
@@ -138,16 +143,16 @@ class StructureChunker(Chunker):
                 # down to the budget that leaves room for any context of the section
                 budget = max(budget, self.max_size - context.measured(context.prefix(section.start)))
             while True:
-                packed = self._pack(
-                    doc,
-                    levels,
-                    sizer,
-                    budget,
-                    keep_headings,
-                    heading_end,
-                    (section.start, section.end),
-                    cut_memo,
-                )
+                span = (section.start, section.end)
+                packed = self._pack(doc, levels, sizer, budget, keep_headings, heading_end, span, cut_memo)
+                if section.code is not None and self.packing == "greedy" and _has_fragment(packed, budget):
+                    # a code block too large for one chunk, filled in turn, often leaves a fragment (the
+                    # ``}`` and ``);`` of a function, a vector no question finds): as many pieces, as even
+                    even = self._pack(
+                        doc, levels, sizer, budget, keep_headings, heading_end, span, cut_memo, "optimal"
+                    )
+                    if len(even) <= len(packed):
+                        packed = even
                 made: list[tuple[str, int, int]] | None = None
                 if bare and plain:
                     sizes = [p.size for p in packed] if counts else []
@@ -225,6 +230,7 @@ class StructureChunker(Chunker):
         heading_end: Callable[[str, int], bool] | None,
         span: tuple[int, int],
         cut_memo: dict[tuple[int, int, int], tuple[int, list[int]]] | None = None,
+        packing: str | None = None,
     ) -> list[PackedSpan]:
         """``span`` of the document packed within ``budget`` (a section's, less what goes in front of
         its pieces); one piece may still hold up to ``max_size`` when it cannot be cut smaller.
@@ -241,7 +247,7 @@ class StructureChunker(Chunker):
             span=span,
             hard_max_size=self.max_size,
             cut_memo=cut_memo,
-            **self.packing_options(),
+            **(self.packing_options() if packing is None else {"packing": packing}),
         )
 
     def _floor(self) -> int:
