@@ -16,10 +16,17 @@ from kireme.boundaries.levels import LINE, SENTENCE_LINE
 from kireme.document import Region
 from kireme.errors import ConfigError
 from kireme.length import Tokens
-from kireme.structure.layout import _opener_spans, code_line_cuts
+from kireme.structure.layout import _closer_spans, _opener_spans, code_line_cuts
 from kireme.structure.tables import TableMode, fill_down_columns
 from kireme.text.csvtable import csv_outline, record_spans
-from kireme.text.markdown import HeadingPaths, Outline, line_starts, markdown_outline, opener_runs
+from kireme.text.markdown import (
+    HeadingPaths,
+    Outline,
+    closer_runs,
+    line_starts,
+    markdown_outline,
+    opener_runs,
+)
 
 RULES = """\
 ---
@@ -1029,3 +1036,78 @@ def test_a_code_block_too_large_for_a_chunk_is_cut_into_even_pieces_not_a_full_o
     # the packing asked for decides the rest: "optimal" chooses every cut together anyway
     optimal = chunk(LONG_EXAMPLE, max_size=size, context="none", packing="optimal")
     assert [c.text for c in optimal if c.start < end and start < c.end] == [c.text for c in pieces]
+
+
+def _starts_with_closing_tag(text: str) -> bool:
+    first = text.lstrip().split("\n", 1)[0].strip()
+    return first.startswith("</") or first == ":::"
+
+
+def test_a_closing_tag_goes_with_what_it_closes_not_at_the_start_of_the_next_chunk() -> None:
+    """`</Sandpack>` and a bare `:::` close what comes before them: a chunk never starts with them while
+    they fit with the end of what they close (the cut goes after them, or before the block)."""
+    start, _ = _code_span(COMPONENT_DOC)
+    tag = COMPONENT_DOC.index("<Sandpack>")
+    closing = COMPONENT_DOC.index("</Sandpack>") + len("</Sandpack>")
+    for size in range(closing - tag, closing - tag + 60, 7):  # the block and its tags fit, not more
+        chunks = chunk(COMPONENT_DOC, max_size=size, context="none")
+        check_invariants(doc(COMPONENT_DOC, "markdown"), chunks, max_size=size, unit="chars")
+        assert not [c.text for c in chunks if _starts_with_closing_tag(c.text)], size
+        (holder,) = [c for c in chunks if c.start <= start < c.end]
+        assert holder.start == tag and holder.text.rstrip().endswith("</Sandpack>")  # whole, tags and all
+    tip = COMPONENT_DOC[COMPONENT_DOC.index("イベントハンドラは") :]
+    chunks = chunk("## 注意\n\n::: tip 覚えておくこと\n" + tip, max_size=40, context="none")
+    assert not [c.text for c in chunks if _starts_with_closing_tag(c.text)]
+    assert chunks[-1].text.endswith("括弧を付けると描画のたびに実行されます。\n:::")
+
+
+def test_a_code_block_too_large_for_a_chunk_gives_its_closing_tag_to_its_last_piece() -> None:
+    start, end = _code_span(COMPONENT_DOC)
+    chunks = chunk(COMPONENT_DOC, max_size=90, context="none")
+    pieces = [c for c in chunks if c.start < end and start < c.end]
+    assert len(pieces) >= 2  # the block is cut
+    assert pieces[-1].text.rstrip().endswith("```\n\n</Sandpack>")
+    assert not [c for c in chunks if _starts_with_closing_tag(c.text)]
+
+
+def test_a_code_block_that_fits_alone_is_not_cut_to_keep_its_closing_tag_with_it() -> None:
+    start, end = _code_span(COMPONENT_DOC)
+    chunks = chunk(COMPONENT_DOC, max_size=end - start, context="none")
+    assert any(c.start <= start and end <= c.end for c in chunks)  # whole; the tag goes where it may
+
+
+@pytest.mark.parametrize(
+    ("line", "closes"),
+    [
+        ("</Sandpack>", True),
+        ("  </Note>", True),
+        ("</details>", True),
+        (":::", True),
+        ("::::", True),
+        ("::: tip", False),  # opens
+        ("<Sandpack>", False),
+        ("</summary>と続く", False),  # text after the tag
+        ("<Img src='a.png' />", False),
+        ("a </b> c", False),
+    ],
+)
+def test_what_counts_as_a_closing_tag_line(line: str, closes: bool) -> None:
+    text = f"中身です。\n\n{line}\n\n次の段落です。\n"
+    runs = closer_runs(text)
+    assert bool(runs) is closes
+    if closes:
+        (run,) = runs
+        assert text[run[0] : run[1]] == f"\n\n{line}"  # from the end of the text it closes
+
+
+def test_closing_tag_lines_in_a_row_are_one_run_and_those_in_code_close_nothing() -> None:
+    text = "答えです。\n\n```jsx\n<div>\n</div>\n```\n\n</Sandpack>\n\n</Solution>\n\n次の問題です。\n"
+    outline = markdown_outline(text)
+    (run,) = outline.closers
+    assert text[run[0] : run[1]] == "\n\n</Sandpack>\n\n</Solution>"
+    (code,) = outline.code_blocks
+    assert run[0] == code.end and outline.closed_to(code.end) == run[1]
+    kept, early = _closer_spans(outline, lambda a, b: True)
+    assert kept == early == [run]  # the block fits with them: their cuts come before its lines
+    kept, early = _closer_spans(outline, lambda a, b: b <= run[0])
+    assert kept == early == []  # it fits alone, not with them: not cut for them

@@ -464,6 +464,16 @@ class StructureChunker(Chunker):
                     own = rebuild(lead)
             elif text[pos:start].strip():
                 own = rebuild(pos)  # "料金は次のとおり。" goes with the header and first rows
+            # the closing-tag lines right after the block (`</Sandpack>`) go with its last piece, unless
+            # the block fits whole and not with them (it is not cut for them)
+            trail = min(outline.closed_to(end), b)
+            last = own[-1]
+            if trail > end and not (
+                sizer.estimate(last.start, end) <= last.max_size < sizer.estimate(last.start, trail)
+                and len(own) == 1
+            ):
+                own = [*own[:-1], replace(last, end=trail)]
+                end = trail
             out.extend(own)
             pos = end
         if text[pos:b].strip() or not out:

@@ -5,7 +5,9 @@ breaks that end a sentence, sentences and the other line breaks (a line break in
 soft wrap, as in Markdown sources wrapped at a fixed width); table rows and code lines come only after
 those, so a table or a code block that fits is never cut; clauses and words follow; and inside a table
 row or code line only when that single row or line is larger than the limit. With ``sentences="lines"``
-every line break comes before the sentences, as for text with one sentence a line.
+every line break comes before the sentences, as for text with one sentence a line. Lines that only open
+something (`<Sandpack>`, `::: tip`) stay with what follows them and lines that only close something
+(`</Sandpack>`, `:::`) with what precedes them, at every level before the table rows and code lines.
 """
 
 from __future__ import annotations
@@ -144,10 +146,15 @@ def structure_levels(
         return Outside(level, starts, ends, getattr(level, "name", "") + " (outside tables and code)")
 
     # runs of opening-tag lines: no prose cut inside them (``start < cut <= end``), so that the tag goes
-    # with what it opens; the cuts come back after every prose cut where `_opener_spans` says so
+    # with what it opens; runs of closing-tag lines: none from the end of what they close to the end of
+    # their last line (``start <= cut < end``); the cuts come back after every prose cut where
+    # `_opener_spans` and `_closer_spans` say so
     openers, early = _opener_spans(outline, fits)
-    if openers:
-        kept = sorted(protected + [(start, end + 1) for start, end in openers])
+    closers, early_closers = _closer_spans(outline, fits)
+    early = sorted(early + [(start - 1, end - 1) for start, end in early_closers])  # the same way
+    runs = sorted(openers + [(start - 1, end - 1) for start, end in closers])  # as ``start < cut <= end``
+    if runs:
+        kept = sorted(protected + [(start, end + 1) for start, end in runs])
         prose_starts = tuple(s for s, _ in kept)
         prose_ends = tuple(e for _, e in kept)
     else:
@@ -171,12 +178,12 @@ def structure_levels(
             PositionLevel(heading_starts((4, 5, 6)), "h4-h6", hard=True),
         ]
     if outline.block_starts:
-        levels.append(PositionLevel(_outside_runs(outline.block_starts, openers), "block"))
+        levels.append(PositionLevel(_outside_runs(outline.block_starts, runs), "block"))
     if outline.item_starts:
         levels.append(prose(PositionLevel(list(outline.item_starts), "list item")))
     by_lines = check_sentence_mode(sentences) == "lines"
     if paragraph_starts is not None:  # hard-wrapped text (PDF): lines are not boundaries
-        levels.append(PositionLevel(_outside_runs(paragraph_starts, openers), "paragraph"))
+        levels.append(PositionLevel(_outside_runs(paragraph_starts, runs), "paragraph"))
     elif by_lines:
         levels += [prose(PARAGRAPH), prose(LINE)]
     else:
@@ -186,7 +193,7 @@ def structure_levels(
         levels += [prose(PARAGRAPH), prose(SENTENCE_LINE), prose(SENTENCE), prose(LINE)]
     inside = _line_cuts_inside(text, early)
     if inside:
-        levels.append(PositionLevel(inside, "inside opening-tag lines"))
+        levels.append(PositionLevel(inside, "inside opening- and closing-tag lines"))
     rows = table_row_cuts(outline)
     if rows:
         levels.append(PositionLevel(rows, "table row"))
@@ -241,6 +248,35 @@ def _opener_spans(
         if fits is not None and not fits(end, block_end):
             kept.append((start, end))  # the block is cut anyway
         elif fits is None or fits(start, block_end):
+            kept.append((start, end))
+            early.append((start, end))
+    return kept, early
+
+
+def _closer_spans(
+    outline: Outline, fits: Callable[[int, int], bool] | None = None
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The runs of closing-tag lines (`Outline.closers`) a chunk should not start with, and of those the
+    runs whose cuts still come before a code line or table row, as `_opener_spans` has them for opening
+    tags: after a code block or table that fits with the run, its cuts come after every prose cut and
+    before the block's rows and lines; after a block too large for a chunk, the run goes with its last
+    piece (`_carve`); after prose, its cuts come with the clauses and words. Left out: a run after a
+    block that fits a chunk alone and not with the run (the block is not cut for it)."""
+    runs = outline.closers
+    if not runs:
+        return [], []
+    ends = {c.end: c.start for c in outline.code_blocks}
+    ends.update((t.end, t.start) for t in outline.tables)
+    kept: list[tuple[int, int]] = []
+    early: list[tuple[int, int]] = []
+    for start, end in runs:
+        block_start = ends.get(start)
+        if block_start is None or fits is None:
+            kept.append((start, end))  # prose before it (or every block taken to fit)
+            continue
+        if not fits(block_start, start):
+            kept.append((start, end))  # the block is cut anyway: its last piece takes the run
+        elif fits(block_start, end):
             kept.append((start, end))
             early.append((start, end))
     return kept, early

@@ -97,6 +97,10 @@ class Outline:
     # runs of lines that only open something (`<Sandpack>`, `::: tip`) outside code blocks and tables:
     # ``(start, end)``, ``end`` where what they open starts (`opener_runs`)
     openers: tuple[tuple[int, int], ...] = ()
+    # runs of lines that only close something (`</Sandpack>`, a bare `:::`), the blank lines before them
+    # included: ``(start, end)``, ``start`` where what they close ends, ``end`` where their last line does
+    # (`closer_runs`)
+    closers: tuple[tuple[int, int], ...] = ()
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def protected(self) -> list[tuple[int, int]]:
@@ -110,7 +114,13 @@ class Outline:
         i = bisect_left(self.openers, start, key=_RUN_END)
         return self.openers[i][0] if i < len(self.openers) and self.openers[i][1] == start else start
 
+    def closed_to(self, end: int) -> int:
+        """Where the run of closing-tag lines that starts at ``end`` ends; ``end`` when none starts there."""
+        i = bisect_left(self.closers, end, key=_RUN_START)
+        return self.closers[i][1] if i < len(self.closers) and self.closers[i][0] == end else end
 
+
+_RUN_START = itemgetter(0)
 _RUN_END = itemgetter(1)
 
 
@@ -452,17 +462,53 @@ def opener_runs(
     return runs
 
 
+# A line that only closes something: a closing tag alone on it (`</Sandpack>`, `</details>`) or a bare `:::`
+# (which ends a container directive); from the line feed before it (searched for at C speed)
+_CLOSER_LINE = re.compile(r"\n[ \t]*(?:</[A-Za-z][\w.:-]*[ \t]*>|:{3,})[ \t]*(?=\r?\n|\Z)")
+
+
+def closer_runs(text: str, outside: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
+    """``(start, end)`` of each run of closing-tag lines in ``text`` (see `_CLOSER_LINE`) and the blank
+    lines before them: ``start`` where the text they close ends (its last non-space character), ``end``
+    where the run's last line ends. ``outside``: sorted spans (code blocks, tables) whose lines close
+    nothing."""
+    if "</" not in text and ":::" not in text:
+        return []
+    starts = [start for start, _ in outside]
+    runs: list[tuple[int, int]] = []
+    for line in _CLOSER_LINE.finditer(text):
+        first = line.start() + 1
+        i = bisect_right(starts, first) - 1
+        if i >= 0 and first < outside[i][1]:
+            continue  # a line of a code block or table
+        start = line.start()
+        while start > 0 and text[start - 1].isspace():
+            start -= 1
+        if start == 0:
+            continue  # nothing before it to close
+        if runs and runs[-1][1] == start:  # `</Sandpack>` then `</Solution>`: one run
+            runs[-1] = (runs[-1][0], line.end())
+        else:
+            runs.append((start, line.end()))
+    return runs
+
+
 def _with_openers(text: str, outline: Outline) -> Outline:
-    """The outline with its runs of opening-tag lines (`Outline.openers`), found once, and each heading
-    starting at the run right above it (`<DeepDive>`, `::: details` above a `#### ` heading: the tag wraps
-    the section), so that the section, its chunk and its heading path start with the tag; a heading's
-    ``end`` and title stay its line's."""
-    if not has_opening_lines(text):
+    """The outline with its runs of opening- and closing-tag lines (`Outline.openers`, `Outline.closers`),
+    found once, and each heading starting at the run of opening-tag lines right above it (`<DeepDive>`,
+    `::: details` above a `#### ` heading: the tag wraps the section), so that the section, its chunk and
+    its heading path start with the tag; a heading's ``end`` and title stay its line's."""
+    opens = has_opening_lines(text)
+    if not opens and "</" not in text and ":::" not in text:
         return outline
     spans = [(c.start, c.end) for c in outline.code_blocks] + [(t.start, t.end) for t in outline.tables]
     if outline.front_matter_end:
         spans.append((0, outline.front_matter_end))
-    runs = tuple(opener_runs(text, outside=sorted(spans)))  # the lines of code blocks and tables open nothing
+    spans.sort()
+    closers = tuple(closer_runs(text, outside=spans))  # the lines of code blocks and tables close nothing
+    if closers:
+        outline = replace(outline, closers=closers)
+    runs = tuple(opener_runs(text, outside=spans)) if opens else ()  # nor open anything
     if not runs:
         return outline
     outline = replace(outline, openers=runs)
