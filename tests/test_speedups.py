@@ -185,6 +185,7 @@ SWITCHES = [
     (levels, "_NATIVE_LINE_CUTS", native.line_cuts, None),
     (pack, "_NATIVE_WINDOWS", native.char_windows, None),
     (pack, "_NATIVE_PACKED", native.char_packed, None),
+    (pack, "_NATIVE_BACK", native.optimal_back, None),
     (levels, "_NATIVE_CLAUSE_CUTS", native.clause_cuts, None),
     (levels, "_NATIVE_WORD_CUTS", native.word_cuts, None),
     (markdown, "line_starts", native.line_starts, markdown._line_starts_python),
@@ -947,3 +948,48 @@ def test_kireme_pure_python_turns_the_extension_off() -> None:
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
         )
         assert out.stdout.strip() == answer
+
+
+@st.composite
+def _dp_inputs(draw: st.DrawFn) -> tuple:
+    """Candidates of a span as the optimal packer hands them to its programme: piece sizes, ranks (-1 at
+    both ends), the reach of each start, cut costs, hard levels, a target and a minimum size."""
+    m = draw(st.integers(1, 40))
+    pieces = draw(st.lists(st.integers(0, 60), min_size=m, max_size=m))
+    total = [0]
+    for size in pieces:
+        total.append(total[-1] + size)
+    ends = [0] + [t - draw(st.integers(0, 2)) for t in total[1:]]  # trimmed ends lie a little before
+    limits = [t + draw(st.integers(0, 150)) for t in total[:-1]]
+    inner = draw(st.lists(st.integers(0, 6), min_size=m - 1, max_size=m - 1))
+    ranks = [-1, *inner, -1]
+    hard_levels = draw(st.sets(st.integers(0, 6), max_size=2))
+    hard = [rank in hard_levels for rank in ranks]
+    cut_cost = [0.0] + [0.15 * rank + draw(st.sampled_from([0.0, 4.0])) for rank in inner] + [0.0]
+    target = float(draw(st.integers(1, 200)))
+    min_size = draw(st.sampled_from([0, 20, 80]))
+    return total, ends, limits, ranks, cut_cost, hard, target, min_size, pack.MIX_COST, pack.MIN_SIZE_COST
+
+
+@settings(max_examples=400, deadline=None)
+@given(_dp_inputs())
+def test_the_optimal_packers_programme_in_c_is_the_python_one(args: tuple) -> None:
+    assert native.optimal_back(*args) == pack._dp_back(*args)
+
+
+def test_optimal_packing_is_the_same_either_way_on_written_text() -> None:
+    text = RULES_FOR_OPTIMAL * 3
+    for size in (40, 90, 200):
+        chunker = make_chunker("recursive", max_size=size, packing="optimal")
+        with scanner(c=False):
+            expected = chunker.chunk(text)
+        with scanner(c=True):
+            assert chunker.chunk(text) == expected
+
+
+RULES_FOR_OPTIMAL = (
+    "第1条（目的）この規程は、社員が業務のため出張する場合の旅費について定める。\n\n"
+    "第2条（日当）日当は、一日につき２，０００円とする。ただし、半日の出張の場合は１，０００円とする。\n"
+    "宿泊を伴う場合は、宿泊料として一泊につき９，０００円を支給する。\n\n"
+    "Travel within the city is paid at cost. Receipts are required for every claim over 5,000 yen.\n"
+)

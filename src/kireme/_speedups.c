@@ -917,6 +917,113 @@ static PyObject *merge_run(PyObject *self, PyObject *args) {
 }
 
 /* ---------------------------------------------------------------------------------------------------------
+ * `optimal_back(total, ends, limits, ranks, cut_cost, hard, target, min_size, mix_cost, min_size_cost)`:
+ * kireme/pack.py `_dp_back`, the dynamic programme of the optimal packer, with the same arithmetic in the same
+ * order (so the same costs to the last bit): for each reachable candidate i the chunks (i, k) it may end at.
+ * Returns `(back, steps)`.
+ */
+static int ssize_array(PyObject *list, Py_ssize_t n, Py_ssize_t *out) {
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Py_ssize_t x = PyNumber_AsSsize_t(PyList_GET_ITEM(list, k), PyExc_OverflowError);
+        if (x == -1 && PyErr_Occurred()) return -1;
+        out[k] = x;
+    }
+    return 0;
+}
+
+static PyObject *optimal_back(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *total_l, *ends_l, *limits_l, *ranks_l, *cost_l, *hard_l;
+    double target, mix_cost, min_size_cost;
+    Py_ssize_t min_size;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!dndd", &PyList_Type, &total_l, &PyList_Type, &ends_l, &PyList_Type,
+                          &limits_l, &PyList_Type, &ranks_l, &PyList_Type, &cost_l, &PyList_Type, &hard_l, &target,
+                          &min_size, &mix_cost, &min_size_cost)) {
+        return NULL;
+    }
+    Py_ssize_t m = PyList_GET_SIZE(total_l) - 1;
+    if (m < 1 || PyList_GET_SIZE(ends_l) != m + 1 || PyList_GET_SIZE(limits_l) != m ||
+        PyList_GET_SIZE(ranks_l) != m + 1 || PyList_GET_SIZE(cost_l) != m + 1 || PyList_GET_SIZE(hard_l) != m + 1) {
+        PyErr_SetString(PyExc_ValueError, "optimal_back: lists of the wrong lengths");
+        return NULL;
+    }
+    PyObject *result = NULL, *back_l = NULL;
+    Py_ssize_t *ints = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(5 * (m + 1)));
+    double *reals = PyMem_Malloc(sizeof(double) * (size_t)(2 * (m + 1)));
+    char *hard = PyMem_Malloc((size_t)(m + 1));
+    if (ints == NULL || reals == NULL || hard == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t *total = ints, *ends = ints + (m + 1), *limits = ints + 2 * (m + 1), *ranks = ints + 3 * (m + 1),
+               *back = ints + 4 * (m + 1);
+    double *cut_cost = reals, *dp = reals + (m + 1);
+    if (ssize_array(total_l, m + 1, total) < 0 || ssize_array(ends_l, m + 1, ends) < 0 ||
+        ssize_array(limits_l, m, limits) < 0 || ssize_array(ranks_l, m + 1, ranks) < 0) {
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k <= m; k++) {
+        double c = PyFloat_AsDouble(PyList_GET_ITEM(cost_l, k));
+        if (c == -1.0 && PyErr_Occurred()) goto done;
+        cut_cost[k] = c;
+        int h = PyObject_IsTrue(PyList_GET_ITEM(hard_l, k));
+        if (h < 0) goto done;
+        hard[k] = (char)h;
+        dp[k] = Py_HUGE_VAL;
+        back[k] = 0;
+    }
+    dp[0] = 0.0;
+    Py_ssize_t steps = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        double base = dp[i];
+        if (base == Py_HUGE_VAL) continue;
+        Py_ssize_t limit = limits[i], strongest = (Py_ssize_t)1 << 30, rank_i = i > 0 ? ranks[i] : -1, k;
+        int hard_inside = 0;
+        for (k = i + 1; k <= m; k++) {
+            if (ends[k] > limit && k > i + 1) break;
+            if (k > i + 1) {
+                Py_ssize_t r = ranks[k - 1];
+                if (r < strongest) strongest = r;
+                if (hard[k - 1]) hard_inside = 1;
+            }
+            Py_ssize_t rank_k = k < m ? ranks[k] : -1;
+            int mixed = rank_i > strongest || rank_k > strongest;
+            if (mixed && hard_inside) {
+                if (rank_i > strongest) break;
+                continue;
+            }
+            Py_ssize_t size = total[k] - total[i];
+            double d = (target - (double)size) / target;
+            volatile double square = d * d; /* rounded on its own, as in Python: never fused into the sum */
+            double cost = base + square;
+            cost = cost + cut_cost[k];
+            if (mixed) cost += mix_cost;
+            if (size < min_size && (i > 0 || k < m)) cost += min_size_cost;
+            if (cost < dp[k]) {
+                dp[k] = cost;
+                back[k] = i;
+            }
+        }
+        if (k > m) k = m; /* Python's loop variable stays at its last value */
+        steps += k - i;
+    }
+    back_l = PyList_New(m + 1);
+    if (back_l == NULL) goto done;
+    for (Py_ssize_t k = 0; k <= m; k++) {
+        PyObject *x = PyLong_FromSsize_t(back[k]);
+        if (x == NULL) goto done;
+        PyList_SET_ITEM(back_l, k, x);
+    }
+    result = Py_BuildValue("(On)", back_l, steps);
+done:
+    Py_XDECREF(back_l);
+    PyMem_Free(ints);
+    PyMem_Free(reals);
+    PyMem_Free(hard);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------------------------
  * `char_windows(text, start, b, budget, simple, out, numbers)`: kireme/pack.py `_Packer.split_graphemes` where
  * sizes are characters: windows of `budget` characters from `start`, each cut where it fills the budget and
  * trimmed, appended to `out`. A cut is taken here only between two characters of `simple` (then no cluster
@@ -1979,6 +2086,9 @@ static PyMethodDef methods[] = {
      "make_chunks(cls, text, spans, ids, doc_id, unit, title, headings, metadata, embeds) -> chunks"},
     {"char_packed", char_packed, METH_VARARGS,
      "char_packed(cls, spans, budget) -> cls(start, end, end - start) per span, or None when one is over budget"},
+    {"optimal_back", optimal_back, METH_VARARGS,
+     "optimal_back(total, ends, limits, ranks, cut_cost, hard, target, min_size, mix_cost, min_size_cost) -> "
+     "(back, steps)"},
     {"char_windows", char_windows, METH_VARARGS,
      "char_windows(text, start, b, budget, simple, out, numbers) -> -1 when done, else where Python goes on"},
     {"pair_cuts", pair_cuts, METH_VARARGS,

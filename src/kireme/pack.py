@@ -43,6 +43,12 @@ _NATIVE_MERGE: _NativeMerge | None = native("merge_run")
 # `_Packer.run`'s end in characters (`kireme._speedups.char_packed`): the spans with their lengths as sizes
 _NATIVE_PACKED: Callable[[type, list[Span], int], list[PackedSpan] | None] | None = native("char_packed")
 _NATIVE_HEADING_TEST = native("ends_with_heading")
+# `_dp_back`, the optimal packer's dynamic programme (`kireme._speedups.optimal_back`)
+_NativeBack = Callable[
+    [list[int], list[int], list[int], list[int], list[float], list[bool], float, int, float, float],
+    tuple[list[int], int],
+]
+_NATIVE_BACK: _NativeBack | None = native("optimal_back")
 # `_Packer.split_graphemes` in characters (`kireme._speedups.char_windows`): -1 when done, else where to go on
 _NATIVE_WINDOWS: Callable[[str, int, int, int, set[str], list[Span], bool], int] | None = native(
     "char_windows"
@@ -609,45 +615,24 @@ class _OptimalPacker(_Packer):
         total = [0] * (m + 1)
         for k in range(1, m + 1):
             total[k] = total[k - 1] + est(bounds[k - 1], bounds[k])
-        inf = float("inf")
-        dp = [inf] * (m + 1)
-        back = [0] * (m + 1)
-        dp[0] = 0.0
-        target = float(self.target)
-        min_size = self.min_size
-        for i in range(m):
-            base = dp[i]
-            if base == inf:
-                continue
-            limit = self.sizer.furthest_position(starts[i], bounds[-1], budget)
-            strongest = 1 << 30  # the strongest (lowest) rank strictly inside the chunk so far
-            hard_inside = False
-            rank_i = ranks[i] if i > 0 else -1
-            for k in range(i + 1, m + 1):
-                if ends[k] > limit and k > i + 1:
-                    break  # every longer chunk is over the limit too
-                if k > i + 1:
-                    r = ranks[k - 1]
-                    if r < strongest:
-                        strongest = r
-                    if r in hard_ranks:
-                        hard_inside = True
-                rank_k = ranks[k] if k < m else -1
-                mixed = rank_i > strongest or rank_k > strongest
-                if mixed and hard_inside:  # the rest of a section never joins the next section
-                    if rank_i > strongest:
-                        break  # every longer chunk still holds that boundary
-                    continue
-                size = total[k] - total[i]
-                cost = base + ((target - size) / target) ** 2 + cut_cost[k]
-                if mixed:
-                    cost += MIX_COST
-                if size < min_size and (i > 0 or k < m):
-                    cost += MIN_SIZE_COST
-                if cost < dp[k]:
-                    dp[k] = cost
-                    back[k] = i
-            self.dp_steps += k - i
+        furthest = self.sizer.furthest_position
+        end = bounds[-1]
+        limits = [furthest(start, end, budget) for start in starts]
+        hard = [rank in hard_ranks for rank in ranks]
+        solve = _NATIVE_BACK if _NATIVE_BACK is not None else _dp_back
+        back, steps = solve(
+            total,
+            ends,
+            limits,
+            ranks,
+            cut_cost,
+            hard,
+            float(self.target),
+            self.min_size,
+            MIX_COST,
+            MIN_SIZE_COST,
+        )
+        self.dp_steps += steps
         spans: list[Span] = []
         k = m
         while k > 0:
@@ -658,6 +643,66 @@ class _OptimalPacker(_Packer):
             k = i
         spans.reverse()
         return spans
+
+
+def _dp_back(
+    total: list[int],
+    ends: list[int],
+    limits: list[int],
+    ranks: list[int],
+    cut_cost: list[float],
+    hard: list[bool],
+    target: float,
+    min_size: int,
+    mix_cost: float,
+    min_size_cost: float,
+) -> tuple[list[int], int]:
+    """The optimal packer's dynamic programme over candidates ``0..m``: for each candidate the one the
+    cheapest chunk ending there starts at (``back``), and the chunks weighed (``steps``). A chunk ``(i, k)``
+    is about ``total[k] - total[i]`` long and ends at ``ends[k]``, which may not pass ``limits[i]`` (unless it
+    is a single piece); ``hard[k]``: candidate ``k`` is on a hard level (a section never joins the next).
+    The reference of `kireme._speedups.optimal_back`, which does the same arithmetic in the same order."""
+    m = len(total) - 1
+    inf = float("inf")
+    dp = [inf] * (m + 1)
+    back = [0] * (m + 1)
+    dp[0] = 0.0
+    steps = 0
+    for i in range(m):
+        base = dp[i]
+        if base == inf:
+            continue
+        limit = limits[i]
+        strongest = 1 << 30  # the strongest (lowest) rank strictly inside the chunk so far
+        hard_inside = False
+        rank_i = ranks[i] if i > 0 else -1
+        for k in range(i + 1, m + 1):
+            if ends[k] > limit and k > i + 1:
+                break  # every longer chunk is over the limit too
+            if k > i + 1:
+                r = ranks[k - 1]
+                if r < strongest:
+                    strongest = r
+                if hard[k - 1]:
+                    hard_inside = True
+            rank_k = ranks[k] if k < m else -1
+            mixed = rank_i > strongest or rank_k > strongest
+            if mixed and hard_inside:  # the rest of a section never joins the next section
+                if rank_i > strongest:
+                    break  # every longer chunk still holds that boundary
+                continue
+            size = total[k] - total[i]
+            d = (target - size) / target
+            cost = base + d * d + cut_cost[k]
+            if mixed:
+                cost += mix_cost
+            if size < min_size and (i > 0 or k < m):
+                cost += min_size_cost
+            if cost < dp[k]:
+                dp[k] = cost
+                back[k] = i
+        steps += k - i
+    return back, steps
 
 
 _NUMBER_CHARS = frozenset("0123456789０１２３４５６７８９,.，．")

@@ -474,22 +474,21 @@ def closer_runs(text: str, outside: Sequence[tuple[int, int]] = ()) -> list[tupl
     nothing."""
     if "</" not in text and ":::" not in text:
         return []
-    starts = [start for start, _ in outside]
     runs: list[tuple[int, int]] = []
-    for line in _CLOSER_LINE.finditer(text):
-        first = line.start() + 1
-        i = bisect_right(starts, first) - 1
-        if i >= 0 and first < outside[i][1]:
-            continue  # a line of a code block or table
-        start = line.start()
-        while start > 0 and text[start - 1].isspace():
-            start -= 1
-        if start == 0:
-            continue  # nothing before it to close
-        if runs and runs[-1][1] == start:  # `</Sandpack>` then `</Solution>`: one run
-            runs[-1] = (runs[-1][0], line.end())
-        else:
-            runs.append((start, line.end()))
+    pos = 0
+    finditer = _CLOSER_LINE.finditer
+    for lo, hi in [*outside, (len(text) + 1, len(text) + 1)]:  # the text between the spans
+        for line in finditer(text, max(pos - 1, 0), min(lo, len(text))):
+            start = line.start()
+            while start > 0 and text[start - 1].isspace():
+                start -= 1
+            if start == 0:
+                continue  # nothing before it to close
+            if runs and runs[-1][1] == start:  # `</Sandpack>` then `</Solution>`: one run
+                runs[-1] = (runs[-1][0], line.end())
+            else:
+                runs.append((start, line.end()))
+        pos = max(pos, hi)
     return runs
 
 
