@@ -28,7 +28,7 @@ from tests.strategies import texts as mixed_texts
 import kireme.document as document_module
 from kireme import Document, chunkers, make_chunker, pack
 from kireme.boundaries import levels
-from kireme.boundaries.levels import CLAUSE, LINE, SCRIPT, WORD
+from kireme.boundaries.levels import CLAUSE, LINE, SCRIPT, SENTENCE_LINE, WORD
 from kireme.document import NO_METADATA, Chunk, ChunkIds, Region
 from kireme.pack import PackedSpan
 from kireme.structure import layout
@@ -186,6 +186,7 @@ SWITCHES = [
     (pack, "_NATIVE_WINDOWS", native.char_windows, None),
     (pack, "_NATIVE_PACKED", native.char_packed, None),
     (pack, "_NATIVE_BACK", native.optimal_back, None),
+    (levels, "_NATIVE_SENTENCE_LINES", native.sentence_line_breaks, None),
     (levels, "_NATIVE_CLAUSE_CUTS", native.clause_cuts, None),
     (levels, "_NATIVE_WORD_CUTS", native.word_cuts, None),
     (markdown, "line_starts", native.line_starts, markdown._line_starts_python),
@@ -993,3 +994,37 @@ RULES_FOR_OPTIMAL = (
     "宿泊を伴う場合は、宿泊料として一泊につき９，０００円を支給する。\n\n"
     "Travel within the city is paid at cost. Receipts are required for every claim over 5,000 yen.\n"
 )
+
+
+_LINE_TEXTS = st.lists(
+    st.sampled_from(
+        [
+            "出張の日当は２，０００円とする。",
+            "宿泊料は一泊",
+            "につき支給する",
+            "「承認」）",
+            "Receipts are required.",
+            "wrapped at a fixed",
+            "width .",
+            "・交通費",
+            " \u3000",
+            "\r",
+            "\n",
+            "\n\n",
+            "。」\u3000\n",
+            "\u2028",
+        ]
+    ),
+    max_size=24,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.one_of(_LINE_TEXTS, scanned_texts, markdown_texts), data=st.data())
+def test_the_line_breaks_that_end_a_sentence_are_the_same_in_c(text: str, data: st.DataObject) -> None:
+    a = data.draw(st.integers(0, len(text)))
+    b = data.draw(st.integers(a, len(text)))
+    with scanner(c=False):
+        expected = SENTENCE_LINE.cuts(text, a, b)
+    with scanner(c=True):
+        assert SENTENCE_LINE.cuts(text, a, b) == expected

@@ -1979,6 +1979,71 @@ static PyObject *line_cuts(PyObject *self, PyObject *args) {
 }
 
 /*
+ * `sentence_line_breaks(text, breaks, starts, marks, closers)`: kireme/boundaries/levels.py
+ * `SentenceLineLevel`'s filter: the line breaks of `breaks` after which, past whitespace (`str.isspace`, as
+ * the `\s*` of `_next_ink`), a sentence of `starts` (sorted) begins, or before which the line ends with one of
+ * `marks` (closing marks of `closers`, spaces, tabs, ideographic spaces and "\r" after it aside:
+ * `_ends_sentence_mark`).
+ */
+static int in_sorted(const Py_ssize_t *values, Py_ssize_t n, Py_ssize_t x) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (values[mid] < x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && values[lo] == x;
+}
+
+static PyObject *sentence_line_breaks(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text, *breaks, *starts_l, *marks, *closers;
+    if (!PyArg_ParseTuple(args, "UO!O!UU", &text, &PyList_Type, &breaks, &PyList_Type, &starts_l, &marks,
+                          &closers)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), count = PyList_GET_SIZE(starts_l);
+    Py_ssize_t marks_n = PyUnicode_GET_LENGTH(marks), closers_n = PyUnicode_GET_LENGTH(closers);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t *starts = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(count + 1));
+    if (starts == NULL) return PyErr_NoMemory();
+    PyObject *out = NULL;
+    if (ssize_array(starts_l, count, starts) < 0) goto done;
+    out = PyList_New(0);
+    if (out == NULL) goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(breaks); i++) {
+        PyObject *item = PyList_GET_ITEM(breaks, i);
+        Py_ssize_t brk = PyNumber_AsSsize_t(item, PyExc_OverflowError);
+        if (brk == -1 && PyErr_Occurred()) goto fail;
+        if (brk < 0 || brk > n) {
+            PyErr_SetString(PyExc_ValueError, "sentence_line_breaks: a break outside the text");
+            goto fail;
+        }
+        Py_ssize_t ink = brk;
+        while (ink < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, ink))) ink++;
+        int keep = in_sorted(starts, count, ink);
+        if (!keep) {
+            Py_ssize_t k = brk;
+            while (k > 0) {
+                Py_UCS4 c = PyUnicode_READ(kind, data, k - 1);
+                if (c != ' ' && c != '\t' && c != 0x3000 && c != '\r') break;
+                k--;
+            }
+            while (k > 0 && PyUnicode_FindChar(closers, PyUnicode_READ(kind, data, k - 1), 0, closers_n, 1) >= 0) k--;
+            keep = k > 0 && PyUnicode_FindChar(marks, PyUnicode_READ(kind, data, k - 1), 0, marks_n, 1) >= 0;
+        }
+        if (keep && PyList_Append(out, item) < 0) goto fail;
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    PyMem_Free(starts);
+    return out;
+}
+
+/*
  * `clause_cuts(text, a, b)`: kireme/boundaries/levels.py `CLAUSE` (its regex `[、;；]|[，,:：](?![0-9０-９])`,
  * cut after each match): after each "、", ";" or "；", and after each "，", ",", ":" or "：" not followed by a
  * digit inside [a, b) — strictly inside (a, b). `word_cuts(text, a, b)`: `WORD` (`[ \t\u3000]+`, cut at
@@ -2086,6 +2151,8 @@ static PyMethodDef methods[] = {
      "make_chunks(cls, text, spans, ids, doc_id, unit, title, headings, metadata, embeds) -> chunks"},
     {"char_packed", char_packed, METH_VARARGS,
      "char_packed(cls, spans, budget) -> cls(start, end, end - start) per span, or None when one is over budget"},
+    {"sentence_line_breaks", sentence_line_breaks, METH_VARARGS,
+     "sentence_line_breaks(text, breaks, starts, marks, closers) -> the breaks that end a sentence"},
     {"optimal_back", optimal_back, METH_VARARGS,
      "optimal_back(total, ends, limits, ranks, cut_cost, hard, target, min_size, mix_cost, min_size_cost) -> "
      "(back, steps)"},

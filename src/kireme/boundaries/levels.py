@@ -70,6 +70,10 @@ class RegexLevel:
 
 # The C scan of `LineLevel` (`kireme._speedups.line_cuts`), or None: the regex then finds the cuts.
 _NATIVE_LINE_CUTS: Callable[[str, int, int], list[int]] | None = native("line_cuts")
+# `SentenceLineLevel`'s filter of the line breaks (`kireme._speedups.sentence_line_breaks`)
+_NATIVE_SENTENCE_LINES: Callable[[str, list[int], list[int], str, str], list[int]] | None = native(
+    "sentence_line_breaks"
+)
 # The C scans of `CLAUSE` and `WORD` (`kireme._speedups.clause_cuts`, `word_cuts`), or None: the regex then.
 _NATIVE_CLAUSE_CUTS: Callable[[str, int, int], list[int]] | None = native("clause_cuts")
 _NATIVE_WORD_CUTS: Callable[[str, int, int], list[int]] | None = native("word_cuts")
@@ -223,7 +227,10 @@ class SentenceLineLevel:
         breaks = LINE.cuts(text, a, b)  # where `LINE` cuts: before each "\r?\n"
         if not breaks:
             return breaks
-        starts = frozenset(sentence_cuts(text, a, min(len(text), b + 1)))
+        found = sentence_cuts(text, a, min(len(text), b + 1))
+        if _NATIVE_SENTENCE_LINES is not None:
+            return _NATIVE_SENTENCE_LINES(text, breaks, sorted(found), _LINE_END_MARK_TEXT, _LINE_END_CLOSER_TEXT)
+        starts = frozenset(found)
         return [brk for brk in breaks if _next_ink(text, brk) in starts or _ends_sentence_mark(text, brk)]
 
 
@@ -238,6 +245,8 @@ def _next_ink(text: str, position: int) -> int:
 
 _LINE_END_MARKS = frozenset(TERMINATORS + FULL_STOPS)
 _LINE_END_CLOSERS = frozenset(CLOSERS)
+_LINE_END_MARK_TEXT = "".join(sorted(_LINE_END_MARKS))  # the same for C
+_LINE_END_CLOSER_TEXT = "".join(sorted(_LINE_END_CLOSERS))
 
 
 def _ends_sentence_mark(text: str, brk: int) -> bool:
