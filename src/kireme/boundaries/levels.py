@@ -229,7 +229,9 @@ class SentenceLineLevel:
             return breaks
         found = sentence_cuts(text, a, min(len(text), b + 1))
         if _NATIVE_SENTENCE_LINES is not None:
-            return _NATIVE_SENTENCE_LINES(text, breaks, sorted(found), _LINE_END_MARK_TEXT, _LINE_END_CLOSER_TEXT)
+            return _NATIVE_SENTENCE_LINES(
+                text, breaks, sorted(found), _LINE_END_MARK_TEXT, _LINE_END_CLOSER_TEXT
+            )
         starts = frozenset(found)
         return [brk for brk in breaks if _next_ink(text, brk) in starts or _ends_sentence_mark(text, brk)]
 
