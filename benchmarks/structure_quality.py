@@ -96,6 +96,9 @@ with only whitespace between them and the start or end of the document do not co
   follows the chunk: an opening tag alone on its line (``<Sandpack>``, ``<Note type="x">``, ``<details>``;
   not self-closing, closing or void) or a container directive (``::: tip``), outside code blocks — the
   tag in one chunk, what it opens in the next.
+* ``close_start``: share of chunks whose first line with text only closes something while non-space text
+  precedes the chunk: a closing tag alone on its line (``</Sandpack>``, ``</details>``) or a bare ``:::``,
+  outside code blocks — what it closes in one chunk, the tag at the start of the next.
 * ``small``: share of chunks under a quarter of N (fragments: a vector few questions find);
   ``small_code``: the same, counting only pieces of a code block longer than N (the ``}`` and ``);`` left
   over when a large block is filled piece by piece).
@@ -434,6 +437,7 @@ SUMMED = (
     "heading_ok",
     "lonely_heading",
     "open_end",
+    "close_start",
     "small",
     "small_code",
     "seconds",
@@ -454,6 +458,7 @@ class Tally:
     heading_ok: int = 0
     lonely_heading: int = 0
     open_end: int = 0
+    close_start: int = 0
     small: int = 0
     small_code: int = 0
     seconds: float = 0.0
@@ -490,6 +495,7 @@ class Tally:
             "heading_metadata": self.has_headings,
             "lonely_heading": self.lonely_heading / n,
             "open_end": self.open_end / n,
+            "close_start": self.close_start / n,
             "small": self.small / n,
             "small_code": self.small_code / n,
             "seconds": self.seconds,
@@ -517,6 +523,10 @@ _OPENING_LINE = re.compile(
     r"|:{3,}[ \t]*[A-Za-z].*)[ \t]*",
     re.I,
 )
+
+
+# A line that only closes something (``close_start``): a closing tag alone on it, or a bare ``:::``.
+_CLOSING_LINE = re.compile(r"[ \t]*(?:</[A-Za-z][\w.:-]*[ \t]*>|:{3,})[ \t]*")
 
 
 def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: int = 0) -> None:
@@ -570,6 +580,15 @@ def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: in
             tally.heading_ok += 1
         elif keep and len(tally.examples.setdefault("heading", [])) < keep:
             tally.examples["heading"].append({"want": want, "got": got, "at": text[first : first + 40]})
+        ink = p.start
+        while ink < p.end and text[ink].isspace():
+            ink += 1
+        if ink < p.end and text[: p.start].strip() and gold.in_code(ink) is None:
+            line_end = text.find("\n", ink, p.end)
+            if _CLOSING_LINE.fullmatch(text, ink, p.end if line_end < 0 else line_end) is not None:
+                tally.close_start += 1
+                if keep and len(tally.examples.setdefault("close_start", [])) < keep:
+                    tally.examples["close_start"].append(text[max(0, p.start - 40) : p.start + 30])
         last = p.end
         while last > p.start and text[last - 1].isspace():
             last -= 1
@@ -696,6 +715,7 @@ HEADER = [
     "heading_ok %",
     "lonely_head %",
     "open_end %",
+    "close_start %",
     "small %",
     "small_code %",
     "s",
@@ -718,6 +738,7 @@ def _cells(r: dict[str, Any]) -> list[str]:
         _pct(r["heading_ok"]) + ("" if r["heading_metadata"] else " †"),
         _pct(r["lonely_heading"]),
         _pct(r["open_end"]),
+        _pct(r.get("close_start", 0.0)),
         _pct(r.get("small", 0.0)),
         _pct(r.get("small_code", 0.0)),
         f"{r['seconds']:.1f}",
