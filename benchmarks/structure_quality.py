@@ -87,7 +87,8 @@ with only whitespace between them and the start or end of the document do not co
   (a block longer than N has to be cut somewhere).
 * ``heading_ok``: share of chunks whose reported heading path equals the gold path every part of the chunk
   shares: the path at its first non-space character (past lines that only open a tag or directive, as
-  ``open_end`` reads them: ``<DeepDive>`` above ``#### Title`` wraps that section), or, for a chunk holding several sections, their
+  ``open_end`` reads them: ``<DeepDive>`` above ``#### Title`` wraps that section; past an HTML comment
+  right above a heading, the heading's original in a translation), or, for a chunk holding several sections, their
   common path (two sibling sections share their parent's). Peers without heading metadata report an empty path, so their figure is the share of
   chunks whose gold path is empty and is marked ``†`` (no heading metadata).
 * ``lonely_head``: share of chunks whose last non-space character lies on a heading line while
@@ -99,6 +100,10 @@ with only whitespace between them and the start or end of the document do not co
 * ``close_start``: share of chunks whose first line with text only closes something while non-space text
   precedes the chunk: a closing tag alone on its line (``</Sandpack>``, ``</details>``) or a bare ``:::``,
   outside code blocks — what it closes in one chunk, the tag at the start of the next.
+* ``comment_end``: share of chunks that end with an HTML comment (``<!-- … -->``, outside code) while
+  non-space text follows the chunk: translated documentation keeps the original of each paragraph or
+  heading in a comment right above its translation (rust-book-ja), so the original in one chunk, its
+  translation in the next.
 * ``small``: share of chunks under a quarter of N (fragments: a vector few questions find);
   ``small_code``: the same, counting only pieces of a code block longer than N (the ``}`` and ``);`` left
   over when a large block is filled piece by piece).
@@ -438,6 +443,7 @@ SUMMED = (
     "lonely_heading",
     "open_end",
     "close_start",
+    "comment_end",
     "small",
     "small_code",
     "seconds",
@@ -459,6 +465,7 @@ class Tally:
     lonely_heading: int = 0
     open_end: int = 0
     close_start: int = 0
+    comment_end: int = 0
     small: int = 0
     small_code: int = 0
     seconds: float = 0.0
@@ -496,6 +503,7 @@ class Tally:
             "lonely_heading": self.lonely_heading / n,
             "open_end": self.open_end / n,
             "close_start": self.close_start / n,
+            "comment_end": self.comment_end / n,
             "small": self.small / n,
             "small_code": self.small_code / n,
             "seconds": self.seconds,
@@ -574,6 +582,13 @@ def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: in
             first = line_end
             while first < p.end and text[first].isspace():
                 first += 1
+        # nor a comment right above a heading (translated documentation keeps the heading's original in it)
+        if text.startswith("<!--", first, p.end) and (close := text.find("-->", first, p.end)) >= 0:
+            after = close + 3
+            while after < p.end and text[after].isspace():
+                after += 1
+            if after < p.end and gold.on_heading(after):
+                first = after
         want = gold.path_of(first, p.end)
         got = norm_path(p.headings) if p.headings is not None else ()
         if got == want:
@@ -595,6 +610,10 @@ def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: in
         if last > p.start and gold.on_heading(last - 1) and text[p.end :].strip():
             tally.lonely_heading += 1
         if last > p.start and text[p.end :].strip() and gold.in_code(last - 1) is None:
+            if text.endswith("-->", p.start, last):
+                opened = text.rfind("<!--", p.start, last)
+                if opened < 0 or text.find("-->", opened, last - 3) < 0:  # one comment up to the end
+                    tally.comment_end += 1
             line = text[text.rfind("\n", 0, last) + 1 : last]
             if _OPENING_LINE.fullmatch(line) is not None:
                 tally.open_end += 1
@@ -716,6 +735,7 @@ HEADER = [
     "lonely_head %",
     "open_end %",
     "close_start %",
+    "comment_end %",
     "small %",
     "small_code %",
     "s",
@@ -739,6 +759,7 @@ def _cells(r: dict[str, Any]) -> list[str]:
         _pct(r["lonely_heading"]),
         _pct(r["open_end"]),
         _pct(r.get("close_start", 0.0)),
+        _pct(r.get("comment_end", 0.0)),
         _pct(r.get("small", 0.0)),
         _pct(r.get("small_code", 0.0)),
         f"{r['seconds']:.1f}",

@@ -1111,3 +1111,81 @@ def test_closing_tag_lines_in_a_row_are_one_run_and_those_in_code_close_nothing(
     assert kept == early == [run]  # the block fits with them: their cuts come before its lines
     kept, early = _closer_spans(outline, lambda a, b: b <= run[0])
     assert kept == early == []  # it fits alone, not with them: not cut for them
+
+
+TRANSLATED_DOC = """\
+# 所有権
+
+<!--
+Ownership is a set of rules that govern how a program manages memory.
+-->
+
+所有権は、プログラムがメモリをどう管理するかを決める規則の集まりです。
+
+<!--
+Some languages have garbage collection that regularly looks for unused memory.
+-->
+
+ガベージコレクションで使われなくなったメモリを定期的に探す言語もあります。
+
+<!--
+## The Stack and the Heap
+-->
+
+## スタックとヒープ
+
+<!--
+Both the stack and the heap are parts of memory available to your code.
+-->
+
+スタックもヒープも、コードが実行時に使えるメモリの一部です。
+"""
+
+
+def test_a_comment_goes_with_the_block_after_it_the_original_with_its_translation() -> None:
+    """Translated documentation keeps each paragraph's original in a comment right above it: a chunk never
+    ends with the original while its translation, which fits with it, is in the next chunk."""
+    body = TRANSLATED_DOC[TRANSLATED_DOC.index("<!--") : TRANSLATED_DOC.index("<!--\n## The Stack")]
+    text = body + body.replace("Ownership", "Borrowing").replace("所有権", "借用")
+    outline = markdown_outline(text)
+    assert len(outline.comments) == 4
+    pairs = []
+    for start, after in outline.comments:
+        end = text.find("\n\n", after)
+        pairs.append((start, len(text.rstrip()) if end < 0 else end))
+    for size in range(90, 260, 9):
+        chunks = chunk(text, max_size=size, context="none")
+        check_invariants(doc(text, "markdown"), chunks, max_size=size, unit="chars")
+        for start, end in pairs:
+            if end - start <= size:  # they fit together: together
+                assert any(c.start <= start and end <= c.end for c in chunks), (size, start)
+
+
+def test_a_comment_above_a_heading_starts_that_section() -> None:
+    outline = markdown_outline(TRANSLATED_DOC)
+    stack = outline.headings[1]
+    assert stack.start == TRANSLATED_DOC.index("<!--\n## The Stack")
+    assert stack.title == "スタックとヒープ" and TRANSLATED_DOC[: stack.end].endswith("## スタックとヒープ")
+    chunks = chunk(TRANSLATED_DOC, max_size=150)
+    (holder,) = [c for c in chunks if "## スタックとヒープ" in c.text]
+    assert holder.text.startswith("<!--\n## The Stack and the Heap\n-->")
+    assert holder.headings == ("所有権", "スタックとヒープ")
+
+
+def test_an_original_and_its_translation_too_large_together_are_cut_between_them() -> None:
+    """When the two do not fit one chunk, the cut falls between them (the blank line), not inside the
+    translation."""
+    a = TRANSLATED_DOC.index("<!--\nSome languages")
+    translation = TRANSLATED_DOC.index("ガベージコレクション")
+    end = TRANSLATED_DOC.index("\n\n", translation)
+    size = max(translation - a, end - translation) + 10  # each fits alone, not both
+    chunks = chunk(TRANSLATED_DOC, max_size=size, context="none")
+    assert any(c.start == translation and c.end >= end for c in chunks)  # the translation whole
+
+
+def test_only_top_level_comments_followed_by_a_block_lead() -> None:
+    text = "本文です。\n\n```html\n<!-- コードの中 -->\n<p>x</p>\n```\n\n<!-- 後ろに何もない -->\n"
+    assert markdown_outline(text).comments == ()
+    text = "<!-- prettier-ignore -->\n| 列 | 値 |\n|---|---|\n| a | 1 |\n"
+    ((start, end),) = markdown_outline(text).comments
+    assert (start, text[end:].startswith("| 列")) == (0, True)

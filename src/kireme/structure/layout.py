@@ -177,10 +177,20 @@ def structure_levels(
             PositionLevel(heading_starts((3,)), "h3", hard=True),
             PositionLevel(heading_starts((4, 5, 6)), "h4-h6", hard=True),
         ]
+    # a comment block goes with the block right after it (the original of a paragraph or heading, kept
+    # in a comment above its translation): no block or list-item cut between the two, only the blank lines
+    # of the paragraph level when they do not fit together
+    commented = {end for _, end in outline.comments}
     if outline.block_starts:
-        levels.append(PositionLevel(_outside_runs(outline.block_starts, runs), "block"))
+        blocks = _outside_runs(outline.block_starts, runs)
+        if commented:
+            blocks = [p for p in blocks if p not in commented]
+        levels.append(PositionLevel(blocks, "block"))
     if outline.item_starts:
-        levels.append(prose(PositionLevel(list(outline.item_starts), "list item")))
+        items = (
+            [p for p in outline.item_starts if p not in commented] if commented else list(outline.item_starts)
+        )
+        levels.append(prose(PositionLevel(items, "list item")))
     by_lines = check_sentence_mode(sentences) == "lines"
     if paragraph_starts is not None:  # hard-wrapped text (PDF): lines are not boundaries
         levels.append(PositionLevel(_outside_runs(paragraph_starts, runs), "paragraph"))

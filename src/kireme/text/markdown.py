@@ -101,6 +101,10 @@ class Outline:
     # included: ``(start, end)``, ``start`` where what they close ends, ``end`` where their last line does
     # (`closer_runs`)
     closers: tuple[tuple[int, int], ...] = ()
+    # HTML comment blocks right above the next block (only blank lines between): ``(start, end)``, ``end``
+    # where that block starts. Translated documentation keeps the original of each heading and paragraph
+    # in a comment right above its translation (`comment_leads`)
+    comments: tuple[tuple[int, int], ...] = ()
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def protected(self) -> list[tuple[int, int]]:
@@ -113,6 +117,11 @@ class Outline:
         """Where the run of opening-tag lines that ends at ``start`` begins; ``start`` when none ends there."""
         i = bisect_left(self.openers, start, key=_RUN_END)
         return self.openers[i][0] if i < len(self.openers) and self.openers[i][1] == start else start
+
+    def commented_from(self, start: int) -> int:
+        """Where the comment block right above the block at ``start`` begins; ``start`` when none is."""
+        i = bisect_left(self.comments, start, key=_RUN_END)
+        return self.comments[i][0] if i < len(self.comments) and self.comments[i][1] == start else start
 
     def closed_to(self, end: int) -> int:
         """Where the run of closing-tag lines that starts at ``end`` ends; ``end`` when none starts there."""
@@ -413,16 +422,16 @@ def _outline(text: str) -> Outline:
 
 
 # Lines that only open something (MDX/JSX components and HTML containers: `<Sandpack>`, `<Note type="x">`,
-# `<details>`; container directives: `::: tip`, `:::note`), with the blank lines after them: what follows
+# `<details>`; container directives: `::: tip`, `:::note`; a comment's `<!--`), with the blank lines after them: what follows
 # is their content, so a chunk should not end with them. Not a self-closing tag (`<Img />`), a closing
 # one, a tag with text after it on the line (`<summary>…</summary>`) or a bare `:::` (which closes).
 _OPENER_RUN = re.compile(
     r"(?:[ \t]*(?:<(?!(?:br|hr|img|input|meta|link|source|wbr)\b)[A-Za-z][\w.:-]*(?:\s[^<>\n]*)?(?<!/)>"
-    r"|:{3,}[ \t]*[A-Za-z][^\n]*)[ \t]*\r?\n(?:[ \t]*\r?\n)*)+",
+    r"|:{3,}[ \t]*[A-Za-z][^\n]*|<!--)[ \t]*\r?\n(?:[ \t]*\r?\n)*)+",
     re.I,
 )
 # where a run may start: a line opening with a tag or three colons (a literal first: searched at C speed)
-_OPENER_HINT = re.compile(r"\n[ \t]*(?:<[A-Za-z]|:::)")
+_OPENER_HINT = re.compile(r"\n[ \t]*(?:<[A-Za-z]|:::|<!--)")
 
 
 def has_opening_lines(text: str) -> bool:
@@ -462,9 +471,10 @@ def opener_runs(
     return runs
 
 
-# A line that only closes something: a closing tag alone on it (`</Sandpack>`, `</details>`) or a bare `:::`
-# (which ends a container directive); from the line feed before it (searched for at C speed)
-_CLOSER_LINE = re.compile(r"\n[ \t]*(?:</[A-Za-z][\w.:-]*[ \t]*>|:{3,})[ \t]*(?=\r?\n|\Z)")
+# A line that only closes something: a closing tag alone on it (`</Sandpack>`, `</details>`), a bare `:::`
+# (which ends a container directive) or a comment's `-->`; from the line feed before it (searched for at C
+# speed)
+_CLOSER_LINE = re.compile(r"\n[ \t]*(?:</[A-Za-z][\w.:-]*[ \t]*>|:{3,}|-->)[ \t]*(?=\r?\n|\Z)")
 
 
 def closer_runs(text: str, outside: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
@@ -472,7 +482,7 @@ def closer_runs(text: str, outside: Sequence[tuple[int, int]] = ()) -> list[tupl
     lines before them: ``start`` where the text they close ends (its last non-space character), ``end``
     where the run's last line ends. ``outside``: sorted spans (code blocks, tables) whose lines close
     nothing."""
-    if "</" not in text and ":::" not in text:
+    if "</" not in text and ":::" not in text and "-->" not in text:
         return []
     runs: list[tuple[int, int]] = []
     pos = 0
@@ -492,13 +502,38 @@ def closer_runs(text: str, outside: Sequence[tuple[int, int]] = ()) -> list[tupl
     return runs
 
 
+def comment_leads(text: str, block_starts: Sequence[int]) -> list[tuple[int, int]]:
+    """``(start, end)`` of each top-level HTML comment block (``<!--`` in column 0, up to the line holding
+    ``-->``) followed by another block with only blank lines between: ``end`` where that block starts."""
+    leads: list[tuple[int, int]] = []
+    for i in range(len(block_starts) - 1):
+        start, after = block_starts[i], block_starts[i + 1]
+        if not text.startswith("<!--", start):
+            continue
+        close = text.find("-->", start + 4, after)
+        if close >= 0 and _ONLY_BLANKS.fullmatch(text, _next_line(text, close), after) is not None:
+            leads.append((start, after))
+    return leads
+
+
+_ONLY_BLANKS = re.compile(r"[ \t\r\n]*")
+
+
 def _with_openers(text: str, outline: Outline) -> Outline:
     """The outline with its runs of opening- and closing-tag lines (`Outline.openers`, `Outline.closers`),
     found once, and each heading starting at the run of opening-tag lines right above it (`<DeepDive>`,
     `::: details` above a `#### ` heading: the tag wraps the section), so that the section, its chunk and
     its heading path start with the tag; a heading's ``end`` and title stay its line's."""
+    if "<!--" in text:
+        comments = tuple(comment_leads(text, outline.block_starts))
+        if comments:  # a heading starts at the comment right above it (its original, in a translation)
+            heads = []
+            for heading in outline.headings:
+                start = _from(comments, heading.start)
+                heads.append(heading if start == heading.start else replace(heading, start=start))
+            outline = replace(outline, comments=comments, headings=tuple(heads))
     opens = has_opening_lines(text)
-    if not opens and "</" not in text and ":::" not in text:
+    if not opens and "</" not in text and ":::" not in text and "-->" not in text:
         return outline
     spans = [(c.start, c.end) for c in outline.code_blocks] + [(t.start, t.end) for t in outline.tables]
     if outline.front_matter_end:
@@ -513,9 +548,15 @@ def _with_openers(text: str, outline: Outline) -> Outline:
     outline = replace(outline, openers=runs)
     heads = []
     for heading in outline.headings:
-        start = outline.opened_from(heading.start)
+        start = outline.commented_from(outline.opened_from(heading.start))
         heads.append(heading if start == heading.start else replace(heading, start=start))
     return replace(outline, headings=tuple(heads))
+
+
+def _from(runs: Sequence[tuple[int, int]], start: int) -> int:
+    """Where the run of ``runs`` (sorted) that ends at ``start`` begins; ``start`` when none ends there."""
+    i = bisect_left(runs, start, key=_RUN_END)
+    return runs[i][0] if i < len(runs) and runs[i][1] == start else start
 
 
 # --- the scanned outline: simple blocks read here, the rest of the text by markdown-it in regions ---------
