@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import unicodedata
 from bisect import bisect_left, bisect_right
 
 import pytest
@@ -13,6 +14,7 @@ from tests.strategies import law_texts
 
 from kireme import Document, make_chunker
 from kireme.boundaries.levels import LINE, SENTENCE_LINE
+from kireme.context import ContextBuilder
 from kireme.document import Region
 from kireme.errors import ConfigError
 from kireme.length import Tokens
@@ -1189,3 +1191,23 @@ def test_only_top_level_comments_followed_by_a_block_lead() -> None:
     text = "<!-- prettier-ignore -->\n| 列 | 値 |\n|---|---|\n| a | 1 |\n"
     ((start, end),) = markdown_outline(text).comments
     assert (start, text[end:].startswith("| 列")) == (0, True)
+
+
+# decomposed marks, Hangul jamo and a four-code-point Greek letter compose into one character each
+_TITLE_CHARS = st.sampled_from(
+    [
+        *("出", "張", "Ｆ", "A", "q", " ", "\u3000", "\t", "e\u0301"),
+        *("\u1100\u1161\u11a8", "\u03b1\u0313\u0300\u0345", "\u00a8", "ß", "ﬁ", "㍻", "\u2003"),
+    ]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(title=st.lists(_TITLE_CHARS, min_size=1, max_size=8).map("".join), pad=st.integers(0, 6))
+def test_the_length_test_never_rejects_a_line_that_says_the_title(title: str, pad: int) -> None:
+    """`_may_say_title` spares normalising long first lines; a line `_key`-equal to the title always passes,
+    however it is written (decomposed marks, jamo, full-width letters, runs of spaces)."""
+    builder = ContextBuilder("title", title, None, len, 100)
+    written = " " * pad + unicodedata.normalize("NFD", title).upper().replace(" ", "   ") + "\u3000" * pad
+    for line in (written, title, unicodedata.normalize("NFKC", title)):
+        assert builder._may_say_title(line) or not builder._is_title(line)

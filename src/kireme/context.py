@@ -80,6 +80,13 @@ class ContextBuilder:
             known = self._sizes[prefix] = self.size(prefix)
         return known
 
+    def _may_say_title(self, line: str) -> bool:
+        """Whether ``line`` is short enough to say the title (`_key` equal): its whitespace runs aside, each
+        character of the title's key comes from at most four of the line's (a canonical composition
+        joins at most four characters into one). Spares normalising a long first line."""
+        limit = 4 * len(self._title_key) + 4
+        return len(line) <= limit or len(" ".join(line.split())) <= limit
+
     def _is_title(self, name: str) -> bool:
         """Whether ``name`` says the title (`_key` equal), remembered per name."""
         key = self._keys.get(name)
@@ -204,7 +211,7 @@ class ContextBuilder:
             line = self.text[key[0] : key[1]].strip()
             if "#" in line:
                 line = _ATX_MARKS.sub("", line)
-            known = self._opens[key] = bool(line) and self._is_title(line)
+            known = self._opens[key] = bool(line) and self._may_say_title(line) and self._is_title(line)
         return known
 
     def largest(self, start: int | None = None) -> int:

@@ -178,9 +178,9 @@ def structure_levels(
             PositionLevel(heading_starts((4, 5, 6)), "h4-h6", hard=True),
         ]
     # a comment block goes with the block right after it (the original of a paragraph or heading, kept
-    # in a comment above its translation): no block or list-item cut between the two, only the blank lines
-    # of the paragraph level when they do not fit together
-    commented = {end for _, end in outline.comments}
+    # in a comment above its translation): no block or list-item cut between the two while they fit a
+    # chunk together (when they do not, the cut between them stays a block cut)
+    commented = _commented(text, outline, fits)
     if outline.block_starts:
         blocks = _outside_runs(outline.block_starts, runs)
         if commented:
@@ -221,6 +221,23 @@ def structure_levels(
     if protected:  # a single row or code line larger than the limit
         levels += [SENTENCE, CLAUSE, WORD, SCRIPT] if paragraph_starts is None else tail
     return levels
+
+
+def _commented(text: str, outline: Outline, fits: Callable[[int, int], bool] | None) -> set[int]:
+    """The starts of the blocks right after a comment block (`Outline.comments`) that fit one chunk with
+    it (``fits``; without it, every one)."""
+    if not outline.comments:
+        return set()
+    starts = outline.block_starts
+    out: set[int] = set()
+    for start, after in outline.comments:
+        i = bisect_right(starts, after)
+        end = starts[i] if i < len(starts) else len(text)
+        while end > after and text[end - 1].isspace():  # where the block's text ends
+            end -= 1
+        if fits is None or fits(start, end):
+            out.add(after)
+    return out
 
 
 def _outside_runs(positions: Sequence[int], runs: list[tuple[int, int]]) -> list[int]:
