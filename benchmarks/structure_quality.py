@@ -582,13 +582,14 @@ def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: in
             first = line_end
             while first < p.end and text[first].isspace():
                 first += 1
-        # nor a comment right above a heading (translated documentation keeps the heading's original in it)
-        if text.startswith("<!--", first, p.end) and (close := text.find("-->", first, p.end)) >= 0:
+        # nor comments right above a heading (translated documentation keeps the heading's original in one)
+        after = first
+        while text.startswith("<!--", after, p.end) and (close := text.find("-->", after, p.end)) >= 0:
             after = close + 3
             while after < p.end and text[after].isspace():
                 after += 1
-            if after < p.end and gold.on_heading(after):
-                first = after
+        if after > first and after < p.end and gold.on_heading(after):
+            first = after
         want = gold.path_of(first, p.end)
         got = norm_path(p.headings) if p.headings is not None else ()
         if got == want:
