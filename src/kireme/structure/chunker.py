@@ -234,7 +234,8 @@ class StructureChunker(Chunker):
     ) -> list[PackedSpan]:
         """``span`` of the document packed within ``budget`` (a section's, less what goes in front of
         its pieces); one piece may still hold up to ``max_size`` when it cannot be cut smaller.
-        ``cut_memo``: `kireme.pack.pack`'s, one per document."""
+        ``cut_memo``: `kireme.pack.pack`'s, one per document. ``packing``: another packing than the
+        chunker's own (``"optimal"`` for a code block cut into even pieces, aiming at chunks of ``budget``)."""
         return pack(
             doc.text,
             levels,

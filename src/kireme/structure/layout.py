@@ -7,7 +7,9 @@ those, so a table or a code block that fits is never cut; clauses and words foll
 row or code line only when that single row or line is larger than the limit. With ``sentences="lines"``
 every line break comes before the sentences, as for text with one sentence a line. Lines that only open
 something (`<Sandpack>`, `::: tip`) stay with what follows them and lines that only close something
-(`</Sandpack>`, `:::`) with what precedes them, at every level before the table rows and code lines.
+(`</Sandpack>`, `:::`) with what precedes them, at every level before the table rows and code lines;
+an HTML comment goes with the block after it while the two fit a chunk (the original of a translated
+paragraph or heading).
 """
 
 from __future__ import annotations
@@ -241,7 +243,7 @@ def _commented(text: str, outline: Outline, fits: Callable[[int, int], bool] | N
 
 
 def _outside_runs(positions: Sequence[int], runs: list[tuple[int, int]]) -> list[int]:
-    """``positions`` (sorted) but those inside a run of opening-tag lines (``start < p <= end``)."""
+    """``positions`` (sorted) but those inside a run of opening- or closing-tag lines (``start < p <= end``)."""
     return _drop_inside(list(positions), [start for start, _ in runs], [end + 1 for _, end in runs])
 
 

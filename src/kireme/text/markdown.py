@@ -115,13 +115,11 @@ class Outline:
 
     def opened_from(self, start: int) -> int:
         """Where the run of opening-tag lines that ends at ``start`` begins; ``start`` when none ends there."""
-        i = bisect_left(self.openers, start, key=_RUN_END)
-        return self.openers[i][0] if i < len(self.openers) and self.openers[i][1] == start else start
+        return _from(self.openers, start)
 
     def commented_from(self, start: int) -> int:
         """Where the comment block right above the block at ``start`` begins; ``start`` when none is."""
-        i = bisect_left(self.comments, start, key=_RUN_END)
-        return self.comments[i][0] if i < len(self.comments) and self.comments[i][1] == start else start
+        return _from(self.comments, start)
 
     def closed_to(self, end: int) -> int:
         """Where the run of closing-tag lines that starts at ``end`` ends; ``end`` when none starts there."""
@@ -131,6 +129,12 @@ class Outline:
 
 _RUN_START = itemgetter(0)
 _RUN_END = itemgetter(1)
+
+
+def _from(runs: Sequence[tuple[int, int]], start: int) -> int:
+    """Where the run of ``runs`` (sorted) that ends at ``start`` begins; ``start`` when none ends there."""
+    i = bisect_left(runs, start, key=_RUN_END)
+    return runs[i][0] if i < len(runs) and runs[i][1] == start else start
 
 
 _NEWLINE = re.compile("\n")
@@ -422,8 +426,8 @@ def _outline(text: str) -> Outline:
 
 
 # Lines that only open something (MDX/JSX components and HTML containers: `<Sandpack>`, `<Note type="x">`,
-# `<details>`; container directives: `::: tip`, `:::note`; a comment's `<!--`), with the blank lines after them: what follows
-# is their content, so a chunk should not end with them. Not a self-closing tag (`<Img />`), a closing
+# `<details>`; container directives: `::: tip`, `:::note`; a comment's `<!--`), with the blank lines after
+# them: what follows is their content, so a chunk should not end with them. Not a self-closing tag (`<Img />`), a closing
 # one, a tag with text after it on the line (`<summary>…</summary>`) or a bare `:::` (which closes).
 _OPENER_RUN = re.compile(
     r"(?:[ \t]*(?:<(?!(?:br|hr|img|input|meta|link|source|wbr)\b)[A-Za-z][\w.:-]*(?:\s[^<>\n]*)?(?<!/)>"
@@ -502,6 +506,9 @@ def closer_runs(text: str, outside: Sequence[tuple[int, int]] = ()) -> list[tupl
     return runs
 
 
+_ONLY_BLANKS = re.compile(r"[ \t\r\n]*")
+
+
 def comment_leads(text: str, block_starts: Sequence[int]) -> list[tuple[int, int]]:
     """``(start, end)`` of each top-level HTML comment block (``<!--`` in column 0, up to the line holding
     ``-->``) followed by another block with only blank lines between: ``end`` where that block starts."""
@@ -516,14 +523,13 @@ def comment_leads(text: str, block_starts: Sequence[int]) -> list[tuple[int, int
     return leads
 
 
-_ONLY_BLANKS = re.compile(r"[ \t\r\n]*")
-
-
 def _with_openers(text: str, outline: Outline) -> Outline:
-    """The outline with its runs of opening- and closing-tag lines (`Outline.openers`, `Outline.closers`),
-    found once, and each heading starting at the run of opening-tag lines right above it (`<DeepDive>`,
-    `::: details` above a `#### ` heading: the tag wraps the section), so that the section, its chunk and
-    its heading path start with the tag; a heading's ``end`` and title stay its line's."""
+    """The outline with its runs of opening- and closing-tag lines and its comment blocks right above a
+    block (`Outline.openers`, `Outline.closers`, `Outline.comments`), found once, and each heading starting
+    at the opening-tag lines or the comment right above it (`<DeepDive>`, `::: details` above a `#### `
+    heading: the tag wraps the section; `<!-- ## The Stack -->` above `## スタック`: the heading's
+    original), so that the section, its chunk and its heading path start there; a heading's ``end`` and
+    title stay its line's."""
     if "<!--" in text:
         comments = tuple(comment_leads(text, outline.block_starts))
         if comments:  # a heading starts at the comment right above it (its original, in a translation)
@@ -551,12 +557,6 @@ def _with_openers(text: str, outline: Outline) -> Outline:
         start = outline.commented_from(outline.opened_from(heading.start))
         heads.append(heading if start == heading.start else replace(heading, start=start))
     return replace(outline, headings=tuple(heads))
-
-
-def _from(runs: Sequence[tuple[int, int]], start: int) -> int:
-    """Where the run of ``runs`` (sorted) that ends at ``start`` begins; ``start`` when none ends there."""
-    i = bisect_left(runs, start, key=_RUN_END)
-    return runs[i][0] if i < len(runs) and runs[i][1] == start else start
 
 
 # --- the scanned outline: simple blocks read here, the rest of the text by markdown-it in regions ---------
