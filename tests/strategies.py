@@ -94,6 +94,10 @@ _MARKDOWN_ATOMS = [
     "</Sandpack>\n",
     "::: tip 注意\n",
     ":::\n",
+    "<!--\nThe original paragraph, kept above its translation.\n-->\n\n",  # a translation's original
+    "<!--\n## Original heading\n-->\n",
+    "<!--\r\n",  # a comment left open, a stray closer
+    "-->\n",
 ]
 markdown_texts = st.lists(
     st.one_of(st.sampled_from(_MARKDOWN_ATOMS), atoms, atoms, long_runs), max_size=40
