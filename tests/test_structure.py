@@ -949,6 +949,7 @@ def test_a_code_block_too_large_for_a_chunk_takes_its_tag_into_its_first_piece()
         ("<br>", False),  # a void element
         (":::", False),  # a bare fence closes
         ("<!-- メモ -->", False),
+        ("<!--", True),  # a comment opened on a line of its own
         ("a < b > c", False),
     ],
 )
@@ -1086,6 +1087,7 @@ def test_a_code_block_that_fits_alone_is_not_cut_to_keep_its_closing_tag_with_it
         ("</details>", True),
         (":::", True),
         ("::::", True),
+        ("-->", True),  # a comment closed on a line of its own
         ("::: tip", False),  # opens
         ("<Sandpack>", False),
         ("</summary>と続く", False),  # text after the tag
