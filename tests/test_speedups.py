@@ -187,6 +187,7 @@ SWITCHES = [
     (pack, "_NATIVE_PACKED", native.char_packed, None),
     (pack, "_NATIVE_BACK", native.optimal_back, None),
     (levels, "_NATIVE_SENTENCE_LINES", native.sentence_line_breaks, None),
+    (layout, "_NATIVE_DROP", native.drop_inside, None),
     (levels, "_NATIVE_CLAUSE_CUTS", native.clause_cuts, None),
     (levels, "_NATIVE_WORD_CUTS", native.word_cuts, None),
     (markdown, "line_starts", native.line_starts, markdown._line_starts_python),
@@ -1028,3 +1029,24 @@ def test_the_line_breaks_that_end_a_sentence_are_the_same_in_c(text: str, data: 
         expected = SENTENCE_LINE.cuts(text, a, b)
     with scanner(c=True):
         assert SENTENCE_LINE.cuts(text, a, b) == expected
+
+
+@st.composite
+def _cuts_and_spans(draw: st.DrawFn) -> tuple[list[int], tuple[int, ...], tuple[int, ...]]:
+    """Sorted cuts and protected spans as `structure_levels` makes them: sorted by start, some nested or
+    overlapping (a code block inside a table cell, a run of tag lines touching a code block)."""
+    cuts = sorted(set(draw(st.lists(st.integers(0, 200), max_size=40))))
+    spans = sorted(
+        (a, a + length)
+        for a, length in draw(st.lists(st.tuples(st.integers(0, 200), st.integers(0, 60)), max_size=12))
+    )
+    return cuts, tuple(a for a, _ in spans), tuple(b for _, b in spans)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_cuts_and_spans())
+def test_cuts_dropped_inside_protected_spans_in_c_are_the_python_ones(case: tuple) -> None:
+    cuts, starts, ends = case
+    expected = layout._drop_inside_python(list(cuts), starts, ends)
+    assert native.drop_inside(list(cuts), starts, ends) == expected
+    assert native.drop_inside(list(cuts), list(starts), list(ends)) == expected

@@ -917,6 +917,89 @@ static PyObject *merge_run(PyObject *self, PyObject *args) {
 }
 
 /* ---------------------------------------------------------------------------------------------------------
+ * `drop_inside(cuts, starts, ends)`: kireme/structure/layout.py `_drop_inside`, the same answers: `cuts`
+ * (sorted) without those inside a protected span (`starts[i] < cut < ends[i]`, a span read up to one after the
+ * next one's start), only the spans among the cuts visited (bisection on the sequences as they are). `cuts`
+ * itself when none is dropped.
+ */
+static int seq_at(PyObject *seq, Py_ssize_t k, Py_ssize_t *out) {
+    Py_ssize_t x = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(seq, k), PyExc_OverflowError);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    *out = x;
+    return 0;
+}
+
+/* the first index in [lo, hi) whose value is > x (`right`) or >= x (not `right`) */
+static int bisect_seq(PyObject *seq, Py_ssize_t x, Py_ssize_t lo, Py_ssize_t hi, int right, Py_ssize_t *out) {
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2, value;
+        if (seq_at(seq, mid, &value) < 0) return -1;
+        if (right ? x < value : x <= value) hi = mid;
+        else lo = mid + 1;
+    }
+    *out = lo;
+    return 0;
+}
+
+static PyObject *drop_inside(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *cuts, *starts_in, *ends_in;
+    if (!PyArg_ParseTuple(args, "O!OO", &PyList_Type, &cuts, &starts_in, &ends_in)) return NULL;
+    PyObject *starts = PySequence_Fast(starts_in, "drop_inside: starts must be a sequence");
+    if (starts == NULL) return NULL;
+    PyObject *ends = PySequence_Fast(ends_in, "drop_inside: ends must be a sequence");
+    if (ends == NULL) {
+        Py_DECREF(starts);
+        return NULL;
+    }
+    PyObject *out = NULL, *result = NULL;
+    Py_ssize_t n = PyList_GET_SIZE(cuts), m = PySequence_Fast_GET_SIZE(starts);
+    if (PySequence_Fast_GET_SIZE(ends) != m) {
+        PyErr_SetString(PyExc_ValueError, "drop_inside: starts and ends of different lengths");
+        goto done;
+    }
+    if (m == 0 || n == 0) {
+        result = Py_NewRef(cuts);
+        goto done;
+    }
+    Py_ssize_t first_cut, last_cut, first, last, kept = 0;
+    if (seq_at(cuts, 0, &first_cut) < 0 || seq_at(cuts, n - 1, &last_cut) < 0) goto done;
+    if (bisect_seq(starts, first_cut, 0, m, 0, &first) < 0 || bisect_seq(starts, last_cut, 0, m, 0, &last) < 0)
+        goto done;
+    first = first > 0 ? first - 1 : 0;
+    for (Py_ssize_t i = first; i < last; i++) {
+        Py_ssize_t start, stop, lo, hi;
+        if (seq_at(starts, i, &start) < 0 || seq_at(ends, i, &stop) < 0) goto done;
+        if (i + 1 < m) {
+            Py_ssize_t next;
+            if (seq_at(starts, i + 1, &next) < 0) goto done;
+            if (next + 1 < stop) stop = next + 1;
+        }
+        if (bisect_seq(cuts, start, kept, n, 1, &lo) < 0 || bisect_seq(cuts, stop, lo, n, 0, &hi) < 0) goto done;
+        if (lo < hi) {
+            if (out == NULL && (out = PyList_New(0)) == NULL) goto done;
+            for (Py_ssize_t k = kept; k < lo; k++) {
+                if (PyList_Append(out, PyList_GET_ITEM(cuts, k)) < 0) goto done;
+            }
+            kept = hi;
+        }
+    }
+    if (!kept) {
+        result = Py_NewRef(cuts);
+        goto done;
+    }
+    for (Py_ssize_t k = kept; k < n; k++) {
+        if (PyList_Append(out, PyList_GET_ITEM(cuts, k)) < 0) goto done;
+    }
+    result = Py_NewRef(out);
+done:
+    Py_XDECREF(out);
+    Py_DECREF(starts);
+    Py_DECREF(ends);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------------------------
  * `optimal_back(total, ends, limits, ranks, cut_cost, hard, target, min_size, mix_cost, min_size_cost)`:
  * kireme/pack.py `_dp_back`, the dynamic programme of the optimal packer, with the same arithmetic in the same
  * order (so the same costs to the last bit): for each reachable candidate i the chunks (i, k) it may end at.
@@ -2153,6 +2236,7 @@ static PyMethodDef methods[] = {
      "char_packed(cls, spans, budget) -> cls(start, end, end - start) per span, or None when one is over budget"},
     {"sentence_line_breaks", sentence_line_breaks, METH_VARARGS,
      "sentence_line_breaks(text, breaks, starts, marks, closers) -> the breaks that end a sentence"},
+    {"drop_inside", drop_inside, METH_VARARGS, "drop_inside(cuts, starts, ends) -> cuts outside the spans"},
     {"optimal_back", optimal_back, METH_VARARGS,
      "optimal_back(total, ends, limits, ranks, cut_cost, hard, target, min_size, mix_cost, min_size_cost) -> "
      "(back, steps)"},

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from operator import methodcaller
 from typing import overload
 
+from kireme._native import native
 from kireme.boundaries.levels import (
     CLAUSE,
     LINE,
@@ -38,6 +39,9 @@ from kireme.text.csvtable import csv_outline
 from kireme.text.headings import HeadingEnds
 from kireme.text.markdown import MARKDOWN_FORMATS, Outline, line_starts, markdown_outline
 from kireme.text.sentences import check_sentence_mode
+
+# `_drop_inside` in C (`kireme._speedups.drop_inside`), asked by every prose level of every split span
+_NATIVE_DROP: Callable[[list[int], Sequence[int], Sequence[int]], list[int]] | None = native("drop_inside")
 
 # The outline of every plain-text document (frozen: one shared instance, not one made per document)
 _NO_OUTLINE = Outline()
@@ -68,7 +72,15 @@ class Outside:
 
 def _drop_inside(cuts: list[int], starts: Sequence[int], ends: Sequence[int]) -> list[int]:
     """``cuts`` (sorted) but those inside a span (``starts[i] < cut < ends[i]``, a span ending no later
-    than one after the next one's start: nested spans are read as the outer one up to there)."""
+    than one after the next one's start: nested spans are read as the outer one up to there); in C where
+    kireme's extension is built (`kireme._speedups.drop_inside`, the same answers)."""
+    if _NATIVE_DROP is not None:
+        return _NATIVE_DROP(cuts, starts, ends)
+    return _drop_inside_python(cuts, starts, ends)
+
+
+def _drop_inside_python(cuts: list[int], starts: Sequence[int], ends: Sequence[int]) -> list[int]:
+    """`_drop_inside` in Python: the reference, and the answer without the extension."""
     if not starts or not cuts:
         return cuts
     # a cut is dropped when it lies inside the last protected span that starts before it: span i
