@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -321,6 +321,10 @@ def test_scanned_outline_is_the_parsers(text: str) -> None:
 
 @settings(max_examples=2000, deadline=None)
 @given(_texts())
+# a line a block could start with, holding a "|", above a delimiter row: markdown-it reads a table first
+@example("# | c |\n-|--|\n")
+@example("```| a\n-|-\n")
+@example("<!-- | -->\n-|-\n")
 def test_scanned_outline_of_any_lines_is_the_parsers(text: str) -> None:
     fm_end, fm_title = front_matter(text)
     scanned = _scanned_outline(text, fm_end, fm_title)

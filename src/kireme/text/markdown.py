@@ -670,6 +670,8 @@ def _scanned_block(found: _Found, pos: int, env: dict[str, Any]) -> int | None:
     (above) and return the offset after it; ``None``: the parser reads it."""
     text = found.text
     char = text[pos]
+    if char in "#`~<" and _may_open_table(text, pos):
+        return None  # markdown-it tries a table first: `# | a |` over `-|-` is a table's header
     if char == "#" and (atx := _ATX.match(text, pos)) is not None:
         return _scanned_heading(found, pos, atx.end(), env)
     if char in "`~" and (fence := _fence_opened(text, pos)) is not None:
@@ -695,6 +697,16 @@ def _scanned_block(found: _Found, pos: int, env: dict[str, Any]) -> int | None:
         return None
     found.blocks.append(pos)
     return end
+
+
+# A line that may be a table's delimiter row (a superset: the parser decides)
+_DELIMITER_ROW = re.compile(r"[ \t]*[|\-:][|\-: \t]*\r?(?:\n|\Z)")
+
+
+def _may_open_table(text: str, pos: int) -> bool:
+    """Whether the line at ``pos`` holds a ``|`` and the next one may be a table's delimiter row."""
+    end = text.find("\n", pos)
+    return end >= 0 and text.find("|", pos, end) >= 0 and _DELIMITER_ROW.match(text, end + 1) is not None
 
 
 def _is_scanned_start(text: str, pos: int) -> bool:
