@@ -263,63 +263,63 @@ def _opener_spans(
     outline: Outline, fits: Callable[[int, int], bool] | None = None
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """The runs of opening-tag lines (`Outline.openers`) a chunk should not end with, and of those the runs
-    whose cuts still come before a code line or table row.
+    whose cuts still come before a code line or table row (`_wrapping_spans`; the block they wrap is the
+    code block or table right after them: a carved one takes them into its first piece)."""
+    blocks = {c.start: c.end for c in outline.code_blocks}
+    blocks.update((t.start, t.end) for t in outline.tables)
 
-    Left out: runs inside code blocks, and a run before a code block or table that fits a chunk alone
-    and not with the run (the tag ends the chunk before, as any line: the block is not cut for it).
-    Before a block that fits with the run, the run's cuts come after every prose cut and before the
-    block's rows and lines (the block is never cut to keep its tag with it); before a block too large
-    for a chunk, after them (the tag goes with its first piece); before prose, with the clauses and
-    words (the prose's own cuts come first)."""
-    runs = outline.openers
-    if not runs:
-        return [], []
-    blocks = sorted(
-        [(c.start, c.end) for c in outline.code_blocks] + [(t.start, t.end) for t in outline.tables]
-    )
-    block_starts = [start for start, _ in blocks]
-    kept: list[tuple[int, int]] = []
-    early: list[tuple[int, int]] = []
-    for start, end in runs:
-        j = bisect_left(block_starts, end)
-        if j == len(blocks) or block_starts[j] != end:
-            kept.append((start, end))  # prose after it: its own cuts come first anyway
-            continue
-        block_end = blocks[j][1]
-        if fits is not None and not fits(end, block_end):
-            kept.append((start, end))  # the block is cut anyway
-        elif fits is None or fits(start, block_end):
-            kept.append((start, end))
-            early.append((start, end))
-    return kept, early
+    def wrapped(run: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]] | None:
+        start, end = run
+        block_end = blocks.get(end)
+        return None if block_end is None else ((end, block_end), (start, block_end))
+
+    return _wrapping_spans(outline.openers, wrapped, fits)
 
 
 def _closer_spans(
     outline: Outline, fits: Callable[[int, int], bool] | None = None
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """The runs of closing-tag lines (`Outline.closers`) a chunk should not start with, and of those the
-    runs whose cuts still come before a code line or table row, as `_opener_spans` has them for opening
-    tags: after a code block or table that fits with the run, its cuts come after every prose cut and
-    before the block's rows and lines; after a block too large for a chunk, the run goes with its last
-    piece (`_carve`); after prose, its cuts come with the clauses and words. Left out: a run after a
-    block that fits a chunk alone and not with the run (the block is not cut for it)."""
-    runs = outline.closers
-    if not runs:
-        return [], []
-    ends = {c.end: c.start for c in outline.code_blocks}
-    ends.update((t.end, t.start) for t in outline.tables)
+    runs whose cuts still come before a code line or table row (`_wrapping_spans`; the block they wrap is
+    the code block or table right before them: a carved one gives them to its last piece, `_carve`)."""
+    blocks = {c.end: c.start for c in outline.code_blocks}
+    blocks.update((t.end, t.start) for t in outline.tables)
+
+    def wrapped(run: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]] | None:
+        start, end = run
+        block_start = blocks.get(start)
+        return None if block_start is None else ((block_start, start), (block_start, end))
+
+    return _wrapping_spans(outline.closers, wrapped, fits)
+
+
+def _wrapping_spans(
+    runs: Sequence[tuple[int, int]],
+    wrapped: Callable[[tuple[int, int]], tuple[tuple[int, int], tuple[int, int]] | None],
+    fits: Callable[[int, int], bool] | None,
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Of the runs of tag lines around blocks, those no prose cut may fall inside, and of those the ones
+    whose cuts come back after every prose cut and before the block's rows and lines. ``wrapped(run)``: the
+    span of the code block or table the run wraps, alone and with the run (``None``: prose beside it).
+
+    Beside prose the run is kept (its cuts come with the clauses and words, after the prose's own). Beside
+    a block too large for a chunk, kept (the block is cut anyway, and its piece next to the run takes it).
+    Beside a block that fits with the run, kept and early (the block is never cut to keep its tag with
+    it). Left out: a run beside a block that fits a chunk alone and not with the run (the tag goes where
+    any line may). Without ``fits`` every block is taken to fit."""
     kept: list[tuple[int, int]] = []
     early: list[tuple[int, int]] = []
-    for start, end in runs:
-        block_start = ends.get(start)
-        if block_start is None or fits is None:
-            kept.append((start, end))  # prose before it (or every block taken to fit)
+    for run in runs:
+        spans = wrapped(run)
+        if spans is None:
+            kept.append(run)
             continue
-        if not fits(block_start, start):
-            kept.append((start, end))  # the block is cut anyway: its last piece takes the run
-        elif fits(block_start, end):
-            kept.append((start, end))
-            early.append((start, end))
+        alone, whole = spans
+        if fits is not None and not fits(*alone):
+            kept.append(run)
+        elif fits is None or fits(*whole):
+            kept.append(run)
+            early.append(run)
     return kept, early
 
 

@@ -36,7 +36,8 @@ MARKDOWN_FORMATS = frozenset({"markdown", "html", "docx", "ipynb"})
 @dataclass(frozen=True)
 class Heading:
     """A heading block: its span in the text (from the opening-tag lines right above it, `<DeepDive>`,
-    when it has some: they wrap its section), its level (1–6) and its plain title."""
+    which wrap its section, or the comment right above it, its original in a translation), its level
+    (1–6) and its plain title."""
 
     start: int
     end: int
@@ -422,19 +423,21 @@ def _outline(text: str) -> Outline:
             return plain
     scanned = _scanned_outline(text, fm_end, fm_title)
     outline = scanned if scanned is not None else _parsed_outline(text, fm_end, fm_title)
-    return _with_openers(text, outline)
+    return _with_wrappers(text, outline)
 
 
 # Lines that only open something (MDX/JSX components and HTML containers: `<Sandpack>`, `<Note type="x">`,
 # `<details>`; container directives: `::: tip`, `:::note`; a comment's `<!--`), with the blank lines after
-# them: what follows is their content, so a chunk should not end with them. Not a self-closing tag (`<Img />`), a closing
-# one, a tag with text after it on the line (`<summary>…</summary>`) or a bare `:::` (which closes).
+# them: what follows is their content, so a chunk should not end with them. Not a self-closing tag
+# (`<Img />`), a closing one, a tag with text after it on the line (`<summary>…</summary>`) or a bare `:::`
+# (which closes).
 _OPENER_RUN = re.compile(
     r"(?:[ \t]*(?:<(?!(?:br|hr|img|input|meta|link|source|wbr)\b)[A-Za-z][\w.:-]*(?:\s[^<>\n]*)?(?<!/)>"
     r"|:{3,}[ \t]*[A-Za-z][^\n]*|<!--)[ \t]*\r?\n(?:[ \t]*\r?\n)*)+",
     re.I,
 )
-# where a run may start: a line opening with a tag or three colons (a literal first: searched at C speed)
+# where a run may start: a line opening with a tag, three colons or `<!--` (a literal first: searched at C
+# speed)
 _OPENER_HINT = re.compile(r"\n[ \t]*(?:<[A-Za-z]|:::|<!--)")
 
 
@@ -443,15 +446,11 @@ def has_opening_lines(text: str) -> bool:
     return _OPENER_HINT.search(text) is not None or _OPENER_RUN.match(text) is not None
 
 
-def opener_runs(
-    text: str, a: int = 0, b: int | None = None, outside: Sequence[tuple[int, int]] = ()
-) -> list[tuple[int, int]]:
-    """``(start, end)`` of each run of opening-tag lines in ``text[a:b]`` (see `_OPENER_RUN`); ``end`` is
-    where the content they open starts. ``outside``: sorted spans (code blocks) whose lines open nothing."""
-    b = len(text) if b is None else b
+def _between(spans: Sequence[tuple[int, int]], a: int, b: int) -> list[tuple[int, int]]:
+    """The parts of ``[a, b)`` outside ``spans`` (sorted by start; they may nest or overlap)."""
     gaps: list[tuple[int, int]] = []
     pos = a
-    for start, end in outside:  # the text between the spans, within [a, b)
+    for start, end in spans:
         if start > pos:
             gaps.append((pos, min(start, b)))
         pos = max(pos, end)
@@ -459,9 +458,18 @@ def opener_runs(
             break
     if pos < b:
         gaps.append((pos, b))
+    return gaps
+
+
+def opener_runs(
+    text: str, a: int = 0, b: int | None = None, outside: Sequence[tuple[int, int]] = ()
+) -> list[tuple[int, int]]:
+    """``(start, end)`` of each run of opening-tag lines in ``text[a:b]`` (see `_OPENER_RUN`); ``end`` is
+    where the content they open starts. ``outside``: sorted spans (code blocks) whose lines open nothing."""
+    b = len(text) if b is None else b
     runs: list[tuple[int, int]] = []
     finditer, match = _OPENER_HINT.finditer, _OPENER_RUN.match
-    for lo, hi in gaps:
+    for lo, hi in _between(outside, a, b):
         if lo >= hi or (text.find("<", lo, hi) < 0 and text.find(":::", lo, hi) < 0):
             continue
         starts = [lo] if lo == 0 or text[lo - 1] == "\n" else []
@@ -489,10 +497,9 @@ def closer_runs(text: str, outside: Sequence[tuple[int, int]] = ()) -> list[tupl
     if "</" not in text and ":::" not in text and "-->" not in text:
         return []
     runs: list[tuple[int, int]] = []
-    pos = 0
     finditer = _CLOSER_LINE.finditer
-    for lo, hi in [*outside, (len(text) + 1, len(text) + 1)]:  # the text between the spans
-        for line in finditer(text, max(pos - 1, 0), min(lo, len(text))):
+    for lo, hi in _between(outside, 0, len(text)):
+        for line in finditer(text, max(lo - 1, 0), hi):  # from the line feed before the gap's first line
             start = line.start()
             while start > 0 and text[start - 1].isspace():
                 start -= 1
@@ -502,7 +509,6 @@ def closer_runs(text: str, outside: Sequence[tuple[int, int]] = ()) -> list[tupl
                 runs[-1] = (runs[-1][0], line.end())
             else:
                 runs.append((start, line.end()))
-        pos = max(pos, hi)
     return runs
 
 
@@ -523,38 +529,32 @@ def comment_leads(text: str, block_starts: Sequence[int]) -> list[tuple[int, int
     return leads
 
 
-def _with_openers(text: str, outline: Outline) -> Outline:
+def _with_wrappers(text: str, outline: Outline) -> Outline:
     """The outline with its runs of opening- and closing-tag lines and its comment blocks right above a
     block (`Outline.openers`, `Outline.closers`, `Outline.comments`), found once, and each heading starting
     at the opening-tag lines or the comment right above it (`<DeepDive>`, `::: details` above a `#### `
     heading: the tag wraps the section; `<!-- ## The Stack -->` above `## スタック`: the heading's
     original), so that the section, its chunk and its heading path start there; a heading's ``end`` and
     title stay its line's."""
-    if "<!--" in text:
-        comments = tuple(comment_leads(text, outline.block_starts))
-        if comments:  # a heading starts at the comment right above it (its original, in a translation)
-            heads = []
-            for heading in outline.headings:
-                start = _from(comments, heading.start)
-                heads.append(heading if start == heading.start else replace(heading, start=start))
-            outline = replace(outline, comments=comments, headings=tuple(heads))
+    comments = tuple(comment_leads(text, outline.block_starts)) if "<!--" in text else ()
     opens = has_opening_lines(text)
-    if not opens and "</" not in text and ":::" not in text and "-->" not in text:
+    closers: tuple[tuple[int, int], ...] = ()
+    openers: tuple[tuple[int, int], ...] = ()
+    if opens or "</" in text or ":::" in text or "-->" in text:
+        spans = [(c.start, c.end) for c in outline.code_blocks] + [(t.start, t.end) for t in outline.tables]
+        if outline.front_matter_end:
+            spans.append((0, outline.front_matter_end))
+        spans.sort()  # the lines of code blocks and tables open and close nothing
+        closers = tuple(closer_runs(text, outside=spans))
+        openers = tuple(opener_runs(text, outside=spans)) if opens else ()
+    if not (comments or closers or openers):
         return outline
-    spans = [(c.start, c.end) for c in outline.code_blocks] + [(t.start, t.end) for t in outline.tables]
-    if outline.front_matter_end:
-        spans.append((0, outline.front_matter_end))
-    spans.sort()
-    closers = tuple(closer_runs(text, outside=spans))  # the lines of code blocks and tables close nothing
-    if closers:
-        outline = replace(outline, closers=closers)
-    runs = tuple(opener_runs(text, outside=spans)) if opens else ()  # nor open anything
-    if not runs:
+    outline = replace(outline, comments=comments, closers=closers, openers=openers)
+    if not (comments or openers):
         return outline
-    outline = replace(outline, openers=runs)
     heads = []
-    for heading in outline.headings:
-        start = outline.commented_from(outline.opened_from(heading.start))
+    for heading in outline.headings:  # a comment, then tag lines, then a comment above them
+        start = outline.commented_from(outline.opened_from(outline.commented_from(heading.start)))
         heads.append(heading if start == heading.start else replace(heading, start=start))
     return replace(outline, headings=tuple(heads))
 
