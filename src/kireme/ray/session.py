@@ -49,7 +49,8 @@ def require_ray() -> ModuleType:
         import ray.data
     except ImportError:
         raise MissingExtraError("--engine ray (Ray Data)", "ray", "ray[data]") from None
-    return ray
+    module: ModuleType = ray  # a ModuleType also where Ray's own types are not installed (Any)
+    return module
 
 
 def connect(address: str | None = None, *, progress_bars: bool = False) -> str:

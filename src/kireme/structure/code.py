@@ -207,7 +207,9 @@ def require_code_extra() -> None:
 def _language(grammar: str) -> Language:
     from tree_sitter_language_pack import get_language
 
-    return get_language(grammar)  # type: ignore[arg-type]
+    # the ignore is needed only where the language pack's types are read (unused where it is Any)
+    language: Language = get_language(grammar)  # type: ignore[arg-type, unused-ignore]
+    return language
 
 
 class _Offsets:
@@ -367,7 +369,7 @@ class _Reader:
 
     def attached_start(self, node: Node) -> int:
         """Where ``node`` starts with the comments, decorators and attributes directly above it."""
-        start = node.start_byte
+        start: int = node.start_byte
         prev = node.prev_named_sibling
         while (
             prev is not None
@@ -446,9 +448,11 @@ class _Reader:
             if n != node and _is_attached(n):
                 continue
             if n.child_count == 0:
-                return n.start_byte
+                leaf: int = n.start_byte
+                return leaf
             stack.extend(reversed(n.children))
-        return node.start_byte
+        whole: int = node.start_byte
+        return whole
 
     # -------------------------------------------------------------------------- reading
     def sections_in(self, container: Node, depth: int, body: bool = True) -> list[Section]:
