@@ -11,6 +11,8 @@ The rules (also in docs/contributing.md):
 - ``bash``/``sh`` blocks run as one script that must exit 0.
 - A line ``...`` in expected output matches any number of lines; trailing spaces are ignored.
 - ``<!-- skip: REASON -->`` on the line before a block skips it; the reason is required.
+- ``<!-- needs: EXTRA, ... -->`` on the line before a block runs it only where those optional extras are
+  installed (``make test`` leaves some out on a small disk: scripts/install-dev.sh).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -33,6 +36,17 @@ RUN = {"python", "console", "bash", "sh", "shell"}
 SKIP = re.compile(r"^<!--\s*skip:\s*(.*?)\s*-->$")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)(.*)$")
 EXIT = re.compile(r"#\s*exit:\s*(\d+)\s*$")
+NEEDS = re.compile(r"^<!--\s*needs:\s*(.*?)\s*-->$")
+# an optional extra: a module it installs (a block marked ``needs: EXTRA`` runs where that imports)
+EXTRA_MODULES = {
+    "chroma": "chromadb",
+    "code": "tree_sitter_language_pack",
+    "ja": "sudachipy",
+    "milvus": "pymilvus",
+    "qdrant": "qdrant_client",
+    "ray": "ray",
+    "st": "sentence_transformers",
+}
 
 
 @dataclass(frozen=True)
@@ -43,12 +57,14 @@ class Block:
     line: int
     skip: str | None
     output: str | None = None  # the ``text title="Output"`` block that follows a python block
+    needs: tuple[str, ...] = ()  # the optional extras it runs with (``<!-- needs: ... -->``)
 
 
 def parse_blocks(markdown: str) -> list[Block]:
     """The fenced blocks of a page, with the skip marker before each and the output block after it."""
     lines = markdown.splitlines()
-    raw: list[tuple[str, str, str, int, str | None, int]] = []  # lang, info, code, line, skip, end line
+    raw: list[tuple[str, str, str, int, str | None, int, tuple[str, ...]]] = []
+    # lang, info, code, line, skip, end line, extras needed
     i = 0
     while i < len(lines):
         m = FENCE.match(lines[i])
@@ -67,17 +83,21 @@ def parse_blocks(markdown: str) -> list[Block]:
         while k >= 0 and not lines[k].strip():
             k -= 1
         marker = SKIP.match(lines[k].strip()) if k >= 0 else None
-        raw.append((lang, info, "\n".join(body) + "\n", i + 1, marker.group(1) if marker else None, j))
+        needs = NEEDS.match(lines[k].strip()) if k >= 0 else None
+        extras = tuple(e.strip() for e in needs.group(1).split(",") if e.strip()) if needs else ()
+        raw.append(
+            (lang, info, "\n".join(body) + "\n", i + 1, marker.group(1) if marker else None, j, extras)
+        )
         i = j + 1
     blocks: list[Block] = []
-    for n, (lang, info, code, line, skip, end) in enumerate(raw):
+    for n, (lang, info, code, line, skip, end, extras) in enumerate(raw):
         output = None
         if lang == "python" and n + 1 < len(raw):
-            nlang, ninfo, ncode, nline, _, _ = raw[n + 1]
+            nlang, ninfo, ncode, nline, _, _, _ = raw[n + 1]
             between = lines[end + 1 : nline - 1]
             if nlang == "text" and 'title="Output"' in ninfo and not any(s.strip() for s in between):
                 output = ncode
-        blocks.append(Block(lang, info, code, line, skip, output))
+        blocks.append(Block(lang, info, code, line, skip, output, extras))
     return blocks
 
 
@@ -157,6 +177,12 @@ def test_page_code_blocks_run(page: Path, scratch: Path) -> None:
         if block.skip is not None:
             assert block.skip, f"{where}:{block.line}: a skipped block must say why"
             continue
+        unknown = [e for e in block.needs if e not in EXTRA_MODULES]
+        assert not unknown, (
+            f"{where}:{block.line}: needs unknown extras {unknown} (known: {sorted(EXTRA_MODULES)})"
+        )
+        if any(find_spec(EXTRA_MODULES[e]) is None for e in block.needs):
+            continue  # an extra it needs is not installed here
         if block.lang == "python":
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
@@ -212,15 +238,22 @@ $ false  # exit: 1
 ```json
 {"not": "run"}
 ```
+
+<!-- needs: milvus, qdrant -->
+```console
+$ kireme index examples --store milvus
+```
 """
 
 
 def test_parse_blocks_reads_languages_outputs_and_skips() -> None:
     blocks = parse_blocks(PAGE)
-    assert [b.lang for b in blocks] == ["python", "text", "console", "console", "json"]
+    assert [b.lang for b in blocks] == ["python", "text", "console", "console", "json", "console"]
     assert blocks[0].output == "6\n"
     assert blocks[2].skip == "needs a server"
     assert blocks[3].skip is None
+    assert blocks[5].needs == ("milvus", "qdrant") and blocks[5].skip is None
+    assert [b.needs for b in blocks[:5]] == [()] * 5
     assert console_commands(blocks[3].code) == [
         ("echo one && echo two three", "one\n...", 0),
         ("false  # exit: 1", None, 1),
