@@ -12,6 +12,14 @@ Hypothesis profiles (``HYPOTHESIS_PROFILE``): ``ci`` (default, 150 examples), ``
 
     HYPOTHESIS_PROFILE=dev .venv/bin/python -m pytest -m "not slow"
 
+``ci`` draws the same examples on every run (``derandomize``): a gate that fails only for what a change
+did, not for a latent bug a fresh random draw happens to find (a clean CI checkout has no example
+database, so each run drew new ones, and one such draw held back a whole submission). ``dev`` and
+``thorough`` draw new examples each run: run ``thorough`` on the property tests of what you changed
+before it lands, and fix what it finds (add the example with ``@example``)::
+
+    HYPOTHESIS_PROFILE=thorough .venv/bin/python -m pytest -q tests/test_properties.py tests/test_markdown.py
+
 The invariant checker every chunking test shares is ``tests/invariants.py``; the golden snapshots of the
 examples are ``tests/test_golden.py`` (regenerate with ``KIREME_UPDATE_GOLDEN=1``).
 """
@@ -24,6 +32,7 @@ settings.register_profile(
     "ci",
     max_examples=150,
     deadline=None,
+    derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile("dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
