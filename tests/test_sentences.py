@@ -150,3 +150,72 @@ def test_marks_inside_markup_code_and_urls_do_not_end_a_sentence() -> None:
         "Really?",
         "Yes.",
     ]
+
+
+WRAPPED = (
+    "When the program returns, both variables point at the same buffer, and this is a\n"
+    "problem: when the two owners go out of scope, both of them try to release the\n"
+    "same memory. Releasing it twice corrupts the allocator.\n"
+)
+
+
+def test_a_wrapped_english_line_that_starts_like_a_label_goes_on_with_its_sentence() -> None:
+    """A hard wrap that happens to start with a lower-case word and a colon is not a "label: value" line:
+    the line above and the line itself end inside the sentence."""
+    assert sentences(WRAPPED) == [
+        "When the program returns, both variables point at the same buffer, and this is a\n"
+        "problem: when the two owners go out of scope, both of them try to release the\n"
+        "same memory.",
+        "Releasing it twice corrupts the allocator.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # under a short line (a title, a lead-in): a label line of its own
+        ("Configuration\nname: kireme\nversion: 1.0\n", ["Configuration\nname: kireme", "version: 1.0"]),
+        # under another label line, however long
+        (
+            "owner: the team that keeps the index and answers for its uptime and data\n"
+            "contact: the address that reaches whoever is on call this week\nsee the wiki\n",
+            [
+                "owner: the team that keeps the index and answers for its uptime and data",
+                "contact: the address that reaches whoever is on call this week",
+                "see the wiki",
+            ],
+        ),
+        # the line above ends its sentence (a lower-case word after its "." starts none): a label line
+        (
+            "Every setting below can also be given on the command line instead.\n"
+            "default: the value used when nothing is given\nrange: from one to ten\n",
+            [
+                "Every setting below can also be given on the command line instead.\n"
+                "default: the value used when nothing is given",
+                "range: from one to ten",
+            ],
+        ),
+        # Japanese labels keep their rule
+        ("出張の日程と行き先は次のとおりとし、変更があれば連絡する\n日時：三月一日\n場所：大阪\n", None),
+    ],
+)
+def test_label_lines_still_end_their_sentence(text: str, expected: list[str] | None) -> None:
+    got = sentences(text)
+    if expected is None:  # each label line ends a sentence
+        assert got == [
+            "出張の日程と行き先は次のとおりとし、変更があれば連絡する\n日時：三月一日",
+            "場所：大阪",
+        ]
+    else:
+        assert got == expected
+
+
+def test_a_label_like_wrap_followed_by_an_item_still_ends_before_the_item() -> None:
+    text = (
+        "The configuration file is read once when the server starts, so every change\n"
+        "needs: a restart of the server, or a reload signal sent to its process\n"
+        "- restart with the service manager\n"
+    )
+    got = sentences(text)
+    assert got[-1] == "- restart with the service manager"
+    assert got[0].endswith("sent to its process") and got[0].startswith("The configuration")
