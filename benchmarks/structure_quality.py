@@ -104,6 +104,10 @@ with only whitespace between them and the start or end of the document do not co
   non-space text follows the chunk: translated documentation keeps the original of each paragraph or
   heading in a comment right above its translation (rust-book-ja), so the original in one chunk, its
   translation in the next.
+* ``lead_end``: share of chunks whose last line with text introduces what follows — it ends with a colon
+  (``:`` or ``：``: ``次のようになります：``, ``as follows:``) and is not a heading, table row or tag
+  line, outside code — while non-space text follows the chunk: the lead-in in one chunk, the list, code
+  or table it introduces in the next.
 * ``small``: share of chunks under a quarter of N (fragments: a vector few questions find);
   ``small_code``: the same, counting only pieces of a code block longer than N (the ``}`` and ``);`` left
   over when a large block is filled piece by piece).
@@ -444,6 +448,7 @@ SUMMED = (
     "open_end",
     "close_start",
     "comment_end",
+    "lead_end",
     "small",
     "small_code",
     "seconds",
@@ -466,6 +471,7 @@ class Tally:
     open_end: int = 0
     close_start: int = 0
     comment_end: int = 0
+    lead_end: int = 0
     small: int = 0
     small_code: int = 0
     seconds: float = 0.0
@@ -504,6 +510,7 @@ class Tally:
             "open_end": self.open_end / n,
             "close_start": self.close_start / n,
             "comment_end": self.comment_end / n,
+            "lead_end": self.lead_end / n,
             "small": self.small / n,
             "small_code": self.small_code / n,
             "seconds": self.seconds,
@@ -535,6 +542,13 @@ _OPENING_LINE = re.compile(
 
 # A line that only closes something (``close_start``): a closing tag alone on it, or a bare ``:::``.
 _CLOSING_LINE = re.compile(r"[ \t]*(?:</[A-Za-z][\w.:-]*[ \t]*>|:{3,})[ \t]*")
+
+
+def _is_lead_in(line: str) -> bool:
+    """Whether a chunk's last line introduces what follows (``lead_end``): it ends with a colon and is not a
+    table row, tag, list-item marker alone or heading line (the caller rules out headings by the gold)."""
+    line = line.strip()
+    return line.endswith((":", "：")) and not line.startswith(("|", "<", "#", ":::")) and len(line) > 1
 
 
 def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: int = 0) -> None:
@@ -616,6 +630,12 @@ def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: in
                 if opened < 0 or text.find("-->", opened, last - 3) < 0:  # one comment up to the end
                     tally.comment_end += 1
             line = text[text.rfind("\n", 0, last) + 1 : last]
+            if _is_lead_in(line) and not gold.on_heading(last - 1):
+                tally.lead_end += 1
+                if keep and len(tally.examples.setdefault("lead_end", [])) < keep:
+                    tally.examples["lead_end"].append(
+                        text[max(p.start, last - 60) : last] + "‖" + text[p.end : p.end + 30]
+                    )
             if _OPENING_LINE.fullmatch(line) is not None:
                 tally.open_end += 1
                 if keep and len(tally.examples.setdefault("open_end", [])) < keep:
@@ -737,6 +757,7 @@ HEADER = [
     "open_end %",
     "close_start %",
     "comment_end %",
+    "lead_end %",
     "small %",
     "small_code %",
     "s",
@@ -761,6 +782,7 @@ def _cells(r: dict[str, Any]) -> list[str]:
         _pct(r["open_end"]),
         _pct(r.get("close_start", 0.0)),
         _pct(r.get("comment_end", 0.0)),
+        _pct(r.get("lead_end", 0.0)),
         _pct(r.get("small", 0.0)),
         _pct(r.get("small_code", 0.0)),
         f"{r['seconds']:.1f}",

@@ -98,6 +98,8 @@ _MARKDOWN_ATOMS = [
     "<!--\n## Original heading\n-->\n",
     "<!--\r\n",  # a comment left open, a stray closer
     "-->\n",
+    "申請書には次の項目を記入します：\n\n",  # lead-ins: a paragraph ending with a colon, then a block
+    "The output looks as follows:\r\n\r\n",
 ]
 markdown_texts = st.lists(
     st.one_of(st.sampled_from(_MARKDOWN_ATOMS), atoms, atoms, long_runs), max_size=40

@@ -18,7 +18,7 @@ from kireme.context import ContextBuilder
 from kireme.document import Region
 from kireme.errors import ConfigError
 from kireme.length import Tokens
-from kireme.structure.layout import _closer_spans, _opener_spans, code_line_cuts
+from kireme.structure.layout import _closer_spans, _opener_spans, code_line_cuts, lead_ins
 from kireme.structure.tables import TableMode, fill_down_columns
 from kireme.text.csvtable import csv_outline, record_spans
 from kireme.text.markdown import (
@@ -1213,3 +1213,83 @@ def test_the_length_test_never_rejects_a_line_that_says_the_title(title: str, pa
     written = " " * pad + unicodedata.normalize("NFD", title).upper().replace(" ", "   ") + "\u3000" * pad
     for line in (written, title, unicodedata.normalize("NFKC", title)):
         assert builder._may_say_title(line) or not builder._is_title(line)
+
+
+LEAD_IN_DOC = """# 申請の手順
+
+出張の申請は、出発の五営業日前までに行います。申請書は総務課の共有フォルダにあります。
+
+申請書には次の項目を記入します：
+
+- 出張の目的と行き先
+- 出発日と帰着日
+- 交通手段と概算の費用
+
+設定ファイルの例は次のとおりです：
+
+<Sandpack>
+
+```yaml
+申請者: 山田
+行き先: 大阪
+日数: 2
+```
+
+</Sandpack>
+
+精算は帰着後一週間以内に行います。
+"""
+
+
+def _lead_in_pairs(text: str) -> list[tuple[int, int]]:
+    """(start of each lead-in line's paragraph, end of what it introduces) in LEAD_IN_DOC."""
+    items = (
+        text.index("申請書には次の項目"),
+        text.index("- 交通手段と概算の費用") + len("- 交通手段と概算の費用"),
+    )
+    code = text.index("設定ファイルの例"), text.index("</Sandpack>") + len("</Sandpack>")
+    return [items, code]
+
+
+def test_a_lead_in_goes_with_the_list_or_code_it_introduces() -> None:
+    """A paragraph ending with a colon introduces the block after it: a chunk never ends with it while
+    what it introduces, which fits with it, begins the next chunk."""
+    outline = markdown_outline(LEAD_IN_DOC)
+    assert [LEAD_IN_DOC[a:b].split("\n")[0] for a, b in lead_ins(LEAD_IN_DOC, outline)] == [
+        "申請書には次の項目を記入します：",
+        "設定ファイルの例は次のとおりです：",
+    ]
+    pairs = _lead_in_pairs(LEAD_IN_DOC)
+    for size in range(60, 200, 7):
+        chunks = chunk(LEAD_IN_DOC, max_size=size, context="none")
+        check_invariants(doc(LEAD_IN_DOC, "markdown"), chunks, max_size=size, unit="chars")
+        for start, end in pairs:
+            if end - start <= size:  # they fit together: together
+                assert any(c.start <= start and end <= c.end for c in chunks), (size, LEAD_IN_DOC[start:end])
+
+
+def test_a_lead_in_before_a_code_block_too_large_for_a_chunk_starts_its_first_piece() -> None:
+    code = "\n".join(f"項目{i}: 値{i}" for i in range(40))
+    text = f"# 例\n\n前置きの説明です。{'長い段落です。' * 12}\n\n出力は次のようになります：\n\n```text\n{code}\n```\n"
+    chunks = chunk(text, max_size=120, context="none")
+    first = next(c for c in chunks if "```text" in c.text)
+    assert first.text.startswith("出力は次のようになります：\n\n```text")
+    assert not any(c.text.rstrip().endswith("：") for c in chunks)
+
+
+def test_a_block_that_fits_alone_is_not_cut_for_its_lead_in() -> None:
+    code = "\n".join(f"value_{i} = {i}" for i in range(8))  # 8 lines of 11-12 characters
+    block = f"```python\n{code}\n```"
+    text = f"次のように書きます：\n\n{block}\n"
+    size = len(block) + 2  # the block fits, the lead-in and the block do not
+    chunks = chunk(text, max_size=size, context="none")
+    assert [c.text for c in chunks] == ["次のように書きます：", block]
+
+
+def test_what_is_not_a_lead_in() -> None:
+    text = "## 手順：\n\n本文です。\n\n次のとおり：\n\n## 次の節\n\n本文。\n\n| 列 | 値： |\n|---|---|\n| a | 1 |\n\n後ろの段落。\n"
+    # a heading ending with a colon, a lead-in above a heading, a table row: none
+    assert lead_ins(text, markdown_outline(text)) == []
+    english = "The settings are as follows:\n\n- name\n- size\n"
+    ((start, after),) = lead_ins(english, markdown_outline(english))
+    assert (start, english[after:].startswith("- name")) == (0, True)

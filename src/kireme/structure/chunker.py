@@ -23,7 +23,7 @@ from kireme.document import Document
 from kireme.errors import ConfigError
 from kireme.length import Chars, SpanSizer, Tokens
 from kireme.pack import PackedSpan, pack
-from kireme.structure.layout import LazyLevels, document_outline, heading_rule
+from kireme.structure.layout import LazyLevels, document_outline, heading_rule, lead_ins
 from kireme.structure.tables import (
     TableMode,
     column_index,
@@ -450,13 +450,19 @@ class StructureChunker(Chunker):
                 blocks.append((code.start, code.end, build_code(code.start), build_code))
         out: list[Section] = []
         pos = a
+        leads = {after: start for start, after in lead_ins(text, outline, a, b)} if blocks else {}
         for start, end, own, rebuild in sorted(blocks, key=lambda x: x[0]):
             if start < pos:  # a block nested in one already carved out (a fence in a table cell)
                 continue
             # the opening-tag lines right before the block (`<Sandpack>`, `::: details`) open it: they
-            # go with its first piece, never at the end of the text before it
+            # go with its first piece, never at the end of the text before it; and so does a lead-in
+            # right before them ("次のエラーを得ます：") that takes no more than half of that piece
             lead = max(outline.opened_from(start), pos)
             budget_of_block = own[0].max_size
+            if lead > pos:
+                led = leads.get(lead)
+                if led is not None and led >= pos and sizer.estimate(led, lead) <= budget_of_block // 2:
+                    lead = led
             if len(own) == 1 and sizer.estimate(start, end) <= budget_of_block < sizer.estimate(lead, end):
                 lead = start  # a block that fits whole is not cut to keep its tag with it
             if text[pos:lead].strip() and sizer.estimate(pos, start) > own[0].max_size // 2:

@@ -9,7 +9,8 @@ every line break comes before the sentences, as for text with one sentence a lin
 something (`<Sandpack>`, `::: tip`) stay with what follows them and lines that only close something
 (`</Sandpack>`, `:::`) with what precedes them, at every level before the table rows and code lines;
 an HTML comment goes with the block after it while the two fit a chunk (the original of a translated
-paragraph or heading).
+paragraph or heading), and so does a lead-in, a block whose last line ends with a colon
+(``次のようになります：``, ``as follows:``), with the list, code block or table it introduces.
 """
 
 from __future__ import annotations
@@ -194,7 +195,7 @@ def structure_levels(
     # a comment block goes with the block right after it (the original of a paragraph or heading, kept
     # in a comment above its translation): no block or list-item cut between the two while they fit a
     # chunk together (when they do not, the cut between them stays a block cut)
-    commented = _commented(text, outline, fits)
+    commented = _commented(text, outline, fits) | _led(text, outline, fits)
     if outline.block_starts:
         blocks = _outside_runs(outline.block_starts, runs)
         if commented:
@@ -235,6 +236,84 @@ def structure_levels(
     if protected:  # a single row or code line larger than the limit
         levels += [SENTENCE, CLAUSE, WORD, SCRIPT] if paragraph_starts is None else tail
     return levels
+
+
+# A line that ends a block with a colon, then the blank lines after it: a lead-in's last line (`lead_ins`);
+# one pattern per colon, each starting with its literal (searched for at C speed; a class is tried at
+# every position, 3.5 times slower)
+_LEAD_IN_ENDS = (
+    re.compile(r":[ \t]*\r?\n(?:[ \t]*\r?\n)+"),
+    re.compile(r"：[ \t]*\r?\n(?:[ \t]*\r?\n)+"),
+)
+
+
+def lead_ins(text: str, outline: Outline, a: int = 0, b: int | None = None) -> list[tuple[int, int]]:
+    """``(start, after)`` of each lead-in: a top-level block (a paragraph or list; not a heading, code block,
+    table, comment or tag line) whose last line ends with a colon (``:`` or ``：``), followed by another
+    block that is not a heading; ``after`` is where that block starts. ``詳しくは次のとおりです：`` over
+    the list or the `<Sandpack>` code it introduces. ``a``, ``b``: only the lead-ins whose last line ends
+    in ``[a, b)``."""
+    starts = outline.block_starts
+    b = len(text) if b is None else b
+    if not starts or (text.find(":", a, b) < 0 and text.find("：", a, b) < 0):
+        return []
+    headings: set[int] | None = None  # made at the first candidate
+    blocks: set[int] = set()
+    out: list[tuple[int, int]] = []
+    ends = sorted((m.start(), m.end()) for pattern in _LEAD_IN_ENDS for m in pattern.finditer(text, a, b))
+    for colon, after in ends:
+        i = bisect_left(starts, after)
+        if i == len(starts) or starts[i] != after or i == 0:
+            continue  # not the end of a top-level block
+        if headings is None:
+            headings = {h.start for h in outline.headings}
+            blocks = {c.start for c in outline.code_blocks} | {t.start for t in outline.tables}
+        start = starts[i - 1]
+        if after in headings or start in headings or start in blocks:
+            continue  # a heading follows, or the block is a heading, code block or table
+        if text[start] in "<|:" or text.startswith("<!--", start):
+            continue
+        line = text[max(start, text.rfind("\n", start, colon) + 1) : colon].strip()
+        if not line or line[0] in "<|#":  # a tag line, a table row or an ATX line left as it is
+            continue
+        out.append((start, after))
+    return out
+
+
+def _unit_ends(text: str, outline: Outline) -> Callable[[int], int]:
+    """``end(after)``: where what a lead-in introduces ends, from its start ``after``: a code block or table
+    with the opening-tag lines before it and the closing-tag lines after it, or the next top-level block."""
+    opened = dict(outline.openers)  # a run of opening-tag lines: where the block it opens starts
+    ends = {c.start: c.end for c in outline.code_blocks if c.closed}
+    ends.update((t.start, t.end) for t in outline.tables)
+    starts = outline.block_starts
+
+    def end(after: int) -> int:
+        begin = opened.get(after, after)
+        block_end = ends.get(begin)
+        if block_end is not None:
+            stop = outline.closed_to(block_end)
+        else:
+            i = bisect_right(starts, begin)
+            stop = starts[i] if i < len(starts) else len(text)
+        while stop > after and text[stop - 1].isspace():
+            stop -= 1
+        return stop
+
+    return end
+
+
+def _led(text: str, outline: Outline, fits: Callable[[int, int], bool] | None) -> set[int]:
+    """The starts of the blocks a lead-in introduces (`lead_ins`) that fit one chunk with it (``fits``;
+    without it, every one): no block or list-item cut there, so a chunk does not end with the lead-in
+    while what it introduces begins the next."""
+    leads = lead_ins(text, outline)
+    if not leads:
+        return set()
+    if fits is None:
+        return {after for _, after in leads}
+    end = _unit_ends(text, outline)
+    return {after for start, after in leads if fits(start, end(after))}
 
 
 def _commented(text: str, outline: Outline, fits: Callable[[int, int], bool] | None) -> set[int]:
