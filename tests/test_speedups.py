@@ -133,6 +133,13 @@ _WORDS = [
     "label:",
     "項目：",
     "とても長いラベルの名前ですね：",
+    # a wrapped English line that only looks like a label (`_label_wrap`): a long line ending inside a
+    # sentence, then a lower-case word, a colon and a space
+    "both owners try to release the same buffer and this is a",
+    "problem: ",
+    "step-2:\t",
+    "x_y: ",
+    "well,",
 ]
 _SPACES = [
     " ",
@@ -526,6 +533,13 @@ def test_a_run_scanned_in_one_call_equals_the_calls_it_stands_for(
     assert answers[0] == answers[1]
 
 
+# a wrapped line that only looks like a label (`_label_wrap`), one under a short line, one under an item
+_WRAPPED = "both owners try to release the same buffer and this is a\r\nproblem: when the two go out of scope, they both free the\n  x_y: same memory\n- item\n"
+
+
+@example((_WRAPPED, 0, len(_WRAPPED)))
+@example((_WRAPPED, 70, len(_WRAPPED) - 3))
+@example(("a title\nstep-2:\tgo on, then stop\nnext\n", 0, 36))
 @given(text_and_window(scanned_texts))
 def test_line_break_cuts_in_c_equal_the_python_ones(case: tuple[str, int, int]) -> None:
     text, a, b = case

@@ -12,7 +12,8 @@
  *                       (`_judged_end`) undecided.
  *   judge_periods       `_judged_end` for "." candidates whose word before and next character are plain
  *                       (ASCII, kana, kanji, CJK and general punctuation); the others go back to Python.
- *   line_break_cuts     `_line_break_cuts`: the sentence starts after item, title and label lines.
+ *   line_break_cuts     `_line_break_cuts`: the sentence starts after item, title and label lines (not after
+ *                       a wrapped English line that only looks like a label: `_label_wrap`).
  *   scan_run            `SentenceIndex._scan` on one run of blocks: the three above and the block starts, merged.
  *   item_line_starts    `_item_line_starts_python`: the lines that are items, bracketed titles or labels.
  *   paragraph_breaks    `_breaks_python`: blank lines and the line breaks before item markers.
@@ -585,6 +586,44 @@ static int item_line_at(int kind, const void *data, Py_ssize_t b, Py_ssize_t q) 
     return j > i && j < b && is_colon(PyUnicode_READ(kind, data, j));
 }
 
+static int ends_inside_sentence(Py_UCS4 c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == ',';
+}
+
+/* `_label_wrap` of kireme/text/sentences.py: whether the label line at `p` (its line feed at `q` < b) is a hard
+ * wrap of English prose instead: after spaces and tabs a lower-case ASCII word of up to twelve characters
+ * ([a-z][A-Za-z0-9_-]{0,11}), a colon and a space or tab; its last non-space character a letter, digit or comma;
+ * the line above it 40 characters or more (whitespace at either side aside), ending the same way, and no item,
+ * title or label line. */
+static int label_wrap_at(int kind, const void *data, Py_ssize_t b, Py_ssize_t p, Py_ssize_t q) {
+    Py_ssize_t i = p;
+    while (i < q && (PyUnicode_READ(kind, data, i) == ' ' || PyUnicode_READ(kind, data, i) == '\t')) i++;
+    if (i >= q) return 0;
+    Py_UCS4 c = PyUnicode_READ(kind, data, i);
+    if (c < 'a' || c > 'z') return 0;
+    Py_ssize_t j = i + 1;
+    while (j < q && j < i + 12) {
+        c = PyUnicode_READ(kind, data, j);
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+            break;
+        j++;
+    }
+    if (j + 1 >= q || PyUnicode_READ(kind, data, j) != ':') return 0;
+    c = PyUnicode_READ(kind, data, j + 1);
+    if (c != ' ' && c != '\t') return 0;
+    Py_ssize_t e = q;
+    while (e > p && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, e - 1))) e--;
+    if (e == p || !ends_inside_sentence(PyUnicode_READ(kind, data, e - 1))) return 0;
+    if (p < 1 || PyUnicode_READ(kind, data, p - 1) != '\n') return 0;
+    Py_ssize_t above_end = p - 1; /* the line feed ending the line above */
+    Py_ssize_t above = prev_newline(kind, data, 0, above_end - 1) + 1;
+    Py_ssize_t first = above, last = above_end;
+    while (first < last && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, first))) first++;
+    while (last > first && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, last - 1))) last--;
+    if (last - first < 40 || !ends_inside_sentence(PyUnicode_READ(kind, data, last - 1))) return 0;
+    return !item_line_at(kind, data, b, above);
+}
+
 static PyObject *item_line_starts(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *text;
@@ -665,6 +704,7 @@ static PyObject *line_breaks_core(PyObject *text, Py_ssize_t a, Py_ssize_t b, Py
         if (!item_line_at(kind, data, b, p)) continue;
         Py_ssize_t q = next_newline(kind, data, p, b);
         if (q >= b) continue;
+        if (label_wrap_at(kind, data, b, p, q)) continue; /* a wrapped line that only looks like a label */
         Py_ssize_t at = q > 0 && PyUnicode_READ(kind, data, q - 1) == '\r' ? q - 1 : q;
         if (at >= a && push_offset(&ends, &count, &room, q) < 0) goto done;
     }

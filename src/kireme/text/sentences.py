@@ -160,9 +160,8 @@ _ITEM_LINE_START = lazy_re(_ITEM_LINE)
 _ITEM_LINE_AFTER_BREAK = lazy_re(rf"\n(?={_ITEM_LINE})")
 # An English line that looks like "label: value" by its first word but may be a hard wrap: a lower-case
 # ASCII word of up to 12 characters and a colon then a space ("problem: when `s2` and `s1` go out of
-# scope, they will both try to free the"), at a line start after a line break (`_label_wraps`)
-_LOWER_LABEL_AFTER_BREAK = lazy_re(r"\n[ \t]*[a-z][A-Za-z0-9_-]{0,11}:[ \t]")
-_ITEM_MARKER_AT = lazy_re(ITEM_MARKER)
+# scope, they will both try to free the"; `_label_wrap`)
+_LOWER_LABEL = lazy_re(r"[ \t]*[a-z][A-Za-z0-9_-]{0,11}:[ \t]")
 # the last character of a line that ends inside a sentence (a hard wrap): a letter, a digit or a comma
 _WRAP_END = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789,")
 _WRAPPED_LINE_MIN = 40  # a line shorter than this is a title or a lead-in, not a line of wrapped prose
@@ -311,7 +310,8 @@ def _line_break_cuts(text: str, a: int, b: int, items: list[int] | None = None) 
     """Sentence starts after the single line breaks inside ``[a, b)`` that end a sentence.
 
     A line break is a hard wrap inside a sentence unless the line it ends is an item, a bracketed
-    title or a "label: value" line, or the next line starts an item. Both kinds of line are found by
+    title or a "label: value" line (not a wrapped English line that only looks like one: `_label_wrap`),
+    or the next line starts an item. Both kinds of line are found by
     one pattern each over the whole span, not by a check at every line break (in C where kireme's
     extension is built: `kireme._speedups.line_break_cuts`, the same answers).
     """
@@ -331,7 +331,11 @@ def _line_break_cuts(text: str, a: int, b: int, items: list[int] | None = None) 
     find = text.find
     for start in item_lines:
         q = find("\n", start, b)
-        if q >= 0 and (q - 1 if q > 0 and text[q - 1] == "\r" else q) >= a:
+        if (
+            q >= 0
+            and (q - 1 if q > 0 and text[q - 1] == "\r" else q) >= a
+            and not _label_wrap(text, start, q, b)
+        ):
             ends.add(q)
     cuts = []
     for q in sorted(ends):
@@ -343,38 +347,26 @@ def _line_break_cuts(text: str, a: int, b: int, items: list[int] | None = None) 
     return cuts
 
 
-def _label_wraps(text: str, a: int, b: int) -> set[int]:
-    """The line starts in ``(a, b)`` that a "label: value" line before them would make sentence starts,
-    where that line is a hard wrap of English prose instead: its first word is lower-case ASCII, it and
-    the line above it (a line of at least `_WRAPPED_LINE_MIN` characters, not an item, title or label
-    line, in the same block) both end inside a sentence (a letter, a digit or a comma), and the line
-    after it is not an item. ``problem: when `s2` and `s1` go out of scope, they will both try to free
-    the`` under ``… this is a`` goes on the same sentence; ``name: kireme`` under ``Configuration`` (a
-    short line) or under another label line stays a line of its own. ``[a, b)`` is a run of whole blocks
-    (the line above is inside it)."""
-    found: set[int] = set()
-    for match in _LOWER_LABEL_AFTER_BREAK.finditer(text, a, b):
-        above_end = match.start()  # the line feed ending the line above
-        line_start = above_end + 1
-        line_end = text.find("\n", line_start, b)
-        if line_end < 0:
-            continue  # the last line: no line break after it
-        line = text[line_start:line_end].rstrip()
-        if not line or line[-1] not in _WRAP_END:
-            continue
-        above_start = max(a, text.rfind("\n", a, above_end) + 1)
-        above = text[above_start:above_end].strip()
-        if len(above) < _WRAPPED_LINE_MIN or above[-1] not in _WRAP_END:
-            continue
-        if _ITEM_LINE_START.match(text, above_start, above_end) is not None:
-            continue  # the line above is an item, title or label line: this one is a label too
-        after = line_end + 1
-        while after < b and text[after] in " \t":
-            after += 1
-        if after >= b or text[after] in "\r\n" or _ITEM_MARKER_AT.match(text, line_end + 1) is not None:
-            continue  # a blank line or an item follows: a sentence starts there anyway
-        found.add(after)
-    return found
+def _label_wrap(text: str, p: int, q: int, b: int) -> bool:
+    """Whether the label line at ``p`` (its line feed at ``q``) is a hard wrap of English prose that only
+    looks like a "label: value" line, so that it does not end its sentence: its first word is lower-case
+    ASCII (``[a-z][A-Za-z0-9_-]{0,11}``, a colon and a space), it and the line above it (at least
+    `_WRAPPED_LINE_MIN` characters, not an item, title or label line) both end inside a sentence (a letter,
+    a digit or a comma). ``problem: when `s2` and `s1` go out of scope, they will both try to free the``
+    under ``… this is a`` goes on with its sentence; ``name: kireme`` under ``Configuration`` (a short line)
+    or under another label line stays a line of its own. The reference for the C test (`label_wrap_at` in
+    `kireme._speedups`)."""
+    if _LOWER_LABEL.match(text, p, q) is None:
+        return False
+    line = text[p:q].rstrip()
+    if not line or line[-1] not in _WRAP_END or p < 1 or text[p - 1] != "\n":
+        return False
+    above_end = p - 1  # the line feed ending the line above
+    above_start = text.rfind("\n", 0, above_end) + 1
+    above = text[above_start:above_end].strip()
+    if len(above) < _WRAPPED_LINE_MIN or above[-1] not in _WRAP_END:
+        return False
+    return _ITEM_LINE_START.match(text, above_start, b) is None
 
 
 def _item_line_starts_python(text: str, start: int, b: int) -> list[int]:
@@ -523,15 +515,6 @@ _item_line_starts: Callable[[str, int, int], list[int]] = (
 )
 
 
-def _without_label_wraps(text: str, cuts: list[int], a: int, b: int) -> list[int]:
-    """``cuts`` less the line starts that only a hard-wrapped line taken for a label made (`_label_wraps`:
-    the line ends inside a sentence and no blank line or item follows it, so nothing else cuts there)."""
-    if not cuts or text.find(":", a, b) < 0:
-        return cuts
-    wraps = _label_wraps(text, a, b)
-    return [cut for cut in cuts if cut not in wraps] if wraps else cuts
-
-
 class SentenceIndex:
     """The sentence starts and protected quotations of one text, computed once and bisected.
 
@@ -597,13 +580,13 @@ class SentenceIndex:
             cuts, quotes = _scan_sentence_cuts(text, a, b, caseless)
             # the block starts after a (never 0), up to b unless b is the text's end
             inner = starts[i + 1 : j + 2] if b < len(text) else starts[i + 1 : j + 1]
-            return _without_label_wraps(text, sorted({*cuts, *inner}) if inner else cuts, a, b), quotes
+            return (sorted({*cuts, *inner}) if inner else cuts), quotes
         cuts, quotes, pending = made
         if pending:  # what only Python judges
             judged = [cut for s, e in pending if (cut := _judged_end(text, s, e, a, b, caseless)) is not None]
             if judged:
                 cuts = sorted({*cuts, *judged})
-        return _without_label_wraps(text, cuts, a, b), quotes
+        return cuts, quotes
 
     def cuts(self, a: int, b: int) -> list[int]:
         """Sentence starts strictly inside ``(a, b)``."""
