@@ -106,8 +106,11 @@ with only whitespace between them and the start or end of the document do not co
   translation in the next.
 * ``lead_end``: share of chunks whose last line with text introduces what follows — it ends with a colon
   (``:`` or ``：``: ``次のようになります：``, ``as follows:``) and is not a heading, table row or tag
-  line, outside code — while non-space text follows the chunk: the lead-in in one chunk, the list, code
-  or table it introduces in the next.
+  line, outside code — while non-space text follows the chunk; or it labels the code block or table that
+  starts the next chunk (a line of at most 40 characters once its inline tags are left out, not a list
+  item, with no sentence or clause mark at its end, the next chunk opening with a fence, a table row or an
+  opening tag: mdBook's ``<span class="filename">ファイル名: src/main.rs</span>``):
+  the lead-in in one chunk, the list, code or table it introduces in the next.
 * ``small``: share of chunks under a quarter of N (fragments: a vector few questions find);
   ``small_code``: the same, counting only pieces of a code block longer than N (the ``}`` and ``);`` left
   over when a large block is filled piece by piece).
@@ -551,6 +554,29 @@ def _is_lead_in(line: str) -> bool:
     return line.endswith((":", "：")) and not line.startswith(("|", "<", "#", ":::")) and len(line) > 1
 
 
+_INLINE_TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
+_SENTENCE_OR_CLAUSE_END = "。．.！？!?、，,：:；;…"
+# a list item, heading, quote or table row: not a label
+_LIST_OR_BLOCK = re.compile(r"(?:[-*+>#|]|[0-9]+[.)])")
+# what a label names: a code fence, a table row or an opening tag (not a comment)
+_CODE_TABLE_OR_TAG = re.compile(r"```|~~~|\||<[A-Za-z]")
+
+
+def _labels(line: str, text: str, end: int) -> bool:
+    """Whether a chunk's last line labels the code block or table that starts the next chunk (``lead_end``):
+    without its inline tags at most 40 characters, not a list item, no sentence or clause mark at its end,
+    and what follows the chunk opens with a fence, a table row or an opening tag (not a comment)."""
+    label = _INLINE_TAG.sub("", line).strip()
+    if not label or len(label) > 40 or label[-1] in _SENTENCE_OR_CLAUSE_END or _LIST_OR_BLOCK.match(label):
+        return False
+    after = end
+    while after < len(text) and text[after].isspace():
+        after += 1
+    if line.lstrip().startswith("<") and text.startswith("<", after):
+        return False  # raw HTML, a cell after a cell: no label
+    return _CODE_TABLE_OR_TAG.match(text, after) is not None
+
+
 def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: int = 0) -> None:
     text = gold.text
     for p in pieces:
@@ -630,7 +656,7 @@ def score(gold: Gold, pieces: Sequence[Piece], size: int, tally: Tally, keep: in
                 if opened < 0 or text.find("-->", opened, last - 3) < 0:  # one comment up to the end
                     tally.comment_end += 1
             line = text[text.rfind("\n", 0, last) + 1 : last]
-            if _is_lead_in(line) and not gold.on_heading(last - 1):
+            if (_is_lead_in(line) or _labels(line, text, p.end)) and not gold.on_heading(last - 1):
                 tally.lead_end += 1
                 if keep and len(tally.examples.setdefault("lead_end", [])) < keep:
                     tally.examples["lead_end"].append(

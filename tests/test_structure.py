@@ -1293,3 +1293,39 @@ def test_what_is_not_a_lead_in() -> None:
     english = "The settings are as follows:\n\n- name\n- size\n"
     ((start, after),) = lead_ins(english, markdown_outline(english))
     assert (start, english[after:].startswith("- name")) == (0, True)
+
+
+def test_a_label_line_over_a_code_block_goes_with_it() -> None:
+    """mdBook names a listing's file on a line of its own above the code: the label stays with the code."""
+    code = "\n".join(f"    let value_{i} = {i};" for i in range(6))
+    block = f"```rust\nfn main() {{\n{code}\n}}\n```"
+    label = '<span class="filename">ファイル名: src/main.rs</span>'
+    text = f"# 変数\n\n値を束縛する例を示します。{'束縛は既定で不変です。' * 6}\n\n{label}\n\n{block}\n\n次に可変の変数を見ます。\n"
+    outline = markdown_outline(text)
+    ((start, after),) = lead_ins(text, outline)
+    assert text[start:after].rstrip() == label and text.startswith("```rust", after)
+    for size in range(len(block) + len(label) + 4, 400, 13):
+        chunks = chunk(text, max_size=size)
+        holder = next(c for c in chunks if "```rust" in c.text)
+        assert f"{label}\n\n```rust" in holder.text, (size, holder.text[:40])
+        check_invariants(doc(text, "markdown"), chunks, max_size=size, unit="chars")
+
+
+def test_a_code_block_that_fits_with_its_lead_in_is_one_piece_though_the_context_does_not_fit() -> None:
+    """A code block that fits max_size is never cut for the context (the context gives way in its
+    embed_text); with its lead-in it is one piece as long as the two fit max_size."""
+    code = "\n".join(f"item_{i:02d} = compute({i})" for i in range(9))  # 9 lines of 24 characters
+    block = f"```python\n{code}\n```"
+    lead = "出力は次のようになります："
+    text = f"# 計算の手順\n\n## 実行例\n\n{'説明の文です。' * 20}\n\n{lead}\n\n{block}\n"
+    size = len(lead) + 2 + len(block) + 3  # the two fit; with the heading path in front they do not
+    chunks = chunk(text, max_size=size)
+    piece = next(c for c in chunks if "```python" in c.text)
+    assert piece.text == f"{lead}\n\n{block}"
+    assert len(piece.embed_text) <= size
+    check_invariants(doc(text, "markdown"), chunks, max_size=size, unit="chars")
+
+
+def test_a_sentence_above_a_code_block_is_not_a_label() -> None:
+    text = "次の例を見てください。\n\n```python\nprint(1)\n```\n\n本文。\n\n| 列 |\n|---|\n| 1 |\n"
+    assert lead_ins(text, markdown_outline(text)) == []

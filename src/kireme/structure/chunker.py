@@ -417,13 +417,18 @@ class StructureChunker(Chunker):
                 own = build(table.start)
                 if own:
                     blocks.append((table.start, table.end, own, build))
+        # the lead-ins in the section, by where what they introduce starts (`lead_ins`)
+        leads = (
+            {after: start for start, after in lead_ins(text, outline, a, b)}
+            if outline.code_blocks or outline.tables
+            else {}
+        )
         for code in outline.code_blocks:
-            if (
-                code.closed
-                and a <= code.start
-                and code.end <= b
-                and sizer.estimate(code.start, code.end) > budget
-            ):
+            # with its tag lines and lead-in a block may be larger than the budget while it fits max_size:
+            # then it is one piece with them, as a block that alone fits max_size and not the budget
+            front = outline.opened_from(code.start)
+            front = max(a, leads.get(front, front))
+            if code.closed and a <= code.start and code.end <= b and sizer.estimate(front, code.end) > budget:
                 # a code block that fits max_size is never cut to make room for the context (the
                 # context gives way), nor a code line for the context and the fences
                 whole = sizer.estimate(code.start, code.end)
@@ -432,13 +437,14 @@ class StructureChunker(Chunker):
                 def build_code(lead: int, code: CodeBlock = code, widest: int = widest) -> list[Section]:
                     repeat = code.opening + "\n"
                     close = "\n" + code.closing
+                    # a block that fits max_size with its tags or lead-in above it is one piece with them
+                    together = sizer.estimate(lead, code.end) if lead < code.start else 0
+                    cap = together if widest < together <= self.max_size else min(self.max_size, widest)
                     return [
                         Section(
                             lead,
                             code.end,
-                            max(
-                                self._budget(context, code.start, repeat + close), min(self.max_size, widest)
-                            ),
+                            max(self._budget(context, code.start, repeat + close), cap),
                             code=code,
                             repeat=repeat,
                             repeat_after=code.body[0],
@@ -450,7 +456,6 @@ class StructureChunker(Chunker):
                 blocks.append((code.start, code.end, build_code(code.start), build_code))
         out: list[Section] = []
         pos = a
-        leads = {after: start for start, after in lead_ins(text, outline, a, b)} if blocks else {}
         for start, end, own, rebuild in sorted(blocks, key=lambda x: x[0]):
             if start < pos:  # a block nested in one already carved out (a fence in a table cell)
                 continue
@@ -463,8 +468,14 @@ class StructureChunker(Chunker):
                 led = leads.get(lead)
                 if led is not None and led >= pos and sizer.estimate(led, lead) <= budget_of_block // 2:
                     lead = led
-            if len(own) == 1 and sizer.estimate(start, end) <= budget_of_block < sizer.estimate(lead, end):
-                lead = start  # a block that fits whole is not cut to keep its tag with it
+            # a block that fits whole is not cut to keep its tag or lead-in with it; a code block that fits
+            # max_size with them is one piece with them (`build_code`)
+            if (
+                len(own) == 1
+                and sizer.estimate(start, end) <= budget_of_block < sizer.estimate(lead, end)
+                and (own[0].code is None or sizer.estimate(lead, end) > self.max_size)
+            ):
+                lead = start
             if text[pos:lead].strip() and sizer.estimate(pos, start) > own[0].max_size // 2:
                 out.append(Section(pos, lead, budget))
                 if lead < start:

@@ -37,7 +37,7 @@ from kireme.boundaries.levels import (
 )
 from kireme.document import Document
 from kireme.text.csvtable import csv_outline
-from kireme.text.headings import HeadingEnds
+from kireme.text.headings import HeadingEnds, is_heading_line
 from kireme.text.markdown import MARKDOWN_FORMATS, Outline, line_starts, markdown_outline
 from kireme.text.sentences import check_sentence_mode
 
@@ -250,13 +250,18 @@ _LEAD_IN_ENDS = (
 def lead_ins(text: str, outline: Outline, a: int = 0, b: int | None = None) -> list[tuple[int, int]]:
     """``(start, after)`` of each lead-in: a top-level block (a paragraph or list; not a heading, code block,
     table, comment or tag line) whose last line ends with a colon (``:`` or ``：``), followed by another
-    block that is not a heading; ``after`` is where that block starts. ``詳しくは次のとおりです：`` over
-    the list or the `<Sandpack>` code it introduces. ``a``, ``b``: only the lead-ins whose last line ends
-    in ``[a, b)``."""
+    block that is not a heading; or a label of one line right above a code block or table (and the
+    opening-tag lines before it), a short line without prose punctuation once its inline tags are left
+    out (`_label_lines`). ``after`` is where the block introduced starts. ``詳しくは次のとおりです：`` over
+    the list or the `<Sandpack>` code it introduces; ``<span class="filename">ファイル名: src/main.rs</span>``
+    over its code. ``a``, ``b``: only the lead-ins whose end (``after``) is in ``(a, b]``."""
     starts = outline.block_starts
     b = len(text) if b is None else b
-    if not starts or (text.find(":", a, b) < 0 and text.find("：", a, b) < 0):
+    if not starts:
         return []
+    labels = _label_lines(text, outline, a, b)
+    if text.find(":", a, b) < 0 and text.find("：", a, b) < 0:
+        return labels
     headings: set[int] | None = None  # made at the first candidate
     blocks: set[int] = set()
     out: list[tuple[int, int]] = []
@@ -277,6 +282,42 @@ def lead_ins(text: str, outline: Outline, a: int = 0, b: int | None = None) -> l
         if not line or line[0] in "<|#":  # a tag line, a table row or an ATX line left as it is
             continue
         out.append((start, after))
+    if labels:
+        out = sorted(set(out).union(labels))
+    return out
+
+
+# An inline HTML tag, left out of a label line before it is read (`_label_lines`)
+_INLINE_TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
+
+
+def _label_lines(text: str, outline: Outline, a: int, b: int) -> list[tuple[int, int]]:
+    """``(start, after)`` of each one-line block right above a code block or table (or the opening-tag
+    lines before it) that names it: without its inline tags a short line with no prose punctuation at its
+    end, as a heading is (`is_heading_line`: ``ファイル名: src/main.rs`` of mdBook's
+    ``<span class="filename">…</span>``, ``出力``); ``after`` is where the block (or its tags) starts."""
+    starts = outline.block_starts
+    blocks = [c.start for c in outline.code_blocks] + [t.start for t in outline.tables]
+    out: list[tuple[int, int]] = []
+    headings: set[int] | None = None
+    for block in blocks:
+        after = outline.opened_from(block)
+        if not a < after <= b:
+            continue
+        i = bisect_left(starts, after)
+        if i == 0 or i == len(starts) or starts[i] != after:
+            continue
+        start = starts[i - 1]
+        line = text[start:after].rstrip()
+        if "\n" in line or text.startswith("<!--", start) or line.startswith(("|", "```", "~~~")):
+            continue  # more than one line, a comment, a table row or a fence
+        if headings is None:
+            headings = {h.start for h in outline.headings}
+        if start in headings:
+            continue
+        label = _INLINE_TAG.sub("", line).strip()
+        if label and not label.endswith((":", "：")) and is_heading_line(label):
+            out.append((start, after))
     return out
 
 
