@@ -119,7 +119,9 @@ class StructureChunker(Chunker):
             ``max_size`` is never cut for the context (`_carve`)."""
             return sizer.estimate(start, end) <= self.max_size
 
-        levels = LazyLevels(doc, outline, paragraphs, self.sentences, fits)
+        # the lead-ins (`lead_ins`), found once for the levels and the sections
+        leads = lead_ins(doc.text, outline)
+        levels = LazyLevels(doc, outline, paragraphs, self.sentences, fits, leads)
         keep_headings, heading_end = heading_rule(doc, outline)
         spans: list[PackedSpan] = []
         embeds: dict[tuple[int, int], str] = {}
@@ -134,7 +136,7 @@ class StructureChunker(Chunker):
         mode = self.table_mode
         simple = self._sizes_add_up() and not (outline.tables and (mode.fills or mode.mode == "records"))
         floor = self._floor()
-        for section in self._sections(doc, outline, paths, context, sizer):
+        for section in self._sections(doc, outline, paths, context, sizer, leads):
             budget = lowest = section.max_size
             plain = section.table is None and section.code is None
             if plain and self.context_counts:
@@ -274,9 +276,16 @@ class StructureChunker(Chunker):
         return sizer.estimate(start, end) + taken <= self.max_size
 
     def _sections(
-        self, doc: Document, outline: Outline, paths: HeadingPaths, context: ContextBuilder, sizer: SpanSizer
+        self,
+        doc: Document,
+        outline: Outline,
+        paths: HeadingPaths,
+        context: ContextBuilder,
+        sizer: SpanSizer,
+        lead_pairs: list[tuple[int, int]] | None = None,
     ) -> list[Section]:
-        """Heading sections (whole subtrees when they fit), then oversized blocks carved out of them."""
+        """Heading sections (whole subtrees when they fit), then oversized blocks carved out of them.
+        ``lead_pairs``: the document's `lead_ins` (found here when not given)."""
         text = doc.text
         heads = outline.headings
         starts = [h.start for h in heads]
@@ -312,8 +321,12 @@ class StructureChunker(Chunker):
                 i += 1
         bounds = self._pack_siblings(bounds, paths, context, sizer)
         sections: list[Section] = []
+        # the lead-ins (`lead_ins`), by where what they introduce starts: found once for every section
+        if lead_pairs is None:
+            lead_pairs = lead_ins(doc.text, outline)
+        leads = {after: start for start, after in lead_pairs}
         for a, b in bounds:
-            sections.extend(self._carve(doc, outline, context, sizer, a, b))
+            sections.extend(self._carve(doc, outline, context, sizer, a, b, leads))
         return sections
 
     def _pack_siblings(
@@ -400,8 +413,10 @@ class StructureChunker(Chunker):
         sizer: SpanSizer,
         a: int,
         b: int,
+        leads: dict[int, int] | None = None,
     ) -> list[Section]:
-        """Split a section around the tables and code blocks in it that need pieces of their own."""
+        """Split a section around the tables and code blocks in it that need pieces of their own. ``leads``:
+        the document's lead-ins by where what they introduce starts (`lead_ins`; ``None``: found here)."""
         budget = self._budget(context, a)
         mode = self.table_mode
         text = doc.text
@@ -417,18 +432,17 @@ class StructureChunker(Chunker):
                 own = build(table.start)
                 if own:
                     blocks.append((table.start, table.end, own, build))
-        # the lead-ins in the section, by where what they introduce starts (`lead_ins`)
-        leads = (
-            {after: start for start, after in lead_ins(text, outline, a, b)}
-            if outline.code_blocks or outline.tables
-            else {}
-        )
-        for code in outline.code_blocks:
+        codes = [c for c in outline.code_blocks if c.closed and a <= c.start and c.end <= b]
+        if leads is None:
+            leads = (
+                {after: start for start, after in lead_ins(text, outline, a, b)} if codes or blocks else {}
+            )
+        for code in codes:
             # with its tag lines and lead-in a block may be larger than the budget while it fits max_size:
             # then it is one piece with them, as a block that alone fits max_size and not the budget
             front = outline.opened_from(code.start)
             front = max(a, leads.get(front, front))
-            if code.closed and a <= code.start and code.end <= b and sizer.estimate(front, code.end) > budget:
+            if sizer.estimate(front, code.end) > budget:
                 # a code block that fits max_size is never cut to make room for the context (the
                 # context gives way), nor a code line for the context and the fences
                 whole = sizer.estimate(code.start, code.end)

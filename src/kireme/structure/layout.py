@@ -19,7 +19,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from operator import methodcaller
+from operator import attrgetter, methodcaller
 from typing import overload
 
 from kireme._native import native
@@ -115,8 +115,9 @@ class LazyLevels(Sequence[Level]):
         paragraph_starts: list[int] | None = None,
         sentences: str = "auto",
         fits: Callable[[int, int], bool] | None = None,
+        leads: Sequence[tuple[int, int]] | None = None,
     ) -> None:
-        self._args = (doc, outline, paragraph_starts, sentences, fits)
+        self._args = (doc, outline, paragraph_starts, sentences, fits, leads)
         self._levels: list[Level] | None = None
 
     def _made(self) -> list[Level]:
@@ -146,12 +147,13 @@ def structure_levels(
     paragraph_starts: list[int] | None = None,
     sentences: str = "auto",
     fits: Callable[[int, int], bool] | None = None,
+    leads: Sequence[tuple[int, int]] | None = None,
 ) -> list[Level]:
     """Levels strongest first for this document's structure (see the module docstring); ``sentences``
     is the sentence mode (`kireme.boundaries.levels.with_sentences`: ``"lines"`` cuts hard-wrapped PDF
     text at its line breaks too, before its sentences). ``fits(start, end)``: whether a span fits one
     chunk, for the opening-tag lines before a code block or table (`_opener_spans`); without it every
-    such block is taken to fit."""
+    such block is taken to fit. ``leads``: the document's `lead_ins`, when the caller has them."""
     text = doc.text
     protected = outline.protected()
     starts = tuple(s for s, _ in protected)
@@ -195,7 +197,7 @@ def structure_levels(
     # a comment block goes with the block right after it (the original of a paragraph or heading, kept
     # in a comment above its translation): no block or list-item cut between the two while they fit a
     # chunk together (when they do not, the cut between them stays a block cut)
-    commented = _commented(text, outline, fits) | _led(text, outline, fits)
+    commented = _commented(text, outline, fits) | _led(text, outline, fits, leads)
     if outline.block_starts:
         blocks = _outside_runs(outline.block_starts, runs)
         if commented:
@@ -287,6 +289,21 @@ def lead_ins(text: str, outline: Outline, a: int = 0, b: int | None = None) -> l
     return out
 
 
+_START_OF = attrgetter("start")
+
+
+def _block_starts_in(outline: Outline, a: int, b: int) -> list[int]:
+    """The starts of the code blocks and tables in ``(a, b]`` (each list is in document order)."""
+    found: list[int] = []
+    for blocks in (outline.code_blocks, outline.tables):
+        lo = bisect_right(blocks, a, key=_START_OF)
+        hi = bisect_right(blocks, b, key=_START_OF)
+        found += [block.start for block in blocks[lo:hi]]
+    return found
+
+
+# The longest line read as a label, its inline tags included (a label is at most 40 characters without them)
+_LABEL_CHARS = 200
 # An inline HTML tag, left out of a label line before it is read (`_label_lines`)
 _INLINE_TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
 
@@ -297,10 +314,9 @@ def _label_lines(text: str, outline: Outline, a: int, b: int) -> list[tuple[int,
     end, as a heading is (`is_heading_line`: ``ファイル名: src/main.rs`` of mdBook's
     ``<span class="filename">…</span>``, ``出力``); ``after`` is where the block (or its tags) starts."""
     starts = outline.block_starts
-    blocks = [c.start for c in outline.code_blocks] + [t.start for t in outline.tables]
     out: list[tuple[int, int]] = []
     headings: set[int] | None = None
-    for block in blocks:
+    for block in _block_starts_in(outline, a, b):
         after = outline.opened_from(block)
         if not a < after <= b:
             continue
@@ -308,9 +324,14 @@ def _label_lines(text: str, outline: Outline, a: int, b: int) -> list[tuple[int,
         if i == 0 or i == len(starts) or starts[i] != after:
             continue
         start = starts[i - 1]
-        line = text[start:after].rstrip()
-        if "\n" in line or text.startswith("<!--", start) or line.startswith(("|", "```", "~~~")):
-            continue  # more than one line, a comment, a table row or a fence
+        end = after
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if end - start > _LABEL_CHARS or text.find("\n", start, end) >= 0:
+            continue  # longer than a label, or more than one line
+        line = text[start:end]
+        if text.startswith("<!--", start) or line.startswith(("|", "```", "~~~")):
+            continue  # a comment, a table row or a fence
         if headings is None:
             headings = {h.start for h in outline.headings}
         if start in headings:
@@ -344,11 +365,17 @@ def _unit_ends(text: str, outline: Outline) -> Callable[[int], int]:
     return end
 
 
-def _led(text: str, outline: Outline, fits: Callable[[int, int], bool] | None) -> set[int]:
+def _led(
+    text: str,
+    outline: Outline,
+    fits: Callable[[int, int], bool] | None,
+    leads: Sequence[tuple[int, int]] | None = None,
+) -> set[int]:
     """The starts of the blocks a lead-in introduces (`lead_ins`) that fit one chunk with it (``fits``;
     without it, every one): no block or list-item cut there, so a chunk does not end with the lead-in
     while what it introduces begins the next."""
-    leads = lead_ins(text, outline)
+    if leads is None:
+        leads = lead_ins(text, outline)
     if not leads:
         return set()
     if fits is None:
