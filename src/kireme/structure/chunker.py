@@ -282,10 +282,10 @@ class StructureChunker(Chunker):
         paths: HeadingPaths,
         context: ContextBuilder,
         sizer: SpanSizer,
-        lead_pairs: list[tuple[int, int]] | None = None,
+        lead_pairs: list[tuple[int, int]],
     ) -> list[Section]:
         """Heading sections (whole subtrees when they fit), then oversized blocks carved out of them.
-        ``lead_pairs``: the document's `lead_ins` (found here when not given)."""
+        ``lead_pairs``: the document's `lead_ins`."""
         text = doc.text
         heads = outline.headings
         starts = [h.start for h in heads]
@@ -321,10 +321,7 @@ class StructureChunker(Chunker):
                 i += 1
         bounds = self._pack_siblings(bounds, paths, context, sizer)
         sections: list[Section] = []
-        # the lead-ins (`lead_ins`), by where what they introduce starts: found once for every section
-        if lead_pairs is None:
-            lead_pairs = lead_ins(doc.text, outline)
-        leads = {after: start for start, after in lead_pairs}
+        leads = {after: start for start, after in lead_pairs}  # by where what they introduce starts
         for a, b in bounds:
             sections.extend(self._carve(doc, outline, context, sizer, a, b, leads))
         return sections
@@ -413,10 +410,10 @@ class StructureChunker(Chunker):
         sizer: SpanSizer,
         a: int,
         b: int,
-        leads: dict[int, int] | None = None,
+        leads: dict[int, int],
     ) -> list[Section]:
         """Split a section around the tables and code blocks in it that need pieces of their own. ``leads``:
-        the document's lead-ins by where what they introduce starts (`lead_ins`; ``None``: found here)."""
+        the document's lead-ins by where what they introduce starts (`lead_ins`)."""
         budget = self._budget(context, a)
         mode = self.table_mode
         text = doc.text
@@ -432,12 +429,7 @@ class StructureChunker(Chunker):
                 own = build(table.start)
                 if own:
                     blocks.append((table.start, table.end, own, build))
-        codes = [c for c in outline.code_blocks if c.closed and a <= c.start and c.end <= b]
-        if leads is None:
-            leads = (
-                {after: start for start, after in lead_ins(text, outline, a, b)} if codes or blocks else {}
-            )
-        for code in codes:
+        for code in (c for c in outline.code_blocks if c.closed and a <= c.start and c.end <= b):
             # with its tag lines and lead-in a block may be larger than the budget while it fits max_size:
             # then it is one piece with them, as a block that alone fits max_size and not the budget
             front = outline.opened_from(code.start)

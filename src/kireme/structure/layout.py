@@ -19,7 +19,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from operator import attrgetter, methodcaller
+from operator import methodcaller
 from typing import overload
 
 from kireme._native import native
@@ -249,25 +249,24 @@ _LEAD_IN_ENDS = (
 )
 
 
-def lead_ins(text: str, outline: Outline, a: int = 0, b: int | None = None) -> list[tuple[int, int]]:
+def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
     """``(start, after)`` of each lead-in: a top-level block (a paragraph or list; not a heading, code block,
     table, comment or tag line) whose last line ends with a colon (``:`` or ``：``), followed by another
     block that is not a heading; or a label of one line right above a code block or table (and the
     opening-tag lines before it), a short line without prose punctuation once its inline tags are left
     out (`_label_lines`). ``after`` is where the block introduced starts. ``詳しくは次のとおりです：`` over
     the list or the `<Sandpack>` code it introduces; ``<span class="filename">ファイル名: src/main.rs</span>``
-    over its code. ``a``, ``b``: only the lead-ins whose end (``after``) is in ``(a, b]``."""
+    over its code."""
     starts = outline.block_starts
-    b = len(text) if b is None else b
     if not starts:
         return []
-    labels = _label_lines(text, outline, a, b)
-    if text.find(":", a, b) < 0 and text.find("：", a, b) < 0:
+    labels = _label_lines(text, outline)
+    if ":" not in text and "：" not in text:
         return labels
     headings: set[int] | None = None  # made at the first candidate
     blocks: set[int] = set()
     out: list[tuple[int, int]] = []
-    ends = sorted((m.start(), m.end()) for pattern in _LEAD_IN_ENDS for m in pattern.finditer(text, a, b))
+    ends = sorted((m.start(), m.end()) for pattern in _LEAD_IN_ENDS for m in pattern.finditer(text))
     for colon, after in ends:
         i = bisect_left(starts, after)
         if i == len(starts) or starts[i] != after or i == 0:
@@ -289,26 +288,13 @@ def lead_ins(text: str, outline: Outline, a: int = 0, b: int | None = None) -> l
     return out
 
 
-_START_OF = attrgetter("start")
-
-
-def _block_starts_in(outline: Outline, a: int, b: int) -> list[int]:
-    """The starts of the code blocks and tables in ``(a, b]`` (each list is in document order)."""
-    found: list[int] = []
-    for blocks in (outline.code_blocks, outline.tables):
-        lo = bisect_right(blocks, a, key=_START_OF)
-        hi = bisect_right(blocks, b, key=_START_OF)
-        found += [block.start for block in blocks[lo:hi]]
-    return found
-
-
 # The longest line read as a label, its inline tags included (a label is at most 40 characters without them)
 _LABEL_CHARS = 200
 # An inline HTML tag, left out of a label line before it is read (`_label_lines`)
 _INLINE_TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
 
 
-def _label_lines(text: str, outline: Outline, a: int, b: int) -> list[tuple[int, int]]:
+def _label_lines(text: str, outline: Outline) -> list[tuple[int, int]]:
     """``(start, after)`` of each one-line block right above a code block or table (or the opening-tag
     lines before it) that names it: without its inline tags a short line with no prose punctuation at its
     end, as a heading is (`is_heading_line`: ``ファイル名: src/main.rs`` of mdBook's
@@ -316,10 +302,8 @@ def _label_lines(text: str, outline: Outline, a: int, b: int) -> list[tuple[int,
     starts = outline.block_starts
     out: list[tuple[int, int]] = []
     headings: set[int] | None = None
-    for block in _block_starts_in(outline, a, b):
+    for block in [c.start for c in outline.code_blocks] + [t.start for t in outline.tables]:
         after = outline.opened_from(block)
-        if not a < after <= b:
-            continue
         i = bisect_left(starts, after)
         if i == 0 or i == len(starts) or starts[i] != after:
             continue
