@@ -6,17 +6,20 @@ The fixtures under ``fixtures/eval/`` are our own sentences. The last tests read
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
 import pytest
 
 from kireme import load
-from kireme.document import Document
+from kireme.document import Chunk, Document
 from kireme.errors import ConfigError, DatasetError
 from kireme.evaluate.datasets import (
     QASet,
     SegmentedDocument,
+    ink_span,
     join_articles,
     load_choi,
     load_chroma,
@@ -24,6 +27,8 @@ from kireme.evaluate.datasets import (
     load_segments_jsonl,
     load_squad,
 )
+
+from kireme.evaluate.metrics import answered_by, contains_answer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "eval"
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
@@ -310,6 +315,53 @@ def test_chroma_errors_name_file_and_line(tmp_path: Path, rows: str, line: int, 
         load_chroma(tmp_path)
     assert info.value.path == csv_path.as_posix() and info.value.line == line
     assert str(info.value).startswith(f"{csv_path.as_posix()}:{line}: ")
+
+
+def _chunk(text: str, doc_id: str, start: int, end: int) -> Chunk:
+    return Chunk(text[start:end], start, end, doc_id, 0, f"{doc_id}:{start}", end - start, "chars")
+
+
+def test_chroma_references_leave_out_the_whitespace_around_them(tmp_path: Path) -> None:
+    """An excerpt given with the space before it and the line break after it (as a quarter of Chroma's are)
+    is judged on its words: the trimmed chunk that holds all of them answers the question, and a chunk that
+    misses a word still does not."""
+    text = "Opening hours changed. The reading room is now on the third floor.\nCoffee is not allowed.\n"
+    _write(tmp_path / "corpora" / "memo.md", text)
+    excerpt = " The reading room is now on the third floor.\n"
+    start = text.index(excerpt)
+    refs = json.dumps([{"content": excerpt, "start_index": start, "end_index": start + len(excerpt)}])
+    rows = io.StringIO()
+    csv.writer(rows).writerows([("question", "references", "corpus_id"), ("Where?", refs, "memo")])
+    _write(tmp_path / "questions_df.csv", rows.getvalue())
+    (question,) = load_chroma(tmp_path).questions
+    (ref,) = question.references
+    assert text[ref[0] : ref[1]] == "The reading room is now on the third floor."
+    words = text.index("The reading")
+    whole, short = _chunk(text, "memo", words, ref[1]), _chunk(text, "memo", words, ref[1] - 1)
+    assert answered_by(question, [whole]) and not answered_by(question, [short])
+
+
+def test_ink_span_trims_both_ends_and_keeps_a_blank_span() -> None:
+    text = "\u3000 答えは四十二です。\n\n   "
+    assert ink_span(text, 0, len(text)) == (2, 11)
+    assert text[2:11] == "答えは四十二です。"
+    assert ink_span(text, 11, len(text)) == (11, len(text))  # nothing but whitespace: left as it is
+    assert ink_span(text, 3, 5) == (3, 5)
+
+
+def test_answer_text_with_spaces_matches_the_trimmed_chunk(tmp_path: Path) -> None:
+    """``answer_start`` with an answer that ends in a space: the reference leaves the space out; a question
+    with the answer text only (no offset) is matched without its spaces too."""
+    doc = Document("会議は十時から 始まります。", id="memo")
+    path = _write(
+        tmp_path / "q.jsonl",
+        json.dumps({"question": "いつ？", "answer": "十時から ", "doc": "memo", "answer_start": 3}) + "\n"
+        + json.dumps({"question": "いつ？", "answer": " 十時から ", "doc": "memo"}) + "\n",
+    )
+    with_offset, text_only = load_questions_jsonl(path, [doc])
+    assert with_offset.references == ((3, 7),)
+    chunk = _chunk(doc.text, "memo", 0, 7)
+    assert contains_answer(with_offset, chunk) and contains_answer(text_only, chunk)
 
 
 def test_chroma_layout_errors(tmp_path: Path) -> None:

@@ -30,8 +30,14 @@ def contains_answer(question: Question, chunk: Chunk) -> bool:
     if question.answer:
         if question.doc_id is not None and chunk.doc_id != question.doc_id:
             return False
-        return question.answer in chunk.text
+        return answer_ink(question) in chunk.text
     return False
+
+
+def answer_ink(question: Question) -> str:
+    """The answer text without the whitespace around it (as the loaders' reference spans): a chunk never
+    starts or ends with whitespace."""
+    return question.answer.strip() or question.answer
 
 
 def answered_by(question: Question, chunks: Sequence[Chunk]) -> bool:

@@ -13,6 +13,7 @@ from kireme.document import Chunk, Document
 from kireme.evaluate.datasets import Question, SegmentedDocument
 from kireme.evaluate.metrics import (
     Intrinsic,
+    answer_ink,
     answered_by,
     contains_answer,
     intrinsic,
@@ -204,7 +205,7 @@ def context_answers(question: Question, context: Context) -> bool:
         return all(any(s.start <= a and b <= s.end for s in mine) for a, b in question.references)
     if question.answer:
         return any(
-            question.answer in s.text and (question.doc_id is None or s.doc_id == question.doc_id)
+            answer_ink(question) in s.text and (question.doc_id is None or s.doc_id == question.doc_id)
             for s in context.spans
         )
     return False
