@@ -27,7 +27,6 @@ from kireme.evaluate.datasets import (
     load_segments_jsonl,
     load_squad,
 )
-
 from kireme.evaluate.metrics import answered_by, contains_answer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "eval"
@@ -355,8 +354,10 @@ def test_answer_text_with_spaces_matches_the_trimmed_chunk(tmp_path: Path) -> No
     doc = Document("会議は十時から 始まります。", id="memo")
     path = _write(
         tmp_path / "q.jsonl",
-        json.dumps({"question": "いつ？", "answer": "十時から ", "doc": "memo", "answer_start": 3}) + "\n"
-        + json.dumps({"question": "いつ？", "answer": " 十時から ", "doc": "memo"}) + "\n",
+        json.dumps({"question": "いつ？", "answer": "十時から ", "doc": "memo", "answer_start": 3})
+        + "\n"
+        + json.dumps({"question": "いつ？", "answer": " 十時から ", "doc": "memo"})
+        + "\n",
     )
     with_offset, text_only = load_questions_jsonl(path, [doc])
     assert with_offset.references == ((3, 7),)
