@@ -57,6 +57,15 @@ def test_english_abbreviations_initials_and_decimals() -> None:
     ]
 
 
+def test_versus_in_a_case_name_does_not_end_the_sentence() -> None:
+    text = "The court cited Smith v. Jones in its ruling. Henry V. Ford disagreed. It ended."
+    assert sentences(text) == [
+        "The court cited Smith v. Jones in its ruling.",
+        "Henry V. Ford disagreed.",
+        "It ended.",
+    ]
+
+
 def test_question_inside_quote_followed_by_lowercase_continues() -> None:
     assert sentences('"Are you sure?" he asked. Then he left.') == [
         '"Are you sure?" he asked.',

@@ -64,6 +64,7 @@ _ABBREVIATIONS = frozenset(
         "st",
         "mt",
         "vs",
+        "v",  # versus, as in case names: "Roe v. Wade" (an upper-case "V." is an initial already)
         "etc",
         "e.g",
         "i.e",
