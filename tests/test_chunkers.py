@@ -140,6 +140,62 @@ def test_markdown_preset_keeps_heading_with_body() -> None:
     ]
 
 
+def _markdown_chunks(md: str, max_size: int) -> list[str]:
+    return texts(
+        chunk(Document(md, metadata={"format": "markdown"}), strategy="recursive", max_size=max_size)
+    )
+
+
+_FUNCTIONS = (
+    "```python\ndef total(items):\n    return sum(items)\n\n\n"
+    "def average(items):\n    return total(items) / len(items)\n```"
+)
+
+
+def test_markdown_preset_keeps_a_code_block_that_fits_whole() -> None:
+    """The blank lines inside a code block are no cuts while it fits, and its closing fence stays with it
+    (the regex levels used to cut before the closing fence as before an opening one)."""
+    md = (
+        "## 集計\n\n合計と平均を求める関数を用意します。入力は数値のリストです。\n\n"
+        + _FUNCTIONS
+        + "\n\n空のリストを渡すと平均はゼロ除算になります。呼ぶ前に確認してください。\n"
+    )
+    assert _markdown_chunks(md, 130) == [
+        "## 集計\n\n合計と平均を求める関数を用意します。入力は数値のリストです。",
+        _FUNCTIONS,
+        "空のリストを渡すと平均はゼロ除算になります。呼ぶ前に確認してください。",
+    ]
+
+
+def test_markdown_preset_cuts_a_code_block_too_large_at_its_lines() -> None:
+    code = "```text\n" + "\n".join(f"行{i:02d}: 値は{i * 7}です" for i in range(30)) + "\n```"
+    md = "## ログ\n\n出力の例です。\n\n" + code + "\n\n以上です。\n"
+    pieces = _markdown_chunks(md, 120)
+    assert pieces[0] == "## ログ\n\n出力の例です。" and pieces[-1].endswith("```\n\n以上です。")
+    assert all(len(p) <= 120 for p in pieces)
+    starts = [md.index(p) for p in pieces[1:]]
+    assert all(md[s - 1] == "\n" for s in starts)  # every piece of the code starts at one of its lines
+
+
+def test_markdown_preset_keeps_lead_in_and_tags_with_their_code() -> None:
+    """A lead-in (a colon at the end) and the `<Sandpack>` lines around a code block stay with it, and a
+    short line such as a closing fence or a tag is no heading to keep with what follows."""
+    example = (
+        "次のコードを実行します：\n\n<Sandpack>\n\n```js\nexport default function App() {\n"
+        "  return <h1>Hi</h1>;\n}\n```\n\n</Sandpack>"
+    )
+    md = (
+        "## 例\n\nこの節では状態を更新する方法を見ます。まず全体の流れを確認しましょう。\n\n"
+        + example
+        + "\n\nボタンを押すと表示が変わります。変わらない場合は再読み込みします。\n"
+    )
+    assert _markdown_chunks(md, 110) == [
+        "## 例\n\nこの節では状態を更新する方法を見ます。まず全体の流れを確認しましょう。",
+        example,
+        "ボタンを押すと表示が変わります。変わらない場合は再読み込みします。",
+    ]
+
+
 def test_python_preset_splits_between_functions() -> None:
     code = "import os\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n"
     chunks = chunk(code, strategy="recursive", preset="python", max_size=30)

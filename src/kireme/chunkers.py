@@ -183,6 +183,11 @@ class Chunker:
         """Whether a prose heading line must stay with its body (off for code)."""
         return True
 
+    def heading_end(self, doc: Document) -> Callable[[str, int], bool] | None:
+        """The test `kireme.pack.pack` asks whether the text before a cut ends with a heading line: by
+        default (``None``) the prose heuristic, a short line without sentence punctuation."""
+        return None
+
     def for_document(self, doc: Document) -> Chunker:
         """The chunker to use for this document (a strategy may adapt to its format)."""
         return self
@@ -248,6 +253,7 @@ class Chunker:
             overlap=self.overlap,
             merge=self.merges(),
             keep_headings=self.keep_headings(),
+            heading_end=self.heading_end(doc),
             **self.packing_options(),
         )
         return spans_plan(spans)
@@ -483,12 +489,31 @@ class RecursiveChunker(Chunker):
         return list(cached)
 
     def document_levels(self, doc: Document) -> list[Level]:
-        if self.separators is None and self.preset == "markdown":  # headings from the parser
-            return markdown_levels(doc.text)
+        if self.separators is None and self.preset == "markdown":  # headings and code from the parser
+            sizer = self.measure.for_text(doc.text)
+            budget = self.max_size - self.overlap
+
+            def fits(start: int, end: int) -> bool:
+                """Whether a code block fits a chunk as its own text, exactly (a token estimate may be
+                short): one that does is kept whole."""
+                return sizer.estimate(start, end) <= budget and sizer.exact([(start, end)])[0] <= budget
+
+            return markdown_levels(doc.text, fits)
         return self.levels()
 
     def keep_headings(self) -> bool:
         return self.separators is None and (self.preset == "auto" or self.preset in PROSE_PRESETS)
+
+    def heading_end(self, doc: Document) -> Callable[[str, int], bool] | None:
+        """The markdown preset knows the document's headings from the parser: a short line of a Markdown
+        file (a closing fence, ``<Sandpack>``, a label) is not one, as it is for the `markdown` strategy."""
+        if self.separators is None and self.preset == "markdown":
+            from kireme.text.headings import HeadingEnds
+            from kireme.text.markdown import markdown_outline
+
+            outline = markdown_outline(doc.text, warn=False)
+            return HeadingEnds(doc.text, frozenset(h.end for h in outline.headings))
+        return None
 
     def options(self) -> dict[str, Any]:
         if self.separators is not None:

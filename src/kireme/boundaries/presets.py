@@ -7,7 +7,7 @@ and the declaration (see `AttachedLevel`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import regex
@@ -245,26 +245,70 @@ PRESET_ALIASES = {"js": "javascript", "typescript": "javascript", "ts": "javascr
 PROSE_PRESETS = frozenset({"default", "markdown"})
 
 
-def markdown_levels(text: str) -> list[Level]:
-    """The markdown preset for one document, with headings found by the CommonMark parser.
+def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -> list[Level]:
+    """The markdown preset for one document, with headings and code blocks found by the CommonMark parser.
 
-    The regex heading levels of the preset would take a ``# comment`` line inside a code fence for a
-    heading; the parser does not.
+    The regex levels of the preset would take a ``# comment`` line inside a code fence for a heading, and
+    cut before a closing fence as before an opening one; the parser does neither. Each code block is its
+    own piece, with what belongs to it: the cut before it goes above the opening-tag lines (``<Sandpack>``)
+    and the lead-in or label (``次のコードを実行します：``, ``ファイル名: src/main.rs``) right above it, the cut
+    after it below the closing-tag lines under it. A code block for which ``fits(start, end)`` holds keeps
+    no cut inside it, so it is never split while it fits a chunk (a larger one is cut between its blank
+    lines, then its lines). A blank line is no paragraph cut after a lead-in, an opening-tag line or an
+    HTML comment above a block, nor before a closing-tag line: the text stays with what it introduces,
+    wraps or translates while they fit (a line cut is left there for when they do not).
     """
-    from kireme.text.markdown import markdown_headings
+    from kireme.structure.layout import Outside, lead_ins
+    from kireme.text.markdown import comment_leads, markdown_outline
 
-    headings = markdown_headings(text)
+    outline = markdown_outline(text, warn=False)
+    headings = outline.headings
 
     def starts(levels: tuple[int, ...]) -> list[int]:
         return [h.start for h in headings if h.level in levels]
 
+    leads = lead_ins(text, outline)
+    led = {after: start for start, after in leads}
+    code = [block for block in outline.code_blocks if block.closed]
+
+    def head(start: int) -> int:
+        """Where a code block's piece starts: above its opening tags, lead-in or label, and the comment
+        (a translation's original) right above those."""
+        start = outline.opened_from(start)
+        return outline.commented_from(led.get(start, start))
+
+    fences = {head(b.start) for b in code}
+    fences |= {outline.closed_to(b.end) for b in code}
     parsed: list[Level] = [
         PositionLevel(starts((1,)), "h1", hard=True),
         PositionLevel(starts((2,)), "h2", hard=True),
         PositionLevel(starts((3,)), "h3", hard=True),
         PositionLevel(starts((4, 5, 6)), "h4-h6", hard=True),
+        PositionLevel(sorted(fences), "fence"),
     ]
-    return parsed + PRESETS["markdown"][4:]
+    rule, paragraph, *rest = PRESETS["markdown"][5:]
+    kept = sorted((b.start, b.end) for b in code if fits is not None and fits(b.start, b.end))
+    # spans as `Outside` reads them (a cut inside ``start < cut < end`` is dropped)
+    glue = [(start, end + 1) for start, end in outline.openers]
+    glue += [(start - 1, end) for start, end in outline.closers]
+    glue += [(start, after + 1) for start, after in leads]
+    if "<!--" in text:
+        glue += [(start, after + 1) for start, after in comment_leads(text, outline.block_starts)]
+
+    def outside(level: Level, spans: list[tuple[int, int]]) -> Level:
+        if not spans:
+            return level
+        spans.sort()
+        return Outside(
+            level, tuple(s for s, _ in spans), tuple(e for _, e in spans), getattr(level, "name", "")
+        )
+
+    return [
+        *parsed,
+        outside(rule, list(kept)),
+        outside(paragraph, kept + glue),
+        *(outside(level, list(kept)) for level in rest),
+    ]
 
 
 def preset_levels(name: str) -> list[Level]:
