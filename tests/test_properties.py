@@ -79,6 +79,17 @@ def test_invariants_presets(preset: str, text: str, max_size: int, packing: dict
     _check(text, "recursive", "chars", max_size, 0, preset=preset, **packing)
 
 
+@given(text=st.one_of(markdown_texts, texts), max_size=st.integers(1, 120), data=st.data())
+def test_invariants_recursive_on_markdown(text: str, max_size: int, data) -> None:
+    """The markdown preset as `kireme chunk` runs it on a `.md` file: code blocks, lead-ins and tag lines
+    from the parser, in characters and tokens, with overlap and min_size."""
+    unit = data.draw(st.sampled_from(["chars", "tokens"]))
+    max_size = max(max_size, 4) if unit == "tokens" else max_size
+    overlap = data.draw(st.sampled_from([0, 0, max_size // 4]))
+    min_size = data.draw(st.sampled_from([0, (max_size - overlap) // 3]))
+    _check(text, "recursive", unit, max_size, overlap, min_size, "markdown", **data.draw(packings))
+
+
 @given(text=texts)
 def test_batch_equals_one_by_one(text: str) -> None:
     chunker = make_chunker("recursive", max_size=30)
