@@ -194,7 +194,7 @@ SWITCHES = [
     (pack, "_NATIVE_PACKED", native.char_packed, None),
     (pack, "_NATIVE_BACK", native.optimal_back, None),
     (levels, "_NATIVE_SENTENCE_LINES", native.sentence_line_breaks, None),
-    (layout, "_NATIVE_DROP", native.drop_inside, None),
+    (levels, "_NATIVE_DROP", native.drop_inside, None),
     (levels, "_NATIVE_CLAUSE_CUTS", native.clause_cuts, None),
     (levels, "_NATIVE_WORD_CUTS", native.word_cuts, None),
     (markdown, "line_starts", native.line_starts, markdown._line_starts_python),
@@ -1071,6 +1071,6 @@ def _cuts_and_spans(draw: st.DrawFn) -> tuple[list[int], tuple[int, ...], tuple[
 @given(_cuts_and_spans())
 def test_cuts_dropped_inside_protected_spans_in_c_are_the_python_ones(case: tuple) -> None:
     cuts, starts, ends = case
-    expected = layout._drop_inside_python(list(cuts), starts, ends)
+    expected = levels._drop_inside_python(list(cuts), starts, ends)
     assert native.drop_inside(list(cuts), starts, ends) == expected
     assert native.drop_inside(list(cuts), list(starts), list(ends)) == expected

@@ -18,9 +18,10 @@ from kireme.context import ContextBuilder
 from kireme.document import Region
 from kireme.errors import ConfigError
 from kireme.length import Tokens
-from kireme.structure.layout import _closer_spans, _opener_spans, code_line_cuts, lead_ins
+from kireme.structure.layout import _closer_spans, _opener_spans, code_line_cuts
 from kireme.structure.tables import TableMode, fill_down_columns
 from kireme.text.csvtable import csv_outline, record_spans
+from kireme.text.leads import lead_ins
 from kireme.text.markdown import (
     HeadingPaths,
     Outline,

@@ -285,6 +285,56 @@ class PositionLevel:
         return list(self.positions[lo:hi])
 
 
+# `_drop_inside` in C (`kireme._speedups.drop_inside`), asked by every prose level of every split span
+_NATIVE_DROP: Callable[[list[int], Sequence[int], Sequence[int]], list[int]] | None = native("drop_inside")
+
+
+@dataclass(frozen=True)
+class Outside:
+    """A level whose cuts inside protected spans (tables, code blocks) are dropped."""
+
+    level: Level
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+    name: str = ""
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        return _drop_inside(self.level.cuts(text, a, b), self.starts, self.ends)
+
+
+def _drop_inside(cuts: list[int], starts: Sequence[int], ends: Sequence[int]) -> list[int]:
+    """``cuts`` (sorted) but those inside a span (``starts[i] < cut < ends[i]``, a span ending no later
+    than one after the next one's start: nested spans are read as the outer one up to there); in C where
+    kireme's extension is built (`kireme._speedups.drop_inside`, the same answers)."""
+    if _NATIVE_DROP is not None:
+        return _NATIVE_DROP(cuts, starts, ends)
+    return _drop_inside_python(cuts, starts, ends)
+
+
+def _drop_inside_python(cuts: list[int], starts: Sequence[int], ends: Sequence[int]) -> list[int]:
+    """`_drop_inside` in Python: the reference, and the answer without the extension."""
+    if not starts or not cuts:
+        return cuts
+    # a cut is dropped when it lies inside the last protected span that starts before it: span i
+    # governs the cuts in (starts[i], starts[i + 1]]; only the spans among the cuts are visited, and
+    # the cuts between them are kept by the slice
+    first = max(0, bisect_left(starts, cuts[0]) - 1)
+    last = bisect_left(starts, cuts[-1])
+    out: list[int] = []
+    kept = 0  # cuts[kept:] are not decided yet
+    for i in range(first, last):
+        stop = min(ends[i], starts[i + 1] + 1) if i + 1 < len(starts) else ends[i]
+        lo = bisect_right(cuts, starts[i], kept)
+        hi = bisect_left(cuts, stop, lo)
+        if lo < hi:
+            out += cuts[kept:lo]
+            kept = hi
+    if not kept:
+        return cuts
+    out += cuts[kept:]
+    return out
+
+
 # The time limit of a user's separator regex (seconds, plus as much per million characters searched).
 USER_PATTERN_SECONDS = 2.0
 

@@ -20,6 +20,7 @@ from kireme.boundaries.levels import (
     SENTENCE,
     WORD,
     Level,
+    Outside,
     PositionLevel,
     RegexLevel,
 )
@@ -258,7 +259,7 @@ def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -
     HTML comment above a block, nor before a closing-tag line: the text stays with what it introduces,
     wraps or translates while they fit (a line cut is left there for when they do not).
     """
-    from kireme.structure.layout import Outside, lead_ins
+    from kireme.text.leads import lead_ins
     from kireme.text.markdown import comment_leads, markdown_outline
 
     outline = markdown_outline(text, warn=False)

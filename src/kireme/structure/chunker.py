@@ -23,7 +23,7 @@ from kireme.document import Document
 from kireme.errors import ConfigError
 from kireme.length import Chars, SpanSizer, Tokens
 from kireme.pack import PackedSpan, pack
-from kireme.structure.layout import LazyLevels, document_outline, heading_rule, lead_ins
+from kireme.structure.layout import LazyLevels, document_outline, heading_rule
 from kireme.structure.tables import (
     TableMode,
     column_index,
@@ -32,6 +32,7 @@ from kireme.structure.tables import (
     render_row,
     row_values,
 )
+from kireme.text.leads import lead_ins
 from kireme.text.markdown import CodeBlock, HeadingPaths, Outline, Table
 from kireme.text.subword import DEFAULT_TOKENIZER
 

@@ -18,11 +18,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from operator import methodcaller
 from typing import overload
 
-from kireme._native import native
 from kireme.boundaries.levels import (
     CLAUSE,
     LINE,
@@ -32,17 +30,17 @@ from kireme.boundaries.levels import (
     SENTENCE_LINE,
     WORD,
     Level,
+    Outside,
     PositionLevel,
+    _drop_inside,
     with_sentences,
 )
 from kireme.document import Document
 from kireme.text.csvtable import csv_outline
-from kireme.text.headings import HeadingEnds, is_heading_line
+from kireme.text.headings import HeadingEnds
+from kireme.text.leads import lead_ins
 from kireme.text.markdown import MARKDOWN_FORMATS, Outline, line_starts, markdown_outline
 from kireme.text.sentences import check_sentence_mode
-
-# `_drop_inside` in C (`kireme._speedups.drop_inside`), asked by every prose level of every split span
-_NATIVE_DROP: Callable[[list[int], Sequence[int], Sequence[int]], list[int]] | None = native("drop_inside")
 
 # The outline of every plain-text document (frozen: one shared instance, not one made per document)
 _NO_OUTLINE = Outline()
@@ -56,52 +54,6 @@ def document_outline(doc: Document) -> Outline:
     if fmt in ("csv", "tsv"):
         return csv_outline(doc.text, fmt, doc.title)
     return _NO_OUTLINE
-
-
-@dataclass(frozen=True)
-class Outside:
-    """A level whose cuts inside protected spans (tables, code blocks) are dropped."""
-
-    level: Level
-    starts: tuple[int, ...]
-    ends: tuple[int, ...]
-    name: str = ""
-
-    def cuts(self, text: str, a: int, b: int) -> list[int]:
-        return _drop_inside(self.level.cuts(text, a, b), self.starts, self.ends)
-
-
-def _drop_inside(cuts: list[int], starts: Sequence[int], ends: Sequence[int]) -> list[int]:
-    """``cuts`` (sorted) but those inside a span (``starts[i] < cut < ends[i]``, a span ending no later
-    than one after the next one's start: nested spans are read as the outer one up to there); in C where
-    kireme's extension is built (`kireme._speedups.drop_inside`, the same answers)."""
-    if _NATIVE_DROP is not None:
-        return _NATIVE_DROP(cuts, starts, ends)
-    return _drop_inside_python(cuts, starts, ends)
-
-
-def _drop_inside_python(cuts: list[int], starts: Sequence[int], ends: Sequence[int]) -> list[int]:
-    """`_drop_inside` in Python: the reference, and the answer without the extension."""
-    if not starts or not cuts:
-        return cuts
-    # a cut is dropped when it lies inside the last protected span that starts before it: span i
-    # governs the cuts in (starts[i], starts[i + 1]]; only the spans among the cuts are visited, and
-    # the cuts between them are kept by the slice
-    first = max(0, bisect_left(starts, cuts[0]) - 1)
-    last = bisect_left(starts, cuts[-1])
-    out: list[int] = []
-    kept = 0  # cuts[kept:] are not decided yet
-    for i in range(first, last):
-        stop = min(ends[i], starts[i + 1] + 1) if i + 1 < len(starts) else ends[i]
-        lo = bisect_right(cuts, starts[i], kept)
-        hi = bisect_left(cuts, stop, lo)
-        if lo < hi:
-            out += cuts[kept:lo]
-            kept = hi
-    if not kept:
-        return cuts
-    out += cuts[kept:]
-    return out
 
 
 class LazyLevels(Sequence[Level]):
@@ -238,92 +190,6 @@ def structure_levels(
     if protected:  # a single row or code line larger than the limit
         levels += [SENTENCE, CLAUSE, WORD, SCRIPT] if paragraph_starts is None else tail
     return levels
-
-
-# A line that ends a block with a colon, then the blank lines after it: a lead-in's last line (`lead_ins`);
-# one pattern per colon, each starting with its literal (searched for at C speed; a class is tried at
-# every position, 3.5 times slower)
-_LEAD_IN_ENDS = (
-    re.compile(r":[ \t]*\r?\n(?:[ \t]*\r?\n)+"),
-    re.compile(r"：[ \t]*\r?\n(?:[ \t]*\r?\n)+"),
-)
-
-
-def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
-    """``(start, after)`` of each lead-in: a top-level block (a paragraph or list; not a heading, code block,
-    table, comment or tag line) whose last line ends with a colon (``:`` or ``：``), followed by another
-    block that is not a heading; or a label of one line right above a code block or table (and the
-    opening-tag lines before it), a short line without prose punctuation once its inline tags are left
-    out (`_label_lines`). ``after`` is where the block introduced starts. ``詳しくは次のとおりです：`` over
-    the list or the `<Sandpack>` code it introduces; ``<span class="filename">ファイル名: src/main.rs</span>``
-    over its code."""
-    starts = outline.block_starts
-    if not starts:
-        return []
-    labels = _label_lines(text, outline)
-    if ":" not in text and "：" not in text:
-        return labels
-    headings: set[int] | None = None  # made at the first candidate
-    blocks: set[int] = set()
-    out: list[tuple[int, int]] = []
-    ends = sorted((m.start(), m.end()) for pattern in _LEAD_IN_ENDS for m in pattern.finditer(text))
-    for colon, after in ends:
-        i = bisect_left(starts, after)
-        if i == len(starts) or starts[i] != after or i == 0:
-            continue  # not the end of a top-level block
-        if headings is None:
-            headings = {h.start for h in outline.headings}
-            blocks = {c.start for c in outline.code_blocks} | {t.start for t in outline.tables}
-        start = starts[i - 1]
-        if after in headings or start in headings or start in blocks:
-            continue  # a heading follows, or the block is a heading, code block or table
-        if text[start] in "<|:" or text.startswith("<!--", start):
-            continue
-        line = text[max(start, text.rfind("\n", start, colon) + 1) : colon].strip()
-        if not line or line[0] in "<|#":  # a tag line, a table row or an ATX line left as it is
-            continue
-        out.append((start, after))
-    if labels:
-        out = sorted(set(out).union(labels))
-    return out
-
-
-# The longest line read as a label, its inline tags included (a label is at most 40 characters without them)
-_LABEL_CHARS = 200
-# An inline HTML tag, left out of a label line before it is read (`_label_lines`)
-_INLINE_TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
-
-
-def _label_lines(text: str, outline: Outline) -> list[tuple[int, int]]:
-    """``(start, after)`` of each one-line block right above a code block or table (or the opening-tag
-    lines before it) that names it: without its inline tags a short line with no prose punctuation at its
-    end, as a heading is (`is_heading_line`: ``ファイル名: src/main.rs`` of mdBook's
-    ``<span class="filename">…</span>``, ``出力``); ``after`` is where the block (or its tags) starts."""
-    starts = outline.block_starts
-    out: list[tuple[int, int]] = []
-    headings: set[int] | None = None
-    for block in [c.start for c in outline.code_blocks] + [t.start for t in outline.tables]:
-        after = outline.opened_from(block)
-        i = bisect_left(starts, after)
-        if i == 0 or i == len(starts) or starts[i] != after:
-            continue
-        start = starts[i - 1]
-        end = after
-        while end > start and text[end - 1].isspace():
-            end -= 1
-        if end - start > _LABEL_CHARS or text.find("\n", start, end) >= 0:
-            continue  # longer than a label, or more than one line
-        line = text[start:end]
-        if text.startswith("<!--", start) or line.startswith(("|", "```", "~~~")):
-            continue  # a comment, a table row or a fence
-        if headings is None:
-            headings = {h.start for h in outline.headings}
-        if start in headings:
-            continue
-        label = _INLINE_TAG.sub("", line).strip()
-        if label and not label.endswith((":", "：")) and is_heading_line(label):
-            out.append((start, after))
-    return out
 
 
 def _unit_ends(text: str, outline: Outline) -> Callable[[int], int]:
