@@ -28,7 +28,7 @@ from kireme.boundaries.presets import PRESET_ALIASES, PRESETS, PROSE_PRESETS, ma
 from kireme.context import ContextBuilder, check_context_mode
 from kireme.document import NO_METADATA, Chunk, ChunkIds, Document, RegionIndex, lazy_chunk, text_document
 from kireme.errors import ConfigError
-from kireme.length import Measure, get_measure
+from kireme.length import Measure, SpanSizer, get_measure
 from kireme.pack import PACKINGS, PackedSpan, pack
 from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, markdown_headings
 from kireme.text.sentences import check_sentence_mode
@@ -201,13 +201,14 @@ class Chunker:
         """
         return False
 
-    def document_levels(self, doc: Document) -> list[Level]:
-        """The levels for this document (a strategy may need the text, e.g. parsed headings)."""
+    def document_levels(self, doc: Document, sizer: SpanSizer | None = None) -> list[Level]:
+        """The levels for this document (a strategy may need the text, e.g. parsed headings). ``sizer``:
+        the measure of this text that the packing uses, for levels that depend on what fits."""
         return self.levels()
 
-    def sentence_levels(self, doc: Document) -> list[Level]:
+    def sentence_levels(self, doc: Document, sizer: SpanSizer | None = None) -> list[Level]:
         """`document_levels` in the chunker's sentence mode (``sentences``)."""
-        return with_sentences(self.document_levels(doc), self.sentences)
+        return with_sentences(self.document_levels(doc, sizer), self.sentences)
 
     @property
     def context_counts(self) -> bool:
@@ -244,10 +245,11 @@ class Chunker:
         one packer (with `merges` and `keep_headings`); a strategy whose cuts are more than levels
         (sections with their own budgets, topic cuts) overrides it.
         """
+        sizer = self.measure.for_text(doc.text)  # once: in tokens it encodes the whole text
         spans = pack(
             doc.text,
-            self.sentence_levels(doc),
-            self.measure.for_text(doc.text),
+            self.sentence_levels(doc, sizer),
+            sizer,
             max_size=self.text_max_size(doc),
             min_size=self.min_size,
             overlap=self.overlap,
@@ -488,15 +490,15 @@ class RecursiveChunker(Chunker):
             object.__setattr__(self, "_levels", cached)
         return list(cached)
 
-    def document_levels(self, doc: Document) -> list[Level]:
+    def document_levels(self, doc: Document, sizer: SpanSizer | None = None) -> list[Level]:
         if self.separators is None and self.preset == "markdown":  # headings and code from the parser
-            sizer = self.measure.for_text(doc.text)
+            measured = sizer if sizer is not None else self.measure.for_text(doc.text)
             budget = self.max_size - self.overlap
 
             def fits(start: int, end: int) -> bool:
                 """Whether a code block fits a chunk as its own text, exactly (a token estimate may be
                 short): one that does is kept whole."""
-                return sizer.estimate(start, end) <= budget and sizer.exact([(start, end)])[0] <= budget
+                return measured.estimate(start, end) <= budget and measured.exact([(start, end)])[0] <= budget
 
             return markdown_levels(doc.text, fits)
         return self.levels()
