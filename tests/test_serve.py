@@ -291,6 +291,14 @@ def test_search_rows_and_budgeted_context_equal_the_library(
     assert budgeted["context"]["size"] <= 300 and budgeted["context"]["passages"]
     assert len(budgeted["hits"]) == 3
 
+    searcher = Searcher(db)
+    try:
+        with_comments = budgeted_context(searcher, query, 300, k=3, comments=True)
+    finally:
+        searcher.close()
+    asked = client.post("/search", json={"query": query, "k": 3, "budget": 300, "comments": True}).json()
+    assert asked["context"] == {**with_comments.to_dict(), "text": with_comments.text}
+
     source = (folder / "就業規則.md").as_posix()
     only = client.post(
         "/search", json={"query": "日帰り出張の日当", "k": 5, "filters": {"source": source}}

@@ -51,7 +51,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kireme.errors import ConfigError
@@ -163,6 +163,9 @@ class Context:
 
 
 TextOf = Callable[[str], "str | None"]
+# the spans of a document a reader never sees (HTML comments of a Markdown text: `markdown_hidden`)
+HiddenOf = Callable[[str], "Sequence[tuple[int, int]]"]
+_SHOWN = re.compile(r"[^\r\n]+")  # what hiding blanks out: everything but the line breaks
 # the heading path all of [start, end) of a document shares, where the caller knows its headings (else None)
 PathOf = Callable[[str, int, int], "tuple[str, ...] | None"]
 
@@ -198,6 +201,11 @@ class Assembler:
     knows the document's headings (`kireme.index.passages.markdown_paths`): a hit cut to fit carries the
     path of the part it keeps when that names the hit's own path and more (the option or provision whose
     lines it holds, its heading line left out for room), not only the path the whole hit shares.
+    ``hidden(doc_id)``: spans of a document a reader never sees (`kireme.text.markdown.comment_blocks`:
+    the HTML comments of a Markdown text, a translation's original above each paragraph). They cost
+    nothing and are never passed: a passage around one is passed as the parts before and after it (one
+    `ContextSpan` each, exact slices, sharing the passage's ranks and path), so the budget buys text the
+    reader can read; the assembly reads them as blank lines (no terms, no heading lines).
     """
 
     def __init__(
@@ -213,6 +221,7 @@ class Assembler:
         share: float = DEFAULT_SHARE,
         overhead: Callable[[str, tuple[str, ...]], int] | None = None,
         paths: PathOf | None = None,
+        hidden: HiddenOf | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ConfigError(f"unknown context policy {policy!r}: choose one of {', '.join(POLICIES)}")
@@ -233,6 +242,9 @@ class Assembler:
         self.cut = cut
         self.overhead = overhead
         self.paths = paths
+        self.hidden = hidden
+        self._real: dict[str, str] = {}  # the texts of the documents with hidden spans, as they are
+        self._hidden: dict[str, tuple[list[int], list[int]]] = {}  # their hidden spans' starts and ends
 
     # ------------------------------------------------------------------------------------- public
 
@@ -247,8 +259,10 @@ class Assembler:
             raise ConfigError(f"the context budget must be a whole number of {self.unit} > 0, got {budget!r}")
         state = _State(self, budget)
         wanted = frozenset(tokenize(query)) if query else frozenset()
+        if self.hidden is not None:
+            ranked = [self._as_read(u) for u in ranked]
         head = ranked[:20]
-        sample = [self.measure(u.text) for u in head]
+        sample = [self._unit_size(u) for u in head]
         mean = max(1.0, sum(sample) / len(sample)) if sample else 1.0
         if self.policy == "spans" and head:  # the gap is in characters, whatever the budget counts
             state.gap = int(self.bridge * sum(len(u.text) for u in head) / len(head))
@@ -264,9 +278,9 @@ class Assembler:
             holds = budget / ((len(state.pieces) + 1) * mean)  # mean units the budget holds per hit
             if self.policy == "spans" and self.widen > 0 and holds >= GUIDED_SHARE * self.widen:
                 if holds >= self.widen:  # the best hits: their surroundings, both sides
-                    grown = self._grow(unit, int(self.reach * self.measure(unit.text)))
+                    grown = self._grow(unit, int(self.reach * self._unit_size(unit)))
                 else:  # the next ones: only towards sentences that hold more of the query
-                    grown = self._grow(unit, int(GUIDED_REACH * self.measure(unit.text)), wanted)
+                    grown = self._grow(unit, int(GUIDED_REACH * self._unit_size(unit)), wanted)
                 if grown is not None and state.try_add(unit, rank, grown):
                     continue
             if sharing and state.pieces:
@@ -295,13 +309,119 @@ class Assembler:
     # ------------------------------------------------------------------------------------ helpers
 
     def text(self, doc_id: str) -> str | None:
+        """The document's text as the assembly reads it: with its hidden spans (`hidden`) blanked out (every
+        character but the line breaks a space: the offsets stay, the lines too)."""
         if doc_id not in self._texts:
-            self._texts[doc_id] = self._text_of(doc_id)
+            text = self._text_of(doc_id)
+            if text is not None and self.hidden is not None:
+                spans: list[tuple[int, int]] = []
+                for a, b in sorted((max(0, a), min(len(text), b)) for a, b in self.hidden(doc_id)):
+                    if a >= b:
+                        continue
+                    if spans and a <= spans[-1][1]:  # overlapping or touching: one span
+                        spans[-1] = (spans[-1][0], max(b, spans[-1][1]))
+                    else:
+                        spans.append((a, b))
+                if spans:
+                    self._real[doc_id] = text
+                    self._hidden[doc_id] = ([a for a, _ in spans], [b for _, b in spans])
+                    text = _blanked(text, spans)
+            self._texts[doc_id] = text
         return self._texts[doc_id]
 
-    def size(self, doc_id: str, headings: tuple[str, ...], text: str) -> int:
+    def shown(self, doc_id: str, start: int, end: int) -> list[tuple[int, int]]:
+        """The parts of ``[start, end)`` of a document a reader sees: the whole span, or where it holds
+        hidden text (`hidden`) the parts around it, each trimmed of the white space next to what was left
+        out, the empty ones dropped."""
+        hidden = self._hidden.get(doc_id)
+        if hidden is None:
+            return [(start, end)]
+        starts, ends = hidden
+        i = bisect.bisect_right(ends, start)  # the first hidden span ending after start
+        if i == len(starts) or starts[i] >= end:
+            return [(start, end)]
+        text = self._real[doc_id]
+        parts: list[tuple[int, int]] = []
+        pos, trim_left = start, False
+        while pos < end:
+            if i < len(starts) and starts[i] < end:
+                a, b, trim_right = pos, max(pos, starts[i]), True
+            else:
+                a, b, trim_right = pos, end, False
+            if trim_left:
+                while a < b and text[a].isspace():
+                    a += 1
+            if trim_right:
+                while b > a and text[b - 1].isspace():
+                    b -= 1
+            if a < b:
+                parts.append((a, b))
+            if not trim_right:
+                break
+            pos, trim_left = min(end, max(pos, ends[i])), True
+            i += 1
+        return parts
+
+    def shown_text(self, doc_id: str, start: int, end: int) -> str:
+        """The text of ``[start, end)`` as it is passed: its shown parts (`shown`), one blank line apart."""
+        text = self._real.get(doc_id)
+        if text is None:
+            known = self.text(doc_id)
+            assert known is not None
+            return known[start:end]
+        return "\n\n".join(text[a:b] for a, b in self.shown(doc_id, start, end))
+
+    def size(self, doc_id: str, headings: tuple[str, ...], text: str, start: int | None = None) -> int:
+        """The size ``text`` takes in the budget with what the caller adds around it (`overhead`). Given
+        where it starts in its document (``start``), only the parts a reader sees count (`shown`)."""
         extra = self.overhead(doc_id, headings) if self.overhead is not None else 0
+        if start is not None and doc_id in self._hidden:
+            real = self._real[doc_id]
+            return (
+                sum(self.measure(real[a:b]) for a, b in self.shown(doc_id, start, start + len(text))) + extra
+            )
         return self.measure(text) + extra
+
+    def _unit_size(self, unit: Ranked) -> int:
+        """A retrieved unit's size in the budget's unit, what the caller adds aside (its shown parts)."""
+        if unit.doc_id in self._hidden and self._document(unit) is not None:
+            real = self._real[unit.doc_id]
+            return sum(self.measure(real[a:b]) for a, b in self.shown(unit.doc_id, unit.start, unit.end))
+        return self.measure(unit.text)
+
+    def _as_read(self, unit: Ranked) -> Ranked:
+        """``unit`` with its text as the assembly reads it (hidden spans blanked) where its document has
+        hidden spans and the unit agrees with the document."""
+        text = self.text(unit.doc_id)
+        real = self._real.get(unit.doc_id)
+        if text is None or real is None or real[unit.start : unit.end] != unit.text:
+            return unit
+        return replace(unit, text=text[unit.start : unit.end])
+
+    def spans(
+        self,
+        doc_id: str,
+        start: int,
+        end: int,
+        text: str,
+        *,
+        headings: tuple[str, ...],
+        ranks: tuple[int, ...],
+        size: int,
+        cut: bool,
+    ) -> list[ContextSpan]:
+        """The `ContextSpan` of a passage, or where it holds hidden text one per part a reader sees, each an
+        exact slice of the document; the caller's overhead goes with the first part."""
+        if doc_id not in self._hidden:
+            return [ContextSpan(doc_id, start, end, text, headings, ranks, size, cut)]
+        real = self._real[doc_id]
+        extra = self.overhead(doc_id, headings) if self.overhead is not None else 0
+        out = []
+        for a, b in self.shown(doc_id, start, end):
+            part = real[a:b]
+            out.append(ContextSpan(doc_id, a, b, part, headings, ranks, self.measure(part) + extra, cut))
+            extra = 0
+        return out
 
     def cut_paths(self, unit: Ranked, start: int, end: int) -> list[tuple[str, ...]]:
         """The heading paths to cite ``[start, end)``, a part of ``unit``, by, best first: the caller's
@@ -333,7 +453,7 @@ class Assembler:
             return None
 
         def size(s: int, e: int) -> int:
-            return self.size(unit.doc_id, unit.headings, text[s:e])
+            return self.size(unit.doc_id, unit.headings, text[s:e], s)
 
         if guide is not None:
             return guided_span(text, unit.start, unit.end, limit, size, guide)
@@ -381,7 +501,7 @@ class Assembler:
             return known
 
         def size(s: int, e: int) -> int:
-            return self.size(unit.doc_id, unit.headings, text[s:e])
+            return self.size(unit.doc_id, unit.headings, text[s:e], s + offset)
 
         best: tuple[int, int, int, int, int] | None = None  # (score, -sections entered, length, -start, end)
         keys: list[tuple[int, int, int, int, int]] = []
@@ -429,7 +549,7 @@ class Assembler:
         """``unit``'s best run of sentences within ``limit`` (and ``room``) when the unit is larger than
         ``limit`` and the run holds every ``wanted`` term the whole unit holds; else ``None`` (the unit is
         passed as it is)."""
-        if self.measure(unit.text) <= limit:
+        if self._unit_size(unit) <= limit:
             return None
         text = self._document(unit)
         if text is None:
@@ -446,8 +566,10 @@ class Assembler:
         """The best unit cut to ``budget`` (`_best_run`), or a `ConfigError` when no sentence of it fits."""
         run = self._best_run(unit, budget, query)
         if run is None:
-            text, _, bounds = self._unit_sentences(unit)
-            shortest = min((self.size(unit.doc_id, unit.headings, text[s:e]) for s, e in bounds), default=0)
+            text, offset, bounds = self._unit_sentences(unit)
+            shortest = min(
+                (self.size(unit.doc_id, unit.headings, text[s:e], s + offset) for s, e in bounds), default=0
+            )
             raise ConfigError(
                 f"a budget of {budget} {self.unit} is smaller than one sentence of the best hit "
                 f"(the shortest is {shortest} {self.unit}); raise the budget"
@@ -455,20 +577,11 @@ class Assembler:
         s, e = run
         piece_text = unit.text[s - unit.start : e - unit.start]
         for headings in self.cut_paths(unit, s, e):
-            size = self.size(unit.doc_id, headings, piece_text)
+            size = self.size(unit.doc_id, headings, piece_text, s)
             if size <= budget:
                 break
-        span = ContextSpan(
-            doc_id=unit.doc_id,
-            start=s,
-            end=e,
-            text=piece_text,
-            headings=headings,
-            ranks=(1,),
-            size=size,
-            cut=True,
-        )
-        return Context((span,), budget, self.unit, span.size, 1, cut=True)
+        spans = self.spans(unit.doc_id, s, e, piece_text, headings=headings, ranks=(1,), size=size, cut=True)
+        return Context(tuple(spans), budget, self.unit, sum(span.size for span in spans), 1, cut=True)
 
 
 class _State:
@@ -495,7 +608,7 @@ class _State:
         return self.total >= self.budget
 
     def _piece_size(self, p: _Piece) -> int:
-        return self.a.size(p.doc_id, p.headings, self._text(p))
+        return self.a.size(p.doc_id, p.headings, self._text(p), p.start)
 
     def _text(self, p: _Piece) -> str:
         if p.exact_text is not None:
@@ -506,7 +619,7 @@ class _State:
 
     def _sizer(self, p: _Piece, text: str) -> Callable[[int, int], int]:
         def size(s: int, e: int) -> int:
-            return self.a.size(p.doc_id, p.headings, text[s:e])
+            return self.a.size(p.doc_id, p.headings, text[s:e], s)
 
         return size
 
@@ -633,22 +746,31 @@ class _State:
         spans: list[ContextSpan] = []
         for group in order.values():
             for p in sorted(group, key=lambda q: (q.start, q.end)):
-                spans.append(
-                    ContextSpan(
-                        doc_id=p.doc_id,
-                        start=p.start,
-                        end=p.end,
-                        text=self._text(p),
-                        headings=p.headings,
-                        ranks=tuple(sorted(set(p.ranks))),
-                        size=self.sizes[id(p)],
-                        cut=p.cut,
-                    )
+                spans += self.a.spans(
+                    p.doc_id,
+                    p.start,
+                    p.end,
+                    self._text(p),
+                    headings=p.headings,
+                    ranks=tuple(sorted(set(p.ranks))),
+                    size=self.sizes[id(p)],
+                    cut=p.cut,
                 )
         total = sum(span.size for span in spans)
         assert total <= self.budget
         cut = bool(spans) and any(s.cut and 1 in s.ranks for s in spans)
         return Context(tuple(spans), self.budget, self.a.unit, total, self.considered, cut=cut)
+
+
+def _blanked(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` with every character of ``spans`` (sorted, apart) but the line breaks made a space."""
+    out, pos = [], 0
+    for a, b in spans:
+        out.append(text[pos:a])
+        out.append(_SHOWN.sub(lambda m: " " * len(m.group()), text[a:b]))
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _touch(text: str, a: tuple[int, int], b: tuple[int, int], gap: int = 0) -> bool:

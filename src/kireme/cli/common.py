@@ -336,6 +336,17 @@ def widen_option(prefix: str = "") -> Callable[[Callable[..., Any]], Callable[..
     )
 
 
+def comments_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--comments``: pass the HTML comments of Markdown documents in a context budget too."""
+    return click.option(
+        "--comments",
+        is_flag=True,
+        help="Pass the HTML comments of Markdown documents in the context too. Left out by default: a "
+        "reader of the page never sees them (a translation's original above each paragraph, notes to the "
+        "authors), so the budget buys the text around them instead; a passage around one comes as its parts.",
+    )
+
+
 def token_unit(unit: str, tokenizer: str | None) -> str:
     """The ``--unit`` a command uses: ``--tokenizer`` alone means tokens, even where ``--unit`` defaults to
     chars; ``--tokenizer`` with ``--unit chars`` written out is a usage error."""

@@ -19,6 +19,7 @@ from kireme.cli.common import (
     build_chunker,
     check_engine,
     chunking_options,
+    comments_option,
     engine_options,
     expand_paths,
     http_limit_options,
@@ -708,6 +709,7 @@ def _searcher(db: Path) -> Searcher:
     help="What --budget counts: characters, or cl100k_base tokens.",
 )
 @widen_option()
+@comments_option()
 def search_command(
     query: str,
     db: Path,
@@ -719,6 +721,7 @@ def search_command(
     budget: int | None,
     unit: str,
     widen: float,
+    comments: bool,
 ) -> None:
     """Find the chunks that best match QUERY (JSONL when piped: score, id, doc_id, start, end, headings, text),
     or with --budget the context within that budget."""
@@ -735,7 +738,16 @@ def search_command(
                 from kireme.index.passages import budgeted_context
 
                 made = budgeted_context(
-                    searcher, query, budget, unit=unit, k=k, mode=mode, where=where, exact=exact, widen=widen
+                    searcher,
+                    query,
+                    budget,
+                    unit=unit,
+                    k=k,
+                    mode=mode,
+                    where=where,
+                    exact=exact,
+                    widen=widen,
+                    comments=comments,
                 )
                 _print_passages(made, fmt, _filter_miss(searcher, where) if not made.passages else None)
                 return
@@ -841,6 +853,7 @@ KIREME_CHAT_API_KEY, else OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY.
 @http_limit_options("the chat model")
 @click.option("--show-prompt", is_flag=True, help="Print the prompt sent to the model.")
 @widen_option()
+@comments_option()
 def ask_command(
     question: str,
     db: Path,
@@ -860,6 +873,7 @@ def ask_command(
     http_deadline: float | None,
     show_prompt: bool,
     widen: float,
+    comments: bool,
 ) -> None:
     """Retrieve chunks for QUESTION, fit them into a token budget, and ask a chat model."""
     from kireme.index.answer import AskSettings, prepare_question
@@ -879,6 +893,7 @@ def ask_command(
             template=load_template(template) if template else default_template(language),
             language=language,
             widen=widen,
+            comments=comments,
         )
         client = ChatClient(
             base_url=base_url,

@@ -38,6 +38,7 @@ class AskSettings:
     template: str | None = None
     language: str = "ja"
     widen: float = DEFAULT_WIDEN
+    comments: bool = False  # pass the HTML comments of Markdown documents too
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,13 @@ def prepare_question(searcher: Any, question: str, settings: AskSettings | None 
         settings.where,
         exact=settings.exact,
     )
-    context = render_passages(hits, budget, manifest_texts(searcher.db), query=question, widen=settings.widen)
+    context = render_passages(
+        hits,
+        budget,
+        manifest_texts(searcher.db),
+        query=question,
+        widen=settings.widen,
+        comments=settings.comments,
+    )
     prompt = build_prompt(question, context.text, template, language=settings.language)
     return PreparedQuestion(question, prompt, context, budget, room, tuple(hits))

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kireme.assemble import DEFAULT_WIDEN, Assembler, Context, ContextSpan, PathOf, Ranked
+from kireme.assemble import DEFAULT_WIDEN, Assembler, Context, ContextSpan, HiddenOf, PathOf, Ranked
 from kireme.errors import ConfigError
 from kireme.index.context import AssembledContext, Source, _one_line, _page_key, _source_name
 from kireme.index.context import _chunk_pages as _pages
 from kireme.index.manifest import Manifest
 from kireme.index.store import Hit, StoredChunk
 from kireme.length import Tokens
-from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, markdown_outline
+from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, comment_blocks, markdown_outline
 
 UNITS = ("chars", "tokens")
 
@@ -106,6 +106,19 @@ def markdown_paths(hits: Sequence[Hit], text_of: Callable[[str], str | None]) ->
     return path_of
 
 
+def markdown_hidden(hits: Sequence[Hit], text_of: Callable[[str], str | None]) -> HiddenOf:
+    """``doc_id -> spans`` a reader never sees, for the documents among ``hits`` whose text is Markdown:
+    their top-level HTML comments (`kireme.text.markdown.comment_blocks`: a translation's original above
+    each paragraph, notes to the authors), left out of the context; none for any other document."""
+    markdown = {h.chunk.doc_id for h in hits if h.chunk.format in MARKDOWN_FORMATS}
+
+    def hidden_of(doc_id: str) -> list[tuple[int, int]]:
+        text = text_of(doc_id) if doc_id in markdown else None
+        return [] if text is None else comment_blocks(text)
+
+    return hidden_of
+
+
 def measure_for(unit: str) -> Callable[[str], int]:
     """``len`` for ``"chars"``, cl100k_base tokens (offline) for ``"tokens"``."""
     if unit not in UNITS:
@@ -164,8 +177,10 @@ def assemble_hits(
     policy: str = "spans",
     widen: float = DEFAULT_WIDEN,
     overhead: Callable[[str, tuple[str, ...]], int] | None = None,
+    comments: bool = False,
 ) -> BudgetedContext:
-    """`kireme.assemble` over search hits (best first): the context within ``budget`` ``unit``."""
+    """`kireme.assemble` over search hits (best first): the context within ``budget`` ``unit``. The HTML
+    comments of Markdown documents are left out (`markdown_hidden`) unless ``comments``."""
     assembler = Assembler(
         text_of,
         measure_for(unit),
@@ -174,6 +189,7 @@ def assemble_hits(
         widen=widen,
         overhead=overhead,
         paths=markdown_paths(hits, text_of),
+        hidden=None if comments else markdown_hidden(hits, text_of),
     )
     made = assembler.assemble(ranked(hits), budget, query)
     known = sum(1 for d in {h.chunk.doc_id for h in hits} if assembler.text(d) is not None)
@@ -192,15 +208,24 @@ def budgeted_context(
     exact: bool = False,
     policy: str = "spans",
     widen: float = DEFAULT_WIDEN,
+    comments: bool = False,
 ) -> BudgetedContext:
     """Search ``searcher`` (a `kireme.index.search.Searcher`) for ``query`` and assemble the context within
-    ``budget`` ``unit`` from the ranked hits and the documents' kept texts."""
+    ``budget`` ``unit`` from the ranked hits and the documents' kept texts (the HTML comments of Markdown
+    documents left out unless ``comments``)."""
     if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
         raise ConfigError(f"the context budget must be a whole number of {unit} > 0, got {budget!r}")
     measure_for(unit)
     hits = searcher.search(query, candidates_for(budget, unit, k), mode, where, exact=exact)
     return assemble_hits(
-        hits, budget, manifest_texts(searcher.db), unit=unit, query=query, policy=policy, widen=widen
+        hits,
+        budget,
+        manifest_texts(searcher.db),
+        unit=unit,
+        query=query,
+        policy=policy,
+        widen=widen,
+        comments=comments,
     )
 
 
@@ -216,11 +241,13 @@ def render_passages(
     measure: Callable[[str], int] | None = None,
     separator: str = "\n\n",
     widen: float = DEFAULT_WIDEN,
+    comments: bool = False,
 ) -> AssembledContext:
     """The context string for a chat model within ``budget`` tokens (of ``measure``, cl100k_base by
     default): passages assembled from exact offsets, each under a line citing its source, heading path
     and pages (``[1] 規程/旅費.md — 第3章 宿泊 > 第3条 宿泊費 (p.3)``); documents numbered by their best
-    hit. The size is checked on the exact string returned."""
+    hit. The size is checked on the exact string returned. The HTML comments of Markdown documents are left
+    out (a passage around one is passed as its parts under one citation) unless ``comments``."""
     measure = measure if measure is not None else Tokens()
     if budget <= 0:
         return AssembledContext(text="", skipped=list(hits), budget=budget)
@@ -238,10 +265,11 @@ def render_passages(
 
     target = budget
     paths = markdown_paths(hits, text_of)
+    hidden = None if comments else markdown_hidden(hits, text_of)
     for _ in range(6):
         try:
             made = Assembler(
-                text_of, measure, unit="tokens", widen=widen, overhead=overhead, paths=paths
+                text_of, measure, unit="tokens", widen=widen, overhead=overhead, paths=paths, hidden=hidden
             ).assemble(ranked(hits), target, query)
         except ConfigError:
             return AssembledContext(text="", skipped=list(hits), budget=budget)
@@ -265,8 +293,11 @@ def _render(
     separator: str,
 ) -> tuple[str, list[Hit], list[Source]]:
     """The blocks ``[n] citation`` + passage text, documents numbered by their best hit (the order the
-    spans come in), the hits used, and one `Source` per document."""
-    blocks, used, sources = [], [], []
+    spans come in), the hits used, and one `Source` per document. The parts of one passage (spans of one
+    document holding the same ranks: what was left around its hidden text) go under one citation."""
+    blocks: list[str] = []
+    used: list[Hit] = []
+    sources: list[Source] = []
     by_doc: dict[str, list[ContextSpan]] = {}
     for span in made.spans:
         by_doc.setdefault(span.doc_id, []).append(span)
@@ -274,10 +305,12 @@ def _render(
         paths: list[tuple[str, ...]] = []
         pages: list[Any] = []
         first: StoredChunk | None = None
-        for span in spans:
-            blocks.append(
-                f"[{number}] {citation(doc_id, span.headings)}\n{span.text.strip(chr(13) + chr(10))}"
-            )
+        for k, span in enumerate(spans):
+            text = span.text.strip(chr(13) + chr(10))
+            if k and (spans[k - 1].ranks, spans[k - 1].headings) == (span.ranks, span.headings):
+                blocks[-1] += separator + text  # a part of the same passage
+                continue
+            blocks.append(f"[{number}] {citation(doc_id, span.headings)}\n{text}")
             for r in span.ranks:
                 chunk = hits[r - 1].chunk
                 first = first or chunk

@@ -130,6 +130,9 @@ class SearchRequest(BaseModel):
     budget: int | None = Field(None, description="Also assemble the context within this budget (in unit).")
     unit: Literal["chars", "tokens"] = "chars"
     widen: float = Field(8.0, ge=0)
+    comments: bool = Field(
+        False, description="Pass the HTML comments of Markdown documents in the context too."
+    )
     around: int = Field(
         0, ge=0, le=10_000, description="Characters of the document before and after each hit."
     )
@@ -152,6 +155,9 @@ class AskRequest(BaseModel):
     language: Literal["ja", "en"] = "ja"
     model: str | None = Field(None, description="Chat model name (the server's endpoint and key are used).")
     widen: float = Field(8.0, ge=0)
+    comments: bool = Field(
+        False, description="Pass the HTML comments of Markdown documents in the context too."
+    )
     stream: bool = False
 
 
@@ -445,7 +451,13 @@ def create_app(
         context = None
         if body.budget is not None:
             made = assemble_hits(
-                hits, body.budget, text_of, unit=body.unit, query=body.query, widen=body.widen
+                hits,
+                body.budget,
+                text_of,
+                unit=body.unit,
+                query=body.query,
+                widen=body.widen,
+                comments=body.comments,
             )
             context = {**made.to_dict(), "text": made.text}  # the passages joined by blank lines
         shown = hits[: body.k]
@@ -475,6 +487,7 @@ def create_app(
             answer_reserve=body.answer_reserve,
             language=body.language,
             widen=body.widen,
+            comments=body.comments,
         )
         client = ChatClient(
             base_url=chat.base_url,

@@ -515,6 +515,31 @@ def closer_runs(text: str, outside: Sequence[tuple[int, int]] = ()) -> list[tupl
 _ONLY_BLANKS = re.compile(r"[ \t\r\n]*")
 
 
+def comment_blocks(text: str, outline: Outline | None = None) -> list[tuple[int, int]]:
+    """``(start, end)`` of each top-level HTML comment block of a Markdown text: from its ``<!--`` (in the
+    first four columns) to the end of the ``-->`` that closes it, or to the end of the text when none does.
+
+    What a reader of the rendered page never sees: a translation's original kept above each paragraph
+    (``<!-- Rust’s central feature is *ownership*. -->``: more than half of the Japanese Rust book), notes
+    to the authors, linter switches. Text after ``-->`` on its line is shown on the page and stays out; a
+    ``<!--`` inside a code block or a list item is not a top-level block and stays out too.
+    """
+    if "<!--" not in text:
+        return []
+    if outline is None:
+        outline = markdown_outline(text, warn=False)
+    spans: list[tuple[int, int]] = []
+    for block in outline.block_starts:
+        start = block
+        while start < block + 3 and text.startswith(" ", start):
+            start += 1
+        if not text.startswith("<!--", start) or (spans and start < spans[-1][1]):
+            continue
+        close = text.find("-->", start + 2)  # `<!-->` is a whole (empty) comment
+        spans.append((start, len(text) if close < 0 else close + 3))
+    return spans
+
+
 def comment_leads(text: str, block_starts: Sequence[int]) -> list[tuple[int, int]]:
     """``(start, end)`` of each top-level HTML comment block (``<!--`` in column 0, up to the line holding
     ``-->``) followed by another block with only blank lines between: ``end`` where that block starts."""

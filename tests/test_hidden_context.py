@@ -1,0 +1,326 @@
+"""What a reader never sees stays out of the context: the HTML comments of Markdown documents (a
+translation's original above each paragraph) cost nothing in a budget and are never passed
+(`kireme.text.markdown.comment_blocks`, `Assembler(hidden=...)`, ``kireme search/ask --comments``)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kireme.assemble import Assembler, Ranked
+from kireme.document import Document
+from kireme.errors import ConfigError
+from kireme.index.passages import assemble_hits, markdown_hidden, render_passages
+from kireme.index.store import Hit, StoredChunk
+from kireme.length import Tokens
+from kireme.strategies import make_chunker
+from kireme.text.markdown import comment_blocks
+
+# A translated manual in the style of mdBook translations: the original of each paragraph kept in a comment
+# above its translation (the originals and translations are ours).
+GUIDE = """<!--
+# Backups
+-->
+
+# バックアップ
+
+<!--
+The backup job copies every project folder to the archive server each night. It keeps the last fourteen
+copies and deletes older ones automatically.
+-->
+
+バックアップ処理は毎晩すべてのプロジェクトフォルダーを保管サーバーへ複製する。直近１４世代を残し、それより古い世代は自動で削除される。
+
+<!--
+## Restoring a folder
+-->
+
+## フォルダーの復元
+
+<!--
+To restore a folder, open a ticket with the folder path and the date you need. The operations team
+restores it within two business days.
+-->
+
+フォルダーを復元するには、フォルダーのパスと必要な日付を書いて申請を出す。運用チームが２営業日以内に復元する。
+
+<!--
+Restored files keep their original permissions.
+-->
+
+復元したファイルは元の権限を保つ。
+
+```html
+<!-- a comment inside code is code: it stays -->
+<p>例</p>
+```
+"""
+
+
+ORIGINALS = ("Backups", "backup job", "Restoring a folder", "operations team", "Restored files")
+
+
+def _holds_an_original(text: str) -> bool:
+    return any(original in text for original in ORIGINALS)
+
+
+def _span(text: str, piece: str) -> tuple[int, int]:
+    start = text.index(piece)
+    return start, start + len(piece)
+
+
+def _hidden_text(text: str, spans: list[tuple[int, int]]) -> str:
+    return "".join(text[a:b] for a, b in spans)
+
+
+# ------------------------------------------------------------------------------------------ comment blocks
+
+
+def test_comment_blocks_are_the_top_level_comments_only() -> None:
+    spans = comment_blocks(GUIDE)
+    assert len(spans) == 5
+    for a, b in spans:
+        assert GUIDE.startswith("<!--", a) and GUIDE[:b].endswith("-->")
+    assert "inside code" not in _hidden_text(GUIDE, spans)  # a comment in a code block is code
+    assert "バックアップ" not in _hidden_text(GUIDE, spans)
+
+
+def test_comment_blocks_edge_cases() -> None:
+    assert comment_blocks("本文だけ。\n") == []
+    unclosed = "前。\n\n<!--\nnever closed\n"
+    assert comment_blocks(unclosed) == [(unclosed.index("<!--"), len(unclosed))]
+    empty = "<!-->\n\n本文。\n"
+    assert comment_blocks(empty) == [(0, 5)]
+    after = "<!-- note --> 見える文。\n\n本文。\n"  # text after --> on its line is shown on the page
+    (a, b), *_ = comment_blocks(after)
+    assert after[a:b] == "<!-- note -->"
+    indented = "本文。\n\n   <!-- three spaces -->\n"
+    assert [indented[a:b] for a, b in comment_blocks(indented)] == ["<!-- three spaces -->"]
+    listed = "- 項目\n\n  <!-- inside an item -->\n"
+    assert comment_blocks(listed) == []  # not a top-level block
+
+
+# ------------------------------------------------------------------------------------------ the assembler
+
+
+def _ranked(text: str, size: int) -> list[Ranked]:
+    doc = Document(text, id="guide", metadata={"format": "markdown"})
+    chunks = make_chunker("markdown", max_size=size).chunk(doc)
+    return [Ranked(c.doc_id, c.start, c.end, c.text, c.headings) for c in chunks]
+
+
+def test_hidden_comments_are_never_passed_and_cost_nothing() -> None:
+    texts = {"guide": GUIDE}
+    hidden = comment_blocks(GUIDE)
+    ranked = _ranked(GUIDE, 200)
+    best = next(u for u in ranked if "２営業日以内" in u.text)
+    order = [best, *(u for u in ranked if u is not best)]
+    query = "フォルダーの復元は何日で終わる"
+    budget = 120
+    kept = Assembler(texts.get, widen=0).assemble(order, budget, query)
+    left = Assembler(texts.get, widen=0, hidden=lambda _d: hidden).assemble(order, budget, query)
+    passed = "".join(s.text for s in left.spans)
+    assert "２営業日以内" in passed
+    assert "<!--" not in passed and not _holds_an_original(passed)
+    for span in left.spans:
+        assert GUIDE[span.start : span.end] == span.text and span.text == span.text.strip()
+        assert all(span.end <= a or b <= span.start for a, b in hidden)
+    assert left.size == sum(len(s.text) for s in left.spans) <= budget
+    # the same budget holds more of the translation once the originals cost nothing
+    japanese = sum(1 for c in passed if "\u3040" <= c <= "\u9fff")
+    assert japanese > sum(1 for c in "".join(s.text for s in kept.spans) if "\u3040" <= c <= "\u9fff")
+
+
+def test_a_hit_holding_only_a_comment_is_passed_over() -> None:
+    texts = {"guide": GUIDE}
+    a, b = comment_blocks(GUIDE)[1]
+    only = Ranked("guide", a, b, GUIDE[a:b])
+    s, e = _span(GUIDE, "復元したファイルは元の権限を保つ。")
+    real = Ranked("guide", s, e, GUIDE[s:e])
+    hidden = Assembler(texts.get, widen=0, hidden=lambda _d: comment_blocks(GUIDE))
+    made = hidden.assemble([only, real], e - s)  # room for the second hit alone
+    assert [span.text for span in made.spans] == ["復元したファイルは元の権限を保つ。"]
+    assert made.spans[0].ranks == (2,)
+    grown = hidden.assemble([only, real], 60)  # what is left grows the passage, past the comment for free
+    assert grown.spans[-1].text == "復元したファイルは元の権限を保つ。"
+    assert "<!--" not in "".join(span.text for span in grown.spans)
+
+
+def test_a_passage_around_a_comment_is_passed_as_its_parts_with_one_rank_set() -> None:
+    texts = {"guide": GUIDE}
+    s = GUIDE.index("フォルダーを復元するには")
+    e = GUIDE.index("元の権限を保つ。") + len("元の権限を保つ。")
+    whole = Ranked("guide", s, e, GUIDE[s:e])
+    parts = [
+        "フォルダーを復元するには、フォルダーのパスと必要な日付を書いて申請を出す。運用チームが２営業日以内に復元する。",
+        "復元したファイルは元の権限を保つ。",
+    ]
+    budget = sum(map(len, parts))  # the hit's shown text and nothing more: it fits though it is longer
+    assert len(whole.text) > budget
+    made = Assembler(texts.get, widen=0, hidden=lambda _d: comment_blocks(GUIDE)).assemble([whole], budget)
+    assert [span.text for span in made.spans] == parts and not made.cut
+    assert {span.ranks for span in made.spans} == {(1,)}
+    assert made.size == sum(len(span.text) for span in made.spans)
+
+
+def test_without_hidden_spans_nothing_changes() -> None:
+    texts = {"guide": GUIDE}
+    ranked = _ranked(GUIDE, 120)
+    for budget in (40, 200, 900):
+        plain = Assembler(texts.get).assemble(ranked, budget, "復元")
+        none = Assembler(texts.get, hidden=lambda _d: []).assemble(ranked, budget, "復元")
+        assert plain == none
+
+
+def test_tokens_count_only_what_is_passed() -> None:
+    tokens = Tokens()
+    made = Assembler(
+        {"guide": GUIDE}.get, tokens, unit="tokens", hidden=lambda _d: comment_blocks(GUIDE)
+    ).assemble(_ranked(GUIDE, 150), 70, "バックアップ 世代")
+    assert made.size == sum(tokens(span.text) for span in made.spans) <= 70
+    assert "<!--" not in "".join(span.text for span in made.spans)
+
+
+def test_a_budget_smaller_than_every_shown_sentence_is_still_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="smaller than one sentence"):
+        Assembler({"guide": GUIDE}.get, hidden=lambda _d: comment_blocks(GUIDE)).assemble(
+            _ranked(GUIDE, 400)[:1], 3
+        )
+
+
+sentences = st.text(alphabet="あいう漢字。、ab .", min_size=1, max_size=40).filter(lambda t: t.strip())
+blocks = st.lists(
+    st.one_of(
+        sentences.map(lambda t: ("text", t)),
+        sentences.map(lambda t: ("comment", t)),
+        st.just(("heading", "見出し")),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+def _markdown(parts: list[tuple[str, str]]) -> str:
+    out = []
+    for kind, body in parts:
+        if kind == "comment":
+            out.append(f"<!--\n{body}\n-->")
+        elif kind == "heading":
+            out.append(f"## {body}")
+        else:
+            out.append(body.replace("\n", " "))
+    return "\n\n".join(out) + "\n"
+
+
+@settings(max_examples=80, deadline=None)
+@given(parts=blocks, size=st.integers(10, 90), budget=st.integers(1, 400), seed=st.randoms())
+def test_any_ranking_any_budget_passes_exact_disjoint_shown_text_within_the_budget(
+    parts: list[tuple[str, str]], size: int, budget: int, seed: object
+) -> None:
+    text = _markdown(parts)
+    hidden = comment_blocks(text)
+    ranked = _ranked(text, size)
+    if not ranked:
+        return
+    seed.shuffle(ranked)  # type: ignore[attr-defined]
+    try:
+        made = Assembler({"guide": text}.get, hidden=lambda _d: hidden).assemble(ranked, budget, "漢字")
+    except ConfigError:
+        return
+    assert made.size == sum(len(s.text) for s in made.spans) <= budget
+    spans = sorted((s.start, s.end) for s in made.spans)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))  # nothing passed twice
+    for span in made.spans:
+        assert text[span.start : span.end] == span.text and span.text.strip() == span.text != ""
+        assert all(span.end <= a or b <= span.start for a, b in hidden)  # nothing hidden passed
+
+
+# ------------------------------------------------------------------------------------------ search and ask
+
+
+def _hits(size: int = 200) -> list[Hit]:
+    doc = Document(GUIDE, id="guide", metadata={"format": "markdown"})
+    chunks = make_chunker("markdown", max_size=size).chunk(doc)
+    order = sorted(chunks, key=lambda c: "２営業日" not in c.text)
+    return [
+        Hit(
+            StoredChunk(
+                id=c.id, doc_id="guide", index=c.index, start=c.start, end=c.end, text=c.text,
+                embed_text=c.embed_text, headings=c.headings, title="guide", source="docs/guide.md",
+                format="markdown", metadata={},
+            ),
+            1.0 / (i + 1),
+        )
+        for i, c in enumerate(order)
+    ]  # fmt: skip
+
+
+def test_search_and_ask_leave_the_comments_of_markdown_documents_out_unless_asked() -> None:
+    texts = {"guide": GUIDE}
+    hits = _hits()
+    made = assemble_hits(hits, 150, texts.get, query="復元 営業日")
+    passed = "".join(p.span.text for p in made.passages)
+    assert not _holds_an_original(passed) and "２営業日以内" in passed
+    kept = assemble_hits(hits, 150, texts.get, query="復元 営業日", comments=True)
+    assert _holds_an_original("".join(p.span.text for p in kept.passages))
+    # a plain-text document's comments are text
+    plain = [Hit(StoredChunk(**{**h.chunk.__dict__, "format": "text"}), h.score) for h in hits]
+    assert markdown_hidden(plain, texts.get)("guide") == []
+
+    rendered = render_passages(hits, 120, texts.get, query="復元 営業日")
+    assert rendered.tokens <= 120 and not _holds_an_original(rendered.text)
+    assert rendered.text.count("[1] ") == 1  # the parts of one passage under one citation
+    with_comments = render_passages(hits, 120, texts.get, query="復元 営業日", comments=True)
+    assert _holds_an_original(with_comments.text)
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KIREME_CHAT"))}
+    return subprocess.run(
+        [sys.executable, "-m", "kireme.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+    )
+
+
+def test_kireme_search_budget_leaves_comments_out_and_comments_flag_keeps_them(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "guide.md").write_text(GUIDE, encoding="utf-8")
+    made = run_cli("index", "docs", "--db", "idx", "--embedder", "hash", "--max-size", "60", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    base = [
+        "search",
+        "フォルダーの復元",
+        "--db",
+        "idx",
+        "--mode",
+        "bm25",
+        "--budget",
+        "200",
+        "--format",
+        "jsonl",
+    ]
+    result = run_cli(*base, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert rows and sum(r["size"] for r in rows) <= 200
+    hidden = comment_blocks(GUIDE)
+    for row in rows:
+        assert GUIDE[row["start"] : row["end"]] == row["text"]
+        assert all(row["end"] <= a or b <= row["start"] for a, b in hidden)
+    assert "２営業日以内" in "".join(r["text"] for r in rows)
+    with_comments = run_cli(*base, "--comments", cwd=tmp_path)
+    assert with_comments.returncode == 0, with_comments.stderr
+    assert _holds_an_original(with_comments.stdout)
+    assert "--comments" in run_cli("ask", "--help", cwd=tmp_path).stdout
