@@ -324,3 +324,52 @@ def test_kireme_search_budget_leaves_comments_out_and_comments_flag_keeps_them(t
     assert with_comments.returncode == 0, with_comments.stderr
     assert _holds_an_original(with_comments.stdout)
     assert "--comments" in run_cli("ask", "--help", cwd=tmp_path).stdout
+
+
+def test_eval_at_a_budget_measures_what_search_passes() -> None:
+    from kireme.evaluate.datasets import Question
+    from kireme.evaluate.retrievers import BM25Retriever
+    from kireme.evaluate.runner import evaluate_budgets
+
+    # an answer the manual does not hold: every question is a miss, and a miss shows what was passed
+    question = Question("フォルダーの復元とバックアップの世代", "存在しない答え", "guide")
+    chunker = make_chunker("markdown", max_size=200)
+
+    def passed(fmt: str, comments: bool) -> str:
+        doc = Document(GUIDE, id="guide", metadata={"format": fmt})
+        (row,) = evaluate_budgets(chunker, [doc], [question], BM25Retriever, [400], comments=comments)
+        assert row.hit_at_budget == 0.0 and row.chars_passed <= 400
+        return row.misses[0].returned
+
+    assert "２営業日" in passed("markdown", False) and not _holds_an_original(passed("markdown", False))
+    assert _holds_an_original(passed("markdown", True))
+    assert _holds_an_original(passed("text", False))  # not Markdown: a comment is text
+
+
+def test_kireme_eval_budget_takes_comments(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "guide.md").write_text(GUIDE, encoding="utf-8")
+    row = {
+        "question": "フォルダーの復元とバックアップの世代",
+        "answer": "存在しない答え",
+        "doc_id": "docs/guide.md",
+    }
+    (tmp_path / "qa.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    args = [
+        "eval",
+        "docs",
+        "--questions",
+        "qa.jsonl",
+        "-s",
+        "markdown",
+        "--max-size",
+        "200",
+        "--retriever",
+        "bm25",
+    ]
+    args += ["--budget", "400", "--show-misses"]
+    left = run_cli(*args, cwd=tmp_path)
+    kept = run_cli(*args, "--comments", cwd=tmp_path)
+    assert left.returncode == 0 and kept.returncode == 0, left.stderr + kept.stderr
+    assert "returned:" in left.stderr and "returned:" in kept.stderr
+    assert not _holds_an_original(left.stderr) and _holds_an_original(kept.stderr)

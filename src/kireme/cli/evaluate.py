@@ -232,6 +232,12 @@ def budget_options(func: Callable[..., Any]) -> Callable[..., Any]:
         "full (what a list of chunk strings gives a reader).",
     )(func)
     func = widen_option("With --budget: ")(func)
+    func = click.option(
+        "--comments",
+        is_flag=True,
+        help="With --budget: pass the HTML comments of Markdown documents too (left out by default, as "
+        "kireme search --budget and kireme ask leave them out: a reader of the page never sees them).",
+    )(func)
     return click.option(
         "--budget",
         "budgets",
@@ -270,6 +276,7 @@ def _evaluate_grid(
     assembly: str,
     widen: float,
     display: ProgressDisplay,
+    comments: bool = False,
 ) -> list[RetrievalRow]:
     """One top-k row per configuration, then (with budgets) one row per configuration and budget; each
     configuration chunks and indexes the corpus once."""
@@ -281,7 +288,15 @@ def _evaluate_grid(
         if budgets:
             at_budget.extend(
                 evaluate_budgets(
-                    ch, documents, qs, make, budgets, assembly=assembly, widen=widen, fitted=fitted
+                    ch,
+                    documents,
+                    qs,
+                    make,
+                    budgets,
+                    assembly=assembly,
+                    widen=widen,
+                    fitted=fitted,
+                    comments=comments,
                 )
             )
     return rows + at_budget
@@ -385,6 +400,7 @@ def eval_command(
     budgets: tuple[int, ...],
     assembly: str,
     widen: float,
+    comments: bool,
     sentences: str | None,
     encoding: str | None,
     quiet: bool,
@@ -459,7 +475,9 @@ def eval_command(
                     )
                 documents, qs = _documents_and_questions(paths, questions, encoding, failures, display)
             make = _retriever_factory(retriever, display, embedding, keywords)
-            rows = _evaluate_grid(grid, documents, qs, make, k, budget_list, assembly, widen, display)
+            rows = _evaluate_grid(
+                grid, documents, qs, make, k, budget_list, assembly, widen, display, comments
+            )
             if budget_list:  # the rows asked for: at each budget
                 rows = [r for r in rows if r.budget is not None]
     except KiremeError as exc:
@@ -568,6 +586,7 @@ def compare_command(
     budgets: tuple[int, ...],
     assembly: str,
     widen: float,
+    comments: bool,
     plot_path: Path | None,
     fmt: str,
     context: str | None,
@@ -608,7 +627,9 @@ def compare_command(
         with display:
             documents, qs = _documents_and_questions(paths, questions, encoding, failures, display)
             make = _retriever_factory(retriever, display, embedding, keywords)
-            rows = _evaluate_grid(grid, documents, qs, make, k, budget_list, assembly, widen, display)
+            rows = _evaluate_grid(
+                grid, documents, qs, make, k, budget_list, assembly, widen, display, comments
+            )
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(1)

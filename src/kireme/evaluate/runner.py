@@ -23,6 +23,7 @@ from kireme.evaluate.metrics import (
 from kireme.evaluate.retrievers import Retriever
 from kireme.evaluate.segmentation import boundary_scores, pk, windowdiff
 from kireme.length import Tokens
+from kireme.text.markdown import MARKDOWN_FORMATS, comment_blocks
 from kireme.text.sentences import sentence_spans
 
 
@@ -222,6 +223,7 @@ def evaluate_budgets(
     widen: float | None = None,
     label: str | None = None,
     fitted: Fitted | None = None,
+    comments: bool = False,
 ) -> list[RetrievalRow]:
     """One row per budget: the share of questions whose answer lies whole inside the context assembled
     within that budget (``hit_at_budget``), and the characters and tokens of that context.
@@ -229,7 +231,9 @@ def evaluate_budgets(
     Budgets are in the chunker's unit. ``assembly="spans"`` is kireme's (merge, grow, share the budget:
     `kireme.assemble`); ``"chunks"`` passes the retrieved chunks whole in rank order until the
     budget is full (what a list of chunk strings allows), for comparison. ``widen``: when the best hits are
-    widened (`kireme.assemble.DEFAULT_WIDEN`). ``fitted``: as for `evaluate_retrieval`.
+    widened (`kireme.assemble.DEFAULT_WIDEN`). ``fitted``: as for `evaluate_retrieval`. The HTML comments
+    of Markdown documents are left out of the context, as ``kireme search --budget`` leaves them out
+    (`kireme.text.markdown.comment_blocks`), unless ``comments``.
     """
     fitted = fitted or fit_corpus(chunker, documents, retriever_factory)
     chunks, retriever = fitted.chunks, fitted.retriever
@@ -238,6 +242,15 @@ def evaluate_budgets(
     options: dict[str, Any] = {"unit": measure.name, "policy": assembly}
     if widen is not None:
         options["widen"] = widen
+    if not comments:
+        hidden = {
+            d.id: spans
+            for d in documents
+            if d.format in MARKDOWN_FORMATS
+            if (spans := comment_blocks(d.text))
+        }
+        if hidden:
+            options["hidden"] = lambda doc_id: hidden.get(doc_id, [])
     assembler = Assembler(texts.get, measure, **options)
     counter = Tokens()
     mean_size = max(1.0, sum(c.size for c in chunks) / len(chunks)) if chunks else 1.0
