@@ -373,3 +373,33 @@ def test_kireme_eval_budget_takes_comments(tmp_path: Path) -> None:
     assert left.returncode == 0 and kept.returncode == 0, left.stderr + kept.stderr
     assert "returned:" in left.stderr and "returned:" in kept.stderr
     assert not _holds_an_original(left.stderr) and _holds_an_original(kept.stderr)
+
+
+def _spans_reference(text: str, cuts: list[int], a: int, b: int) -> list[tuple[int, int]]:
+    """The sentence spans' whitespace trimming one character at a time (what `_spans_from_cuts` was)."""
+    spans = []
+    for s, e in itertools.pairwise([a, *cuts, b]):
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if s < e:
+            spans.append((s, e))
+    return spans
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet=" \t\n\r\u3000\u00a0\u2028あ漢a。.", max_size=80),
+    data=st.data(),
+)
+def test_long_white_space_runs_are_trimmed_as_one_character_at_a_time_would(
+    text: str, data: st.DataObject
+) -> None:
+    from kireme.text.sentences import _spans_from_cuts
+
+    n = len(text)
+    a = data.draw(st.integers(0, n))
+    b = data.draw(st.integers(a, n))
+    cuts = sorted(data.draw(st.lists(st.integers(a, b), max_size=6)))
+    assert _spans_from_cuts(text, cuts, a, b) == _spans_reference(text, cuts, a, b)

@@ -165,7 +165,6 @@ class Context:
 TextOf = Callable[[str], "str | None"]
 # the spans of a document a reader never sees (HTML comments of a Markdown text: `markdown_hidden`)
 HiddenOf = Callable[[str], "Sequence[tuple[int, int]]"]
-_SHOWN = re.compile(r"[^\r\n]+")  # what hiding blanks out: everything but the line breaks
 # the heading path all of [start, end) of a document shares, where the caller knows its headings (else None)
 PathOf = Callable[[str, int, int], "tuple[str, ...] | None"]
 
@@ -767,10 +766,21 @@ def _blanked(text: str, spans: Sequence[tuple[int, int]]) -> str:
     out, pos = [], 0
     for a, b in spans:
         out.append(text[pos:a])
-        out.append(_SHOWN.sub(lambda m: " " * len(m.group()), text[a:b]))
+        lines = text[a:b].split("\n")
+        if "\r" in text[a:b]:
+            out.append("\n".join(map(_blank_line, lines)))
+        else:
+            out.append("\n".join([" " * len(line) for line in lines]))
         pos = b
     out.append(text[pos:])
     return "".join(out)
+
+
+def _blank_line(line: str) -> str:
+    """A line of spaces as long as ``line``, its ``\\r`` kept (a ``\\r\\n`` line break stays one)."""
+    if line.endswith("\r"):
+        return " " * (len(line) - 1) + "\r"
+    return " " * len(line)
 
 
 def _touch(text: str, a: tuple[int, int], b: tuple[int, int], gap: int = 0) -> bool:

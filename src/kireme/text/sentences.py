@@ -736,10 +736,20 @@ def _spans_from_cuts(text: str, cuts: list[int], a: int = 0, b: int | None = Non
     spans = []
     bounds = [a, *cuts, len(text) if b is None else b]
     for s, e in itertools.pairwise(bounds):
-        while s < e and text[s].isspace():
+        # a line break or two steps past; a longer run of white space (a text whose hidden parts are
+        # blanked out: `kireme.assemble`) is skipped at C speed (``\s`` and `str.isspace` agree)
+        if s < e and text[s].isspace():
             s += 1
-        while e > s and text[e - 1].isspace():
+            if s < e and text[s].isspace():
+                first = _NOT_SPACE.search(text, s, e)
+                s = e if first is None else first.start()
+        if e > s and text[e - 1].isspace():
             e -= 1
+            if e > s and text[e - 1].isspace():
+                e = s + len(text[s:e].rstrip())
         if s < e:
             spans.append((s, e))
     return spans
+
+
+_NOT_SPACE = re.compile(r"\S")
