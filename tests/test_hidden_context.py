@@ -403,3 +403,19 @@ def test_long_white_space_runs_are_trimmed_as_one_character_at_a_time_would(
     b = data.draw(st.integers(a, n))
     cuts = sorted(data.draw(st.lists(st.integers(a, b), max_size=6)))
     assert _spans_from_cuts(text, cuts, a, b) == _spans_reference(text, cuts, a, b)
+
+
+def test_a_hit_that_no_longer_agrees_with_its_document_is_passed_as_it_was() -> None:
+    """A hit whose text is not the document's at its offsets (the document changed since) is passed whole
+    as its own text, as without hidden spans: its parts cannot be read from the document."""
+    a, _ = comment_blocks(GUIDE)[1]
+    s, e = a, GUIDE.index("古い世代は自動で削除される。") + len("古い世代は自動で削除される。")
+    stale_text = "古い版の本文。" * ((e - s) // 7) + "x" * ((e - s) % 7)
+    stale = Ranked("guide", s, e, stale_text)
+    for budget in (e - s, 5 * (e - s)):
+        made = Assembler({"guide": GUIDE}.get, hidden=lambda _d: comment_blocks(GUIDE)).assemble(
+            [stale], budget
+        )
+        assert [span.text for span in made.spans] == [stale_text] and made.size == len(stale_text)
+    small = Assembler({"guide": GUIDE}.get, hidden=lambda _d: comment_blocks(GUIDE)).assemble([stale], 10)
+    assert small.cut and all(span.text in stale_text for span in small.spans)

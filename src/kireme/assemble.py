@@ -180,6 +180,7 @@ class _Piece:
     headings: tuple[str, ...]
     exact_text: str | None = None  # the unit's own text when the document's text is unknown
     cut: bool = False
+    known: bool = True  # the document's text holds the piece (else its text is the unit's own)
 
 
 class Assembler:
@@ -408,10 +409,12 @@ class Assembler:
         ranks: tuple[int, ...],
         size: int,
         cut: bool,
+        known: bool = True,
     ) -> list[ContextSpan]:
         """The `ContextSpan` of a passage, or where it holds hidden text one per part a reader sees, each an
-        exact slice of the document; the caller's overhead goes with the first part."""
-        if doc_id not in self._hidden:
+        exact slice of the document; the caller's overhead goes with the first part. ``known``: the
+        document's text holds the passage (else ``text`` is a retrieved unit's own, passed as it is)."""
+        if doc_id not in self._hidden or not known:
             return [ContextSpan(doc_id, start, end, text, headings, ranks, size, cut)]
         real = self._real[doc_id]
         extra = self.overhead(doc_id, headings) if self.overhead is not None else 0
@@ -499,8 +502,10 @@ class Assembler:
                 known = read[k] = (_is_heading(text, bounds[k]), found, not any_ink or _has_ink(text, s, e))
             return known
 
+        known = self._document(unit) is not None  # offsets into the document, not into the unit's text
+
         def size(s: int, e: int) -> int:
-            return self.size(unit.doc_id, unit.headings, text[s:e], s + offset)
+            return self.size(unit.doc_id, unit.headings, text[s:e], s if known else None)
 
         best: tuple[int, int, int, int, int] | None = None  # (score, -sections entered, length, -start, end)
         keys: list[tuple[int, int, int, int, int]] = []
@@ -565,9 +570,11 @@ class Assembler:
         """The best unit cut to ``budget`` (`_best_run`), or a `ConfigError` when no sentence of it fits."""
         run = self._best_run(unit, budget, query)
         if run is None:
-            text, offset, bounds = self._unit_sentences(unit)
+            text, _, bounds = self._unit_sentences(unit)
+            known = self._document(unit) is not None
             shortest = min(
-                (self.size(unit.doc_id, unit.headings, text[s:e], s + offset) for s, e in bounds), default=0
+                (self.size(unit.doc_id, unit.headings, text[s:e], s if known else None) for s, e in bounds),
+                default=0,
             )
             raise ConfigError(
                 f"a budget of {budget} {self.unit} is smaller than one sentence of the best hit "
@@ -575,11 +582,14 @@ class Assembler:
             )
         s, e = run
         piece_text = unit.text[s - unit.start : e - unit.start]
+        known = self._document(unit) is not None
         for headings in self.cut_paths(unit, s, e):
-            size = self.size(unit.doc_id, headings, piece_text, s)
+            size = self.size(unit.doc_id, headings, piece_text, s if known else None)
             if size <= budget:
                 break
-        spans = self.spans(unit.doc_id, s, e, piece_text, headings=headings, ranks=(1,), size=size, cut=True)
+        spans = self.spans(
+            unit.doc_id, s, e, piece_text, headings=headings, ranks=(1,), size=size, cut=True, known=known
+        )
         return Context(tuple(spans), budget, self.unit, sum(span.size for span in spans), 1, cut=True)
 
 
@@ -607,7 +617,7 @@ class _State:
         return self.total >= self.budget
 
     def _piece_size(self, p: _Piece) -> int:
-        return self.a.size(p.doc_id, p.headings, self._text(p), p.start)
+        return self.a.size(p.doc_id, p.headings, self._text(p), p.start if p.known else None)
 
     def _text(self, p: _Piece) -> str:
         if p.exact_text is not None:
@@ -639,6 +649,7 @@ class _State:
                 exact_text=unit.text[s - unit.start : e - unit.start],
             )
             piece.cut = cut
+            piece.known = known
             if self.a.policy == "chunks" and any(
                 p.doc_id == unit.doc_id and (p.start, p.end) == (unit.start, unit.end) for p in self.pieces
             ):
@@ -754,6 +765,7 @@ class _State:
                     ranks=tuple(sorted(set(p.ranks))),
                     size=self.sizes[id(p)],
                     cut=p.cut,
+                    known=p.known,
                 )
         total = sum(span.size for span in spans)
         assert total <= self.budget
