@@ -260,7 +260,7 @@ def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -
     wraps or translates while they fit (a line cut is left there for when they do not).
     """
     from kireme.text.leads import lead_ins
-    from kireme.text.markdown import comment_leads, markdown_outline
+    from kireme.text.markdown import markdown_outline
 
     outline = markdown_outline(text, warn=False)
     headings = outline.headings
@@ -293,8 +293,7 @@ def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -
     glue = [(start, end + 1) for start, end in outline.openers]
     glue += [(start - 1, end) for start, end in outline.closers]
     glue += [(start, after + 1) for start, after in leads]
-    if "<!--" in text:
-        glue += [(start, after + 1) for start, after in comment_leads(text, outline.block_starts)]
+    glue += [(start, after + 1) for start, after in outline.comments]  # `comment_leads`, found with the outline
 
     def outside(level: Level, spans: list[tuple[int, int]]) -> Level:
         if not spans:
