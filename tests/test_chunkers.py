@@ -196,6 +196,17 @@ def test_markdown_preset_keeps_lead_in_and_tags_with_their_code() -> None:
     ]
 
 
+def test_markdown_preset_never_opens_a_chunk_with_a_closing_line() -> None:
+    """A comment larger than a chunk (a translation's original) is cut at its lines, and its `-->` stays
+    with its last line: the line cut before a closing line was left to the packing, which took it."""
+    original = "\n".join(f"Line {i} of the original paragraph{' kept' * 5} " for i in range(3))
+    md = f"## 手順\n\n<!--\n{original}\n-->\n\n翻訳した段落です。手順は三つあります。\n"
+    pieces = _markdown_chunks(md, 120)  # two comment lines fill a chunk but for the `-->` after them
+    assert all(len(p) <= 120 for p in pieces)
+    assert not any(p.startswith("-->") for p in pieces), pieces
+    assert any("kept \n-->" in p for p in pieces), pieces
+
+
 def test_python_preset_splits_between_functions() -> None:
     code = "import os\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n"
     chunks = chunk(code, strategy="recursive", preset="python", max_size=30)

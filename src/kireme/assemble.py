@@ -362,15 +362,6 @@ class Assembler:
             i += 1
         return parts
 
-    def shown_text(self, doc_id: str, start: int, end: int) -> str:
-        """The text of ``[start, end)`` as it is passed: its shown parts (`shown`), one blank line apart."""
-        text = self._real.get(doc_id)
-        if text is None:
-            known = self.text(doc_id)
-            assert known is not None
-            return known[start:end]
-        return "\n\n".join(text[a:b] for a, b in self.shown(doc_id, start, end))
-
     def size(self, doc_id: str, headings: tuple[str, ...], text: str, start: int | None = None) -> int:
         """The size ``text`` takes in the budget with what the caller adds around it (`overhead`). Given
         where it starts in its document (``start``), only the parts a reader sees count (`shown`)."""

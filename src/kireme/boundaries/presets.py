@@ -256,8 +256,9 @@ def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -
     after it below the closing-tag lines under it. A code block for which ``fits(start, end)`` holds keeps
     no cut inside it, so it is never split while it fits a chunk (a larger one is cut between its blank
     lines, then its lines). A blank line is no paragraph cut after a lead-in, an opening-tag line or an
-    HTML comment above a block, nor before a closing-tag line: the text stays with what it introduces,
-    wraps or translates while they fit (a line cut is left there for when they do not).
+    HTML comment above a block: the text stays with what it introduces, wraps or translates while they fit
+    (a line cut is left there for when they do not). A closing line (``</Sandpack>``, ``:::``, a
+    comment's ``-->``) is never cut from the line it closes, at any level: no chunk opens with it.
     """
     from kireme.text.leads import lead_ins
     from kireme.text.markdown import markdown_outline
@@ -291,9 +292,14 @@ def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -
     kept = sorted((b.start, b.end) for b in code if fits is not None and fits(b.start, b.end))
     # spans as `Outside` reads them (a cut inside ``start < cut < end`` is dropped)
     glue = [(start, end + 1) for start, end in outline.openers]
-    glue += [(start - 1, end) for start, end in outline.closers]
+    # a closing line (`</Sandpack>`, `:::`, a comment's `-->`) stays with the line it closes at every level:
+    # cut before it, a chunk would open with it (a comment larger than a chunk, cut at its lines)
+    closing = [(start - 1, end) for start, end in outline.closers]
+    glue += closing
     glue += [(start, after + 1) for start, after in leads]
-    glue += [(start, after + 1) for start, after in outline.comments]  # `comment_leads`, found with the outline
+    glue += [
+        (start, after + 1) for start, after in outline.comments
+    ]  # `comment_leads`, found with the outline
 
     def outside(level: Level, spans: list[tuple[int, int]]) -> Level:
         if not spans:
@@ -305,9 +311,9 @@ def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -
 
     return [
         *parsed,
-        outside(rule, list(kept)),
+        outside(rule, kept + closing),
         outside(paragraph, kept + glue),
-        *(outside(level, list(kept)) for level in rest),
+        *(outside(level, kept + closing) for level in rest),
     ]
 
 
