@@ -323,6 +323,12 @@ def test_kireme_search_budget_leaves_comments_out_and_comments_flag_keeps_them(t
     with_comments = run_cli(*base, "--comments", cwd=tmp_path)
     assert with_comments.returncode == 0, with_comments.stderr
     assert _holds_an_original(with_comments.stdout)
+    # read on a terminal: the parts of one passage under its one header, the footer counting passages
+    table = run_cli(*base[:-2], "--format", "table", cwd=tmp_path)
+    assert table.returncode == 0, table.stderr
+    headers = table.stdout.count("── ")
+    assert "   ⋯ [" in table.stdout and headers < len(rows)
+    assert f"in {headers} passage(s) ({len(rows)} parts around what no reader sees)" in table.stderr
     assert "--comments" in run_cli("ask", "--help", cwd=tmp_path).stdout
 
 

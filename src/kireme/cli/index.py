@@ -789,26 +789,41 @@ def _print_passages(made: Any, fmt: str, miss: str | None = None) -> None:
     stderr: its size against the budget, and whether the best hit had to be cut (with none: why, when a
     filter names no document)."""
     context = made.context
-    for number, passage in enumerate(made.passages, start=1):
+    number = 0
+    previous = None
+    for passage in made.passages:
         span = passage.span
         if fmt == "jsonl":
             click.echo(json.dumps(passage.to_dict(), ensure_ascii=False))
+            continue
+        where_from = " > ".join(span.headings)
+        ranks = ",".join(str(r) for r in span.ranks)
+        key = (span.doc_id, span.ranks, span.headings)
+        if key == previous:  # a part of the same passage, after what was left out (an HTML comment)
+            click.echo(f"   ⋯ [{span.start}:{span.end}]  ({span.size} {context.unit})")
         else:
-            where_from = " > ".join(span.headings)
-            ranks = ",".join(str(r) for r in span.ranks)
+            number += 1
             click.echo(
                 f"── {number}. {passage.source} [{span.start}:{span.end}] {where_from}  "
                 f"(hits {ranks}; {span.size} {context.unit})"
             )
-            click.echo(span.text)
+        previous = key
+        click.echo(span.text)
     if not made.passages:
         click.echo("kireme: no chunk matched", err=True)
         if miss:
             click.echo(f"kireme: {miss}", err=True)
         return
     hits = len(context.ranks)
+    spans = [p.span for p in made.passages]
+    passages = sum(
+        1
+        for i, span in enumerate(spans)
+        if i == 0 or (spans[i - 1].doc_id, spans[i - 1].ranks) != (span.doc_id, span.ranks)
+    )
+    parts = f" ({len(spans)} parts around what no reader sees)" if len(spans) > passages else ""
     click.echo(
-        f"kireme: context {context.size}/{context.budget} {context.unit} in {len(made.passages)} passage(s) "
+        f"kireme: context {context.size}/{context.budget} {context.unit} in {passages} passage(s){parts} "
         f"holding {hits} of {context.considered} hit(s) looked at",
         err=True,
     )
