@@ -14,8 +14,9 @@ that share of the budget on English the reader has already in Japanese. `kireme 
   the gold is where the section starts — a measure of what a budget holds, not of answering.
 * **Chunks and retriever**: `markdown` at 320 cl100k_base tokens (the `kireme index` default), BM25 over
   each chunk's ``embed_text`` (`kireme.evaluate.retrievers.BM25Retriever`, Japanese bigrams), the best 60
-  chunks; `kireme.assemble.Assembler` in characters, as ``kireme search --budget`` does, once with the
-  comments passed (``comments``) and once left out (``hidden``), everything else the same.
+  chunks; `kireme.assemble.Assembler` in characters with the fenced code blocks read by lines, as
+  ``kireme search --budget`` does, once with the comments passed (``comments``) and once left out
+  (``hidden``), everything else the same.
 * **Printed**: per budget the hit rate of each, the exact McNemar p of the difference, the mean characters
   passed and the share of them inside comments.
 
@@ -36,7 +37,7 @@ from kireme.assemble import Assembler, Ranked
 from kireme.document import Document
 from kireme.evaluate.retrievers import BM25Retriever
 from kireme.strategies import make_chunker
-from kireme.text.markdown import comment_blocks, markdown_outline
+from kireme.text.markdown import comment_blocks, fenced_code, markdown_outline
 
 DEFAULT_CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 _NOT_PARAGRAPH = ("<", "#", "```", "~~~", "-", "*", "+", "|", ">", " ", "\t", "!", "[")
@@ -105,11 +106,12 @@ def main(argv: list[str] | None = None) -> int:
         f"rust-book-ja: {len(texts)} files, {sum(map(len, texts.values())):,} characters ({share:.0%} in comments), "
         f"{len(chunks):,} chunks, {len(qs)} questions"
     )
+    code = {doc_id: fenced_code(text) for doc_id, text in texts.items()}
     ways = {"comments passed": None, "comments left out": lambda d: hidden[d]}
     results: dict[str, dict[int, tuple[list[bool], list[int], list[int]]]] = {}
     for name, hide in ways.items():
         rows: dict[int, tuple[list[bool], list[int], list[int]]] = {b: ([], [], []) for b in args.budgets}
-        assembler = Assembler(texts.get, hidden=hide)
+        assembler = Assembler(texts.get, hidden=hide, code=lambda d: code[d])  # as kireme search does
         for doc_id, query, a, b in qs:
             ranked = [
                 Ranked(chunks[i].doc_id, chunks[i].start, chunks[i].end, chunks[i].text, chunks[i].headings)

@@ -425,3 +425,96 @@ def test_a_hit_that_no_longer_agrees_with_its_document_is_passed_as_it_was() -> 
         assert [span.text for span in made.spans] == [stale_text] and made.size == len(stale_text)
     small = Assembler({"guide": GUIDE}.get, hidden=lambda _d: comment_blocks(GUIDE)).assemble([stale], 10)
     assert small.cut and all(span.text in stale_text for span in small.spans)
+
+
+# ------------------------------------------------------------------------------------------ code blocks
+
+CODE_GUIDE = """## 設定の読み込み
+
+設定ファイルを読み込む関数です。ファイルがなければ既定値を返します。
+
+```python
+def load(path):
+    if not path.exists():
+        print("not found!")  # 見つからない場合
+        return {"retries": 3, "timeout": 30.5}
+    return parse(path.read_text())
+```
+
+読み込んだ値は起動時に一度だけ検証されます。不正な値があれば起動を止めます。
+"""
+
+
+def test_inside_a_fenced_code_block_the_assembly_steps_by_lines() -> None:
+    from kireme.assemble import _Reading
+    from kireme.text.markdown import fenced_code
+
+    code = fenced_code(CODE_GUIDE)
+    assert len(code) == 1
+    reading = _Reading(CODE_GUIDE, code)
+    units = reading.units(0, len(CODE_GUIDE))
+    lines = [CODE_GUIDE[s:e] for s, e in units if code[0][0] <= s < code[0][1]]
+    assert lines == [line.strip() for line in CODE_GUIDE[slice(*code[0])].splitlines() if line.strip()]
+    assert not any(reading.is_heading(u) for u in units if code[0][0] <= u[0] < code[0][1])
+    assert reading.is_heading(units[0])  # the heading outside the code is one
+    # without the code blocks, "not found!" ends a sentence inside a line of code
+    plain = [CODE_GUIDE[s:e] for s, e in _Reading(CODE_GUIDE).units(0, len(CODE_GUIDE))]
+    assert any(u.endswith('print("not found!")') for u in plain)
+    assert any(u.startswith("# 見つからない場合") for u in plain)  # the next "sentence" starts mid-line
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    size=st.integers(60, 160), budget=st.integers(20, 400), seed=st.randoms()
+)  # no code line cut by the chunker
+def test_no_passage_starts_or_ends_inside_a_line_of_code(size: int, budget: int, seed: object) -> None:
+    from kireme.text.markdown import fenced_code
+
+    text = CODE_GUIDE
+    code = fenced_code(text)
+    doc = Document(text, id="guide", metadata={"format": "markdown"})
+    chunks = make_chunker("recursive", max_size=size).chunk(doc)
+    ranked = [Ranked(c.doc_id, c.start, c.end, c.text, c.headings) for c in chunks]
+    seed.shuffle(ranked)  # type: ignore[attr-defined]
+    assembler = Assembler({"guide": text}.get, code=lambda _d: code)
+    try:
+        made = assembler.assemble(ranked, budget, "not found 見つからない 既定値")
+    except ConfigError:
+        return
+    assert made.size <= budget
+    cs, ce = code[0]
+    for span in made.spans:
+        assert text[span.start : span.end] == span.text
+        line_start = text.rfind("\n", 0, span.start) + 1
+        line_end = text.find("\n", span.end)
+        if cs < span.start < ce:  # a passage that starts in the code starts at a line (its indentation aside)
+            assert not text[line_start : span.start].strip(), span.text
+        if cs < span.end < ce:
+            assert not text[span.end : line_end].strip(), span.text
+
+
+def test_search_and_ask_read_code_blocks_by_lines() -> None:
+    from kireme.text.markdown import fenced_code
+
+    text = CODE_GUIDE
+    ((cs, ce),) = fenced_code(text)
+    doc = Document(text, id="guide", metadata={"format": "markdown"})
+    chunks = make_chunker("recursive", max_size=200).chunk(doc)
+    hits = [
+        Hit(
+            StoredChunk(
+                id=c.id, doc_id="guide", index=c.index, start=c.start, end=c.end, text=c.text,
+                embed_text=c.embed_text, headings=c.headings, title="guide", source="docs/guide.md",
+                format="markdown", metadata={},
+            ),
+            1.0,
+        )
+        for c in sorted(chunks, key=lambda c: "print(" not in c.text)
+    ]  # fmt: skip
+    for budget in (30, 45, 60, 90):
+        made = assemble_hits(hits, budget, {"guide": text}.get, query="not found 見つからない")
+        for passage in made.passages:
+            span = passage.span
+            line_start = text.rfind("\n", 0, span.start) + 1
+            assert not (cs < span.start < ce and text[line_start : span.start].strip()), span.text
+            assert not (cs < span.end < ce and text[span.end : text.find("\n", span.end)].strip()), span.text

@@ -165,6 +165,8 @@ class Context:
 TextOf = Callable[[str], "str | None"]
 # the spans of a document a reader never sees (HTML comments of a Markdown text: `markdown_hidden`)
 HiddenOf = Callable[[str], "Sequence[tuple[int, int]]"]
+# the fenced code blocks of a document (`kireme.index.passages.markdown_code`)
+CodeOf = Callable[[str], "Sequence[tuple[int, int]]"]
 # the heading path all of [start, end) of a document shares, where the caller knows its headings (else None)
 PathOf = Callable[[str, int, int], "tuple[str, ...] | None"]
 
@@ -206,6 +208,9 @@ class Assembler:
     nothing and are never passed: a passage around one is passed as the parts before and after it (one
     `ContextSpan` each, exact slices, sharing the passage's ranks and path), so the budget buys text the
     reader can read; the assembly reads them as blank lines (no terms, no heading lines).
+    ``code(doc_id)``: the fenced code blocks of a document. Inside one the assembly steps by lines, not
+    sentences (a ``!`` or ``.`` in code ends no sentence: a hit cut to fit or grown never stops inside
+    a line of code), and no line of code is a heading line.
     """
 
     def __init__(
@@ -222,6 +227,7 @@ class Assembler:
         overhead: Callable[[str, tuple[str, ...]], int] | None = None,
         paths: PathOf | None = None,
         hidden: HiddenOf | None = None,
+        code: CodeOf | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ConfigError(f"unknown context policy {policy!r}: choose one of {', '.join(POLICIES)}")
@@ -243,6 +249,8 @@ class Assembler:
         self.overhead = overhead
         self.paths = paths
         self.hidden = hidden
+        self.code = code
+        self._readings: dict[str, _Reading] = {}
         self._real: dict[str, str] = {}  # the texts of the documents with hidden spans, as they are
         self._hidden: dict[str, tuple[list[int], list[int]]] = {}  # their hidden spans' starts and ends
 
@@ -328,6 +336,16 @@ class Assembler:
                     text = _blanked(text, spans)
             self._texts[doc_id] = text
         return self._texts[doc_id]
+
+    def reading(self, doc_id: str) -> _Reading:
+        """How the assembly steps through a document whose text is known: its sentences and heading
+        lines, and inside its fenced code blocks (`code`) its lines."""
+        reading = self._readings.get(doc_id)
+        if reading is None:
+            text = self.text(doc_id)
+            assert text is not None
+            reading = self._readings[doc_id] = _Reading(text, self.code(doc_id) if self.code else ())
+        return reading
 
     def shown(self, doc_id: str, start: int, end: int) -> list[tuple[int, int]]:
         """The parts of ``[start, end)`` of a document a reader sees: the whole span, or where it holds
@@ -448,16 +466,17 @@ class Assembler:
         def size(s: int, e: int) -> int:
             return self.size(unit.doc_id, unit.headings, text[s:e], s)
 
+        reading = self.reading(unit.doc_id)
         if guide is not None:
-            return guided_span(text, unit.start, unit.end, limit, size, guide)
-        return grow_span(text, unit.start, unit.end, limit, size)
+            return guided_span(text, unit.start, unit.end, limit, size, guide, reading=reading)
+        return grow_span(text, unit.start, unit.end, limit, size, reading=reading)
 
     def _unit_sentences(self, unit: Ranked) -> tuple[str, int, list[tuple[int, int]]]:
         """The text to cut ``unit`` from, the offset that maps it to document offsets, and the unit's
         sentences in that text (the document's own rules when its text is known, else the unit's)."""
         document = self._document(unit)
         if document is not None:
-            return document, 0, sentence_spans_in(document, unit.start, unit.end)
+            return document, 0, self.reading(unit.doc_id).units(unit.start, unit.end)
         return unit.text, unit.start, sentence_spans_in(unit.text, 0, len(unit.text))
 
     def _best_run(
@@ -490,10 +509,11 @@ class Assembler:
             if known is None:
                 s, e = bounds[k]
                 found = wanted.intersection(tokenize(text[s:e])) if wanted else frozenset()
-                known = read[k] = (_is_heading(text, bounds[k]), found, not any_ink or _has_ink(text, s, e))
+                known = read[k] = (is_heading(bounds[k]), found, not any_ink or _has_ink(text, s, e))
             return known
 
         known = self._document(unit) is not None  # offsets into the document, not into the unit's text
+        is_heading = self.reading(unit.doc_id).is_heading if known else _Reading(text).is_heading
 
         def size(s: int, e: int) -> int:
             return self.size(unit.doc_id, unit.headings, text[s:e], s if known else None)
@@ -704,7 +724,10 @@ class _State:
         documents is worth as much as the surroundings of one already passed."""
         best: tuple[int, _Piece, str, tuple[int, int]] | None = None
         for p, text in self._growable():
-            s, e = guided_span(text, p.start, p.end, self._room(p), self._sizer(p, text), new)
+            reading = self.a.reading(p.doc_id)
+            s, e = guided_span(
+                text, p.start, p.end, self._room(p), self._sizer(p, text), new, reading=reading
+            )
             gain = len(new.intersection(tokenize(text[s:e]))) if (s, e) != (p.start, p.end) else 0
             if gain > rival and (best is None or gain > best[0]):
                 best = (gain, p, text, (s, e))
@@ -717,7 +740,8 @@ class _State:
                 break
             if p not in self.pieces:  # merged away meanwhile
                 continue
-            s, e = grow_span(text, p.start, p.end, self._room(p), self._sizer(p, text))
+            reading = self.a.reading(p.doc_id)
+            s, e = grow_span(text, p.start, p.end, self._room(p), self._sizer(p, text), reading=reading)
             if (s, e) != (p.start, p.end):
                 self._regrow(p, text, (s, e))
 
@@ -815,11 +839,12 @@ class _Around:
     sentence the span starts in, ``j`` the first that starts at or after its end. The sentences at the
     stretch's edges may be cut by it, so they are offered only where the stretch reaches the text's."""
 
-    def __init__(self, text: str, start: int, end: int, limit: int) -> None:
+    def __init__(self, text: str, start: int, end: int, limit: int, reading: _Reading) -> None:
         reach = max(_LOOKAROUND_MIN, _LOOKAROUND_PER_UNIT * limit)
         self.text = text
+        self.reading = reading
         self.lo, self.hi = max(0, start - reach), min(len(text), end + reach)
-        self.sentences = sentence_spans_in(text, self.lo, self.hi)
+        self.sentences = reading.units(self.lo, self.hi)
         self._starts = [a for a, _ in self.sentences]
         self.place(start, end)
 
@@ -832,7 +857,7 @@ class _Around:
     def starts_at_heading(self) -> bool:
         """Whether the span starts with a heading line (it does not grow above its own heading)."""
         i = self.i
-        return i >= 0 and self.sentences[i][0] == self.s and _is_heading(self.text, self.sentences[i])
+        return i >= 0 and self.sentences[i][0] == self.s and self.reading.is_heading(self.sentences[i])
 
     def next(self) -> tuple[int, int] | None:
         """The sentence after the span, if offered."""
@@ -846,17 +871,25 @@ class _Around:
 
 
 def grow_span(
-    text: str, start: int, end: int, limit: int, size: Callable[[int, int], int]
+    text: str,
+    start: int,
+    end: int,
+    limit: int,
+    size: Callable[[int, int], int],
+    *,
+    reading: _Reading | None = None,
 ) -> tuple[int, int]:
     """``[start, end)`` grown at sentence boundaries while ``size(s, e) <= limit``.
 
     First to the whole paragraph(s) it lies in, if they fit; then one sentence at a time, the next one
     after and the one before in turn, not crossing a heading line that follows (another section) nor
     going above the heading line the span sits under. Returns the bounds unchanged when nothing fits.
+    ``reading``: the document's sentences and heading lines (`_Reading`: lines inside its code blocks).
     """
     if size(start, end) > limit:
         return start, end
-    around = _Around(text, start, end, limit)
+    reading = reading if reading is not None else _Reading(text)
+    around = _Around(text, start, end, limit, reading)
     lo, hi = around.lo, around.hi
     # the paragraph(s): between the blank lines / item lines around the span
     before = paragraph_cuts(text, lo, start + 1)
@@ -873,7 +906,7 @@ def grow_span(
         and p_start <= s
         and e <= p_end
         and size(p_start, p_end) <= limit
-        and not _crosses_heading(text, e, p_end)
+        and not reading.crosses_heading(e, p_end)
     ):
         s, e = p_start, p_end
     around.place(s, e)
@@ -883,7 +916,7 @@ def grow_span(
         moved = False
         nxt = None if down_blocked else around.next()
         if nxt is not None:
-            if _is_heading(text, nxt):
+            if reading.is_heading(nxt):
                 down_blocked = True
             elif size(s, nxt[1]) <= limit:
                 e = nxt[1]
@@ -897,7 +930,7 @@ def grow_span(
                 s = prev[0]
                 around.i -= 1
                 moved = True
-                if _is_heading(text, prev):  # the section's own heading: taken, and no further up
+                if reading.is_heading(prev):  # the section's own heading: taken, and no further up
                     up_blocked = True
             else:
                 up_blocked = True
@@ -907,7 +940,14 @@ def grow_span(
 
 
 def guided_span(
-    text: str, start: int, end: int, limit: int, size: Callable[[int, int], int], wanted: frozenset[str]
+    text: str,
+    start: int,
+    end: int,
+    limit: int,
+    size: Callable[[int, int], int],
+    wanted: frozenset[str],
+    *,
+    reading: _Reading | None = None,
 ) -> tuple[int, int]:
     """``[start, end)`` grown a sentence at a time towards the neighbour (after or before) that holds more
     of the ``wanted`` terms the span does not hold yet, while ``size(s, e) <= limit``; it stops where
@@ -917,7 +957,8 @@ def guided_span(
     """
     if not wanted or size(start, end) > limit:
         return start, end
-    around = _Around(text, start, end, limit)
+    reading = reading if reading is not None else _Reading(text)
+    around = _Around(text, start, end, limit, reading)
     s, e = start, end
     held = wanted.intersection(tokenize(text[s:e]))
     up_blocked = around.starts_at_heading()
@@ -928,7 +969,7 @@ def guided_span(
         ] = []  # (gain, after first, terms, sentence)
         nxt = None if down_blocked else around.next()
         if nxt is not None:
-            if _is_heading(text, nxt):
+            if reading.is_heading(nxt):
                 down_blocked = True
             else:
                 new = wanted.intersection(tokenize(text[slice(*nxt)])) - held
@@ -954,7 +995,7 @@ def guided_span(
                 continue
             s = a
             around.i -= 1
-            up_blocked = _is_heading(text, (a, b))  # the section's own heading: no further up
+            up_blocked = reading.is_heading((a, b))  # the section's own heading: no further up
         held |= new
     return s, e
 
@@ -968,12 +1009,62 @@ def _has_ink(text: str, start: int, end: int) -> bool:
     return "<" not in piece or _INK.search(_TAG.sub("", piece)) is not None
 
 
-def _is_heading(text: str, span: tuple[int, int]) -> bool:
-    line = _line_of(text, *span)
-    return bool(line) and is_heading_line(line)
+class _Reading:
+    """How the assembly steps through a text: by its sentences, and by its lines inside ``code`` (sorted
+    spans of fenced code blocks, where a ``!`` or ``.`` ends no sentence); which of its units are heading
+    lines (a short line without closing punctuation: `is_heading_line`; never a line of code)."""
+
+    def __init__(self, text: str, code: Sequence[tuple[int, int]] = ()) -> None:
+        self.text = text
+        self.code = sorted(code)
+        self._ends = [b for _, b in self.code]
+
+    def _in_code(self, pos: int) -> bool:
+        i = bisect.bisect_right(self._ends, pos)
+        return i < len(self.code) and self.code[i][0] <= pos
+
+    def units(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        """The sentences of ``[lo, hi)``, whitespace at either side excluded; inside a code block its
+        lines (the fences too), blank ones left out."""
+        if not self.code:
+            return sentence_spans_in(self.text, lo, hi)
+        text = self.text
+        out: list[tuple[int, int]] = []
+        pos = lo
+        for cs, ce in self.code[bisect.bisect_right(self._ends, lo) :]:
+            if cs >= hi:
+                break
+            a, b = max(cs, lo), min(ce, hi)
+            if pos < a:
+                out += sentence_spans_in(text, pos, a)
+            for line in _LINE.finditer(text, a, b):
+                s, e = line.span()
+                while e > s and text[e - 1].isspace():
+                    e -= 1
+                while s < e and text[s].isspace():
+                    s += 1
+                if s < e:
+                    out.append((s, e))
+            pos = max(pos, b)
+        if pos < hi:
+            out += sentence_spans_in(text, pos, hi)
+        return out
+
+    def is_heading(self, span: tuple[int, int]) -> bool:
+        if self.code and self._in_code(span[0]):
+            return False
+        line = _line_of(self.text, *span)
+        return bool(line) and is_heading_line(line)
+
+    def crosses_heading(self, a: int, b: int) -> bool:
+        """Whether a heading line starts in ``(a, b)`` (taking the rest of a paragraph would enter another
+        section)."""
+        if not self.code:
+            return any(line.strip() and is_heading_line(line) for line in self.text[a:b].splitlines())
+        for line in _LINE.finditer(self.text, a, b):
+            if line.group().strip() and not self._in_code(line.start()) and is_heading_line(line.group()):
+                return True
+        return False
 
 
-def _crosses_heading(text: str, a: int, b: int) -> bool:
-    """Whether a heading line starts in ``(a, b)`` (taking the rest of a paragraph would enter another
-    section)."""
-    return any(line.strip() and is_heading_line(line) for line in text[a:b].splitlines())
+_LINE = re.compile(r"[^\n]+")

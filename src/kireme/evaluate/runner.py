@@ -23,7 +23,7 @@ from kireme.evaluate.metrics import (
 from kireme.evaluate.retrievers import Retriever
 from kireme.evaluate.segmentation import boundary_scores, pk, windowdiff
 from kireme.length import Tokens
-from kireme.text.markdown import MARKDOWN_FORMATS, comment_blocks
+from kireme.text.markdown import MARKDOWN_FORMATS, comment_blocks, fenced_code
 from kireme.text.sentences import sentence_spans
 
 
@@ -242,6 +242,9 @@ def evaluate_budgets(
     options: dict[str, Any] = {"unit": measure.name, "policy": assembly}
     if widen is not None:
         options["widen"] = widen
+    code = {d.id: spans for d in documents if d.format in MARKDOWN_FORMATS if (spans := fenced_code(d.text))}
+    if code:
+        options["code"] = lambda doc_id: code.get(doc_id, [])
     if not comments:
         hidden = {
             d.id: spans

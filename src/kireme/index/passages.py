@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kireme.assemble import DEFAULT_WIDEN, Assembler, Context, ContextSpan, HiddenOf, PathOf, Ranked
+from kireme.assemble import DEFAULT_WIDEN, Assembler, CodeOf, Context, ContextSpan, HiddenOf, PathOf, Ranked
 from kireme.errors import ConfigError
 from kireme.index.context import AssembledContext, Source, _one_line, _page_key, _source_name
 from kireme.index.context import _chunk_pages as _pages
 from kireme.index.manifest import Manifest
 from kireme.index.store import Hit, StoredChunk
 from kireme.length import Tokens
-from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, comment_blocks, markdown_outline
+from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, comment_blocks, fenced_code, markdown_outline
 
 UNITS = ("chars", "tokens")
 
@@ -119,6 +119,18 @@ def markdown_hidden(hits: Sequence[Hit], text_of: Callable[[str], str | None]) -
     return hidden_of
 
 
+def markdown_code(hits: Sequence[Hit], text_of: Callable[[str], str | None]) -> CodeOf:
+    """``doc_id -> spans`` of the fenced code blocks of the documents among ``hits`` whose text is Markdown:
+    the assembly steps through them by lines, so a passage never starts or ends inside a line of code."""
+    markdown = {h.chunk.doc_id for h in hits if h.chunk.format in MARKDOWN_FORMATS}
+
+    def code_of(doc_id: str) -> list[tuple[int, int]]:
+        text = text_of(doc_id) if doc_id in markdown else None
+        return [] if text is None else fenced_code(text)
+
+    return code_of
+
+
 def measure_for(unit: str) -> Callable[[str], int]:
     """``len`` for ``"chars"``, cl100k_base tokens (offline) for ``"tokens"``."""
     if unit not in UNITS:
@@ -190,6 +202,7 @@ def assemble_hits(
         overhead=overhead,
         paths=markdown_paths(hits, text_of),
         hidden=None if comments else markdown_hidden(hits, text_of),
+        code=markdown_code(hits, text_of),
     )
     made = assembler.assemble(ranked(hits), budget, query)
     known = sum(1 for d in {h.chunk.doc_id for h in hits} if assembler.text(d) is not None)
@@ -266,10 +279,18 @@ def render_passages(
     target = budget
     paths = markdown_paths(hits, text_of)
     hidden = None if comments else markdown_hidden(hits, text_of)
+    code = markdown_code(hits, text_of)
     for _ in range(6):
         try:
             made = Assembler(
-                text_of, measure, unit="tokens", widen=widen, overhead=overhead, paths=paths, hidden=hidden
+                text_of,
+                measure,
+                unit="tokens",
+                widen=widen,
+                overhead=overhead,
+                paths=paths,
+                hidden=hidden,
+                code=code,
             ).assemble(ranked(hits), target, query)
         except ConfigError:
             return AssembledContext(text="", skipped=list(hits), budget=budget)

@@ -540,6 +540,15 @@ def comment_blocks(text: str, outline: Outline | None = None) -> list[tuple[int,
     return spans
 
 
+def fenced_code(text: str, outline: Outline | None = None) -> list[tuple[int, int]]:
+    """``(start, end)`` of each fenced code block of a Markdown text (indented code aside), fences included."""
+    if "```" not in text and "~~~" not in text:
+        return []
+    if outline is None:
+        outline = markdown_outline(text, warn=False)
+    return [(block.start, block.end) for block in outline.code_blocks if block.opening]
+
+
 def comment_leads(text: str, block_starts: Sequence[int]) -> list[tuple[int, int]]:
     """``(start, end)`` of each top-level HTML comment block (``<!--`` in column 0, up to the line holding
     ``-->``) followed by another block with only blank lines between: ``end`` where that block starts."""
