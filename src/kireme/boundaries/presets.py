@@ -297,9 +297,8 @@ def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -
     closing = [(start - 1, end) for start, end in outline.closers]
     glue += closing
     glue += [(start, after + 1) for start, after in leads]
-    glue += [
-        (start, after + 1) for start, after in outline.comments
-    ]  # `comment_leads`, found with the outline
+    # a comment right above a block (`comment_leads`, found with the outline) stays with it
+    glue += [(start, after + 1) for start, after in outline.comments]
 
     def outside(level: Level, spans: list[tuple[int, int]]) -> Level:
         if not spans:

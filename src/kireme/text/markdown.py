@@ -520,8 +520,8 @@ def comment_blocks(text: str, outline: Outline | None = None) -> list[tuple[int,
     first four columns) to the end of the ``-->`` that closes it, or to the end of the text when none does.
 
     What a reader of the rendered page never sees: a translation's original kept above each paragraph
-    (``<!-- Rust’s central feature is *ownership*. -->``: more than half of the Japanese Rust book), notes
-    to the authors, linter switches. Text after ``-->`` on its line is shown on the page and stays out; a
+    (``<!-- The backup job runs every night. -->`` above ``バックアップは毎晩実行される。``: more than half of
+    the Japanese Rust book), notes to the authors, linter switches. Text after ``-->`` on its line is shown on the page and stays out; a
     ``<!--`` inside a code block or a list item is not a top-level block and stays out too.
     """
     if "<!--" not in text:
