@@ -110,25 +110,28 @@ def markdown_hidden(hits: Sequence[Hit], text_of: Callable[[str], str | None]) -
     """``doc_id -> spans`` a reader never sees, for the documents among ``hits`` whose text is Markdown:
     their top-level HTML comments (`kireme.text.markdown.comment_blocks`: a translation's original above
     each paragraph, notes to the authors), left out of the context; none for any other document."""
-    markdown = {h.chunk.doc_id for h in hits if h.chunk.format in MARKDOWN_FORMATS}
-
-    def hidden_of(doc_id: str) -> list[tuple[int, int]]:
-        text = text_of(doc_id) if doc_id in markdown else None
-        return [] if text is None else comment_blocks(text)
-
-    return hidden_of
+    return _markdown_spans(hits, text_of, comment_blocks)
 
 
 def markdown_code(hits: Sequence[Hit], text_of: Callable[[str], str | None]) -> CodeOf:
     """``doc_id -> spans`` of the fenced code blocks of the documents among ``hits`` whose text is Markdown:
     the assembly steps through them by lines, so a passage never starts or ends inside a line of code."""
+    return _markdown_spans(hits, text_of, fenced_code)
+
+
+def _markdown_spans(
+    hits: Sequence[Hit],
+    text_of: Callable[[str], str | None],
+    find: Callable[[str], list[tuple[int, int]]],
+) -> Callable[[str], list[tuple[int, int]]]:
+    """``doc_id -> find(text)`` for the documents among ``hits`` whose text is Markdown, else no span."""
     markdown = {h.chunk.doc_id for h in hits if h.chunk.format in MARKDOWN_FORMATS}
 
-    def code_of(doc_id: str) -> list[tuple[int, int]]:
+    def spans_of(doc_id: str) -> list[tuple[int, int]]:
         text = text_of(doc_id) if doc_id in markdown else None
-        return [] if text is None else fenced_code(text)
+        return [] if text is None else find(text)
 
-    return code_of
+    return spans_of
 
 
 def measure_for(unit: str) -> Callable[[str], int]:
