@@ -512,3 +512,59 @@ def test_search_and_ask_read_code_blocks_by_lines() -> None:
             line_start = text.rfind("\n", 0, span.start) + 1
             assert not (cs < span.start < ce and text[line_start : span.start].strip()), span.text
             assert not (cs < span.end < ce and text[span.end : text.find("\n", span.end)].strip()), span.text
+
+
+markdown_pieces = st.lists(
+    st.sampled_from(
+        [
+            "本文の段落です。",
+            "<!-- 短い注釈 -->",
+            "<!--\noriginal line\n-->",
+            "<!--\nunclosed at the end",
+            "<!-- a --> 見える文",
+            "   <!-- indented -->",
+            "    <!-- four spaces: code -->",
+            "```\n<!-- in code -->\n```",
+            "- 項目\n\n  <!-- in an item -->",
+            "> <!-- in a quote -->",
+            "## 見出し",
+            "<!-->",
+            "text\n<!-- after a paragraph line -->",
+        ]
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=markdown_pieces, sep=st.sampled_from(["\n\n", "\n", "\r\n\r\n"]))
+def test_comment_blocks_are_the_parsers_top_level_comment_blocks(pieces: list[str], sep: str) -> None:
+    """Each span starts where markdown-it's top-level ``html_block`` of a comment starts (its ``<!--``)
+    and ends with the ``-->`` on the block's last line (or the text's end): what the parser reads as
+    one HTML comment block, nothing else."""
+    from markdown_it import MarkdownIt
+
+    text = sep.join(p.replace("\n", "\r\n") if sep.startswith("\r") else p for p in pieces) + "\n"
+    tokens = MarkdownIt("commonmark").parse(text)
+    lines = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+    expected = []
+    for tok in tokens:
+        if (
+            tok.type == "html_block"
+            and tok.level == 0
+            and tok.map
+            and tok.content.lstrip(" ").startswith("<!--")
+        ):
+            start = lines[tok.map[0]]
+            start += len(text[start:]) - len(text[start:].lstrip(" "))
+            last_line = lines[tok.map[1] - 1] if tok.map[1] - 1 < len(lines) else len(text)
+            close = text.find("-->", start + 2)
+            expected.append((start, close, last_line))
+    spans = comment_blocks(text)
+    assert [s for s, _ in spans] == [s for s, _, _ in expected]
+    for (_, end), (_, close, last_line) in zip(spans, expected, strict=True):
+        if close < 0:  # never closed: the block, and the comment, run to the end
+            assert end == len(text)
+        else:  # the `-->` that ends the comment is on the block's last line
+            assert end == close + 3 and close >= last_line
