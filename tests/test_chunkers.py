@@ -207,6 +207,23 @@ def test_markdown_preset_never_opens_a_chunk_with_a_closing_line() -> None:
     assert any("kept \n-->" in p for p in pieces), pieces
 
 
+def test_markdown_preset_keeps_an_original_with_its_translation() -> None:
+    """A translation's original in a comment right above it stays with it while the two fit a chunk (the
+    comment's glue used to end where its `-->` line's began, leaving a cut between them), and when the two
+    do not fit, they part at the blank line between them, not inside a wrapped line."""
+    before = "前の段落です。" * 12
+    original = "<!--\nThe backup job copies every folder to the archive\nserver each night.\n-->"
+    translation = "バックアップ処理は毎晩すべてのフォルダーを保管サーバーへ複製する。"
+    md = f"## 手順\n\n{before}\n\n{original}\n\n{translation}\n\n後の段落です。\n"
+    pieces = _markdown_chunks(md, 200)
+    assert not any(p.rstrip().endswith("-->") for p in pieces), pieces
+    assert any(original in p and translation in p for p in pieces), pieces
+    long_translation = "翻訳は長く、\n" * 30 + "ここで終わる。"  # a wrapped paragraph: the pair is over 200
+    md = f"## 手順\n\n{original}\n\n{long_translation}\n"
+    pieces = _markdown_chunks(md, 200)
+    assert any(p.endswith("-->") for p in pieces), pieces  # parted at the blank line after the comment
+
+
 def test_python_preset_splits_between_functions() -> None:
     code = "import os\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n"
     chunks = chunk(code, strategy="recursive", preset="python", max_size=30)

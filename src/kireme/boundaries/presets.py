@@ -298,22 +298,39 @@ def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -
     glue += closing
     glue += [(start, after + 1) for start, after in leads]
     # a comment right above a block (`comment_leads`, found with the outline) stays with it
-    glue += [(start, after + 1) for start, after in outline.comments]
+    translated = [(start, after + 1) for start, after in outline.comments]
+    glue += translated
 
-    def outside(level: Level, spans: list[tuple[int, int]]) -> Level:
+    def protected(spans: list[tuple[int, int]]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """The spans as `Outside` reads them, overlapping ones as their union: `Outside` reads a span only
+        up to the next one's start, so a comment's glue (to the translation after it) would end where its
+        `-->` line's glue starts."""
         if not spans:
-            return level
-        spans.sort()
-        return Outside(
-            level, tuple(s for s, _ in spans), tuple(e for _, e in spans), getattr(level, "name", "")
-        )
+            return None
+        starts: list[int] = []
+        ends: list[int] = []
+        for start, end in sorted(spans):
+            if ends and start < ends[-1]:
+                ends[-1] = max(end, ends[-1])
+            else:
+                starts.append(start)
+                ends.append(end)
+        return tuple(starts), tuple(ends)
 
-    return [
-        *parsed,
-        outside(rule, kept + closing),
-        outside(paragraph, kept + glue),
-        *(outside(level, kept + closing) for level in rest),
-    ]
+    def outside(level: Level, spans: tuple[tuple[int, ...], tuple[int, ...]] | None) -> Level:
+        return level if spans is None else Outside(level, *spans, getattr(level, "name", ""))
+
+    always = protected(kept + closing)  # every level below the headings and fences
+    levels = [*parsed, outside(rule, always), outside(paragraph, protected(kept + glue))]
+    if translated:
+        # a run glued together that is too large for a chunk parts at its blank lines before its lines (no
+        # wrapped line cut while one is left): first between an original and its translation (a lead-in
+        # stays with its list, an opening tag with what it opens), then anywhere
+        if len(glue) > len(translated) + len(closing):
+            originals = set(translated)
+            levels.append(outside(paragraph, protected(kept + [g for g in glue if g not in originals])))
+        levels.append(outside(paragraph, always))
+    return [*levels, *(outside(level, always) for level in rest)]
 
 
 def preset_levels(name: str) -> list[Level]:
