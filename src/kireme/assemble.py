@@ -162,6 +162,12 @@ class Context:
         }
 
 
+def same_passage(a: ContextSpan, b: ContextSpan) -> bool:
+    """Whether two spans are parts of one passage, passed apart around hidden text (`Assembler` ``hidden``):
+    the parts of a passage share its document and ranks, and two passages never share a rank."""
+    return a.doc_id == b.doc_id and a.ranks == b.ranks
+
+
 TextOf = Callable[[str], "str | None"]
 # the spans of a document a reader never sees (HTML comments of a Markdown text: `markdown_hidden`)
 HiddenOf = Callable[[str], "Sequence[tuple[int, int]]"]
@@ -267,9 +273,7 @@ class Assembler:
             raise ConfigError(f"the context budget must be a whole number of {self.unit} > 0, got {budget!r}")
         state = _State(self, budget)
         wanted = frozenset(tokenize(query)) if query else frozenset()
-        if self.hidden is not None:
-            ranked = [self._as_read(u) for u in ranked]
-        head = ranked[:20]
+        head = [self._as_read(u) for u in ranked[:20]] if self.hidden is not None else ranked[:20]
         sample = [self._unit_size(u) for u in head]
         mean = max(1.0, sum(sample) / len(sample)) if sample else 1.0
         if self.policy == "spans" and head:  # the gap is in characters, whatever the budget counts
@@ -281,6 +285,8 @@ class Assembler:
                 continue
             if state.full():  # nothing more fits: later hits count only where a passage holds them
                 continue
+            if self.hidden is not None:  # read here: a hit never looked at costs no document read
+                unit = self._as_read(unit)
             if not _has_ink(unit.text, 0, len(unit.text)):
                 continue  # markup alone ("</Solution>"): nothing to read
             holds = budget / ((len(state.pieces) + 1) * mean)  # mean units the budget holds per hit
@@ -308,8 +314,8 @@ class Assembler:
                         continue
                 if run is not None:
                     state.try_add(unit, rank, run, cut=True)
-        if not state.pieces and ranked:
-            return self._cut_best(ranked[0], budget, query)
+        if not state.pieces and head:
+            return self._cut_best(head[0], budget, query)
         if self.policy == "spans":
             state.grow_rest()
         return state.context()
@@ -385,17 +391,18 @@ class Assembler:
         where it starts in its document (``start``), only the parts a reader sees count (`shown`)."""
         extra = self.overhead(doc_id, headings) if self.overhead is not None else 0
         if start is not None and doc_id in self._hidden:
-            real = self._real[doc_id]
-            return (
-                sum(self.measure(real[a:b]) for a, b in self.shown(doc_id, start, start + len(text))) + extra
-            )
+            return self._shown_size(doc_id, start, start + len(text)) + extra
         return self.measure(text) + extra
+
+    def _shown_size(self, doc_id: str, start: int, end: int) -> int:
+        """The size of the parts of ``[start, end)`` a reader sees (`shown`) of a document with hidden spans."""
+        real = self._real[doc_id]
+        return sum(self.measure(real[a:b]) for a, b in self.shown(doc_id, start, end))
 
     def _unit_size(self, unit: Ranked) -> int:
         """A retrieved unit's size in the budget's unit, what the caller adds aside (its shown parts)."""
         if unit.doc_id in self._hidden and self._document(unit) is not None:
-            real = self._real[unit.doc_id]
-            return sum(self.measure(real[a:b]) for a, b in self.shown(unit.doc_id, unit.start, unit.end))
+            return self._shown_size(unit.doc_id, unit.start, unit.end)
         return self.measure(unit.text)
 
     def _as_read(self, unit: Ranked) -> Ranked:
@@ -580,9 +587,9 @@ class Assembler:
     def _cut_best(self, unit: Ranked, budget: int, query: str) -> Context:
         """The best unit cut to ``budget`` (`_best_run`), or a `ConfigError` when no sentence of it fits."""
         run = self._best_run(unit, budget, query)
+        known = self._document(unit) is not None  # offsets into the document, not into the unit's text
         if run is None:
             text, _, bounds = self._unit_sentences(unit)
-            known = self._document(unit) is not None
             shortest = min(
                 (self.size(unit.doc_id, unit.headings, text[s:e], s if known else None) for s, e in bounds),
                 default=0,
@@ -593,7 +600,6 @@ class Assembler:
             )
         s, e = run
         piece_text = unit.text[s - unit.start : e - unit.start]
-        known = self._document(unit) is not None
         for headings in self.cut_paths(unit, s, e):
             size = self.size(unit.doc_id, headings, piece_text, s if known else None)
             if size <= budget:

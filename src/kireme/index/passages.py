@@ -17,7 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kireme.assemble import DEFAULT_WIDEN, Assembler, CodeOf, Context, ContextSpan, HiddenOf, PathOf, Ranked
+from kireme.assemble import (
+    DEFAULT_WIDEN,
+    Assembler,
+    CodeOf,
+    Context,
+    ContextSpan,
+    HiddenOf,
+    PathOf,
+    Ranked,
+    same_passage,
+)
 from kireme.errors import ConfigError
 from kireme.index.context import AssembledContext, Source, _one_line, _page_key, _source_name
 from kireme.index.context import _chunk_pages as _pages
@@ -208,7 +218,7 @@ def assemble_hits(
         code=markdown_code(hits, text_of),
     )
     made = assembler.assemble(ranked(hits), budget, query)
-    known = sum(1 for d in {h.chunk.doc_id for h in hits} if assembler.text(d) is not None)
+    known = sum(1 for d in {h.chunk.doc_id for h in hits} if text_of(d) is not None)  # not blanked for this
     return BudgetedContext(passages_from(hits, made), tuple(hits), made, known)
 
 
@@ -331,7 +341,7 @@ def _render(
         first: StoredChunk | None = None
         for k, span in enumerate(spans):
             text = span.text.strip(chr(13) + chr(10))
-            if k and (spans[k - 1].ranks, spans[k - 1].headings) == (span.ranks, span.headings):
+            if k and same_passage(spans[k - 1], span):
                 blocks[-1] += separator + text  # a part of the same passage
                 continue
             blocks.append(f"[{number}] {citation(doc_id, span.headings)}\n{text}")
