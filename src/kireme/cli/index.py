@@ -788,26 +788,28 @@ def _print_passages(made: Any, fmt: str, miss: str | None = None) -> None:
     """The passages of a budgeted context (`kireme.index.passages.BudgetedContext`), then one line on
     stderr: its size against the budget, and whether the best hit had to be cut (with none: why, when a
     filter names no document)."""
+    from kireme.assemble import same_passage
+
     context = made.context
+    spans = [p.span for p in made.passages]
+    # the first part of each passage (the others were passed apart around what no reader sees)
+    first = [i == 0 or not same_passage(spans[i - 1], span) for i, span in enumerate(spans)]
     number = 0
-    previous = None
-    for passage in made.passages:
+    for passage, opens in zip(made.passages, first, strict=True):
         span = passage.span
         if fmt == "jsonl":
             click.echo(json.dumps(passage.to_dict(), ensure_ascii=False))
             continue
-        where_from = " > ".join(span.headings)
-        ranks = ",".join(str(r) for r in span.ranks)
-        key = (span.doc_id, span.ranks, span.headings)
-        if key == previous:  # a part of the same passage, after what was left out (an HTML comment)
-            click.echo(f"   ⋯ [{span.start}:{span.end}]  ({span.size} {context.unit})")
-        else:
+        if opens:
             number += 1
+            where_from = " > ".join(span.headings)
+            ranks = ",".join(str(r) for r in span.ranks)
             click.echo(
                 f"── {number}. {passage.source} [{span.start}:{span.end}] {where_from}  "
                 f"(hits {ranks}; {span.size} {context.unit})"
             )
-        previous = key
+        else:  # a further part of the same passage, after what was left out (an HTML comment)
+            click.echo(f"   ⋯ [{span.start}:{span.end}]  ({span.size} {context.unit})")
         click.echo(span.text)
     if not made.passages:
         click.echo("kireme: no chunk matched", err=True)
@@ -815,12 +817,7 @@ def _print_passages(made: Any, fmt: str, miss: str | None = None) -> None:
             click.echo(f"kireme: {miss}", err=True)
         return
     hits = len(context.ranks)
-    spans = [p.span for p in made.passages]
-    passages = sum(
-        1
-        for i, span in enumerate(spans)
-        if i == 0 or (spans[i - 1].doc_id, spans[i - 1].ranks) != (span.doc_id, span.ranks)
-    )
+    passages = sum(first)
     parts = f" ({len(spans)} parts around what no reader sees)" if len(spans) > passages else ""
     click.echo(
         f"kireme: context {context.size}/{context.budget} {context.unit} in {passages} passage(s){parts} "

@@ -242,18 +242,12 @@ def evaluate_budgets(
     options: dict[str, Any] = {"unit": measure.name, "policy": assembly}
     if widen is not None:
         options["widen"] = widen
-    code = {d.id: spans for d in documents if d.format in MARKDOWN_FORMATS if (spans := fenced_code(d.text))}
-    if code:
-        options["code"] = lambda doc_id: code.get(doc_id, [])
-    if not comments:
-        hidden = {
-            d.id: spans
-            for d in documents
-            if d.format in MARKDOWN_FORMATS
-            if (spans := comment_blocks(d.text))
-        }
-        if hidden:
-            options["hidden"] = lambda doc_id: hidden.get(doc_id, [])
+    # read when the assembler first reads a document (one outline for both), as `kireme search` does
+    markdown = {d.id for d in documents if d.format in MARKDOWN_FORMATS}
+    if markdown:
+        options["code"] = lambda doc_id: fenced_code(texts[doc_id]) if doc_id in markdown else []
+        if not comments:
+            options["hidden"] = lambda doc_id: comment_blocks(texts[doc_id]) if doc_id in markdown else []
     assembler = Assembler(texts.get, measure, **options)
     counter = Tokens()
     mean_size = max(1.0, sum(c.size for c in chunks) / len(chunks)) if chunks else 1.0
