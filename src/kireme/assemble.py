@@ -75,6 +75,7 @@ DEFAULT_SHARE = 4.0
 _SHARE_FROM = 2.0  # below 2 mean units the best hit takes most of the budget: nothing to share
 _INK = re.compile(r"[^\W_]")  # a letter or a digit, in any script
 _TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")  # an HTML or MDX tag: markup, not text a reader reads
+_FENCE_LINE = re.compile(r"^[ \t>]*(?:`{3,}|~{3,})[^\n]*$", re.M)  # a code fence line, its info string too
 # how far around a hit sentences are looked for, in characters per unit of the window
 _LOOKAROUND_PER_UNIT = 6
 _LOOKAROUND_MIN = 2048
@@ -216,7 +217,8 @@ class Assembler:
     reader can read; the assembly reads them as blank lines (no terms, no heading lines).
     ``code(doc_id)``: the fenced code blocks of a document. Inside one the assembly steps by lines, not
     sentences (a ``!`` or ``.`` in code ends no sentence: a hit cut to fit or grown never stops inside
-    a line of code), and no line of code is a heading line.
+    a line of code), and no line of code is a heading line; a fence line goes with the line of code next
+    to it (no passage is a fence alone, none starts at a closing fence or ends at an opening one).
     """
 
     def __init__(
@@ -1007,18 +1009,21 @@ def guided_span(
 
 
 def _has_ink(text: str, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` holds a letter or a digit outside HTML/MDX tags (not only markup and
-    punctuation: ``-->``, ``---``, ``</Solution>``)."""
+    """Whether ``text[start:end]`` holds a letter or a digit outside HTML/MDX tags and code fence lines (not
+    only markup and punctuation: ``-->``, ``---``, ``</Solution>``, a fence ``~~~css``)."""
     if _INK.search(text, start, end) is None:
         return False
     piece = text[start:end]
-    return "<" not in piece or _INK.search(_TAG.sub("", piece)) is not None
+    if "<" not in piece and "``" not in piece and "~~" not in piece:
+        return True
+    return _INK.search(_FENCE_LINE.sub("", _TAG.sub("", piece))) is not None
 
 
 class _Reading:
     """How the assembly steps through a text: by its sentences, and by its lines inside ``code`` (sorted
-    spans of fenced code blocks, where a ``!`` or ``.`` ends no sentence); which of its units are heading
-    lines (a short line without closing punctuation: `is_heading_line`; never a line of code)."""
+    spans of fenced code blocks, where a ``!`` or ``.`` ends no sentence; a block's fence lines joined to
+    its first and last line of code); which of its units are heading lines (a short line without closing
+    punctuation: `is_heading_line`; never a line of code)."""
 
     def __init__(self, text: str, code: Sequence[tuple[int, int]] = ()) -> None:
         self.text = text
@@ -1043,6 +1048,7 @@ class _Reading:
             a, b = max(cs, lo), min(ce, hi)
             if pos < a:
                 out += sentence_spans_in(text, pos, a)
+            lines: list[tuple[int, int]] = []
             for line in _LINE.finditer(text, a, b):
                 s, e = line.span()
                 while e > s and text[e - 1].isspace():
@@ -1050,7 +1056,14 @@ class _Reading:
                 while s < e and text[s].isspace():
                     s += 1
                 if s < e:
-                    out.append((s, e))
+                    lines.append((s, e))
+            # a fence line goes with the line of code next to it: a passage never holds a fence alone
+            # ("```css", nothing to read) nor starts at a closing or ends at an opening fence
+            if a == cs and len(lines) > 1:
+                lines[:2] = [(lines[0][0], lines[1][1])]
+            if b == ce and len(lines) > 1 and _CLOSING_FENCE.fullmatch(text, *lines[-1]) is not None:
+                lines[-2:] = [(lines[-2][0], lines[-1][1])]
+            out += lines
             pos = max(pos, b)
         if pos < hi:
             out += sentence_spans_in(text, pos, hi)
@@ -1074,3 +1087,4 @@ class _Reading:
 
 
 _LINE = re.compile(r"[^\n]+")
+_CLOSING_FENCE = re.compile(r"[> \t]*(?:`{3,}|~{3,})")  # a closing fence line (in a quote: behind its ``>``)

@@ -34,7 +34,14 @@ from kireme.index.context import _chunk_pages as _pages
 from kireme.index.manifest import Manifest
 from kireme.index.store import Hit, StoredChunk
 from kireme.length import Tokens
-from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, comment_blocks, fenced_code, markdown_outline
+from kireme.text.markdown import (
+    MARKDOWN_FORMATS,
+    HeadingPaths,
+    comment_blocks,
+    fenced_code,
+    fences_around,
+    markdown_outline,
+)
 
 UNITS = ("chars", "tokens")
 
@@ -293,6 +300,14 @@ def render_passages(
     paths = markdown_paths(hits, text_of)
     hidden = None if comments else markdown_hidden(hits, text_of)
     code = markdown_code(hits, text_of)
+
+    def fences(span: ContextSpan) -> tuple[str, str]:
+        """The fence lines that keep a span cut out of a code block readable as code (`fences_around`)."""
+        text = text_of(span.doc_id)
+        if text is None or text[span.start : span.end] != span.text:
+            return "", ""
+        return fences_around(text, code(span.doc_id), span.start, span.end)
+
     for _ in range(6):
         try:
             made = Assembler(
@@ -307,7 +322,7 @@ def render_passages(
             ).assemble(ranked(hits), target, query)
         except ConfigError:
             return AssembledContext(text="", skipped=list(hits), budget=budget)
-        text, used, sources = _render(hits, made, citation, separator)
+        text, used, sources = _render(hits, made, citation, separator, fences)
         size = measure(text)
         if size <= budget:
             skipped = [h for i, h in enumerate(hits, start=1) if i not in set(made.ranks)]
@@ -325,10 +340,13 @@ def _render(
     made: Context,
     citation: Callable[[str, tuple[str, ...]], str],
     separator: str,
+    fences: Callable[[ContextSpan], tuple[str, str]] | None = None,
 ) -> tuple[str, list[Hit], list[Source]]:
     """The blocks ``[n] citation`` + passage text, documents numbered by their best hit (the order the
     spans come in), the hits used, and one `Source` per document. The parts of one passage (spans of one
-    document holding the same ranks: what was left around its hidden text) go under one citation."""
+    document holding the same ranks: what was left around its hidden text) go under one citation.
+    ``fences(span)``: the lines to put before and after a span's text (the fences of the code block it
+    starts or ends inside)."""
     blocks: list[str] = []
     used: list[Hit] = []
     sources: list[Source] = []
@@ -341,6 +359,9 @@ def _render(
         first: StoredChunk | None = None
         for k, span in enumerate(spans):
             text = span.text.strip(chr(13) + chr(10))
+            if fences is not None:
+                before, after = fences(span)
+                text = before + text + after
             if k and same_passage(spans[k - 1], span):
                 blocks[-1] += separator + text  # a part of the same passage
                 continue

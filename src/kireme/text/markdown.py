@@ -549,6 +549,40 @@ def fenced_code(text: str, outline: Outline | None = None) -> list[tuple[int, in
     return [(block.start, block.end) for block in outline.code_blocks if block.opening]
 
 
+_FENCE_MARKS = re.compile(r"(`{3,}|~{3,})[^\n]*")  # a fence line's marker run and info string
+_CLOSING_LINE = re.compile(r"[ \t]*(?:`{3,}|~{3,})[ \t]*\r?")  # a closing fence line, blockquote marks aside
+
+
+def fences_around(text: str, code: Sequence[tuple[int, int]], start: int, end: int) -> tuple[str, str]:
+    """The fence lines a reader needs around ``text[start:end]`` to read its code as code: the opening line
+    (``"```rust"``) of the fenced block it starts inside, below that line, and the closing fence of the
+    block it ends inside, above its closing line (or of a block never closed); ``""`` where none is
+    needed. ``code``: the text's fenced code blocks (`fenced_code`). A passage cut out of a large code
+    block keeps its language, and one that stops inside a block no longer turns what follows it in a
+    prompt (the next passage's citation and text) into code."""
+    before = after = ""
+    for cs, ce in code:
+        if ce <= start:
+            continue
+        if cs >= end:
+            break
+        open_end = text.find("\n", cs, ce)
+        if open_end < 0:  # the opening line is all of the block
+            open_end = ce
+        marks = _FENCE_MARKS.search(text, cs, open_end)
+        if marks is None:
+            continue
+        last = text.rfind("\n", cs, ce) + 1  # the block's last line: its closing fence, when closed
+        closed = last > cs and _CLOSING_LINE.fullmatch(text[last:ce].lstrip(" >")) is not None
+        # the fences go where the block's own are: indented in a list item, behind ``>`` in a quote
+        lead = text[text.rfind("\n", 0, marks.start()) + 1 : marks.start()]
+        if open_end < start < ce and not before:
+            before = lead + text[marks.start() : marks.end()].rstrip() + "\n"
+        if cs < end and (end <= last if closed else end <= ce):
+            after = "\n" + lead + marks.group(1)
+    return before, after
+
+
 def comment_leads(text: str, block_starts: Sequence[int]) -> list[tuple[int, int]]:
     """``(start, end)`` of each top-level HTML comment block (``<!--`` in column 0, up to the line holding
     ``-->``) followed by another block with only blank lines between: ``end`` where that block starts."""

@@ -1,0 +1,168 @@
+"""Code in the context a reader gets: passages cut out of fenced code blocks, and the prompt `kireme ask` sends.
+
+Technical documentation is full of fenced code blocks, and a budget is often spent on part of one: a hit
+is a piece of a large block, or a passage grows or is cut to fit inside one. Two things went wrong before
+2026-12-05: a fence line on its own (```` ```css ````, nothing to read) could be passed as a filler because
+its info string held a query term, and in the prompt of `kireme ask` (``POST /ask``) a passage that stopped
+inside a block left its fence open, so the next passage's citation line and text were read as code (a
+Markdown reader, and a chat model reading Markdown, sees them so). Now a fence line goes with the line of
+code next to it in the assembly (`kireme.assemble._Reading`), and the prompt puts the fences of the block
+a passage starts or ends inside around it (`kireme.text.markdown.fences_around`).
+
+* **Documents**: every Markdown file of ``../shared/corpora/ja-techdocs-md`` (React, Vite and the Rust book
+  in Japanese); ``markdown`` chunks of 320 cl100k_base tokens (the `kireme index` default); BM25 over
+  ``embed_text`` (`kireme.evaluate.retrievers.BM25Retriever`), the best 60 chunks.
+* **Queries**: the section headings (`benchmarks/comments.py`'s ``questions``), the first ``--limit``.
+* **Printed**: per character budget, the passages of `kireme.index.passages.assemble_hits` (what `kireme
+  search --budget` passes) that are fence lines only, and that start or end inside a code block; per token
+  budget, the prompt of `kireme.index.passages.render_passages` parsed by markdown-it: citation lines read
+  as code, with the fences and without them (the render as it was), and the tokens the fences take.
+
+    .venv/bin/python benchmarks/code_context.py [--corpora ../shared/corpora] [--limit 600]
+
+A clean skip (exit 0, a message) when the corpus is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+from unittest import mock
+
+from markdown_it import MarkdownIt
+
+import kireme.index.passages as passages
+from kireme.document import Document
+from kireme.evaluate.retrievers import BM25Retriever
+from kireme.index.store import Hit, StoredChunk
+from kireme.length import Tokens
+from kireme.strategies import make_chunker
+from kireme.text.markdown import fenced_code, fences_around
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from comments import questions  # the heading queries of the comments benchmark
+
+DEFAULT_CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+_FENCE = re.compile(r"[ \t>]*(?:`{3,}|~{3,})[^\n]*")
+_CITATION = re.compile(r"\[\d+\] ")
+
+
+def _citations_in_code(prompt: str, parser: MarkdownIt) -> tuple[int, int]:
+    """The citation lines of a prompt, and how many of them a Markdown reader reads as code."""
+    lines = prompt.split("\n")
+    cites = [i for i, line in enumerate(lines) if _CITATION.match(line)]
+    code: set[int] = set()
+    for token in parser.parse(prompt):
+        if token.type in ("fence", "code_block") and token.map is not None:
+            code.update(range(*token.map))
+    return len(cites), sum(1 for i in cites if i in code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA)
+    ap.add_argument("--limit", type=int, default=600, help="queries (the first N headings)")
+    ap.add_argument("--budgets", type=int, nargs="+", default=[300, 700, 1500], help="characters")
+    ap.add_argument("--token-budgets", type=int, nargs="+", default=[300, 1000])
+    args = ap.parse_args(argv)
+    root = args.corpora / "ja-techdocs-md"
+    if not root.is_dir():
+        print(f"skipped: {root} not found (the corpus is in ../shared/corpora)")
+        return 0
+    started = time.perf_counter()
+    texts = {
+        p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
+        for p in sorted(root.rglob("*.md"))
+        if p.name != "SOURCE.md"
+    }
+    chunker = make_chunker("markdown", max_size=320, unit="tokens")
+    chunks = [
+        c
+        for doc_id, text in texts.items()
+        for c in chunker.chunk(Document(text, id=doc_id, metadata={"format": "markdown"}))
+    ]
+    retriever = BM25Retriever()
+    retriever.fit(chunks)
+    qs = [q for doc_id, text in texts.items() for q in questions(doc_id, text)][: args.limit]
+    code = {doc_id: fenced_code(text) for doc_id, text in texts.items()}
+    blocks = sum(map(len, code.values()))
+    print(
+        f"ja-techdocs-md: {len(texts)} files, {blocks:,} fenced code blocks, {len(chunks):,} chunks, {len(qs)} queries"
+    )
+
+    def hits_for(query: str) -> list[Hit]:
+        found = [chunks[i] for i in retriever.search(query, 60)]
+        return [
+            Hit(
+                StoredChunk(
+                    id=c.id, doc_id=c.doc_id, index=c.index, start=c.start, end=c.end, text=c.text,
+                    embed_text=c.embed_text, headings=c.headings, title="", source=c.doc_id,
+                    format="markdown", metadata={},
+                ),
+                1.0 / rank,
+            )
+            for rank, c in enumerate(found, start=1)
+        ]  # fmt: skip
+
+    ranked = [(query, hits_for(query)) for _, query, _, _ in qs]
+    print("\n| characters | passages | fence lines only | starting inside a block | ending inside a block |")
+    print("|---:|---:|---:|---:|---:|")
+    for budget in args.budgets:
+        n = alone = starts = ends = 0
+        for query, hits in ranked:
+            made = passages.assemble_hits(hits, budget, texts.get, query=query)
+            for passage in made.passages:
+                span = passage.span
+                n += 1
+                lines = [line for line in span.text.splitlines() if line.strip()]
+                alone += all(_FENCE.fullmatch(line) for line in lines)
+                for cs, ce in code[span.doc_id]:
+                    opening_end = texts[span.doc_id].find("\n", cs, ce)
+                    starts += opening_end >= 0 and opening_end < span.start < ce
+                    ends += cs < span.end < ce and not _FENCE.fullmatch(lines[-1])
+        print(f"| {budget:,} | {n:,} | {alone} | {starts} | {ends} |")
+
+    parser = MarkdownIt("commonmark")
+    tokens = Tokens()
+    print(
+        "\n| tokens | prompts | citation lines | read as code, fences added | read as code, none added (as before) | prompts with one, before | tokens the fences take (mean per prompt) |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    real = fences_around
+    for budget in args.token_budgets:
+        cited = with_fences = without = prompts_before = 0
+        spent = 0
+
+        def counted(text: str, blocks: list[tuple[int, int]], start: int, end: int) -> tuple[str, str]:
+            nonlocal spent
+            before, after = real(text, blocks, start, end)
+            spent += (tokens(before) if before else 0) + (tokens(after) if after else 0)
+            return before, after
+
+        for query, hits in ranked:
+            rendered = passages.render_passages(hits, budget, texts.get, query=query)
+            n_cites, bad = _citations_in_code(rendered.text, parser)
+            cited += n_cites
+            with_fences += bad
+            with mock.patch.object(passages, "fences_around", lambda *_: ("", "")):
+                plain = passages.render_passages(hits, budget, texts.get, query=query)
+            _, bad_before = _citations_in_code(plain.text, parser)
+            without += bad_before
+            prompts_before += bool(bad_before)
+        spent = 0
+        with mock.patch.object(passages, "fences_around", counted):
+            for query, hits in ranked:
+                passages.render_passages(hits, budget, texts.get, query=query)
+        print(
+            f"| {budget:,} | {len(ranked)} | {cited:,} | {with_fences} | {without} | {prompts_before} "
+            f"| {spent / len(ranked):.1f} |"
+        )
+    print(f"\n{time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

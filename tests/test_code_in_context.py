@@ -1,0 +1,211 @@
+"""Code in the context stays readable as code: a fence line is never passed alone nor as a passage's edge
+(`kireme.assemble._Reading`), and the passages a chat model reads carry the fences of the code block they
+start or end inside (`kireme.text.markdown.fences_around`, `kireme.index.passages.render_passages`), so a
+passage cut out of a code block keeps its language and the next passage's citation is never read as code."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+
+from kireme.assemble import Assembler, Ranked, _Reading
+from kireme.document import Document
+from kireme.errors import ConfigError
+from kireme.index.passages import render_passages
+from kireme.index.store import Hit, StoredChunk
+from kireme.strategies import make_chunker
+from kireme.text.markdown import fenced_code, fences_around
+
+# A styling guide of ours with code blocks: top level, in a list item, a tilde fence, one left open at the end
+STYLE_GUIDE = """## 見出しの体裁
+
+見出しの余白は css で指定します。本文との間隔を広げすぎないでください。
+
+```css
+h2 { margin-top: 10px; margin-bottom: 0; }
+h3 { margin-top: 5px; font-size: 100%; }
+img { width: 120px; height: 120px; }
+```
+
+ボタンの体裁も css で揃えます。
+
+- 手順:
+
+  ```sh
+  npm run build:css
+  npm run check:css
+  ```
+
+~~~python
+def render(page):
+    return template.format(page=page)
+~~~
+
+最後に css の確認用コマンドを実行します。
+
+```sh
+npm run lint:css
+"""
+
+CSS_BLOCK_QUERY = "css 見出し 余白"
+
+
+def _blocks(text: str) -> list[tuple[int, int]]:
+    return fenced_code(text)
+
+
+def _is_fence_line(line: str) -> bool:
+    return re.fullmatch(r"[ \t>]*(?:`{3,}|~{3,})[^\n]*", line) is not None
+
+
+def test_a_fence_line_goes_with_the_line_of_code_next_to_it() -> None:
+    code = _blocks(STYLE_GUIDE)
+    assert len(code) == 4
+    units = _Reading(STYLE_GUIDE, code).units(0, len(STYLE_GUIDE))
+    texts = [STYLE_GUIDE[s:e] for s, e in units]
+    assert "```css\nh2 { margin-top: 10px; margin-bottom: 0; }" in texts
+    assert "img { width: 120px; height: 120px; }\n```" in texts
+    assert "```sh\n  npm run build:css" in texts and "npm run check:css\n  ```" in texts
+    assert "return template.format(page=page)\n~~~" in texts
+    assert "```sh\nnpm run lint:css" in texts  # never closed: only its opening goes with its line
+    assert not any(_is_fence_line(t) for t in texts)
+    quoted = "引用です。\n\n> ```txt\n> 一行目\n> 二行目\n> ```\n"
+    quoted_units = [quoted[s:e] for s, e in _Reading(quoted, fenced_code(quoted)).units(0, len(quoted))]
+    assert quoted_units == ["引用です。", "> ```txt\n> 一行目", "> 二行目\n> ```"]
+    # a stretch that starts inside a block steps by its lines as before
+    inner = STYLE_GUIDE.index("h3 {")
+    assert STYLE_GUIDE[slice(*_Reading(STYLE_GUIDE, code).units(inner, code[0][1])[0])].startswith("h3 {")
+
+
+@settings(max_examples=120, deadline=None)
+@given(size=st.integers(30, 140), budget=st.integers(15, 400), seed=st.randoms())
+def test_no_passage_is_a_fence_alone_nor_starts_or_ends_at_one(size: int, budget: int, seed: object) -> None:
+    text = STYLE_GUIDE
+    code = _blocks(text)
+    doc = Document(text, id="guide", metadata={"format": "markdown"})
+    chunks = make_chunker("recursive", max_size=size).chunk(doc)
+    ranked = [Ranked(c.doc_id, c.start, c.end, c.text, c.headings) for c in chunks]
+    seed.shuffle(ranked)  # type: ignore[attr-defined]
+    try:
+        made = Assembler({"guide": text}.get, code=lambda _d: code).assemble(ranked, budget, CSS_BLOCK_QUERY)
+    except ConfigError:
+        return
+    assert made.size <= budget
+    hits = {(r.start, r.end) for r in ranked}
+    for span in made.spans:
+        assert text[span.start : span.end] == span.text
+        lines = [line for line in span.text.splitlines() if line.strip()]
+        assert not all(_is_fence_line(line) for line in lines), span.text
+        if (span.start, span.end) in hits:
+            continue  # a hit passed as it is: the chunker's cut (it glues fences to their code too)
+        for cs, ce in code:
+            if cs < span.start < ce:  # starts inside a block: not at its closing fence
+                assert not _is_fence_line(lines[0]), span.text
+            if cs < span.end <= ce and span.end < ce - 3:  # ends inside: not at its opening fence
+                assert not _is_fence_line(lines[-1]), span.text
+
+
+def test_a_span_cut_out_of_a_code_block_gets_its_fences() -> None:
+    text = STYLE_GUIDE
+    code = _blocks(text)
+    inner = text.index("h3 {")
+    inner_end = text.index("100%; }") + len("100%; }")
+    assert fences_around(text, code, inner, inner_end) == ("```css\n", "\n```")
+    # from the opening fence on: only the closing one
+    assert fences_around(text, code, code[0][0], inner_end) == ("", "\n```")
+    # from inside to past the closing fence: only the opening one
+    assert fences_around(text, code, inner, code[0][1]) == ("```css\n", "")
+    # the whole block, or prose around it: nothing
+    assert fences_around(text, code, code[0][0], code[0][1]) == ("", "")
+    assert fences_around(text, code, 0, text.index("```css") - 2) == ("", "")
+    # a block in a list item: its fences indented as its own are
+    build = text.index("npm run build:css")
+    assert fences_around(text, code, build, build + len("npm run build:css")) == ("  ```sh\n", "\n  ```")
+    # a tilde fence, and a span from the first block into the second
+    ret = text.index("return template")
+    assert fences_around(text, code, ret, ret + 10) == ("~~~python\n", "\n~~~")
+    assert fences_around(text, code, inner, build + 5) == ("```css\n", "\n  ```")
+    # a block never closed: whatever part of it is passed is closed
+    lint = text.index("npm run lint:css")
+    assert fences_around(text, code, code[3][0], len(text.rstrip())) == ("", "\n```")
+    assert fences_around(text, code, lint, len(text.rstrip())) == ("```sh\n", "\n```")
+
+
+_PIECES = [
+    "本文の段落です。",
+    "```js\nconst a = 1;\nconst b = 2;\n```",
+    "```\nplain one\nplain two\nplain three\n```",
+    "~~~~ py\nx = 1\n```\ny = 2\n~~~~",
+    "- 項目\n\n  ```sh\n  echo one\n  echo two\n  ```",
+    "> ```txt\n> quoted one\n> quoted two\n> ```",
+    "```md\n# not a heading\n\ntext\n```",
+    "## 見出し",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from(_PIECES), min_size=1, max_size=6),
+    unclosed=st.booleans(),
+    data=st.data(),
+)
+def test_the_next_citation_is_never_read_as_code(
+    pieces: list[str], unclosed: bool, data: st.DataObject
+) -> None:
+    """Whatever lines of a Markdown text a passage holds, the passage with its fences, followed by the
+    next passage's citation line, leaves that line outside any code (as markdown-it reads it)."""
+    text = "\n\n".join(pieces) + ("\n\n```rb\nputs 1\nputs 2\n" if unclosed else "\n")
+    code = fenced_code(text)
+    lines = [m.span() for m in re.finditer(r"[^\n]+", text) if m.group().strip()]
+    i = data.draw(st.integers(0, len(lines) - 1))
+    j = data.draw(st.integers(i, len(lines) - 1))
+    start = lines[i][0] + len(text[lines[i][0] : lines[i][1]]) - len(text[lines[i][0] : lines[i][1]].lstrip())
+    end = lines[j][1]
+    before, after = fences_around(text, code, start, end)
+    prompt = "[1] guide.md\n" + before + text[start:end] + after + "\n\n[2] next.md — 次の節\n本文。\n"
+    tokens = MarkdownIt("commonmark").parse(prompt)
+    last = prompt.count("\n") - 2  # the line of the second citation
+    for t in tokens:
+        if t.type in ("fence", "code_block") and t.map is not None:
+            assert not (t.map[0] <= last < t.map[1]), prompt
+
+
+def _stored_hits(text: str, chunks: list) -> list[Hit]:  # type: ignore[type-arg]
+    return [
+        Hit(
+            StoredChunk(
+                id=c.id, doc_id="guide", index=c.index, start=c.start, end=c.end, text=c.text,
+                embed_text=c.embed_text, headings=c.headings, title="guide", source="docs/style.md",
+                format="markdown", metadata={},
+            ),
+            1.0 / (i + 1),
+        )
+        for i, c in enumerate(chunks)
+    ]  # fmt: skip
+
+
+def test_the_prompt_of_ask_closes_what_a_passage_opens() -> None:
+    """`render_passages` (what `kireme ask` and ``POST /ask`` send): a passage that stops inside a code
+    block is closed before the next citation, and one that starts inside it says its language."""
+    text = STYLE_GUIDE
+    doc = Document(text, id="guide", metadata={"format": "markdown"})
+    chunks = make_chunker("recursive", max_size=40).chunk(doc)
+    # the CSS block's middle lines first, then the rest
+    chunks.sort(key=lambda c: ("h3 {" not in c.text, c.start))
+    hits = _stored_hits(text, chunks)
+    seen = 0
+    for budget in (30, 45, 60, 90, 150):
+        rendered = render_passages(hits, budget, {"guide": text}.get, query="h3 余白")
+        assert rendered.tokens <= budget
+        prompt = rendered.text + "\n\n[9] next.md\n本文。\n"
+        last = prompt.count("\n") - 2
+        tokens = MarkdownIt("commonmark").parse(prompt)
+        fences = [t for t in tokens if t.type == "fence" and t.map is not None]
+        assert not any(t.map[0] <= last < t.map[1] for t in fences), prompt  # type: ignore[index]
+        if "h3 {" in rendered.text:  # the CSS read as CSS, wherever the passage starts
+            seen += 1
+            assert any(t.info == "css" and "h3 {" in t.content for t in fences), prompt
+    assert seen >= 3
