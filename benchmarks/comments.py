@@ -14,8 +14,8 @@ that share of the budget on English the reader has already in Japanese. `kireme 
   the gold is where the section starts — a measure of what a budget holds, not of answering.
 * **Chunks and retriever**: `markdown` at 320 cl100k_base tokens (the `kireme index` default), BM25 over
   each chunk's ``embed_text`` (`kireme.evaluate.retrievers.BM25Retriever`, Japanese bigrams), the best 60
-  chunks; `kireme.assemble.Assembler` in characters with the fenced code blocks read by lines, as
-  ``kireme search --budget`` does, once with the comments passed (``comments``) and once left out
+  chunks; `kireme.assemble.Assembler` in characters with the fenced code blocks read by lines and the
+  tables by rows, as ``kireme search --budget`` does, once with the comments passed (``comments``) and once left out
   (``hidden``), everything else the same.
 * **Printed**: per budget the hit rate of each, the exact McNemar p of the difference, the mean characters
   passed and the share of them inside comments.
@@ -107,11 +107,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(chunks):,} chunks, {len(qs)} questions"
     )
     code = {doc_id: fenced_code(text) for doc_id, text in texts.items()}
+    tables = {
+        doc_id: [(t.start, t.end, t.header[1]) for t in markdown_outline(text, warn=False).tables]
+        for doc_id, text in texts.items()
+    }
     ways = {"comments passed": None, "comments left out": lambda d: hidden[d]}
     results: dict[str, dict[int, tuple[list[bool], list[int], list[int]]]] = {}
     for name, hide in ways.items():
         rows: dict[int, tuple[list[bool], list[int], list[int]]] = {b: ([], [], []) for b in args.budgets}
-        assembler = Assembler(texts.get, hidden=hide, code=lambda d: code[d])  # as kireme search does
+        # as kireme search does: code blocks read by lines, tables by rows
+        assembler = Assembler(texts.get, hidden=hide, code=lambda d: code[d], tables=lambda d: tables[d])
         for doc_id, query, a, b in qs:
             ranked = [
                 Ranked(chunks[i].doc_id, chunks[i].start, chunks[i].end, chunks[i].text, chunks[i].headings)

@@ -459,7 +459,7 @@ def test_inside_a_fenced_code_block_the_assembly_steps_by_lines() -> None:
     units = reading.units(0, len(CODE_GUIDE))
     lines = [CODE_GUIDE[s:e] for s, e in units if code[0][0] <= s < code[0][1]]
     expected = [line.strip() for line in CODE_GUIDE[slice(*code[0])].splitlines() if line.strip()]
-    # the fence lines go with the line of code next to them (`test_code_in_context.py`)
+    # the fence lines go with the line of code next to them (`test_readable_context.py`)
     expected[:2] = ["```python\n" + expected[1]]
     expected[-2:] = [CODE_GUIDE[CODE_GUIDE.index(expected[-2]) : code[0][1]]]
     assert lines == expected and expected[-1].endswith("parse(path.read_text())\n```")

@@ -174,6 +174,10 @@ TextOf = Callable[[str], "str | None"]
 HiddenOf = Callable[[str], "Sequence[tuple[int, int]]"]
 # the fenced code blocks of a document (`kireme.index.passages.markdown_code`)
 CodeOf = Callable[[str], "Sequence[tuple[int, int]]"]
+# the tables of a document as (start, end, end of the header): read by rows, the header with the first
+TablesOf = Callable[[str], "Sequence[tuple[int, int, int]]"]
+# (doc_id, start, end) -> the lines a caller puts before and after that passage (a table's header, fences)
+FramingOf = Callable[[str, int, int], "tuple[str, str]"]
 # the heading path all of [start, end) of a document shares, where the caller knows its headings (else None)
 PathOf = Callable[[str, int, int], "tuple[str, ...] | None"]
 
@@ -219,6 +223,13 @@ class Assembler:
     sentences (a ``!`` or ``.`` in code ends no sentence: a hit cut to fit or grown never stops inside
     a line of code), and no line of code is a heading line; a fence line goes with the line of code next
     to it (no passage is a fence alone, none starts at a closing fence or ends at an opening one).
+    ``tables(doc_id)``: the tables of a document as ``(start, end, end of the header)``. Inside one the
+    assembly steps by rows (a CSV file's rows hold no sentence end; a short row is no heading line), the
+    header with the first row.
+    ``framing(doc_id, start, end)``: the lines the caller puts before and after a passage ``[start, end)``
+    of a document to make it readable on its own (`kireme.index.passages.render_passages`: the header of
+    the table it starts inside, the fences of the code block it starts or ends inside), counted against
+    the budget with the passage.
     """
 
     def __init__(
@@ -236,6 +247,8 @@ class Assembler:
         paths: PathOf | None = None,
         hidden: HiddenOf | None = None,
         code: CodeOf | None = None,
+        tables: TablesOf | None = None,
+        framing: FramingOf | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ConfigError(f"unknown context policy {policy!r}: choose one of {', '.join(POLICIES)}")
@@ -258,6 +271,8 @@ class Assembler:
         self.paths = paths
         self.hidden = hidden
         self.code = code
+        self.tables = tables
+        self.framing = framing
         self._readings: dict[str, _Reading] = {}
         self._real: dict[str, str] = {}  # the texts of the documents with hidden spans, as they are
         self._hidden: dict[str, tuple[list[int], list[int]]] = {}  # their hidden spans' starts and ends
@@ -352,7 +367,9 @@ class Assembler:
         if reading is None:
             text = self.text(doc_id)
             assert text is not None
-            reading = self._readings[doc_id] = _Reading(text, self.code(doc_id) if self.code else ())
+            code = self.code(doc_id) if self.code else ()
+            tables = self.tables(doc_id) if self.tables else ()
+            reading = self._readings[doc_id] = _Reading(text, code, tables)
         return reading
 
     def shown(self, doc_id: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -390,16 +407,31 @@ class Assembler:
 
     def size(self, doc_id: str, headings: tuple[str, ...], text: str, start: int | None = None) -> int:
         """The size ``text`` takes in the budget with what the caller adds around it (`overhead`). Given
-        where it starts in its document (``start``), only the parts a reader sees count (`shown`)."""
+        where it starts in its document (``start``), only the parts a reader sees count (`shown`), each
+        with the lines that frame it (`framing`)."""
         extra = self.overhead(doc_id, headings) if self.overhead is not None else 0
         if start is not None and doc_id in self._hidden:
-            return self._shown_size(doc_id, start, start + len(text)) + extra
+            return self._shown_size(doc_id, start, start + len(text), framed=True) + extra
+        if start is not None and self.framing is not None:
+            return self.measure(text) + self._frame_size(doc_id, start, start + len(text)) + extra
         return self.measure(text) + extra
 
-    def _shown_size(self, doc_id: str, start: int, end: int) -> int:
-        """The size of the parts of ``[start, end)`` a reader sees (`shown`) of a document with hidden spans."""
+    def _frame_size(self, doc_id: str, start: int, end: int) -> int:
+        """The size of the lines `framing` puts around ``[start, end)`` (0 without `framing`)."""
+        if self.framing is None:
+            return 0
+        before, after = self.framing(doc_id, start, end)
+        return (self.measure(before) if before else 0) + (self.measure(after) if after else 0)
+
+    def _shown_size(self, doc_id: str, start: int, end: int, *, framed: bool = False) -> int:
+        """The size of the parts of ``[start, end)`` a reader sees (`shown`) of a document with hidden spans;
+        ``framed``: each part with the lines `framing` puts around it."""
         real = self._real[doc_id]
-        return sum(self.measure(real[a:b]) for a, b in self.shown(doc_id, start, end))
+        parts = self.shown(doc_id, start, end)
+        size = sum(self.measure(real[a:b]) for a, b in parts)
+        if framed and self.framing is not None:
+            size += sum(self._frame_size(doc_id, a, b) for a, b in parts)
+        return size
 
     def _unit_size(self, unit: Ranked) -> int:
         """A retrieved unit's size in the budget's unit, what the caller adds aside (its shown parts)."""
@@ -439,7 +471,8 @@ class Assembler:
         out = []
         for a, b in self.shown(doc_id, start, end):
             part = real[a:b]
-            out.append(ContextSpan(doc_id, a, b, part, headings, ranks, self.measure(part) + extra, cut))
+            size = self.measure(part) + self._frame_size(doc_id, a, b) + extra
+            out.append(ContextSpan(doc_id, a, b, part, headings, ranks, size, cut))
             extra = 0
         return out
 
@@ -1020,32 +1053,37 @@ def _has_ink(text: str, start: int, end: int) -> bool:
 
 
 class _Reading:
-    """How the assembly steps through a text: by its sentences, and by its lines inside ``code`` (sorted
-    spans of fenced code blocks, where a ``!`` or ``.`` ends no sentence; a block's fence lines joined to
-    its first and last line of code); which of its units are heading lines (a short line without closing
-    punctuation: `is_heading_line`; never a line of code)."""
+    """How the assembly steps through a text: by its sentences, and by its lines inside ``code`` (spans of
+    fenced code blocks, where a ``!`` or ``.`` ends no sentence; a block's fence lines joined to its first
+    and last line of code) and ``tables`` (``(start, end, header end)``: a table's rows, its header lines
+    joined to its first row); which of its units are heading lines (a short line without closing
+    punctuation: `is_heading_line`; never a line of code nor a table row)."""
 
-    def __init__(self, text: str, code: Sequence[tuple[int, int]] = ()) -> None:
+    def __init__(
+        self, text: str, code: Sequence[tuple[int, int]] = (), tables: Sequence[tuple[int, int, int]] = ()
+    ) -> None:
         self.text = text
-        self.code = sorted(code)
-        self._ends = [b for _, b in self.code]
+        # (start, end, where the header ends: 0 for a code block)
+        self.regions = sorted([(a, b, 0) for a, b in code] + [(a, b, h) for a, b, h in tables])
+        self._ends = [b for _, b, _ in self.regions]
 
-    def _in_code(self, pos: int) -> bool:
+    def _in_lines(self, pos: int) -> bool:
+        """Whether ``pos`` is inside a code block or a table (read by lines)."""
         i = bisect.bisect_right(self._ends, pos)
-        return i < len(self.code) and self.code[i][0] <= pos
+        return i < len(self.regions) and self.regions[i][0] <= pos
 
     def units(self, lo: int, hi: int) -> list[tuple[int, int]]:
-        """The sentences of ``[lo, hi)``, whitespace at either side excluded; inside a code block its
-        lines (the fences too), blank ones left out."""
-        if not self.code:
+        """The sentences of ``[lo, hi)``, whitespace at either side excluded; inside a code block or a
+        table its lines, blank ones left out."""
+        if not self.regions:
             return sentence_spans_in(self.text, lo, hi)
         text = self.text
         out: list[tuple[int, int]] = []
         pos = lo
-        for cs, ce in self.code[bisect.bisect_right(self._ends, lo) :]:
-            if cs >= hi:
+        for rs, rend, header_end in self.regions[bisect.bisect_right(self._ends, lo) :]:
+            if rs >= hi:
                 break
-            a, b = max(cs, lo), min(ce, hi)
+            a, b = max(rs, lo), min(rend, hi)
             if pos < a:
                 out += sentence_spans_in(text, pos, a)
             lines: list[tuple[int, int]] = []
@@ -1057,12 +1095,17 @@ class _Reading:
                     s += 1
                 if s < e:
                     lines.append((s, e))
-            # a fence line goes with the line of code next to it: a passage never holds a fence alone
-            # ("```css", nothing to read) nor starts at a closing or ends at an opening fence
-            if a == cs and len(lines) > 1:
-                lines[:2] = [(lines[0][0], lines[1][1])]
-            if b == ce and len(lines) > 1 and _CLOSING_FENCE.fullmatch(text, *lines[-1]) is not None:
-                lines[-2:] = [(lines[-2][0], lines[-1][1])]
+            if header_end:  # a table: its header lines go with its first row (a header alone names nothing)
+                if a == rs and lines:
+                    k = min(len(lines), 1 + sum(1 for s, _ in lines if s < header_end))
+                    lines[:k] = [(lines[0][0], lines[k - 1][1])]
+            else:
+                # a fence line goes with the line of code next to it: a passage never holds a fence alone
+                # ("```css", nothing to read) nor starts at a closing or ends at an opening fence
+                if a == rs and len(lines) > 1:
+                    lines[:2] = [(lines[0][0], lines[1][1])]
+                if b == rend and len(lines) > 1 and _CLOSING_FENCE.fullmatch(text, *lines[-1]) is not None:
+                    lines[-2:] = [(lines[-2][0], lines[-1][1])]
             out += lines
             pos = max(pos, b)
         if pos < hi:
@@ -1070,7 +1113,7 @@ class _Reading:
         return out
 
     def is_heading(self, span: tuple[int, int]) -> bool:
-        if self.code and self._in_code(span[0]):
+        if self.regions and self._in_lines(span[0]):
             return False
         line = _line_of(self.text, *span)
         return bool(line) and is_heading_line(line)
@@ -1078,10 +1121,10 @@ class _Reading:
     def crosses_heading(self, a: int, b: int) -> bool:
         """Whether a heading line starts in ``(a, b)`` (taking the rest of a paragraph would enter another
         section)."""
-        if not self.code:
+        if not self.regions:
             return any(line.strip() and is_heading_line(line) for line in self.text[a:b].splitlines())
         for line in _LINE.finditer(self.text, a, b):
-            if line.group().strip() and not self._in_code(line.start()) and is_heading_line(line.group()):
+            if line.group().strip() and not self._in_lines(line.start()) and is_heading_line(line.group()):
                 return True
         return False
 

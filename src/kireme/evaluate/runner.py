@@ -23,6 +23,7 @@ from kireme.evaluate.metrics import (
 from kireme.evaluate.retrievers import Retriever
 from kireme.evaluate.segmentation import boundary_scores, pk, windowdiff
 from kireme.length import Tokens
+from kireme.structure.layout import document_outline
 from kireme.text.markdown import MARKDOWN_FORMATS, comment_blocks, fenced_code
 from kireme.text.sentences import sentence_spans
 
@@ -248,6 +249,13 @@ def evaluate_budgets(
         options["code"] = lambda doc_id: fenced_code(texts[doc_id]) if doc_id in markdown else []
         if not comments:
             options["hidden"] = lambda doc_id: comment_blocks(texts[doc_id]) if doc_id in markdown else []
+    tabled = {d.id: d for d in documents if d.format in MARKDOWN_FORMATS or d.format in ("csv", "tsv")}
+    if tabled:  # read by rows, the header with the first (`kireme.index.passages.table_rows`)
+        options["tables"] = lambda doc_id: (
+            [(t.start, t.end, t.header[1]) for t in document_outline(tabled[doc_id]).tables]
+            if doc_id in tabled
+            else []
+        )
     assembler = Assembler(texts.get, measure, **options)
     counter = Tokens()
     mean_size = max(1.0, sum(c.size for c in chunks) / len(chunks)) if chunks else 1.0

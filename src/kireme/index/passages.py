@@ -28,19 +28,23 @@ from kireme.assemble import (
     Ranked,
     same_passage,
 )
+from kireme.document import Document
 from kireme.errors import ConfigError
 from kireme.index.context import AssembledContext, Source, _one_line, _page_key, _source_name
 from kireme.index.context import _chunk_pages as _pages
 from kireme.index.manifest import Manifest
 from kireme.index.store import Hit, StoredChunk
 from kireme.length import Tokens
+from kireme.structure.layout import document_outline
 from kireme.text.markdown import (
     MARKDOWN_FORMATS,
     HeadingPaths,
+    Table,
     comment_blocks,
     fenced_code,
     fences_around,
     markdown_outline,
+    table_header_for,
 )
 
 UNITS = ("chars", "tokens")
@@ -136,6 +140,35 @@ def markdown_code(hits: Sequence[Hit], text_of: Callable[[str], str | None]) -> 
     return _markdown_spans(hits, text_of, fenced_code)
 
 
+def document_tables(
+    hits: Sequence[Hit], text_of: Callable[[str], str | None]
+) -> Callable[[str], tuple[Table, ...]]:
+    """``doc_id -> tables`` of the documents among ``hits`` that have them as kireme reads them (Markdown
+    pipe tables, in Markdown, HTML, DOCX and notebooks; a CSV or TSV file as one table), each document's
+    outline read once, when asked for; none for any other document."""
+    formats = {h.chunk.doc_id: h.chunk.format for h in hits}
+    found: dict[str, tuple[Table, ...]] = {}
+
+    def tables_of(doc_id: str) -> tuple[Table, ...]:
+        if doc_id not in found:
+            fmt = formats.get(doc_id, "")
+            text = text_of(doc_id) if fmt in MARKDOWN_FORMATS or fmt in ("csv", "tsv") else None
+            found[doc_id] = (
+                ()
+                if text is None
+                else document_outline(Document(text, id=doc_id, metadata={"format": fmt})).tables
+            )
+        return found[doc_id]
+
+    return tables_of
+
+
+def table_rows(tables: Callable[[str], tuple[Table, ...]]) -> Callable[[str], list[tuple[int, int, int]]]:
+    """``doc_id -> (start, end, end of the header)`` of each table (`document_tables`): what
+    `kireme.assemble.Assembler` reads by rows."""
+    return lambda doc_id: [(t.start, t.end, t.header[1]) for t in tables(doc_id)]
+
+
 def _markdown_spans(
     hits: Sequence[Hit],
     text_of: Callable[[str], str | None],
@@ -223,6 +256,7 @@ def assemble_hits(
         paths=markdown_paths(hits, text_of),
         hidden=None if comments else markdown_hidden(hits, text_of),
         code=markdown_code(hits, text_of),
+        tables=table_rows(document_tables(hits, text_of)),
     )
     made = assembler.assemble(ranked(hits), budget, query)
     known = sum(1 for d in {h.chunk.doc_id for h in hits} if text_of(d) is not None)  # not blanked for this
@@ -300,15 +334,26 @@ def render_passages(
     paths = markdown_paths(hits, text_of)
     hidden = None if comments else markdown_hidden(hits, text_of)
     code = markdown_code(hits, text_of)
+    tables = document_tables(hits, text_of)
 
-    def fences(span: ContextSpan) -> tuple[str, str]:
-        """The fence lines that keep a span cut out of a code block readable as code (`fences_around`)."""
+    def framing(doc_id: str, start: int, end: int) -> tuple[str, str]:
+        """What a passage cut out of a table or a code block needs around it to be read as one: the table's
+        header above it (`table_header_for`), the code block's fences (`fences_around`)."""
+        text = text_of(doc_id)
+        if text is None:
+            return "", ""
+        header = table_header_for(text, tables(doc_id), start)
+        before, after = fences_around(text, code(doc_id), start, end)
+        return header + before, after
+
+    def framed(span: ContextSpan) -> tuple[str, str]:
         text = text_of(span.doc_id)
         if text is None or text[span.start : span.end] != span.text:
-            return "", ""
-        return fences_around(text, code(span.doc_id), span.start, span.end)
+            return "", ""  # a hit passed as its own text: its document no longer holds it
+        return framing(span.doc_id, span.start, span.end)
 
-    for _ in range(6):
+    framed_too = True  # until a budget holds no framed passage: then the passages as they are
+    for _ in range(7):
         try:
             made = Assembler(
                 text_of,
@@ -319,10 +364,16 @@ def render_passages(
                 paths=paths,
                 hidden=hidden,
                 code=code,
+                tables=table_rows(tables),
+                framing=framing if framed_too else None,
             ).assemble(ranked(hits), target, query)
         except ConfigError:
-            return AssembledContext(text="", skipped=list(hits), budget=budget)
-        text, used, sources = _render(hits, made, citation, separator, fences)
+            if not framed_too:
+                return AssembledContext(text="", skipped=list(hits), budget=budget)
+            # a row without its header, code without its fences, is still better than no context
+            framed_too, target = False, budget
+            continue
+        text, used, sources = _render(hits, made, citation, separator, framed if framed_too else None)
         size = measure(text)
         if size <= budget:
             skipped = [h for i, h in enumerate(hits, start=1) if i not in set(made.ranks)]
@@ -340,13 +391,13 @@ def _render(
     made: Context,
     citation: Callable[[str, tuple[str, ...]], str],
     separator: str,
-    fences: Callable[[ContextSpan], tuple[str, str]] | None = None,
+    framing: Callable[[ContextSpan], tuple[str, str]] | None = None,
 ) -> tuple[str, list[Hit], list[Source]]:
     """The blocks ``[n] citation`` + passage text, documents numbered by their best hit (the order the
     spans come in), the hits used, and one `Source` per document. The parts of one passage (spans of one
     document holding the same ranks: what was left around its hidden text) go under one citation.
-    ``fences(span)``: the lines to put before and after a span's text (the fences of the code block it
-    starts or ends inside)."""
+    ``framing(span)``: the lines to put before and after a span's text (the header of the table it starts
+    inside, the fences of the code block it starts or ends inside)."""
     blocks: list[str] = []
     used: list[Hit] = []
     sources: list[Source] = []
@@ -359,8 +410,8 @@ def _render(
         first: StoredChunk | None = None
         for k, span in enumerate(spans):
             text = span.text.strip(chr(13) + chr(10))
-            if fences is not None:
-                before, after = fences(span)
+            if framing is not None:
+                before, after = framing(span)
                 text = before + text + after
             if k and same_passage(spans[k - 1], span):
                 blocks[-1] += separator + text  # a part of the same passage

@@ -14,7 +14,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any, cast
 
 import regex
@@ -561,9 +561,7 @@ def fences_around(text: str, code: Sequence[tuple[int, int]], start: int, end: i
     block keeps its language, and one that stops inside a block no longer turns what follows it in a
     prompt (the next passage's citation and text) into code."""
     before = after = ""
-    for cs, ce in code:
-        if ce <= start:
-            continue
+    for cs, ce in code[bisect_right(code, start, key=itemgetter(1)) :]:  # from the first ending after start
         if cs >= end:
             break
         open_end = text.find("\n", cs, ce)
@@ -581,6 +579,22 @@ def fences_around(text: str, code: Sequence[tuple[int, int]], start: int, end: i
         if cs < end and (end <= last if closed else end <= ce):
             after = "\n" + lead + marks.group(1)
     return before, after
+
+
+def table_header_for(text: str, tables: Sequence[Table], start: int) -> str:
+    """The header a reader needs above a passage starting at ``start`` to read its rows: the header line(s)
+    of the table it starts inside, its delimiter row too (a Markdown table's; a CSV file's header record),
+    followed by a line break — or the part of them before ``start`` when it starts inside them. ``""``
+    for a passage that starts outside every table or at a table's first line. ``tables``: the text's
+    (`Outline.tables`). A row passed without its header is a list of values a reader cannot name."""
+    i = bisect_right(tables, start, key=attrgetter("start")) - 1  # the last table starting at or before
+    if i < 0:
+        return ""
+    table = tables[i]
+    head, head_end = table.header
+    if head < start < table.end:
+        return text[head:start] if start <= head_end else text[head:head_end] + "\n"
+    return ""
 
 
 def comment_leads(text: str, block_starts: Sequence[int]) -> list[tuple[int, int]]:

@@ -18,7 +18,7 @@ a passage starts or ends inside around it (`kireme.text.markdown.fences_around`)
   budget, the prompt of `kireme.index.passages.render_passages` parsed by markdown-it: citation lines read
   as code, with the fences and without them (the render as it was), and the tokens the fences take.
 
-    .venv/bin/python benchmarks/code_context.py [--corpora ../shared/corpora] [--limit 600]
+    .venv/bin/python benchmarks/code_and_tables.py [--corpora ../shared/corpora] [--limit 600]
 
 A clean skip (exit 0, a message) when the corpus is absent.
 """
@@ -30,17 +30,19 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 from markdown_it import MarkdownIt
 
 import kireme.index.passages as passages
+from kireme.assemble import ContextSpan
 from kireme.document import Document
 from kireme.evaluate.retrievers import BM25Retriever
 from kireme.index.store import Hit, StoredChunk
 from kireme.length import Tokens
 from kireme.strategies import make_chunker
-from kireme.text.markdown import fenced_code, fences_around
+from kireme.text.markdown import fenced_code, fences_around, markdown_outline, table_header_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from comments import questions  # the heading queries of the comments benchmark
@@ -127,38 +129,58 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = MarkdownIt("commonmark")
     tokens = Tokens()
+    outlines = {doc_id: markdown_outline(text, warn=False) for doc_id, text in texts.items()}
     print(
-        "\n| tokens | prompts | citation lines | read as code, fences added | read as code, none added (as before) | prompts with one, before | tokens the fences take (mean per prompt) |"
+        "\n| tokens | prompts | citation lines | read as code: framed / as before | passages starting among "
+        "a table's rows | of them with the header nowhere in the prompt: framed / as before "
+        "| tokens the framing takes, mean per prompt |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|")
-    real = fences_around
+    real_render = passages._render
+    seen: list[list[ContextSpan]] = []
+
+    def capture(hits: Any, made: Any, *rest: Any) -> Any:
+        seen.append(list(made.spans))
+        return real_render(hits, made, *rest)
+
+    def in_rows(span: ContextSpan) -> bool:
+        return any(t.header[1] < span.start < t.end for t in outlines[span.doc_id].tables)
+
     for budget in args.token_budgets:
-        cited = with_fences = without = prompts_before = 0
-        spent = 0
-
-        def counted(text: str, blocks: list[tuple[int, int]], start: int, end: int) -> tuple[str, str]:
-            nonlocal spent
-            before, after = real(text, blocks, start, end)
-            spent += (tokens(before) if before else 0) + (tokens(after) if after else 0)
-            return before, after
-
+        cited = bad_framed = bad_plain = rows = headless_framed = headless_plain = spent = 0
         for query, hits in ranked:
-            rendered = passages.render_passages(hits, budget, texts.get, query=query)
+            seen.clear()
+            with mock.patch.object(passages, "_render", capture):
+                rendered = passages.render_passages(hits, budget, texts.get, query=query)
             n_cites, bad = _citations_in_code(rendered.text, parser)
             cited += n_cites
-            with_fences += bad
-            with mock.patch.object(passages, "fences_around", lambda *_: ("", "")):
+            bad_framed += bad
+            for span in seen[-1] if seen else []:
+                text = texts[span.doc_id]
+                header = table_header_for(text, outlines[span.doc_id].tables, span.start)
+                before, after = fences_around(text, code[span.doc_id], span.start, span.end)
+                framing = header + before + after
+                spent += tokens(header + before) + tokens(after) if framing else 0
+                if in_rows(span):
+                    rows += 1
+                    headless_framed += header not in rendered.text
+            seen.clear()
+            with (
+                mock.patch.object(passages, "fences_around", lambda *_: ("", ""), create=True),
+                mock.patch.object(passages, "table_header_for", lambda *_: "", create=True),
+                mock.patch.object(passages, "_render", capture),
+            ):
                 plain = passages.render_passages(hits, budget, texts.get, query=query)
-            _, bad_before = _citations_in_code(plain.text, parser)
-            without += bad_before
-            prompts_before += bool(bad_before)
-        spent = 0
-        with mock.patch.object(passages, "fences_around", counted):
-            for query, hits in ranked:
-                passages.render_passages(hits, budget, texts.get, query=query)
+            bad_plain += _citations_in_code(plain.text, parser)[1]
+            for span in seen[-1] if seen else []:
+                if in_rows(span):
+                    text = texts[span.doc_id]
+                    headless_plain += (
+                        table_header_for(text, outlines[span.doc_id].tables, span.start) not in plain.text
+                    )
         print(
-            f"| {budget:,} | {len(ranked)} | {cited:,} | {with_fences} | {without} | {prompts_before} "
-            f"| {spent / len(ranked):.1f} |"
+            f"| {budget:,} | {len(ranked)} | {cited:,} | {bad_framed} / {bad_plain} | {rows} "
+            f"| {headless_framed} / {headless_plain} | {spent / len(ranked):.1f} |"
         )
     print(f"\n{time.perf_counter() - started:.0f} s")
     return 0

@@ -1,7 +1,11 @@
-"""Code in the context stays readable as code: a fence line is never passed alone nor as a passage's edge
-(`kireme.assemble._Reading`), and the passages a chat model reads carry the fences of the code block they
-start or end inside (`kireme.text.markdown.fences_around`, `kireme.index.passages.render_passages`), so a
-passage cut out of a code block keeps its language and the next passage's citation is never read as code."""
+"""What a passage cut out of a code block or a table needs to be read as one.
+
+Code: a fence line is never passed alone nor as a passage's edge (`kireme.assemble._Reading`), and the
+passages a chat model reads carry the fences of the code block they start or end inside
+(`kireme.text.markdown.fences_around`, `kireme.index.passages.render_passages`), so a passage cut out of a
+code block keeps its language and the next passage's citation is never read as code. Tables: a passage
+that starts among a table's rows gets the table's header above it in that prompt
+(`kireme.text.markdown.table_header_for`), so its values keep their column names."""
 
 from __future__ import annotations
 
@@ -17,7 +21,8 @@ from kireme.errors import ConfigError
 from kireme.index.passages import render_passages
 from kireme.index.store import Hit, StoredChunk
 from kireme.strategies import make_chunker
-from kireme.text.markdown import fenced_code, fences_around
+from kireme.structure.layout import document_outline
+from kireme.text.markdown import fenced_code, fences_around, markdown_outline, table_header_for
 
 # A styling guide of ours with code blocks: top level, in a list item, a tilde fence, one left open at the end
 STYLE_GUIDE = """## 見出しの体裁
@@ -209,3 +214,131 @@ def test_the_prompt_of_ask_closes_what_a_passage_opens() -> None:
             seen += 1
             assert any(t.info == "css" and "h3 {" in t.content for t in fences), prompt
     assert seen >= 3
+
+
+# ---------------------------------------------------------------------------------------------- tables
+
+# Our own allowance table, and a CSV of the same kind
+ALLOWANCE = """## 日当
+
+日当は次の表のとおりとする。
+
+| 区分 | 地域 | 日当 | 備考 |
+| --- | --- | --- | --- |
+| 部長 | 国内 | 3,000円 | 半日は半額 |
+| 部長 | 海外 | 6,000円 | 現地通貨で支給 |
+| 一般社員 | 国内 | 2,000円 | 半日は半額 |
+| 一般社員 | 海外 | 4,500円 | 現地通貨で支給 |
+
+日当は出張の日数に応じて支給する。
+"""
+
+STAFF_CSV = "氏名,部署,内線\n山田花子,総務,101\n佐藤一郎,経理,102\n鈴木次郎,営業,103\n"
+
+
+def test_a_passage_among_a_tables_rows_gets_its_header() -> None:
+    tables = markdown_outline(ALLOWANCE, warn=False).tables
+    header = "| 区分 | 地域 | 日当 | 備考 |\n| --- | --- | --- | --- |\n"
+    row = ALLOWANCE.index("| 一般社員 | 国内")
+    assert table_header_for(ALLOWANCE, tables, row) == header
+    # from the table's first line, or outside it: nothing to add
+    assert table_header_for(ALLOWANCE, tables, ALLOWANCE.index("| 区分")) == ""
+    assert table_header_for(ALLOWANCE, tables, ALLOWANCE.index("日当は出張")) == ""
+    assert table_header_for(ALLOWANCE, tables, 0) == ""
+    # from the delimiter row: the header line above it
+    assert table_header_for(ALLOWANCE, tables, ALLOWANCE.index("| ---")) == "| 区分 | 地域 | 日当 | 備考 |\n"
+    # a CSV file is one table: its header record
+    csv_tables = document_outline(Document(STAFF_CSV, id="staff", metadata={"format": "csv"})).tables
+    assert table_header_for(STAFF_CSV, csv_tables, STAFF_CSV.index("佐藤")) == "氏名,部署,内線\n"
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_rows_with_their_header_read_as_the_table(data: st.DataObject) -> None:
+    """Any run of a table's body rows, with the header put above it, is read (by markdown-it) as a table
+    whose column names are the table's and whose rows are those rows."""
+    text = ALLOWANCE
+    (table,) = markdown_outline(text, warn=False).tables
+    i = data.draw(st.integers(0, len(table.rows) - 1))
+    j = data.draw(st.integers(i, len(table.rows) - 1))
+    start, end = table.rows[i].start, table.rows[j].end
+    prompt = table_header_for(text, [table], start) + text[start:end]
+    tokens = MarkdownIt("commonmark").enable("table").parse(prompt)
+    heads = [tokens[k + 1].content for k, t in enumerate(tokens) if t.type == "th_open"]
+    assert heads == list(table.columns)
+    cells = [tokens[k + 1].content for k, t in enumerate(tokens) if t.type == "td_open"]
+    assert cells == [cell for row in table.rows[i : j + 1] for cell in row.cells]
+
+
+def test_the_prompt_of_ask_names_the_columns_of_the_rows_it_passes() -> None:
+    text = ALLOWANCE
+    doc = Document(text, id="guide", metadata={"format": "markdown"})
+    chunks = make_chunker("markdown", max_size=90).chunk(doc)
+    # the chunk holding the staff's rows first: its text has no header (its embed_text repeats it)
+    chunks.sort(key=lambda c: "| 一般社員 | 海外" not in c.text)
+    assert "| 区分" not in chunks[0].text and "| 区分" in chunks[0].embed_text
+    hits = _stored_hits(text, chunks)
+    for budget in (40, 60, 90):
+        rendered = render_passages(hits, budget, {"guide": text}.get, query="一般社員 海外 日当")
+        assert rendered.tokens <= budget
+        if "4,500円" in rendered.text:
+            block = rendered.text[: rendered.text.index("4,500円")]
+            assert "| 区分 | 地域 | 日当 | 備考 |\n| --- | --- | --- | --- |\n" in block, rendered.text
+    wide = render_passages(hits, 90, {"guide": text}.get, query="一般社員 海外 日当")
+    assert "4,500円" in wide.text
+
+
+def test_the_prompt_of_ask_names_the_columns_of_a_csv_files_rows() -> None:
+    rows = [f"社員{k:02d},部署{k % 3},{100 + k}" for k in range(30)]
+    text = "氏名,部署,内線\n" + "\n".join(rows) + "\n"
+    doc = Document(text, id="staff", metadata={"format": "csv"})
+    chunks = make_chunker("markdown", max_size=80).chunk(doc)
+    chunks.sort(key=lambda c: "社員27" not in c.text)
+    assert not chunks[0].text.startswith("氏名")
+    hits = [
+        Hit(StoredChunk(**{**h.chunk.__dict__, "doc_id": "staff", "format": "csv"}), h.score)
+        for h in _stored_hits(text, chunks)
+    ]
+    for budget in (40, 60):  # the rows of a CSV file are cut as rows, under the header
+        rendered = render_passages(hits, budget, {"staff": text}.get, query="社員27")
+        assert rendered.tokens <= budget and "社員27,部署0,127" in rendered.text
+        assert "氏名,部署,内線\n" in rendered.text[: rendered.text.index("社員27")], rendered.text
+    # a budget that holds the row but not the header too: the row as it is, rather than no context
+    tight = render_passages(hits, 20, {"staff": text}.get, query="社員27")
+    assert tight.tokens <= 20 and "社員27,部署0,127" in tight.text and "氏名" not in tight.text
+
+
+def test_a_table_is_read_by_rows_its_header_with_the_first() -> None:
+    (table,) = markdown_outline(ALLOWANCE, warn=False).tables
+    reading = _Reading(ALLOWANCE, (), [(table.start, table.end, table.header[1])])
+    units = [ALLOWANCE[s:e] for s, e in reading.units(0, len(ALLOWANCE))]
+    assert units[2:7] == [
+        "| 区分 | 地域 | 日当 | 備考 |\n| --- | --- | --- | --- |\n| 部長 | 国内 | 3,000円 | 半日は半額 |",
+        "| 部長 | 海外 | 6,000円 | 現地通貨で支給 |",
+        "| 一般社員 | 国内 | 2,000円 | 半日は半額 |",
+        "| 一般社員 | 海外 | 4,500円 | 現地通貨で支給 |",
+        "日当は出張の日数に応じて支給する。",
+    ]
+    spans = reading.units(0, len(ALLOWANCE))
+    assert not any(reading.is_heading(u) for u in spans[2:6])  # a short row is no heading line
+    # a stretch from inside the table: its rows
+    row = ALLOWANCE.index("| 部長 | 海外")
+    assert ALLOWANCE[slice(*reading.units(row, table.end)[0])] == "| 部長 | 海外 | 6,000円 | 現地通貨で支給 |"
+
+
+def test_eval_at_a_budget_cuts_a_csv_file_at_its_rows() -> None:
+    """`kireme eval --budget` on a CSV file: a chunk of rows larger than the budget gives the row that holds
+    the answer (the rows hold no sentence end: before, the chunk was one "sentence" and nothing fitted)."""
+    from kireme.evaluate.datasets import Question
+    from kireme.evaluate.retrievers import BM25Retriever
+    from kireme.evaluate.runner import evaluate_budgets
+
+    rows = [f"社員{k:02d},部署{k % 3},内線{100 + k}" for k in range(30)]
+    text = "氏名,部署,内線\n" + "\n".join(rows) + "\n"
+    doc = Document(text, id="staff", metadata={"format": "csv"})
+    answer = "内線127"
+    question = Question("社員27の内線は？", answer, "staff", answer_start=text.index(answer))
+    chunker = make_chunker("markdown", max_size=120)
+    assert all(c.size > 40 for c in chunker.chunk(doc) if answer in c.text)
+    (row,) = evaluate_budgets(chunker, [doc], [question], BM25Retriever, [40])
+    assert row.hit_at_budget == 1.0 and row.chars_passed <= 40
