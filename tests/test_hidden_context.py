@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.stored_hits import stored_hits
 
 from kireme.assemble import Assembler, Ranked
-from kireme.document import Chunk, Document
+from kireme.document import Document
 from kireme.errors import ConfigError
 from kireme.index.passages import assemble_hits, markdown_hidden, render_passages
 from kireme.index.store import Hit, StoredChunk
@@ -246,25 +247,10 @@ def test_any_ranking_any_budget_passes_exact_disjoint_shown_text_within_the_budg
 # ------------------------------------------------------------------------------------------ search and ask
 
 
-def _stored_hits(chunks: list[Chunk]) -> list[Hit]:
-    """``chunks`` of the document ``guide`` as an index returns them, best first."""
-    return [
-        Hit(
-            StoredChunk(
-                id=c.id, doc_id="guide", index=c.index, start=c.start, end=c.end, text=c.text,
-                embed_text=c.embed_text, headings=c.headings, title="guide", source="docs/guide.md",
-                format="markdown", metadata={},
-            ),
-            1.0 / (i + 1),
-        )
-        for i, c in enumerate(chunks)
-    ]  # fmt: skip
-
-
 def _hits(size: int = 200) -> list[Hit]:
     doc = Document(GUIDE, id="guide", metadata={"format": "markdown"})
     chunks = make_chunker("markdown", max_size=size).chunk(doc)
-    return _stored_hits(sorted(chunks, key=lambda c: "２営業日" not in c.text))
+    return stored_hits(sorted(chunks, key=lambda c: "２営業日" not in c.text))
 
 
 def test_search_and_ask_leave_the_comments_of_markdown_documents_out_unless_asked() -> None:
@@ -508,7 +494,7 @@ def test_search_and_ask_read_code_blocks_by_lines() -> None:
     ((cs, ce),) = fenced_code(text)
     doc = Document(text, id="guide", metadata={"format": "markdown"})
     chunks = make_chunker("recursive", max_size=200).chunk(doc)
-    hits = _stored_hits(sorted(chunks, key=lambda c: "print(" not in c.text))
+    hits = stored_hits(sorted(chunks, key=lambda c: "print(" not in c.text))
     for budget in (30, 45, 60, 90):
         made = assemble_hits(hits, budget, {"guide": text}.get, query="not found 見つからない")
         for passage in made.passages:

@@ -14,12 +14,12 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
+from tests.stored_hits import stored_hits
 
 from kireme.assemble import Assembler, Ranked, _Reading
 from kireme.document import Document
 from kireme.errors import ConfigError
 from kireme.index.passages import render_passages
-from kireme.index.store import Hit, StoredChunk
 from kireme.strategies import make_chunker
 from kireme.structure.layout import document_outline
 from kireme.text.markdown import fenced_code, fences_around, markdown_outline, table_header_for
@@ -178,20 +178,6 @@ def test_the_next_citation_is_never_read_as_code(
             assert not (t.map[0] <= last < t.map[1]), prompt
 
 
-def _stored_hits(text: str, chunks: list) -> list[Hit]:  # type: ignore[type-arg]
-    return [
-        Hit(
-            StoredChunk(
-                id=c.id, doc_id="guide", index=c.index, start=c.start, end=c.end, text=c.text,
-                embed_text=c.embed_text, headings=c.headings, title="guide", source="docs/style.md",
-                format="markdown", metadata={},
-            ),
-            1.0 / (i + 1),
-        )
-        for i, c in enumerate(chunks)
-    ]  # fmt: skip
-
-
 def test_the_prompt_of_ask_closes_what_a_passage_opens() -> None:
     """`render_passages` (what `kireme ask` and ``POST /ask`` send): a passage that stops inside a code
     block is closed before the next citation, and one that starts inside it says its language."""
@@ -200,7 +186,7 @@ def test_the_prompt_of_ask_closes_what_a_passage_opens() -> None:
     chunks = make_chunker("recursive", max_size=40).chunk(doc)
     # the CSS block's middle lines first, then the rest
     chunks.sort(key=lambda c: ("h3 {" not in c.text, c.start))
-    hits = _stored_hits(text, chunks)
+    hits = stored_hits(chunks, source="docs/style.md")
     seen = 0
     for budget in (30, 45, 60, 90, 150):
         rendered = render_passages(hits, budget, {"guide": text}.get, query="h3 余白")
@@ -277,7 +263,7 @@ def test_the_prompt_of_ask_names_the_columns_of_the_rows_it_passes() -> None:
     # the chunk holding the staff's rows first: its text has no header (its embed_text repeats it)
     chunks.sort(key=lambda c: "| 一般社員 | 海外" not in c.text)
     assert "| 区分" not in chunks[0].text and "| 区分" in chunks[0].embed_text
-    hits = _stored_hits(text, chunks)
+    hits = stored_hits(chunks, source="docs/style.md")
     for budget in (40, 60, 90):
         rendered = render_passages(hits, budget, {"guide": text}.get, query="一般社員 海外 日当")
         assert rendered.tokens <= budget
@@ -295,10 +281,7 @@ def test_the_prompt_of_ask_names_the_columns_of_a_csv_files_rows() -> None:
     chunks = make_chunker("markdown", max_size=80).chunk(doc)
     chunks.sort(key=lambda c: "社員27" not in c.text)
     assert not chunks[0].text.startswith("氏名")
-    hits = [
-        Hit(StoredChunk(**{**h.chunk.__dict__, "doc_id": "staff", "format": "csv"}), h.score)
-        for h in _stored_hits(text, chunks)
-    ]
+    hits = stored_hits(chunks, doc_id="staff", source="staff.csv", fmt="csv")
     for budget in (40, 60):  # the rows of a CSV file are cut as rows, under the header
         rendered = render_passages(hits, budget, {"staff": text}.get, query="社員27")
         assert rendered.tokens <= budget and "社員27,部署0,127" in rendered.text

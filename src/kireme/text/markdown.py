@@ -592,7 +592,7 @@ def table_header_for(text: str, tables: Sequence[Table], start: int) -> str:
         return ""
     table = tables[i]
     head, head_end = table.header
-    if head < start < table.end:
+    if head < start < table.end and head < head_end:
         return text[head:start] if start <= head_end else text[head:head_end] + "\n"
     return ""
 
