@@ -172,9 +172,10 @@ def same_passage(a: ContextSpan, b: ContextSpan) -> bool:
 TextOf = Callable[[str], "str | None"]
 # the spans of a document a reader never sees (HTML comments of a Markdown text: `markdown_hidden`)
 HiddenOf = Callable[[str], "Sequence[tuple[int, int]]"]
-# the fenced code blocks of a document (`kireme.index.passages.markdown_code`)
+# the fenced code blocks of a document (`kireme.framing.Framing.code`)
 CodeOf = Callable[[str], "Sequence[tuple[int, int]]"]
 # the tables of a document as (start, end, end of the header): read by rows, the header with the first
+# (`kireme.framing.table_rows`)
 TablesOf = Callable[[str], "Sequence[tuple[int, int, int]]"]
 # (doc_id, start, end) -> the lines a caller puts before and after that passage (a table's header, fences)
 FramingOf = Callable[[str, int, int], "tuple[str, str]"]
@@ -227,7 +228,7 @@ class Assembler:
     assembly steps by rows (a CSV file's rows hold no sentence end; a short row is no heading line), the
     header with the first row.
     ``framing(doc_id, start, end)``: the lines the caller puts before and after a passage ``[start, end)``
-    of a document to make it readable on its own (`kireme.index.passages.render_passages`: the header of
+    of a document to make it readable on its own (`kireme.framing.Framing`: the header of
     the table it starts inside, the fences of the code block it starts or ends inside), counted against
     the budget with the passage.
     """

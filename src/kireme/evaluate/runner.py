@@ -22,8 +22,8 @@ from kireme.evaluate.metrics import (
 )
 from kireme.evaluate.retrievers import Retriever
 from kireme.evaluate.segmentation import boundary_scores, pk, windowdiff
+from kireme.framing import TABLE_FORMATS, table_rows, tables_of
 from kireme.length import Tokens
-from kireme.structure.layout import document_outline
 from kireme.text.markdown import MARKDOWN_FORMATS, comment_blocks, fenced_code
 from kireme.text.sentences import sentence_spans
 
@@ -249,13 +249,8 @@ def evaluate_budgets(
         options["code"] = lambda doc_id: fenced_code(texts[doc_id]) if doc_id in markdown else []
         if not comments:
             options["hidden"] = lambda doc_id: comment_blocks(texts[doc_id]) if doc_id in markdown else []
-    tabled = {d.id: d for d in documents if d.format in MARKDOWN_FORMATS or d.format in ("csv", "tsv")}
-    if tabled:  # read by rows, the header with the first (`kireme.index.passages.table_rows`)
-        options["tables"] = lambda doc_id: (
-            [(t.start, t.end, t.header[1]) for t in document_outline(tabled[doc_id]).tables]
-            if doc_id in tabled
-            else []
-        )
+    if any(d.format in TABLE_FORMATS for d in documents):  # read by rows, as `kireme search` reads them
+        options["tables"] = table_rows(tables_of(texts.get, {d.id: d.format for d in documents}))
     assembler = Assembler(texts.get, measure, **options)
     counter = Tokens()
     mean_size = max(1.0, sum(c.size for c in chunks) / len(chunks)) if chunks else 1.0

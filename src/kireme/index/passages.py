@@ -28,23 +28,19 @@ from kireme.assemble import (
     Ranked,
     same_passage,
 )
-from kireme.document import Document
 from kireme.errors import ConfigError
+from kireme.framing import Framing, table_rows
 from kireme.index.context import AssembledContext, Source, _one_line, _page_key, _source_name
 from kireme.index.context import _chunk_pages as _pages
 from kireme.index.manifest import Manifest
 from kireme.index.store import Hit, StoredChunk
 from kireme.length import Tokens
-from kireme.structure.layout import document_outline
 from kireme.text.markdown import (
     MARKDOWN_FORMATS,
     HeadingPaths,
-    Table,
     comment_blocks,
     fenced_code,
-    fences_around,
     markdown_outline,
-    table_header_for,
 )
 
 UNITS = ("chars", "tokens")
@@ -140,33 +136,9 @@ def markdown_code(hits: Sequence[Hit], text_of: Callable[[str], str | None]) -> 
     return _markdown_spans(hits, text_of, fenced_code)
 
 
-def document_tables(
-    hits: Sequence[Hit], text_of: Callable[[str], str | None]
-) -> Callable[[str], tuple[Table, ...]]:
-    """``doc_id -> tables`` of the documents among ``hits`` that have them as kireme reads them (Markdown
-    pipe tables, in Markdown, HTML, DOCX and notebooks; a CSV or TSV file as one table), each document's
-    outline read once, when asked for; none for any other document."""
-    formats = {h.chunk.doc_id: h.chunk.format for h in hits}
-    found: dict[str, tuple[Table, ...]] = {}
-
-    def tables_of(doc_id: str) -> tuple[Table, ...]:
-        if doc_id not in found:
-            fmt = formats.get(doc_id, "")
-            text = text_of(doc_id) if fmt in MARKDOWN_FORMATS or fmt in ("csv", "tsv") else None
-            found[doc_id] = (
-                ()
-                if text is None
-                else document_outline(Document(text, id=doc_id, metadata={"format": fmt})).tables
-            )
-        return found[doc_id]
-
-    return tables_of
-
-
-def table_rows(tables: Callable[[str], tuple[Table, ...]]) -> Callable[[str], list[tuple[int, int, int]]]:
-    """``doc_id -> (start, end, end of the header)`` of each table (`document_tables`): what
-    `kireme.assemble.Assembler` reads by rows."""
-    return lambda doc_id: [(t.start, t.end, t.header[1]) for t in tables(doc_id)]
+def hit_formats(hits: Sequence[Hit]) -> dict[str, str]:
+    """``doc_id -> format`` of the documents among ``hits``."""
+    return {h.chunk.doc_id: h.chunk.format for h in hits}
 
 
 def _markdown_spans(
@@ -244,9 +216,11 @@ def assemble_hits(
     overhead: Callable[[str, tuple[str, ...]], int] | None = None,
     comments: bool = False,
 ) -> BudgetedContext:
-    """`kireme.assemble` over search hits (best first): the context within ``budget`` ``unit``. The HTML
-    comments of Markdown documents are left out (`markdown_hidden`) unless ``comments``."""
-    assembler = Assembler(
+    """`kireme.assemble` over search hits (best first): the context within ``budget`` ``unit``, exact slices
+    of the documents (tables read by rows, code blocks by lines). The HTML comments of Markdown documents
+    are left out (`markdown_hidden`) unless ``comments``."""
+    framing = Framing(text_of, hit_formats(hits))  # for its code blocks and tables; nothing is added
+    made = Assembler(
         text_of,
         measure_for(unit),
         unit=unit,
@@ -255,10 +229,9 @@ def assemble_hits(
         overhead=overhead,
         paths=markdown_paths(hits, text_of),
         hidden=None if comments else markdown_hidden(hits, text_of),
-        code=markdown_code(hits, text_of),
-        tables=table_rows(document_tables(hits, text_of)),
-    )
-    made = assembler.assemble(ranked(hits), budget, query)
+        code=framing.code,
+        tables=table_rows(framing.tables),
+    ).assemble(ranked(hits), budget, query)
     known = sum(1 for d in {h.chunk.doc_id for h in hits} if text_of(d) is not None)  # not blanked for this
     return BudgetedContext(passages_from(hits, made), tuple(hits), made, known)
 
@@ -330,60 +303,53 @@ def render_passages(
     def overhead(doc_id: str, headings: tuple[str, ...]) -> int:
         return measure(widest + citation(doc_id, headings) + "\n") + sep
 
-    target = budget
     paths = markdown_paths(hits, text_of)
     hidden = None if comments else markdown_hidden(hits, text_of)
-    code = markdown_code(hits, text_of)
-    tables = document_tables(hits, text_of)
+    framing = Framing(text_of, hit_formats(hits))
 
-    def framing(doc_id: str, start: int, end: int) -> tuple[str, str]:
-        """What a passage cut out of a table or a code block needs around it to be read as one: the table's
-        header above it (`table_header_for`), the code block's fences (`fences_around`)."""
-        text = text_of(doc_id)
-        if text is None:
-            return "", ""
-        header = table_header_for(text, tables(doc_id), start)
-        before, after = fences_around(text, code(doc_id), start, end)
-        return header + before, after
-
-    def framed(span: ContextSpan) -> tuple[str, str]:
-        text = text_of(span.doc_id)
-        if text is None or text[span.start : span.end] != span.text:
-            return "", ""  # a hit passed as its own text: its document no longer holds it
-        return framing(span.doc_id, span.start, span.end)
-
-    framed_too = True  # until a budget holds no framed passage: then the passages as they are
-    for _ in range(7):
-        try:
-            made = Assembler(
-                text_of,
-                measure,
-                unit="tokens",
-                widen=widen,
-                overhead=overhead,
-                paths=paths,
-                hidden=hidden,
-                code=code,
-                tables=table_rows(tables),
-                framing=framing if framed_too else None,
-            ).assemble(ranked(hits), target, query)
-        except ConfigError:
-            if not framed_too:
-                return AssembledContext(text="", skipped=list(hits), budget=budget)
-            # a row without its header, code without its fences, is still better than no context
-            framed_too, target = False, budget
-            continue
-        text, used, sources = _render(hits, made, citation, separator, framed if framed_too else None)
-        size = measure(text)
-        if size <= budget:
-            skipped = [h for i, h in enumerate(hits, start=1) if i not in set(made.ranks)]
-            return AssembledContext(
-                text=text, used=used, skipped=skipped, tokens=size, sources=sources, budget=budget
+    def fitted(framed: bool) -> tuple[Context, str, list[Hit], list[Source], int] | None:
+        """The context rendered within the budget, its passages framed (`Framing`) or as they are, with
+        its size; ``None`` when nothing fits."""
+        target = budget
+        for _ in range(6):
+            try:
+                made = Assembler(
+                    text_of,
+                    measure,
+                    unit="tokens",
+                    widen=widen,
+                    overhead=overhead,
+                    paths=paths,
+                    hidden=hidden,
+                    code=framing.code,
+                    tables=table_rows(framing.tables),
+                    framing=framing if framed else None,
+                ).assemble(ranked(hits), target, query)
+            except ConfigError:
+                return None
+            text, used, sources = _render(
+                hits, made, citation, separator, framing.of_span if framed else None
             )
-        target -= size - budget + 1
-        if target <= 0:
-            break
-    return AssembledContext(text="", skipped=list(hits), budget=budget)
+            size = measure(text)
+            if size <= budget:
+                return made, text, used, sources, size
+            target -= size - budget + 1
+            if target <= 0:
+                break
+        return None
+
+    best = plain = fitted(False)
+    if plain is None or framing.needed(plain[0]):
+        framed = fitted(True)
+        if framed is not None and framing.costs_nothing(framed[0], plain[0] if plain else None):
+            best = framed
+    if best is None:
+        return AssembledContext(text="", skipped=list(hits), budget=budget)
+    made, text, used, sources, size = best
+    skipped = [h for i, h in enumerate(hits, start=1) if i not in set(made.ranks)]
+    return AssembledContext(
+        text=text, used=used, skipped=skipped, tokens=size, sources=sources, budget=budget
+    )
 
 
 def _render(

@@ -1,0 +1,98 @@
+"""What a passage cut out of a table or a code block needs around it to be read as one.
+
+A passage of a context is an exact slice of its document. Cut out of a table it is rows without the header
+that names their columns; cut out of a fenced code block it is code without its language, or a fence left
+open that turns whatever a prompt puts after it into code. `Framing` gives the lines a reader needs
+around such a passage — the table's header above it (`kireme.text.markdown.table_header_for`), the fences
+of the code block it starts or ends inside (`kireme.text.markdown.fences_around`) — and is what
+`kireme.assemble.Assembler` counts in the budget (``framing``): `kireme ask`'s prompt (``POST /ask``,
+`kireme.index.passages.render_passages`) puts them around its passages. `kireme search --budget` and
+`kireme eval --budget` pass exact slices without them (counting them there cost hits at small budgets),
+but read tables by rows and code blocks by lines with `Framing.tables` and `Framing.code` all the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from kireme.assemble import Context, ContextSpan
+from kireme.document import Document
+from kireme.structure.layout import document_outline
+from kireme.text.markdown import MARKDOWN_FORMATS, Table, fenced_code, fences_around, table_header_for
+
+TABLE_FORMATS = frozenset({*MARKDOWN_FORMATS, "csv", "tsv"})
+
+
+def tables_of(
+    text_of: Callable[[str], str | None], formats: Mapping[str, str]
+) -> Callable[[str], tuple[Table, ...]]:
+    """``doc_id -> tables`` of the documents that have them as kireme reads them (Markdown pipe tables, in
+    Markdown, HTML, DOCX and notebooks; a CSV or TSV file as one table), each document's outline read once,
+    when asked for; none for any other document. ``formats``: each document's format."""
+    found: dict[str, tuple[Table, ...]] = {}
+
+    def tables(doc_id: str) -> tuple[Table, ...]:
+        if doc_id not in found:
+            fmt = formats.get(doc_id, "")
+            text = text_of(doc_id) if fmt in TABLE_FORMATS else None
+            found[doc_id] = (
+                ()
+                if text is None
+                else document_outline(Document(text, id=doc_id, metadata={"format": fmt})).tables
+            )
+        return found[doc_id]
+
+    return tables
+
+
+def table_rows(tables: Callable[[str], tuple[Table, ...]]) -> Callable[[str], list[tuple[int, int, int]]]:
+    """``doc_id -> (start, end, end of the header)`` of each table (`tables_of`): what
+    `kireme.assemble.Assembler` reads by rows."""
+    return lambda doc_id: [(t.start, t.end, t.header[1]) for t in tables(doc_id)]
+
+
+class Framing:
+    """The lines a passage ``[start, end)`` of a document needs around it, for documents of the given
+    ``formats`` whose texts ``text_of`` gives: called with ``(doc_id, start, end)`` it is an
+    `kireme.assemble.Assembler`'s ``framing``. ``code`` and ``tables`` are the documents' fenced code
+    blocks and tables, for the assembler to read by lines and rows."""
+
+    def __init__(self, text_of: Callable[[str], str | None], formats: Mapping[str, str]) -> None:
+        self.text_of = text_of
+        markdown = {doc_id for doc_id, fmt in formats.items() if fmt in MARKDOWN_FORMATS}
+        blocks: dict[str, list[tuple[int, int]]] = {}
+
+        def code(doc_id: str) -> list[tuple[int, int]]:
+            if doc_id not in blocks:
+                text = text_of(doc_id) if doc_id in markdown else None
+                blocks[doc_id] = [] if text is None else fenced_code(text)
+            return blocks[doc_id]
+
+        self.code = code
+        self.tables = tables_of(text_of, formats)
+
+    def __call__(self, doc_id: str, start: int, end: int) -> tuple[str, str]:
+        text = self.text_of(doc_id)
+        if text is None:
+            return "", ""
+        header = table_header_for(text, self.tables(doc_id), start)
+        before, after = fences_around(text, self.code(doc_id), start, end)
+        return header + before, after
+
+    def of_span(self, span: ContextSpan) -> tuple[str, str]:
+        """The lines around ``span``; none for a hit passed as its own text (its document no longer holds it)."""
+        text = self.text_of(span.doc_id)
+        if text is None or text[span.start : span.end] != span.text:
+            return "", ""
+        return self(span.doc_id, span.start, span.end)
+
+    def needed(self, made: Context) -> bool:
+        """Whether some passage of ``made`` starts among a table's rows or starts or ends inside a code block."""
+        return any(self.of_span(span) != ("", "") for span in made.spans)
+
+    @staticmethod
+    def costs_nothing(framed: Context, plain: Context | None) -> bool:
+        """Whether the framed context still holds the best hit the one as it is holds: a header or a fence
+        is worth its room unless it pushes that hit out (the answer row for its column names); a later
+        hit's passage may give way to it, as any later passage gives way to a better one."""
+        return plain is None or (bool(framed.ranks) and min(plain.ranks, default=0) in framed.ranks)
