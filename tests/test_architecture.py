@@ -44,6 +44,7 @@ LAYERS: list[str] = [
     "kireme.stream",  # iter_chunks: many files, one document at a time, serial or in a pool
     "kireme.shards",  # chunks into numbered JSONL/Parquet shard files (kireme chunk --output)
     "kireme.assemble",  # the context within a budget, from exact offsets (evaluate and index use it)
+    "kireme.framing",  # what a passage cut out of a table or a code block needs around it (assemble's input)
     "kireme.evaluate",  # metrics, datasets, retrievers
     "kireme.index",  # stores, ingest, search, context, chat
     "kireme.ray",  # Ray Data pipeline (DESIGN.md; placed ahead of its arrival)
