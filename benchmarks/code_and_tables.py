@@ -47,7 +47,7 @@ from kireme.evaluate.retrievers import BM25Retriever
 from kireme.index.store import Hit, StoredChunk
 from kireme.length import Tokens
 from kireme.strategies import make_chunker
-from kireme.text.markdown import fenced_code, fences_around, markdown_outline, table_header_for
+from kireme.text.markdown import fenced_blocks, fenced_code, fences_around, markdown_outline, table_header_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from comments import questions  # the heading queries of the comments benchmark
@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     retriever.fit(chunks)
     qs = [q for doc_id, text in texts.items() for q in questions(doc_id, text)][: args.limit]
     code = {doc_id: fenced_code(text) for doc_id, text in texts.items()}
+    fenced = {doc_id: fenced_blocks(text) for doc_id, text in texts.items()}
     blocks = sum(map(len, code.values()))
     print(
         f"ja-techdocs-md: {len(texts)} files, {blocks:,} fenced code blocks, {len(chunks):,} chunks, {len(qs)} queries"
@@ -163,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             for span in seen[-1] if seen else []:
                 text = texts[span.doc_id]
                 header = table_header_for(text, outlines[span.doc_id].tables, span.start)
-                before, after = fences_around(text, code[span.doc_id], span.start, span.end)
+                before, after = fences_around(fenced[span.doc_id], span.start, span.end)
                 framing = header + before + after
                 spent += tokens(header + before) + tokens(after) if framing else 0
                 if in_rows(span):

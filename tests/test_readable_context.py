@@ -27,7 +27,7 @@ from kireme.errors import ConfigError
 from kireme.index.passages import render_passages
 from kireme.strategies import make_chunker
 from kireme.structure.layout import document_outline
-from kireme.text.markdown import fenced_code, fences_around, markdown_outline, table_header_for
+from kireme.text.markdown import fenced_blocks, fenced_code, fences_around, markdown_outline, table_header_for
 
 # A styling guide of ours with code blocks: top level, in a list item, a tilde fence, one left open at the end
 STYLE_GUIDE = """## 見出しの体裁
@@ -121,27 +121,28 @@ def test_no_passage_is_a_fence_alone_nor_starts_or_ends_at_one(size: int, budget
 def test_a_span_cut_out_of_a_code_block_gets_its_fences() -> None:
     text = STYLE_GUIDE
     code = _blocks(text)
+    blocks = fenced_blocks(text)
     inner = text.index("h3 {")
     inner_end = text.index("100%; }") + len("100%; }")
-    assert fences_around(text, code, inner, inner_end) == ("```css\n", "\n```")
+    assert fences_around(blocks, inner, inner_end) == ("```css\n", "\n```")
     # from the opening fence on: only the closing one
-    assert fences_around(text, code, code[0][0], inner_end) == ("", "\n```")
+    assert fences_around(blocks, code[0][0], inner_end) == ("", "\n```")
     # from inside to past the closing fence: only the opening one
-    assert fences_around(text, code, inner, code[0][1]) == ("```css\n", "")
+    assert fences_around(blocks, inner, code[0][1]) == ("```css\n", "")
     # the whole block, or prose around it: nothing
-    assert fences_around(text, code, code[0][0], code[0][1]) == ("", "")
-    assert fences_around(text, code, 0, text.index("```css") - 2) == ("", "")
+    assert fences_around(blocks, code[0][0], code[0][1]) == ("", "")
+    assert fences_around(blocks, 0, text.index("```css") - 2) == ("", "")
     # a block in a list item: its fences indented as its own are
     build = text.index("npm run build:css")
-    assert fences_around(text, code, build, build + len("npm run build:css")) == ("  ```sh\n", "\n  ```")
+    assert fences_around(blocks, build, build + len("npm run build:css")) == ("  ```sh\n", "\n  ```")
     # a tilde fence, and a span from the first block into the second
     ret = text.index("return template")
-    assert fences_around(text, code, ret, ret + 10) == ("~~~python\n", "\n~~~")
-    assert fences_around(text, code, inner, build + 5) == ("```css\n", "\n  ```")
+    assert fences_around(blocks, ret, ret + 10) == ("~~~python\n", "\n~~~")
+    assert fences_around(blocks, inner, build + 5) == ("```css\n", "\n  ```")
     # a block never closed: whatever part of it is passed is closed
     lint = text.index("npm run lint:css")
-    assert fences_around(text, code, code[3][0], len(text.rstrip())) == ("", "\n```")
-    assert fences_around(text, code, lint, len(text.rstrip())) == ("```sh\n", "\n```")
+    assert fences_around(blocks, code[3][0], len(text.rstrip())) == ("", "\n```")
+    assert fences_around(blocks, lint, len(text.rstrip())) == ("```sh\n", "\n```")
 
 
 _PIECES = [
@@ -168,13 +169,12 @@ def test_the_next_citation_is_never_read_as_code(
     """Whatever lines of a Markdown text a passage holds, the passage with its fences, followed by the
     next passage's citation line, leaves that line outside any code (as markdown-it reads it)."""
     text = "\n\n".join(pieces) + ("\n\n```rb\nputs 1\nputs 2\n" if unclosed else "\n")
-    code = fenced_code(text)
     lines = [m.span() for m in re.finditer(r"[^\n]+", text) if m.group().strip()]
     i = data.draw(st.integers(0, len(lines) - 1))
     j = data.draw(st.integers(i, len(lines) - 1))
     start = lines[i][0] + len(text[lines[i][0] : lines[i][1]]) - len(text[lines[i][0] : lines[i][1]].lstrip())
     end = lines[j][1]
-    before, after = fences_around(text, code, start, end)
+    before, after = fences_around(fenced_blocks(text), start, end)
     prompt = "[1] guide.md\n" + before + text[start:end] + after + "\n\n[2] next.md — 次の節\n本文。\n"
     tokens = MarkdownIt("commonmark").parse(prompt)
     last = prompt.count("\n") - 2  # the line of the second citation

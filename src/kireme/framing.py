@@ -18,7 +18,14 @@ from collections.abc import Callable, Mapping
 from kireme.assemble import Context, ContextSpan
 from kireme.document import Document
 from kireme.structure.layout import document_outline
-from kireme.text.markdown import MARKDOWN_FORMATS, Table, fenced_code, fences_around, table_header_for
+from kireme.text.markdown import (
+    MARKDOWN_FORMATS,
+    CodeBlock,
+    Table,
+    fenced_blocks,
+    fences_around,
+    table_header_for,
+)
 
 TABLE_FORMATS = frozenset({*MARKDOWN_FORMATS, "csv", "tsv"})
 
@@ -59,24 +66,28 @@ class Framing:
 
     def __init__(self, text_of: Callable[[str], str | None], formats: Mapping[str, str]) -> None:
         self.text_of = text_of
-        markdown = {doc_id for doc_id, fmt in formats.items() if fmt in MARKDOWN_FORMATS}
-        blocks: dict[str, list[tuple[int, int]]] = {}
-
-        def code(doc_id: str) -> list[tuple[int, int]]:
-            if doc_id not in blocks:
-                text = text_of(doc_id) if doc_id in markdown else None
-                blocks[doc_id] = [] if text is None else fenced_code(text)
-            return blocks[doc_id]
-
-        self.code = code
+        self._markdown = {doc_id for doc_id, fmt in formats.items() if fmt in MARKDOWN_FORMATS}
+        self._blocks: dict[str, list[CodeBlock]] = {}
         self.tables = tables_of(text_of, formats)
+
+    def blocks(self, doc_id: str) -> list[CodeBlock]:
+        """The fenced code blocks of a Markdown document (`fenced_blocks`), read once; none for another."""
+        found = self._blocks.get(doc_id)
+        if found is None:
+            text = self.text_of(doc_id) if doc_id in self._markdown else None
+            found = self._blocks[doc_id] = [] if text is None else fenced_blocks(text)
+        return found
+
+    def code(self, doc_id: str) -> list[tuple[int, int]]:
+        """``(start, end)`` of each fenced code block of the document: what the assembler reads by lines."""
+        return [(block.start, block.end) for block in self.blocks(doc_id)]
 
     def __call__(self, doc_id: str, start: int, end: int) -> tuple[str, str]:
         text = self.text_of(doc_id)
         if text is None:
             return "", ""
         header = table_header_for(text, self.tables(doc_id), start)
-        before, after = fences_around(text, self.code(doc_id), start, end)
+        before, after = fences_around(self.blocks(doc_id), start, end)
         return header + before, after
 
     def of_span(self, span: ContextSpan) -> tuple[str, str]:

@@ -22,9 +22,9 @@ from kireme.evaluate.metrics import (
 )
 from kireme.evaluate.retrievers import Retriever
 from kireme.evaluate.segmentation import boundary_scores, pk, windowdiff
-from kireme.framing import TABLE_FORMATS, table_rows, tables_of
+from kireme.framing import TABLE_FORMATS, Framing, table_rows
 from kireme.length import Tokens
-from kireme.text.markdown import MARKDOWN_FORMATS, comment_blocks, fenced_code
+from kireme.text.markdown import MARKDOWN_FORMATS, comment_blocks
 from kireme.text.sentences import sentence_spans
 
 
@@ -243,14 +243,16 @@ def evaluate_budgets(
     options: dict[str, Any] = {"unit": measure.name, "policy": assembly}
     if widen is not None:
         options["widen"] = widen
-    # read when the assembler first reads a document (one outline for both), as `kireme search` does
+    # read when the assembler first reads a document (one outline for all), as `kireme search` does: code
+    # blocks by lines, tables by rows (`kireme.framing.Framing`: nothing added around the passages)
     markdown = {d.id for d in documents if d.format in MARKDOWN_FORMATS}
+    reading = Framing(texts.get, {d.id: d.format for d in documents})
     if markdown:
-        options["code"] = lambda doc_id: fenced_code(texts[doc_id]) if doc_id in markdown else []
+        options["code"] = reading.code
         if not comments:
             options["hidden"] = lambda doc_id: comment_blocks(texts[doc_id]) if doc_id in markdown else []
-    if any(d.format in TABLE_FORMATS for d in documents):  # read by rows, as `kireme search` reads them
-        options["tables"] = table_rows(tables_of(texts.get, {d.id: d.format for d in documents}))
+    if any(d.format in TABLE_FORMATS for d in documents):
+        options["tables"] = table_rows(reading.tables)
     assembler = Assembler(texts.get, measure, **options)
     counter = Tokens()
     mean_size = max(1.0, sum(c.size for c in chunks) / len(chunks)) if chunks else 1.0

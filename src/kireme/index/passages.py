@@ -20,7 +20,6 @@ from typing import Any
 from kireme.assemble import (
     DEFAULT_WIDEN,
     Assembler,
-    CodeOf,
     Context,
     ContextSpan,
     HiddenOf,
@@ -39,7 +38,6 @@ from kireme.text.markdown import (
     MARKDOWN_FORMATS,
     HeadingPaths,
     comment_blocks,
-    fenced_code,
     markdown_outline,
 )
 
@@ -127,33 +125,18 @@ def markdown_hidden(hits: Sequence[Hit], text_of: Callable[[str], str | None]) -
     """``doc_id -> spans`` a reader never sees, for the documents among ``hits`` whose text is Markdown:
     their top-level HTML comments (`kireme.text.markdown.comment_blocks`: a translation's original above
     each paragraph, notes to the authors), left out of the context; none for any other document."""
-    return _markdown_spans(hits, text_of, comment_blocks)
+    markdown = {h.chunk.doc_id for h in hits if h.chunk.format in MARKDOWN_FORMATS}
 
+    def hidden(doc_id: str) -> list[tuple[int, int]]:
+        text = text_of(doc_id) if doc_id in markdown else None
+        return [] if text is None else comment_blocks(text)
 
-def markdown_code(hits: Sequence[Hit], text_of: Callable[[str], str | None]) -> CodeOf:
-    """``doc_id -> spans`` of the fenced code blocks of the documents among ``hits`` whose text is Markdown:
-    the assembly steps through them by lines, so a passage never starts or ends inside a line of code."""
-    return _markdown_spans(hits, text_of, fenced_code)
+    return hidden
 
 
 def hit_formats(hits: Sequence[Hit]) -> dict[str, str]:
     """``doc_id -> format`` of the documents among ``hits``."""
     return {h.chunk.doc_id: h.chunk.format for h in hits}
-
-
-def _markdown_spans(
-    hits: Sequence[Hit],
-    text_of: Callable[[str], str | None],
-    find: Callable[[str], list[tuple[int, int]]],
-) -> Callable[[str], list[tuple[int, int]]]:
-    """``doc_id -> find(text)`` for the documents among ``hits`` whose text is Markdown, else no span."""
-    markdown = {h.chunk.doc_id for h in hits if h.chunk.format in MARKDOWN_FORMATS}
-
-    def spans_of(doc_id: str) -> list[tuple[int, int]]:
-        text = text_of(doc_id) if doc_id in markdown else None
-        return [] if text is None else find(text)
-
-    return spans_of
 
 
 def measure_for(unit: str) -> Callable[[str], int]:
@@ -306,6 +289,7 @@ def render_passages(
     paths = markdown_paths(hits, text_of)
     hidden = None if comments else markdown_hidden(hits, text_of)
     framing = Framing(text_of, hit_formats(hits))
+    tables = table_rows(framing.tables)
 
     def fitted(framed: bool) -> tuple[Context, str, list[Hit], list[Source], int] | None:
         """The context rendered within the budget, its passages framed (`Framing`) or as they are, with
@@ -322,7 +306,7 @@ def render_passages(
                     paths=paths,
                     hidden=hidden,
                     code=framing.code,
-                    tables=table_rows(framing.tables),
+                    tables=tables,
                     framing=framing if framed else None,
                 ).assemble(ranked(hits), target, query)
             except ConfigError:

@@ -542,41 +542,41 @@ def comment_blocks(text: str, outline: Outline | None = None) -> list[tuple[int,
 
 def fenced_code(text: str, outline: Outline | None = None) -> list[tuple[int, int]]:
     """``(start, end)`` of each fenced code block of a Markdown text (indented code aside), fences included."""
+    return [(block.start, block.end) for block in fenced_blocks(text, outline)]
+
+
+def fenced_blocks(text: str, outline: Outline | None = None) -> list[CodeBlock]:
+    """The fenced code blocks of a Markdown text (indented code aside), in order."""
     if "```" not in text and "~~~" not in text:
         return []
     if outline is None:
         outline = markdown_outline(text, warn=False)
-    return [(block.start, block.end) for block in outline.code_blocks if block.opening]
+    return [block for block in outline.code_blocks if block.opening]
 
 
 _FENCE_MARKS = re.compile(r"(`{3,}|~{3,})[^\n]*")  # a fence line's marker run and info string
-_CLOSING_LINE = re.compile(r"[ \t]*(?:`{3,}|~{3,})[ \t]*\r?")  # a closing fence line, blockquote marks aside
 
 
-def fences_around(text: str, code: Sequence[tuple[int, int]], start: int, end: int) -> tuple[str, str]:
-    """The fence lines a reader needs around ``text[start:end]`` to read its code as code: the opening line
-    (``"```rust"``) of the fenced block it starts inside, below that line, and the closing fence of the
-    block it ends inside, above its closing line (or of a block never closed); ``""`` where none is
-    needed. ``code``: the text's fenced code blocks (`fenced_code`). A passage cut out of a large code
-    block keeps its language, and one that stops inside a block no longer turns what follows it in a
-    prompt (the next passage's citation and text) into code."""
+def fences_around(blocks: Sequence[CodeBlock], start: int, end: int) -> tuple[str, str]:
+    """The fence lines a reader needs around ``[start, end)`` of a text to read its code as code: the
+    opening line (``"```rust"``) of the fenced block it starts inside, below that line, and the closing
+    fence of the block it ends inside, above its closing line (or of a block never closed); ``""`` where
+    none is needed. ``blocks``: the text's fenced code blocks (`fenced_blocks`). A passage cut out of a
+    large code block keeps its language, and one that stops inside a block no longer turns what follows
+    it in a prompt (the next passage's citation and text) into code."""
     before = after = ""
-    for cs, ce in code[bisect_right(code, start, key=itemgetter(1)) :]:  # from the first ending after start
-        if cs >= end:
+    for block in blocks[bisect_right(blocks, start, key=attrgetter("end")) :]:  # the first ending after start
+        if block.start >= end:
             break
-        open_end = text.find("\n", cs, ce)
-        if open_end < 0:  # the opening line is all of the block
-            open_end = ce
-        marks = _FENCE_MARKS.search(text, cs, open_end)
+        marks = _FENCE_MARKS.search(block.opening)
         if marks is None:
             continue
-        last = text.rfind("\n", cs, ce) + 1  # the block's last line: its closing fence, when closed
-        closed = last > cs and _CLOSING_LINE.fullmatch(text[last:ce].lstrip(" >")) is not None
         # the fences go where the block's own are: indented in a list item, behind ``>`` in a quote
-        lead = text[text.rfind("\n", 0, marks.start()) + 1 : marks.start()]
-        if open_end < start < ce and not before:
-            before = lead + text[marks.start() : marks.end()].rstrip() + "\n"
-        if cs < end and (end <= last if closed else end <= ce):
+        lead = block.opening[: marks.start()]
+        last = block.end - len(block.closing) if block.closed else block.end  # where its closing line starts
+        if block.start + len(block.opening) < start < block.end and not before:
+            before = block.opening.rstrip() + "\n"
+        if block.start < end <= last:
             after = "\n" + lead + marks.group(1)
     return before, after
 
