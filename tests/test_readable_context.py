@@ -151,6 +151,8 @@ _PIECES = [
     "```\nplain one\nplain two\nplain three\n```",
     "~~~~ py\nx = 1\n```\ny = 2\n~~~~",
     "- 項目\n\n  ```sh\n  echo one\n  echo two\n  ```",
+    "- ```js\n  const c = 3;\n  const d = 4;\n  ```",
+    "1. ```py\n   x = 1\n   y = 2",
     "> ```txt\n> quoted one\n> quoted two\n> ```",
     "```md\n# not a heading\n\ntext\n```",
     "## 見出し",

@@ -555,6 +555,17 @@ def fenced_blocks(text: str, outline: Outline | None = None) -> list[CodeBlock]:
 
 
 _FENCE_MARKS = re.compile(r"(`{3,}|~{3,})[^\n]*")  # a fence line's marker run and info string
+_ITEM_MARKER = re.compile(r"(?:[-+*]|[0-9]+[.)])(?=[ \t]|$)")  # a list item's marker before a fence
+
+
+def _blank(marker: re.Match[str]) -> str:
+    return " " * len(marker.group())
+
+
+def _closing_lead(block: CodeBlock) -> str:
+    """What stands before the closing fence of a closed block (indentation, ``>`` marks)."""
+    run = _FENCE_MARKS.search(block.closing)
+    return block.closing[: run.start()] if run is not None else ""
 
 
 def fences_around(blocks: Sequence[CodeBlock], start: int, end: int) -> tuple[str, str]:
@@ -571,11 +582,21 @@ def fences_around(blocks: Sequence[CodeBlock], start: int, end: int) -> tuple[st
         marks = _FENCE_MARKS.search(block.opening)
         if marks is None:
             continue
-        # the fences go where the block's own are: indented in a list item, behind ``>`` in a quote
-        lead = block.opening[: marks.start()]
+        # the fences go where the block's code is: indented in a list item, behind ``>`` in a quote — as
+        # its closing line is, or its opening line without a list item's marker (``- ```js``: the item
+        # holds the fence, and a bare ``-`` before a fence in a prompt would start another item)
+        lead = (
+            _closing_lead(block) if block.closed else _ITEM_MARKER.sub(_blank, block.opening[: marks.start()])
+        )
         last = block.end - len(block.closing) if block.closed else block.end  # where its closing line starts
-        if block.start + len(block.opening) < start < block.end and not before:
-            before = block.opening.rstrip() + "\n"
+        # a block with no closing line that the span runs past (its list item or quote ended it) would
+        # stay open under a fence put above it: its lines go as they are
+        if (
+            block.start + len(block.opening) < start < block.end
+            and not before
+            and (block.closed or end <= block.end)
+        ):
+            before = lead + marks.group().rstrip() + "\n"
         if block.start < end <= last:
             after = "\n" + lead + marks.group(1)
     return before, after
