@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kireme import (
     STRATEGIES,
@@ -205,6 +207,36 @@ def test_markdown_preset_never_opens_a_chunk_with_a_closing_line() -> None:
     assert all(len(p) <= 120 for p in pieces)
     assert not any(p.startswith("-->") for p in pieces), pieces
     assert any("kept \n-->" in p for p in pieces), pieces
+
+
+# the prefix of a block's first line in each container, and of its other lines
+_CONTAINERS = {"": "", "- ": "  ", "1. ": "   ", "> ": "> "}
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    lines=st.integers(2, 9),
+    size=st.integers(50, 160),
+    container=st.sampled_from(sorted(_CONTAINERS)),
+    fence=st.sampled_from(["```", "~~~", "````"]),
+)
+def test_markdown_preset_keeps_each_fence_line_with_the_code_next_to_it(
+    lines: int, size: int, container: str, fence: str
+) -> None:
+    """A code block too large for a chunk is cut at its lines, but never between a fence line and the code
+    line next to it: no chunk opens with a closing fence (going on with the text after the block) or ends
+    with an opening one (the line cut before a closing fence was left to the packing, which took it)."""
+    indent = _CONTAINERS[container]
+    code = "\n".join(f"{indent}print('手順{i}: 設定ファイルを確認します')" for i in range(lines))
+    block = f"{container}{fence}python\n{code}\n{indent}{fence}"
+    md = f"## 手順\n\n次のスクリプトで設定を確かめます。\n\n{block}\n\n確認が終わったら結果を保存してください。\n"
+    pieces = _markdown_chunks(md, size)
+    assert all(len(p) <= size for p in pieces)
+    assert "".join(pieces).count(fence) == 2
+    for piece in pieces:
+        rows = [row for row in piece.splitlines() if row.strip()]
+        assert rows[0].lstrip(" >").strip() != fence, piece  # a closing fence
+        assert not rows[-1].rstrip().endswith(f"{fence}python"), piece  # an opening fence
 
 
 def test_markdown_preset_keeps_an_original_with_its_translation() -> None:

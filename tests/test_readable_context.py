@@ -112,7 +112,8 @@ def test_no_passage_is_a_fence_alone_nor_starts_or_ends_at_one(size: int, budget
         if (span.start, span.end) in hits:
             continue  # a hit passed as it is: the chunker's cut (it glues fences to their code too)
         for cs, ce in code:
-            if cs < span.start < ce:  # starts inside a block: not at its closing fence
+            # starts inside a block (past its opening fence, not only its indentation): not at its closing fence
+            if cs < span.start < ce and text[cs : span.start].strip():
                 assert not _is_fence_line(lines[0]), span.text
             if cs < span.end <= ce and span.end < ce - 3:  # ends inside: not at its opening fence
                 assert not _is_fence_line(lines[-1]), span.text

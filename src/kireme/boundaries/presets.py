@@ -7,8 +7,9 @@ and the declaration (see `AttachedLevel`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import regex
 
@@ -26,6 +27,9 @@ from kireme.boundaries.levels import (
 )
 from kireme.errors import ConfigError
 from kireme.lazy import LazyMapping
+
+if TYPE_CHECKING:
+    from kireme.text.markdown import CodeBlock
 
 _PROSE_TAIL: list[Level] = [SENTENCE, CLAUSE, WORD, SCRIPT]
 _BLANK_LINE = RegexLevel(r"\r?\n[ \t]*\r?\n", "blank line")
@@ -295,6 +299,9 @@ def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -
     # a closing line (`</Sandpack>`, `:::`, a comment's `-->`) stays with the line it closes at every level:
     # cut before it, a chunk would open with it (a comment larger than a chunk, cut at its lines)
     closing = [(start - 1, end) for start, end in outline.closers]
+    # a fence line stays with the line of code next to it at every level as well: cut between them, a chunk
+    # would open with a closing fence (and go on with the text after the block) or end with an opening one
+    closing += _fence_glue(text, outline.code_blocks)
     glue += closing
     glue += [(start, after + 1) for start, after in leads]
     # a comment right above a block (`comment_leads`, found with the outline) stays with it
@@ -331,6 +338,27 @@ def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -
             levels.append(outside(paragraph, protected(kept + [g for g in glue if g not in originals])))
         levels.append(outside(paragraph, always))
     return [*levels, *(outside(level, always) for level in rest)]
+
+
+def _fence_glue(text: str, blocks: Sequence[CodeBlock]) -> list[tuple[int, int]]:
+    """Spans, as `Outside` reads them, that keep each fence line of a fenced code block with the code line
+    next to it: the opening fence with the first line's first character, the last line's last character
+    with the closing fence (its quote or list prefix included). Only the cuts between the two are covered,
+    so a code line longer than a chunk is still cut at its words."""
+    spans: list[tuple[int, int]] = []
+    for block in blocks:
+        if not block.opening:  # indented code: no fence line
+            continue
+        opening_end = block.start + len(block.opening)
+        after = text[opening_end : block.end]
+        first = opening_end + len(after) - len(after.lstrip())
+        spans.append((opening_end - 1, first + 1))
+        if block.closed and block.closing:
+            closing_start = block.end - len(block.closing)
+            markup = closing_start + len(block.closing) - len(block.closing.lstrip())
+            last = opening_end + len(text[opening_end:closing_start].rstrip())
+            spans.append((last - 1, markup + 1))
+    return spans
 
 
 def preset_levels(name: str) -> list[Level]:
