@@ -675,6 +675,12 @@ def test_ask_passes_passages_within_its_token_budget(corpus: Path, index: Path) 
     assert "２，０００円" in result.stdout and result.stdout.startswith("[1] docs/rules.md")
     assert Tokens()(result.stdout.rstrip("\n")) <= 120
     assert "/120 tokens" in result.stderr
+    # a budget that holds no sentence of the best hit with its citation: a usage error, as for search
+    # (it used to send the question with an empty context)
+    tiny = run_cli(
+        "ask", "日帰り出張の日当はいくら？", "--db", str(index), "--mode", "bm25", "--budget", "5", cwd=corpus
+    )
+    assert tiny.returncode == 2 and "raise the budget" in tiny.stderr and "Traceback" not in tiny.stderr
 
 
 def test_a_later_hit_too_large_for_what_is_left_gives_its_best_sentences() -> None:

@@ -105,12 +105,33 @@ def test_directories_are_walked_in_order(tmp_path: Path) -> None:
         (["--no-merge"], "--no-merge applies to --strategy paragraph"),
         (["--unit", "words"], "Invalid value for '--unit'"),
         (["--separators", "("], "invalid separator regex"),
+        (["--max-size", str(2**63)], "max_size must be at most"),  # was an OverflowError in the packing
+        (
+            ["--strategy", "semantic", "--similarity", "bigram", "--threshold", "absolute:nan"],
+            "needs a finite number",  # nan was taken and cut nowhere
+        ),
     ],
 )
 def test_usage_errors_exit_2_without_traceback(rules: Path, args: list[str], message: str) -> None:
     result = run("chunk", str(rules), *args)
     assert result.returncode == 2
     assert message in result.stderr.decode() and "Traceback" not in result.stderr.decode()
+
+
+def test_json_nested_past_the_parsers_depth_is_a_bad_file_not_a_traceback(tmp_path: Path) -> None:
+    deep = "[" * 50_000 + "]" * 50_000
+    notebook = tmp_path / "deep.ipynb"
+    notebook.write_text(deep, encoding="utf-8")
+    result = run("chunk", str(notebook))
+    assert result.returncode != 0 and "nested too deeply" in result.stderr.decode()
+    assert "Traceback" not in result.stderr.decode()
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(deep + "\n", encoding="utf-8")
+    text = tmp_path / "a.txt"
+    text.write_text("一文目です。二文目です。", encoding="utf-8")
+    result = run("eval", str(text), "--questions", str(questions))
+    assert result.returncode == 1 and "nested too deeply" in result.stderr.decode()  # as any bad JSON line
+    assert "Traceback" not in result.stderr.decode()
 
 
 def test_help_teaches_with_examples() -> None:

@@ -216,6 +216,91 @@ def test_bad_bodies_and_content_types(client: TestClient) -> None:
     assert client.get("/nowhere").status_code == 404 and error_of(client.get("/nowhere"))
 
 
+def test_what_clients_get_wrong_most_is_answered_in_one_line(
+    client: TestClient, chat: StreamServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`curl -d` without a content type (a form), JSON nested past the parser's depth (a body, an
+    upload's options, a notebook), sizes past what the packing counts in, a threshold that is not a
+    number, and a budget that holds no sentence of the best hit: each a 4xx line, no traceback."""
+    for route, body in (("/search", '{"query": "日当"}'), ("/ask", '{"question": "日当は？"}')):
+        form = client.post(
+            route, content=body.encode(), headers={"content-type": "application/x-www-form-urlencoded"}
+        )
+        assert form.status_code == 415 and "content-type: application/json" in error_of(form)
+    chunk_form = client.post("/chunk", content=b"text=x", headers={"content-type": "text/plain"})
+    assert chunk_form.status_code == 415 and "multipart/form-data" in error_of(chunk_form)
+
+    deep = "[" * 100_000 + "]" * 100_000
+    nested = client.post(
+        "/chunk", content=f'{{"text": {deep}}}'.encode(), headers={"content-type": "application/json"}
+    )
+    assert nested.status_code == 400 and "nested too deeply" in error_of(nested)
+    assert (
+        client.post(
+            "/search", content=deep.encode(), headers={"content-type": "application/json"}
+        ).status_code
+        == 400
+    )
+    notebook = client.post("/chunk", files={"file": ("deep.ipynb", deep.encode())})
+    assert notebook.status_code == 400 and "nested too deeply" in error_of(notebook)
+    options = client.post("/chunk", files={"file": ("a.txt", b"abc")}, data={"options": deep})
+    assert options.status_code == 400 and "options" in error_of(options)
+
+    huge = client.post(
+        "/chunk", json={"text": "a. b.", "strategy": "semantic", "similarity": "bigram", "max_size": 2**63}
+    )
+    assert huge.status_code == 400 and "max_size" in error_of(huge)
+    nan = client.post(
+        "/chunk",
+        json={"text": "a. b.", "strategy": "semantic", "similarity": "bigram", "threshold": "absolute:nan"},
+    )
+    assert nan.status_code == 400 and "finite" in error_of(nan)
+    tiny = client.post("/ask", json={"question": "日帰り出張の日当はいくら？", "budget": 1})
+    assert tiny.status_code == 400 and "budget" in error_of(tiny)
+    assert not chat.requests  # no question went to a chat model without its context
+
+
+def test_similarity_http_is_served_only_with_the_servers_own_endpoint(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without KIREME_EMBED_BASE_URL the http embedder's default endpoint is OpenAI's: a request must not
+    send its text there with whatever key the server holds."""
+    unset_proxies(monkeypatch)
+    monkeypatch.delenv("KIREME_EMBED_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-the-servers-own")
+    body = {"text": "一文目です。二文目です。", "strategy": "semantic", "similarity": "http"}
+    refused = client.post("/chunk", json=body)
+    assert refused.status_code == 400 and "KIREME_EMBED_BASE_URL" in error_of(refused)
+    monkeypatch.setenv("KIREME_EMBED_BASE_URL", "http://127.0.0.1:9/v1")  # the server's own (down)
+    assert client.post("/chunk", json=body).status_code == 502
+
+
+def test_a_server_bug_is_one_500_line_and_the_connection_goes_on(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from kireme.serve.service import ChunkService
+
+    def broken(self: ChunkService, data: Any, options: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(ChunkService, "chunk", broken)
+    with caplog.at_level("ERROR"):
+        failed = client.post("/chunk", json={"text": "本文"})
+    assert failed.status_code == 500 and "RuntimeError" in error_of(failed)
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == ["POST /chunk failed"]
+    assert client.get("/health").status_code == 200  # the same client goes on
+    assert client.head("/health").status_code == 200 and client.head("/").status_code == 200
+
+
+def test_documents_before_any_index_is_409_and_makes_none(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    db.mkdir()
+    with TestClient(create_app(db)) as early:
+        answer = early.get("/documents")
+        assert answer.status_code == 409 and "kireme index" in error_of(answer)
+    assert not (db / "manifest.sqlite").exists()
+
+
 def test_request_size_limit(company: tuple[Path, Path]) -> None:
     with TestClient(create_app(None, max_request_size=1000)) as small:
         declared = small.post("/chunk", json={"text": "あ" * 600})  # 1,800 bytes of UTF-8

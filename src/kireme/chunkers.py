@@ -34,6 +34,8 @@ from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, markdown_headin
 from kireme.text.sentences import check_sentence_mode
 
 DEFAULT_MAX_SIZE = 512
+# The largest size any option may hold: more than any text, and exact in a JSON client's numbers
+MAX_SIZE_LIMIT = 2**53
 # What a chunker derives from its fields on first use and keeps (in its __dict__), a strategy's own too:
 # never pickled or copied.
 # `kireme._speedups.make_chunks` (None without the C extension): a plan's chunks and ids in one call
@@ -138,6 +140,8 @@ class Chunker:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ConfigError(f"{name} must be an integer, not {value!r}")
+            if value > MAX_SIZE_LIMIT:  # the packing counts in machine integers
+                raise ConfigError(f"{name} must be at most {MAX_SIZE_LIMIT:,} (2**53), got {value:,}")
         if self.max_size < self.measure.min_max_size:
             raise ConfigError(
                 f"max_size must be at least {self.measure.min_max_size} {self.measure.name}, "

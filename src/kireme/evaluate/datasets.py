@@ -156,6 +156,8 @@ def _jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(path, f"bad JSON: {exc.msg} (column {exc.colno})", lineno) from None
+        except RecursionError:
+            raise DatasetError(path, "bad JSON: nested too deeply", lineno) from None
         if not isinstance(row, dict):
             raise DatasetError(path, f"expected a JSON object, got {type(row).__name__}", lineno)
         yield lineno, row
@@ -354,6 +356,8 @@ def load_squad(
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise DatasetError(file, f"bad JSON: {exc.msg} (column {exc.colno})", exc.lineno) from None
+        except RecursionError:
+            raise DatasetError(file, "bad JSON: nested too deeply") from None
         if not isinstance(data, dict) or not isinstance(data.get("data"), list):
             raise DatasetError(file, "not SQuAD format: expected an object with a 'data' list of articles")
         for article_index, article in enumerate(data["data"]):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kireme.assemble import DEFAULT_WIDEN
+from kireme.errors import ConfigError
 from kireme.index.context import DEFAULT_ANSWER_RESERVE, DEFAULT_READER_TOKENS, AssembledContext
 from kireme.index.passages import candidates_for, manifest_texts, render_passages
 from kireme.index.prompt import build_prompt, context_budget, default_template
@@ -111,5 +112,10 @@ def prepare_question(searcher: Any, question: str, settings: AskSettings | None 
         widen=settings.widen,
         comments=settings.comments,
     )
+    if settings.budget is not None and hits and not context.text:  # never a question without its context
+        raise ConfigError(
+            f"a budget of {budget} tokens is smaller than one sentence of the best hit with the line that "
+            f"cites its source; raise the budget (or leave it out: the reader leaves room for {room})"
+        )
     prompt = build_prompt(question, context.text, template, language=settings.language)
     return PreparedQuestion(question, prompt, context, budget, room, tuple(hits))

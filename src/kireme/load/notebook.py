@@ -143,6 +143,8 @@ def load_notebook(data: bytes, id: str, *, outputs: str = "none", encoding: str 
         nb = json.loads(decoded.text)
     except json.JSONDecodeError as e:
         raise LoadError(id, f"not valid notebook JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    except RecursionError:
+        raise LoadError(id, "not valid notebook JSON (nested too deeply)") from None
     cells = _cells(nb, id)
     meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
     language = _language(meta)

@@ -70,6 +70,8 @@ class Threshold:
                 value = float(value)
             except (TypeError, ValueError):
                 raise ConfigError(f"threshold {self.kind} needs a number, not {value!r}") from None
+            if not np.isfinite(value):  # nan compares false with every distance: no cut, and no error
+                raise ConfigError(f"threshold {self.kind} needs a finite number, got {value}")
             if self.kind in ("percentile", "gradient") and not 0 <= value <= 100:
                 raise ConfigError(f"{self.kind} must be between 0 and 100, got {value}")
         object.__setattr__(self, "value", value)

@@ -266,6 +266,38 @@ class BodyLimit:
         )
 
 
+class InternalErrors:
+    """What no handler answers (a bug, not the client's mistake) is a 500 with one JSON line and one log
+    entry with its traceback; the connection stays usable. (An exception handler for ``Exception`` is
+    re-raised by the framework after it answers: the ASGI server then logs the traceback a second time and
+    drops the connection, so a client's next request on it failed.)"""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception as exc:
+            log.error("%s %s failed", scope.get("method", ""), scope.get("path", ""), exc_info=exc)
+            if started:  # part of a stream is out: only closing the connection tells the client
+                raise
+            await _send_error(
+                send, 500, f"internal error ({type(exc).__name__}); the server's log has the details"
+            )
+
+
 SIGN_IN = """<!doctype html><html lang="ja"><head><meta charset="utf-8"><title>kireme — token</title></head>
 <body style="font-family: system-ui, sans-serif; margin: 3em auto; max-width: 32em">
 <h1>kireme serve</h1><p>This server needs its token (KIREME_SERVE_TOKEN). トークンを入力してください。</p>
@@ -320,6 +352,24 @@ def one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+NOT_VALID_JSON = "the request body is not valid JSON"
+UNREADABLE_JSON = "the request body cannot be read as JSON: it is not UTF-8, or it is nested too deeply"
+
+
+def _content_type(request: Request) -> str:
+    """The media type of a request's body, lower case, without its parameters (``""`` when none)."""
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def _not_json(kind: str, *, upload: bool = False) -> str:
+    """Why a body of media type ``kind`` is refused, and how to send it."""
+    accepted = "JSON or multipart/form-data" if upload else "JSON"
+    return (
+        f"send {accepted}, not {kind}: with curl, add -H 'content-type: application/json' "
+        "(-d alone sends a form)"
+    )
+
+
 def create_app(
     db: str | Path | None = None,
     *,
@@ -353,10 +403,13 @@ def create_app(
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        kind = _content_type(request)
+        if kind and kind != "application/json" and not kind.endswith("+json"):  # `curl -d` sends a form
+            return JSONResponse({"error": _not_json(kind)}, status_code=415)
         errors = exc.errors()
         first = errors[0] if errors else {}
         if first.get("type") == "json_invalid":
-            return JSONResponse({"error": "the request body is not valid JSON"}, status_code=400)
+            return JSONResponse({"error": NOT_VALID_JSON}, status_code=400)
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         message = first.get("msg", "invalid request")
         if first.get("type") == "extra_forbidden":
@@ -368,15 +421,10 @@ def create_app(
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+            # the framework's words for a body json.loads refused (not UTF-8, nested too deeply)
+            return JSONResponse({"error": UNREADABLE_JSON}, status_code=400)
         return JSONResponse({"error": one_line(str(exc.detail))}, status_code=exc.status_code)
-
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-        return JSONResponse(
-            {"error": f"internal error ({type(exc).__name__}); the server's log has the details"},
-            status_code=500,
-        )
 
     chunk_schema = ChunkRequest.model_json_schema()
     upload_schema = {
@@ -413,21 +461,23 @@ def create_app(
         text that every offset indexes (an uploaded HTML or PDF file is read as kireme extracts it)."""
         from starlette.concurrency import run_in_threadpool
 
-        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        kind = _content_type(request)
         if kind == "multipart/form-data":
             data, options = await _upload(request)
-        elif kind in ("application/json", ""):
+        elif kind in ("application/json", "") or kind.endswith("+json"):
             try:
                 body = await request.json()
+            except RecursionError:
+                raise ConfigError(UNREADABLE_JSON) from None
             except ValueError:
-                raise ConfigError("the request body is not valid JSON") from None
+                raise ConfigError(NOT_VALID_JSON) from None
             if not isinstance(body, dict):
                 raise ConfigError("the request body must be a JSON object with a 'text'")
             parsed = _validated(ChunkRequest, body)
             options = parsed.model_dump(exclude_unset=True)
             data = options.pop("text")
         else:
-            raise HTTPException(415, f"send JSON or multipart/form-data, not {kind}")
+            raise HTTPException(415, _not_json(kind, upload=True))
         result = await run_in_threadpool(chunks.chunk, data, options)
         return JSONResponse(result.to_dict())
 
@@ -542,9 +592,14 @@ def create_app(
             raise HTTPException(404, "the web page is not installed with this copy of kireme")
         return FileResponse(index_html, media_type="text/html; charset=utf-8")
 
+    # what an uptime check sends: the status and headers of GET, without the body
+    app.head("/", include_in_schema=False)(page_route)
+    app.head("/health", include_in_schema=False)(health_route)
+
     if page.is_dir():
         app.mount("/static", StaticFiles(directory=page), name="static")
 
+    app.add_middleware(InternalErrors)  # added first: the innermost layer, right around the routes
     app.add_middleware(BodyLimit, limit=max_request_size)
     if token:
         app.add_middleware(TokenGate, token=token)  # added last: the outermost layer
@@ -601,7 +656,7 @@ async def _upload(request: Any) -> tuple[bytes, dict[str, Any]]:
         raise ConfigError("'options' must be a JSON object (a text field)")
     try:
         options = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise ConfigError("'options' is not valid JSON") from None
     if not isinstance(options, dict):
         raise ConfigError("'options' must be a JSON object")

