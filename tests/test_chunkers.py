@@ -256,6 +256,18 @@ def test_markdown_preset_keeps_an_original_with_its_translation() -> None:
     assert any(p.endswith("-->") for p in pieces), pieces  # parted at the blank line after the comment
 
 
+def test_prose_strategies_end_a_chunk_at_a_closing_fence_not_inside_the_next_sentence() -> None:
+    """A closing fence (a short line without a letter) used to count as a heading that must stay with its
+    body: the chunk took the start of the next sentence with it, cut at a clause."""
+    code = "```js\nconst items = people.map(person =>\n  <li key={person.id}>{person.name}</li>\n);\n```"
+    sentence = "フラグメントは画面から消えるため、項目が一つずつ並んだ平らなリストが生成されます。"
+    text = f"{code}\n\n{sentence}\n\n次の節では、キーの選び方を説明します。"
+    for strategy in ("sentence", "paragraph"):
+        size = len(code) + len(sentence)  # the two do not fit together (the blank line between them)
+        pieces = texts(chunk(Document(text), strategy=strategy, max_size=size))
+        assert pieces[0] == code and pieces[1].startswith(sentence), (strategy, pieces)
+
+
 def test_python_preset_splits_between_functions() -> None:
     code = "import os\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 2\n"
     chunks = chunk(code, strategy="recursive", preset="python", max_size=30)

@@ -161,6 +161,26 @@ def test_marks_inside_markup_code_and_urls_do_not_end_a_sentence() -> None:
     ]
 
 
+def test_a_numbered_heading_and_a_mark_in_code_span_end_no_sentence() -> None:
+    """``2.`` after a heading's or a quote's marks is its number (it was only at a line start), and a ``?``
+    inside a code span right after its opening backtick (`` `? :` ``) is code: both used to cut the
+    heading line in two, leaving ``## 2.`` alone at a chunk's end."""
+    text = (
+        "## 2. Indexing the pages\n\nThe loader reads every page. It keeps the links.\n\n"
+        "> 3. Keep the quote whole\n\n#### `? :` で表示を切り替える\n\n条件演算子で書きます。"
+    )
+    assert sentences(text) == [
+        "## 2. Indexing the pages",
+        "The loader reads every page.",
+        "It keeps the links.",
+        "> 3. Keep the quote whole",
+        "#### `? :` で表示を切り替える",
+        "条件演算子で書きます。",
+    ]
+    # a code span closed before the mark: the mark ends its sentence as before
+    assert sentences("Did you run `make`? Yes, twice.") == ["Did you run `make`?", "Yes, twice."]
+
+
 WRAPPED = (
     "When the program returns, both variables point at the same buffer, and this is a\n"
     "problem: when the two owners go out of scope, both of them try to release the\n"

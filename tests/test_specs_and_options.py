@@ -249,3 +249,9 @@ def test_one_vocabulary_of_marks() -> None:
         assert paragraphs.pdf_paragraph_starts(f"一行目\n{bullet}項目\n") == [4]
     for end in marks.TERMINATORS:
         assert not headings.is_heading_line(f"短い行{end}")
+    # what closes something above it is no heading: a closing fence or tag, a brace
+    for closing in ("```", "~~~~", "}", ");", "</DeepDive>", "  </Note>"):
+        assert not headings.is_heading_line(closing)
+        assert not headings.ends_with_heading(f"本文です。\n{closing}\n", len(f"本文です。\n{closing}"))
+    for title in ("```js", "第2条（宿泊費）", "Install"):  # an opening fence stays with its code
+        assert headings.is_heading_line(title)

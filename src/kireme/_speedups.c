@@ -737,7 +737,8 @@ static PyObject *line_break_cuts(PyObject *self, PyObject *args) {
  * `ends_with_heading(text, pos)` of kireme/text/headings.py: whether a cut at `pos` leaves a heading line at
  * the end of a chunk. At a line end, the line before the cut (trailing whitespace dropped) is a heading when
  * it is a Markdown heading (`#` to `######`, then a space or tab) or, with at most 40 characters after its
- * indentation and no bullet first, does not end in prose punctuation (closing brackets looked through).
+ * indentation, no bullet nor "</" first and a letter or digit in it, does not end in prose punctuation
+ * (closing brackets looked through).
  */
 #define MAX_HEADING_CHARS 40
 static const Py_UCS4 PROSE_MARKS[] = {0xFF0E, '.', 0x3001, 0xFF0C, ',', ';', 0xFF1B, ':', 0xFF1A, 0x2026}; /* ．.、，,;；:：… */
@@ -774,6 +775,10 @@ static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p
     }
     if (in_set(c, BULLETS, COUNT(BULLETS)) || c == '-' || c == '*' || c == '+' || c == '>' || c == '|') return 0;
     if (end - i > MAX_HEADING_CHARS) return 0;
+    if (c == '<' && i + 1 < end && PyUnicode_READ(kind, data, i + 1) == '/') return 0; /* a closing tag */
+    int alnum = 0; /* a closing fence or a brace holds no letter or digit: what it closes is above it */
+    for (Py_ssize_t k = i; k < end && !alnum; k++) alnum = Py_UNICODE_ISALNUM(PyUnicode_READ(kind, data, k));
+    if (!alnum) return 0;
     Py_ssize_t r = end;
     while (r > i && is_closer(PyUnicode_READ(kind, data, r - 1))) r--;
     return r == i || !is_prose_end(PyUnicode_READ(kind, data, r - 1));
@@ -1291,12 +1296,12 @@ static int plain_other(Py_UCS4 c) {
 static int ascii_alpha(Py_UCS4 c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 static int ascii_digit(Py_UCS4 c) { return c >= '0' && c <= '9'; }
 
-/* `_at_line_start`: only whitespace before pos on its line */
+/* `_at_line_start`: only whitespace, or a Markdown heading's or quote's marks ("#", ">"), before pos on its line */
 static int at_line_start(int kind, const void *data, Py_ssize_t pos) {
     for (Py_ssize_t k = pos - 1; k >= 0; k--) {
         Py_UCS4 c = PyUnicode_READ(kind, data, k);
         if (c == '\n') return 1;
-        if (!Py_UNICODE_ISSPACE(c)) return 0;
+        if (!(Py_UNICODE_ISSPACE(c) || c == '#' || c == '>')) return 0;
     }
     return 1;
 }

@@ -17,13 +17,13 @@ MAX_HEADING_CHARS = 40
 
 # `is_heading_line` as one pattern, matched on a line that ends at its last non-space character (the stdlib
 # engine's ``\s`` is ``str.isspace``, as ``strip`` is): leading space, then a Markdown heading, or a
-# line of at most MAX_HEADING_CHARS characters that starts with no bullet and whose last character before
-# any closing brackets is no prose punctuation. tests/test_core_guards.py checks the two agree.
+# line of at most MAX_HEADING_CHARS characters that starts with no bullet nor ``</``, holds a letter or a
+# digit, and whose last character before any closing brackets is no prose punctuation. tests/test_core_guards.py checks the two agree.
 _CLOSER_CLASS = re.escape(CLOSERS)
 _BULLET_CLASS = re.escape(BULLETS + "-*+>|")
 _HEADING_LINE = lazy_re(
     r"\s*(?:#{1,6}[ \t]"
-    rf"|(?![{_BULLET_CLASS}])(?=\S.{{0,{MAX_HEADING_CHARS - 1}}}\Z)"
+    rf"|(?![{_BULLET_CLASS}]|</)(?=\S.{{0,{MAX_HEADING_CHARS - 1}}}\Z)(?=.*?[^\W_])"
     rf"(?:.*[^{re.escape(_PROSE_END)}{_CLOSER_CLASS}])?[{_CLOSER_CLASS}]*\Z)",
     re.DOTALL,
 )
@@ -39,7 +39,8 @@ def line_before(text: str, pos: int) -> str:
 
 
 def is_heading_line(line: str) -> bool:
-    """Markdown ``#`` headings, and short lines without closing punctuation (``第2条（宿泊費）``)."""
+    """Markdown ``#`` headings, and short lines without closing punctuation (``第2条（宿泊費）``) that hold a
+    letter or a digit and are no closing tag."""
     line = line.strip()
     if not line:
         return False
@@ -47,6 +48,8 @@ def is_heading_line(line: str) -> bool:
         return True
     if len(line) > MAX_HEADING_CHARS:
         return False
+    if line.startswith("</") or not any(c.isalnum() for c in line):
+        return False  # a closing fence or tag (```, </Note>), a brace: what it closes is above it
     body = line.rstrip(CLOSERS) or line  # 「はい。」 ends in a full stop inside its quote: prose
     if body[-1] in _PROSE_END:
         return False

@@ -226,6 +226,8 @@ def _inside_token(text: str, s: int, e: int, a: int, b: int) -> bool:
         return True
     if not ("!" <= before <= "~"):  # a space, a line break or a non-ASCII character before the run
         return False
+    if _in_code_span(text, s, e):  # `? :`, `foo!`
+        return True
     if after in "(;:{":  # a macro (println!(…), ident!{…}), f()?;, an optional field (name?: string)
         return True
     if after == "." and e + 1 < b:
@@ -233,9 +235,29 @@ def _inside_token(text: str, s: int, e: int, a: int, b: int) -> bool:
     return _is_ascii_word(after)
 
 
+def _in_code_span(text: str, s: int, e: int) -> bool:
+    """Whether ``text[s:e]`` lies inside an inline code span: an odd number of backticks before it on its
+    line, and one after it there (a line read up to `_CODE_SPAN_REACH` characters either side: a longer
+    one is not taken for code)."""
+    lo = max(0, s - _CODE_SPAN_REACH)
+    line_start = text.rfind("\n", lo, s) + 1 or lo
+    if line_start == lo and lo > 0 and text[lo - 1] != "\n":
+        return False
+    hi = min(len(text), e + _CODE_SPAN_REACH)
+    line_end = text.find("\n", e, hi)
+    return (
+        text.count("`", line_start, s) % 2 == 1 and text.find("`", e, line_end if line_end >= 0 else hi) >= 0
+    )
+
+
+_CODE_SPAN_REACH = 400
+
+
 def _at_line_start(text: str, position: int) -> bool:
-    """Whether only whitespace comes before ``position`` on its line."""
-    return text[text.rfind("\n", 0, position) + 1 : position].strip() == ""
+    """Whether only whitespace, or the marks of a Markdown heading or quote (``## 2. Indexing``,
+    ``> 1. Run it``), come before ``position`` on its line."""
+    before = text[text.rfind("\n", 0, position) + 1 : position]
+    return not before or all(c.isspace() or c in "#>" for c in before)
 
 
 @lru_cache(maxsize=4096)
