@@ -134,6 +134,13 @@ def test_json_nested_past_the_parsers_depth_is_a_bad_file_not_a_traceback(tmp_pa
     assert "Traceback" not in result.stderr.decode()
 
 
+def test_a_folder_of_source_files_names_the_strategy_that_reads_them(tmp_path: Path) -> None:
+    (tmp_path / "tool.py").write_text("def main():\n    return 0\n", encoding="utf-8")
+    result = run("chunk", str(tmp_path))
+    assert result.returncode == 2 and "it holds 1 .py file(s): use --strategy code" in result.stderr.decode()
+    assert run("chunk", str(tmp_path), "--strategy", "code").returncode == 0
+
+
 def test_help_teaches_with_examples() -> None:
     out = run("chunk", "--help").stdout.decode()
     assert "Examples:" in out and "--separators" in out and "kireme load" in out

@@ -133,6 +133,8 @@ def test_questions_jsonl_resolves_by_id(tmp_path: Path) -> None:
         (['{"question": "a", "answer": "三秒", "doc": "faq.txt", "answer_start": -1}'], 1, "outside"),
         (['{"question": "a", "answer": "三秒", "answer_start": 13}'], 1, "needs 'doc'"),
         (['{"question": "a", "answer": "", "doc": "faq.txt", "answer_start": 1}'], 1, "empty 'answer'"),
+        (['{"question": "a", "answer": "  "}'], 1, "empty 'answer'"),  # no chunk can hold it: always a miss
+        ([""], None, "no questions in this file"),
         (['{"question": "a", "answer": "b", "doc": "faq.txt", "answer_start": true}'], 1, "must be int"),
         (['{"question": "a", "answer": "b", "terms": 5}'], 1, "'terms' must be str or list"),
         (['{"question": "a", "answer": "b", "terms": ["x", 1]}'], 1, "must list strings"),
@@ -151,6 +153,27 @@ def test_questions_jsonl_errors_name_file_and_line(
     _error(path, line, match, lambda: load_questions_jsonl(path, docs))
 
 
+def test_an_answer_found_in_no_document_is_warned_about(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Such a question counts as a miss whatever the chunking; it used to be scored silently."""
+    docs = _guide_docs()
+    text = docs[0].text
+    present = next(word for word in text.split() if len(word) >= 2)
+    path = _write(
+        tmp_path / "q.jsonl",
+        json.dumps({"question": "a", "answer": present}, ensure_ascii=False)
+        + "\n"
+        + json.dumps({"question": "b", "answer": "どこにもない答え"}, ensure_ascii=False)
+        + "\n",
+    )
+    with caplog.at_level("WARNING"):
+        questions = load_questions_jsonl(path, docs)
+    assert len(questions) == 2
+    [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert "1 of 2 answers appear in no document (q.jsonl:2)" in warning
+
+
 def test_questions_jsonl_missing_and_undecodable_files(tmp_path: Path) -> None:
     missing = tmp_path / "none.jsonl"
     _error(missing, None, "no such file", lambda: load_questions_jsonl(missing, []))
@@ -162,8 +185,11 @@ def test_questions_jsonl_missing_and_undecodable_files(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------- SQuAD
 
 
-def test_squad_maps_and_verifies_answers_with_prefix_stripped() -> None:
-    qaset = load_squad(FIXTURES / "squad-mini.json")
+def test_squad_maps_and_verifies_answers_with_prefix_stripped(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING"):
+        qaset = load_squad(FIXTURES / "squad-mini.json")
+    # the questions left out are said, not dropped silently
+    assert any("2 question(s) left out" in r.getMessage() for r in caplog.records)
     assert qaset.name == "squad-mini"
     senbei, fog = qaset.documents
     assert senbei.id == "squad-mini.json#0:炭酸せんべい" and senbei.metadata["title"] == "炭酸せんべい"

@@ -585,6 +585,11 @@ def test_ask_a_local_chat_server(company: tuple[Path, Path, dict[str, str]], cha
     lines = sources.splitlines()
     assert lines and all(line.startswith(f"[{i}] ") for i, line in enumerate(lines, start=1))
     assert lines[0].endswith("旅費規程.md")
+    # a filter no document matches: nothing to pass, so nothing is asked (it sent an empty context)
+    missed = kireme("ask", question, "--db", str(db), "--filter", "source=旅費.md", env=env)
+    assert missed.returncode == 1 and "nothing was asked" in missed.stderr
+    assert "no document has source=旅費.md" in missed.stderr  # the hint search gives
+    assert len(chat_server.bodies) == 1
 
 
 def test_search_refuses_a_query_embedder_other_than_the_index_one(
@@ -713,3 +718,54 @@ def test_keywords_option_is_recorded_and_a_missing_analyser_names_the_extra(tmp_
     assert (db / "bm25" / "generation").read_text(encoding="utf-8") != stamp
     found = kireme("search", "宿泊費の上限", "--db", str(db), "--mode", "bm25", "-k", "1", env=without)
     assert found.returncode == 0 and "11,000円" in json.loads(found.stdout)["text"]  # bigrams: no analyser
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+def test_output_that_cannot_be_written_is_one_line(company: tuple[Path, Path, dict[str, str]]) -> None:
+    """``> /dev/full`` (a full disk) and a reader that closed its end: one line, never a traceback."""
+    _, db, env = company
+    for args in (("search", "日当", "--db", str(db)), ("check", "--db", str(db), "--format", "json")):
+        with open("/dev/full", "w", encoding="utf-8") as full:
+            result = subprocess.run(
+                [sys.executable, "-m", "kireme.cli", *args],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                timeout=60,
+            )
+        assert result.returncode == 4, result.stderr  # as kireme index on a full disk
+        assert "No space left on device" in result.stderr and "Traceback" not in result.stderr
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kireme.cli",
+            "search",
+            "日当",
+            "--db",
+            str(db),
+            "-k",
+            "1000",
+            "--format",
+            "jsonl",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    ) as reader:
+        assert reader.stdout is not None and reader.stderr is not None
+        reader.stdout.read(10)
+        reader.stdout.close()  # `| head -c 10`
+        stderr = reader.stderr.read().decode()
+    assert reader.returncode == 0 and "Traceback" not in stderr, stderr
+
+
+def test_an_output_file_in_a_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
+    text = tmp_path / "a.txt"
+    text.write_text("一文目です。二文目です。三文目です。", encoding="utf-8")
+    missing = tmp_path / "nowhere" / "page.html"
+    result = kireme(
+        "inspect", str(text), "--similarity", "bigram", "--html", str(missing), env=clean_env(tmp_path)
+    )
+    assert result.returncode == 2 and "no such folder" in result.stderr and "Traceback" not in result.stderr

@@ -504,6 +504,20 @@ def test_ask_answers_and_streams(
     assert chat.requests[-1].body["stream"] is True
 
 
+def test_a_question_with_no_context_is_not_sent_to_the_chat_model(
+    company: tuple[Path, Path], chat: StreamServer
+) -> None:
+    app = create_app(company[1], chat=ChatSettings(base_url=chat.base_url, model="local-test"))
+    body = {"question": "日当は？", "filters": {"source": "nowhere.md"}}
+    with TestClient(app) as configured:
+        answered = configured.post("/ask", json=body).json()
+        assert answered["configured"] is True and answered["answer"] is None and answered["context"] == ""
+        with configured.stream("POST", "/ask", json={**body, "stream": True}) as events:
+            raw = "".join(events.iter_text())
+    assert raw.startswith("event: context\n") and 'event: done\ndata: {"answer": null}' in raw
+    assert not chat.requests
+
+
 def test_a_chat_failure_is_a_502_or_an_error_event(company: tuple[Path, Path], chat: StreamServer) -> None:
     chat.scripts.extend([lambda wire: Wire.whole(wire, 404, {"error": {"message": "no such model"}})] * 2)
     app = create_app(company[1], chat=ChatSettings(base_url=chat.base_url, model="missing"))

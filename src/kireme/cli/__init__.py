@@ -1,12 +1,13 @@
 """The ``kireme`` command. Data goes to stdout, messages and progress to stderr.
 
 Exit codes: 0 success; 1 some input could not be read, decoded or embedded (the rest still finished);
-2 usage error (bad option, missing file, a directory with no readable files).
+2 usage error (bad option, missing file, a directory with no readable files); 4 the disk is full.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import logging
 import sys
@@ -47,6 +48,26 @@ class LazyGroup(click.Group):
         command = getattr(importlib.import_module(target[0]), target[1])
         assert isinstance(command, click.Command)
         return command
+
+    def invoke(self, ctx: click.Context) -> object:
+        """Run the subcommand; what it could not write is one line, never a traceback: a reader that
+        stopped early (``kireme search ... | head``) ends the command quietly with success, a full disk or
+        a closed output (``> /dev/full``) is an error naming what failed (exit 4 for a full disk, as
+        ``kireme index`` has it)."""
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            from kireme.cli.common import exit_quietly_on_broken_pipe
+
+            exit_quietly_on_broken_pipe(0)
+        except OSError as exc:
+            from kireme.cli.common import EXIT_FAILURE, EXIT_STORAGE
+            from kireme.cli.progress import echo_err
+
+            what = exc.filename if exc.filename is not None else "writing the output"
+            echo_err(f"kireme: error: {what}: {exc.strerror or exc}")
+            sys.exit(EXIT_STORAGE if exc.errno in (errno.ENOSPC, errno.EDQUOT) else EXIT_FAILURE)
+        return None
 
 
 @click.group(

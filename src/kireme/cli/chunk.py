@@ -265,8 +265,8 @@ def chunk(
         failures.report(str(exc), usage=False)
     except BrokenPipeError:
         exit_quietly_on_broken_pipe(failures.exit_code)
-    except OSError as exc:  # the output folder cannot be written
-        failures.report(f"{output}: {exc.strerror or exc}", usage=False)
+    except OSError as exc:  # the output folder (or standard output: a full disk, /dev/full) cannot be written
+        failures.report(f"{output or 'writing the output'}: {exc.strerror or exc}", usage=False)
     if shards is not None and output is not None:
         try:
             shards.close()  # what was chunked before an error is kept, as on standard output
@@ -345,8 +345,8 @@ def _chunk_on_ray(
                 row.advance()
     except KiremeError as exc:
         failures.report(str(exc), usage=False)
-    except OSError as exc:  # the output folder cannot be written
-        failures.report(f"{output}: {exc.strerror or exc}", usage=False)
+    except OSError as exc:  # the output folder (or standard output: a full disk, /dev/full) cannot be written
+        failures.report(f"{output or 'writing the output'}: {exc.strerror or exc}", usage=False)
     shards = len(list(output.glob(f"part-*.{fmt}"))) if output.is_dir() else 0
     echo_err(f"{tally.summary(chunker.measure.name)} → {output} ({shards} {fmt} shard(s))")
     sys.exit(failures.exit_code)

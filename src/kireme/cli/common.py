@@ -53,6 +53,21 @@ class Failures:
         return 0
 
 
+def _other_strategy(folder: Path, suffixes: Collection[str] | None) -> str:
+    """For a folder with nothing this strategy reads: the strategy that reads what it holds (source code,
+    JSON), as ``"; it holds 3 .py file(s): use --strategy code"``, or ``""``."""
+    from kireme.load.registry import CODE_SUFFIXES, JSON_SUFFIXES
+
+    for strategy, readable in (("code", CODE_SUFFIXES), ("json", JSON_SUFFIXES)):
+        if suffixes is not None and set(readable) <= set(suffixes):
+            continue  # this command reads them already
+        held = list(iter_paths(folder, frozenset(readable)))
+        if held:
+            kinds = ", ".join(sorted({f.suffix for f in held}))
+            return f"; it holds {len(held)} {kinds} file(s): use --strategy {strategy}"
+    return ""
+
+
 def expand_paths(
     paths: Sequence[str], failures: Failures, suffixes: Collection[str] | None = None
 ) -> list[Path]:
@@ -71,7 +86,9 @@ def expand_paths(
         found = list(iter_paths(p, suffixes))
         if p.is_dir() and not found:
             shown = ", ".join(sorted(SUPPORTED_SUFFIXES if suffixes is None else suffixes))
-            failures.report(f"{raw}: directory has no files to read ({shown})", usage=True)
+            failures.report(
+                f"{raw}: directory has no files to read ({shown}){_other_strategy(p, suffixes)}", usage=True
+            )
         files.extend(found)
     return files
 
@@ -202,6 +219,19 @@ def require_plot_extra(ctx: click.Context, param: click.Parameter, value: Path |
         except ImportError:
             echo_err(f"kireme: error: {MissingExtraError('--plot', 'plot', 'matplotlib')}")
             sys.exit(EXIT_USAGE)
+    return writable_output(ctx, param, value)
+
+
+def writable_output(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """Callback of an option naming a file to write (``--plot``, ``--html``): a folder that does not exist
+    or cannot be written is a usage error when the command line is read, not a traceback after the work."""
+    if value is None:
+        return value
+    folder = value.parent if str(value.parent) else Path(".")
+    if not folder.is_dir():
+        raise click.BadParameter(f"{folder}: no such folder (create it first)", ctx, param)
+    if not os.access(folder, os.W_OK | os.X_OK) or (value.exists() and not os.access(value, os.W_OK)):
+        raise click.BadParameter(f"{value}: cannot be written here (permission denied)", ctx, param)
     return value
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -774,7 +774,7 @@ def search_command(
         click.echo(f"kireme: {miss}", err=True)
 
 
-def _filter_miss(searcher: Searcher, where: dict[str, str]) -> str | None:
+def _filter_miss(searcher: Searcher, where: Mapping[str, str] | None) -> str | None:
     """For a search that found nothing: which filter value no document has, with the names meant
     (`kireme.index.filter_hint.filter_miss`); ``None`` without a filter."""
     if not where:
@@ -917,6 +917,7 @@ def ask_command(
         searcher = _searcher(db)
         try:
             prepared = prepare_question(searcher, question, settings)
+            miss = _filter_miss(searcher, settings.where) if not prepared.context.used else None
         finally:
             searcher.close()
     except ConfigError as exc:
@@ -924,6 +925,13 @@ def ask_command(
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(_exit_code(exc))
+    if not prepared.context.used:  # never a question sent without its context
+        click.echo(
+            "kireme: error: no chunk matched: nothing to pass the model, so nothing was asked", err=True
+        )
+        if miss:
+            click.echo(f"kireme: {miss}", err=True)
+        sys.exit(1)
     if prepared.over_room:
         click.echo(
             f"kireme: warning: --budget {prepared.budget} is more than the {prepared.room} tokens a "

@@ -22,6 +22,7 @@ from kireme.cli.common import (
     sentences_option,
     token_unit,
     tokenizer_option,
+    writable_output,
     write,
 )
 from kireme.cli.progress import ProgressDisplay, quiet_option
@@ -96,7 +97,11 @@ def _preview(text: str, width: int = 24) -> str:
     help="Write a PNG plot (pip install 'kireme[plot]').",
 )
 @click.option(
-    "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write an interactive page."
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    callback=writable_output,
+    help="Write an interactive page.",
 )
 @click.option(
     "--encoding", default=None, metavar="NAME", help="Decode with this encoding instead of detecting it."

@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import os
 import random
 import re
@@ -32,6 +33,8 @@ from typing import Any
 
 from kireme.document import Document
 from kireme.errors import ConfigError, DatasetError
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "QASet",
@@ -218,6 +221,30 @@ class _DocumentIndex:
 # -------------------------------------------------------------------------------------------- QA loaders
 
 
+def _warn_unfindable(path: Path, questions: Sequence[Question], texts: Mapping[str, str]) -> None:
+    """Warn about answers that appear in no document (in their ``doc`` when named): no chunk can hold them,
+    so they count as misses whatever the chunking — a typo, or another spelling than the text's."""
+    missing = [
+        q.id
+        for q in questions
+        if not q.references
+        and not any(
+            (q.answer.strip() or q.answer) in texts[d]
+            for d in ([q.doc_id] if q.doc_id is not None else texts)
+        )
+    ]
+    if missing:
+        shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+        log.warning(
+            "%s: %d of %d answers appear in no document (%s): they count as misses; check their spelling "
+            "against the text (kireme load shows it)",
+            path,
+            len(missing),
+            len(questions),
+            shown,
+        )
+
+
 def load_questions_jsonl(path: PathLike, documents: Sequence[Document]) -> list[Question]:
     """Questions you wrote, one JSON object a line, about ``documents``.
 
@@ -239,6 +266,8 @@ def load_questions_jsonl(path: PathLike, documents: Sequence[Document]) -> list[
         answer = _field(row, "answer", str, p, lineno)
         if not question.strip():
             raise DatasetError(p, "field 'question' is empty", lineno)
+        if not answer.strip():
+            raise DatasetError(p, "empty 'answer': no chunk could be judged to hold it", lineno)
         doc_id: str | None = None
         if row.get("doc") is not None:
             try:
@@ -262,8 +291,6 @@ def load_questions_jsonl(path: PathLike, documents: Sequence[Document]) -> list[
                 raise DatasetError(
                     p, "'answer_start' needs 'doc' (the document it is an offset into)", lineno
                 )
-            if not answer:
-                raise DatasetError(p, "'answer_start' given with an empty 'answer'", lineno)
             text = texts[doc_id]
             end = start + len(answer)
             if start < 0 or end > len(text):
@@ -299,6 +326,11 @@ def load_questions_jsonl(path: PathLike, documents: Sequence[Document]) -> list[
                 id=qid,
             )
         )
+    if not questions:
+        raise DatasetError(
+            p, 'no questions in this file (one JSON object a line: {"question": ..., "answer": ...})'
+        )
+    _warn_unfindable(p, questions, texts)
     return questions
 
 
@@ -367,6 +399,15 @@ def load_squad(
             if loaded is not None:
                 documents.append(loaded[0])
                 questions.extend(loaded[1])
+    skipped = sum(int(d.metadata.get("skipped", 0)) for d in documents)
+    if skipped:
+        log.warning(
+            "%s: %d question(s) left out: their answer_start does not point at their answer in the context "
+            "(%d kept)",
+            p,
+            skipped,
+            len(questions),
+        )
     return QASet(
         name=name if name is not None else (p.name if p.is_dir() else p.stem),
         documents=documents,

@@ -358,7 +358,8 @@ def _check_bm25(
     status, cached = read_keyword_cache(cache, generation, store_stamp(store))
     if cached is not None:
         try:  # the scores can be computed from its files (read lazily: garbage shows only here)
-            intact = cached[0].get_scores(["x"]).shape == (len(cached[1]),)
+            # an index of no chunks (empty files, PDFs without a text layer) has nothing to score
+            intact = not cached[1] or cached[0].get_scores(["x"]).shape == (len(cached[1]),)
         except Exception:
             intact = False
         status = "current" if intact else "damaged"

@@ -491,7 +491,8 @@ def read_keyword_cache(folder: Path, generation: str, state: str) -> tuple[str, 
             return "stale", None
         ids = json.loads(raw)
         model = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
-        if int(model.scores.get("num_docs", len(ids))) != len(ids):
+        # an index of no chunks is built over one placeholder document (`build_keyword_index`)
+        if int(model.scores.get("num_docs", len(ids))) != (len(ids) or 1):
             return "damaged", None
     except (OSError, ValueError, KeyError, IndexError, TypeError):  # rebuilt, never fatal
         return "damaged", None

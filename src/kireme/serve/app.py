@@ -556,13 +556,12 @@ def create_app(
         )
         wants_stream = body.stream or "text/event-stream" in request.headers.get("accept", "")
         max_tokens = body.answer_reserve or None
+        asks = client.configured() and bool(prepared.context.used)  # never a question without context
         if not wants_stream:
-            out["answer"] = (
-                client.complete(prepared.prompt, max_tokens=max_tokens) if client.configured() else None
-            )
+            out["answer"] = client.complete(prepared.prompt, max_tokens=max_tokens) if asks else None
             return out
         return StreamingResponse(
-            _events(out, client, prepared.prompt, max_tokens),
+            _events(out, client if asks else None, prepared.prompt, max_tokens),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -614,7 +613,7 @@ def _sse(event: str, data: Any) -> bytes:
 def _events(out: dict[str, Any], client: Any, prompt: str, max_tokens: int | None) -> Iterator[bytes]:
     """The server-sent events of a streamed ``POST /ask``."""
     yield _sse("context", out)
-    if not client.configured():
+    if client is None or not client.configured():
         yield _sse("done", {"answer": None})
         return
     parts: list[str] = []
