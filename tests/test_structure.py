@@ -1330,3 +1330,43 @@ def test_a_code_block_that_fits_with_its_lead_in_is_one_piece_though_the_context
 def test_a_sentence_above_a_code_block_is_not_a_label() -> None:
     text = "次の例を見てください。\n\n```python\nprint(1)\n```\n\n本文。\n\n| 列 |\n|---|\n| 1 |\n"
     assert lead_ins(text, markdown_outline(text)) == []
+
+
+def test_a_notebook_output_stays_with_the_code_that_printed_it() -> None:
+    """``kireme chunk NOTEBOOK --outputs text``: a result (``66``) opened a chunk of its own, away from the
+    cell that printed it, when the text before the cell filled the chunk; the two now go together while
+    they fit."""
+    import json
+
+    from kireme.load.notebook import load_notebook
+
+    def cell(kind: str, source: str, outputs: list[dict[str, object]] | None = None) -> dict[str, object]:
+        made: dict[str, object] = {"cell_type": kind, "metadata": {}, "source": source}
+        if kind == "code":
+            made.update(execution_count=1, outputs=outputs or [])
+        return made
+
+    notebook = {
+        "cells": [
+            cell(
+                "markdown",
+                "## 分割\n\n" + "読み込んだ文書を小さな断片に分けてから、それぞれを検索の単位にします。" * 2,
+            ),
+            cell(
+                "code",
+                "splits = splitter.split_documents(docs)\nlen(splits)",
+                [{"output_type": "execute_result", "data": {"text/plain": ["66"]}, "metadata": {}}],
+            ),
+            cell("markdown", "断片の数は文書の長さと区切りの大きさで決まります。"),
+        ],
+        "metadata": {"kernelspec": {"language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    doc = load_notebook(json.dumps(notebook, ensure_ascii=False).encode(), "split.ipynb", outputs="text")
+    chunker = make_chunker("markdown", max_size=155)  # the explanation and the code fit, the output not
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=155, chunker=chunker)
+    assert not any(c.text.startswith("```output") for c in chunks)
+    [holder] = [c for c in chunks if "```output" in c.text]
+    assert "len(splits)" in holder.text and "66" in holder.text, [c.text for c in chunks]

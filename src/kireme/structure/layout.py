@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
+from itertools import pairwise
 from operator import methodcaller
 from typing import overload
 
@@ -149,7 +150,9 @@ def structure_levels(
     # a comment block goes with the block right after it (the original of a paragraph or heading, kept
     # in a comment above its translation): no block or list-item cut between the two while they fit a
     # chunk together (when they do not, the cut between them stays a block cut)
-    commented = _commented(text, outline, fits) | _led(text, outline, fits, leads)
+    commented = (
+        _commented(text, outline, fits) | _led(text, outline, fits, leads) | _outputs(text, outline, fits)
+    )
     if outline.block_starts:
         blocks = _outside_runs(outline.block_starts, runs)
         if commented:
@@ -232,6 +235,25 @@ def _led(
         return {after for _, after in leads}
     end = _unit_ends(text, outline)
     return {after for start, after in leads if fits(start, end(after))}
+
+
+def _outputs(text: str, outline: Outline, fits: Callable[[int, int], bool] | None) -> set[int]:
+    """The starts of the ``output`` blocks (a notebook cell's output, `kireme.load.notebook`) right after
+    a code block, only blank lines between, that fit one chunk with it (``fits``; without it, every one):
+    no block cut there, so a result (``66``) does not open a chunk away from the code that printed it."""
+    out: set[int] = set()
+    blocks = outline.code_blocks
+    for code, output in pairwise(blocks):
+        if (
+            output.info != "output"
+            or not code.closed
+            or not output.closed
+            or text[code.end : output.start].strip()
+        ):
+            continue
+        if fits is None or fits(code.start, output.end):
+            out.add(output.start)
+    return out
 
 
 def _commented(text: str, outline: Outline, fits: Callable[[int, int], bool] | None) -> set[int]:
