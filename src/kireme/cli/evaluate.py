@@ -16,6 +16,7 @@ import click
 from kireme.cli.common import (
     Failures,
     expand_paths,
+    known_encoding,
     load_documents,
     packing_options,
     require_plot_extra,
@@ -379,7 +380,7 @@ def _show_misses(rows: Sequence[RetrievalRow]) -> None:
 @budget_options
 @semantic_options
 @sentences_option
-@click.option("--encoding", default=None, metavar="NAME")
+@click.option("--encoding", default=None, metavar="NAME", callback=known_encoding)
 @quiet_option
 def eval_command(
     paths: tuple[str, ...],
@@ -571,7 +572,7 @@ def best_at_budget(rows: Sequence[RetrievalRow], budget: int) -> RetrievalRow | 
 @packing_options
 @sentences_option
 @semantic_options
-@click.option("--encoding", default=None, metavar="NAME")
+@click.option("--encoding", default=None, metavar="NAME", callback=known_encoding)
 @quiet_option
 def compare_command(
     paths: tuple[str, ...],

@@ -15,6 +15,7 @@ from kireme.cli.common import (
     EXIT_FAILURE,
     EXIT_USAGE,
     exit_quietly_on_broken_pipe,
+    known_encoding,
     load_one,
     require_plot_extra,
     semantic_options,
@@ -104,7 +105,11 @@ def _preview(text: str, width: int = 24) -> str:
     help="Write an interactive page.",
 )
 @click.option(
-    "--encoding", default=None, metavar="NAME", help="Decode with this encoding instead of detecting it."
+    "--encoding",
+    default=None,
+    metavar="NAME",
+    callback=known_encoding,
+    help="Decode with this encoding instead of detecting it.",
 )
 @quiet_option
 def inspect_command(

