@@ -769,3 +769,34 @@ def test_an_output_file_in_a_missing_folder_is_a_usage_error(tmp_path: Path) -> 
         "inspect", str(text), "--similarity", "bigram", "--html", str(missing), env=clean_env(tmp_path)
     )
     assert result.returncode == 2 and "no such folder" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_file_indexed_under_another_spelling_of_its_path_is_warned_about(tmp_path: Path) -> None:
+    """``kireme index docs`` then ``kireme index $PWD/docs``: every chunk twice in the index, silently."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    text = "出張の日当は2,000円とする。宿泊費は1泊10,000円を上限とする。"
+    (folder / "旅費.txt").write_text(text, encoding="utf-8")
+    (folder / "写し.txt").write_text(text, encoding="utf-8")  # the same text in another file: no warning
+    env, db = clean_env(tmp_path), tmp_path / "db"
+    first = subprocess.run(
+        [sys.executable, "-m", "kireme.cli", "index", "docs", "--db", str(db), "--embedder", "hash"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert first.returncode == 0 and "warning" not in first.stderr, first.stderr
+    second = subprocess.run(  # from the same folder, with the absolute path
+        [sys.executable, "-m", "kireme.cli", "index", str(folder), "--db", str(db)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert second.returncode == 0, second.stderr
+    warnings = [line for line in second.stderr.splitlines() if "already indexed as" in line]
+    assert len(warnings) == 2 and all("index twice" in w for w in warnings), second.stderr
+    assert any(w.endswith("--prune, it removes what the other spelling added)") for w in warnings)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -415,6 +417,13 @@ def index_command(
             keywords=keywords,
         )
         summary, replacing = ingestor.summary, ingestor.replacing
+        added: list[Path] = []
+
+        def done(path: Path, outcome: str) -> None:
+            files_row.advance()
+            if outcome == "added":
+                added.append(path)
+
         with display, ingestor:
             files_row = display.steps("indexing", len(files), "files")
             ingest_paths(
@@ -423,7 +432,7 @@ def index_command(
                 fail_fast=fail_fast,
                 load_options=load_options,
                 max_file_bytes=max_file_size,
-                on_file=stop.checked(lambda _path, _outcome: files_row.advance()),
+                on_file=stop.checked(done),
                 jobs=jobs,
                 prepare=prepare,
             )
@@ -473,6 +482,13 @@ def index_command(
             searcher.close()
     for message in summary.errors:
         click.echo(f"kireme: error: {message}", err=True)
+    for path, other in _indexed_twice(db, added):
+        click.echo(
+            f"kireme: warning: {path.as_posix()} is the file already indexed as {other}: its chunks are now in "
+            "the index twice (a document is named by its path as given); index with one spelling of the "
+            "paths each time (run with --prune, it removes what the other spelling added)",
+            err=True,
+        )
     if fmt == "json":
         click.echo(json.dumps(summary.to_dict(), ensure_ascii=False))
     click.echo(
@@ -485,6 +501,37 @@ def index_command(
         _report_contexts(contextualizer)
     if summary.failed or failures.usage:
         sys.exit(EXIT_PARTIAL)
+
+
+def _indexed_twice(db: Path, added: Sequence[Path]) -> list[tuple[Path, str]]:
+    """Files this run added that the index already held under another spelling of their path
+    (``docs/a.md`` and ``/home/me/docs/a.md``): same content, and the other entry's source is the same
+    file on disk."""
+    if not added:
+        return []
+    from kireme.index.manifest import Manifest
+
+    manifest = Manifest(db / "manifest.sqlite")
+    try:
+        entries = manifest.documents()
+    finally:
+        manifest.close()
+    by_content: dict[str, list[str]] = {}
+    for doc_id, entry in entries.items():
+        by_content.setdefault(entry.content_hash, []).append(doc_id)
+    twice: list[tuple[Path, str]] = []
+    for path in added:
+        entry = entries.get(path.as_posix())
+        if entry is None:
+            continue
+        for other in by_content.get(entry.content_hash, []):
+            if other == path.as_posix():
+                continue
+            with contextlib.suppress(OSError):  # the other file gone or unreadable: not this case
+                if os.path.samefile(entries[other].source, path):
+                    twice.append((path, entries[other].source))
+                    break
+    return twice
 
 
 def _storage_stop(
