@@ -294,6 +294,8 @@ _BLOCK_LINES = [
         "> # 引用見出し",
     ),
     *("---", "***", "===", "- - -", ":::note", "[r]: /url", "[r]: /url 'タイトル'", "[リンク](u)", "[a]"),
+    # container directives and lines that start with a colon: paragraph text unless a delimiter row follows
+    *(":::", "::: tip 注意", ": 定義 | 値", ":--|:--", ":---"),
     *("本文です。", "`code` で始まる行", "*強調* の行", "2024年の記録", "続きの行", "\t字下げ", "a | b"),
     *("``二重`` の行", "~~取り消し~~ の行", "~ 一つ", "```x`y` の行"),
 ]

@@ -694,7 +694,7 @@ _REGION_END = re.compile(r"\n[ \t]*\r?\n(?=[^ \t\r\n])")
 # A first line in column 0 that may start something other than a paragraph (a list item, a quote, a
 # thematic break, a fence, a table; ``<`` and ``[`` are looked at apart: `_html_type`, `_scanned_block`).
 _NOT_PARAGRAPH_FIRST = re.compile(
-    rf"[ \t>|:<\[]|#{{1,6}}{_LINE_END}|`{{3,}}|~{{3,}}|[-+*]{_LINE_END}|[0-9]+[.)]{_LINE_END}|[-*_=][-*_= \t]*\r?$",
+    rf"[ \t>|<\[]|#{{1,6}}{_LINE_END}|`{{3,}}|~{{3,}}|[-+*]{_LINE_END}|[0-9]+[.)]{_LINE_END}|[-*_=][-*_= \t]*\r?$",
     re.M,
 )
 
@@ -731,7 +731,7 @@ def _paragraph_stop() -> re.Pattern[str]:
     end = _LINE_END
     return re.compile(  # from the line feed before the line (above): the line starts one after the match
         rf"\n(?:([ \t]*\r?$)| {{0,3}}(?:#{{1,6}}{end}|>|`{{3,}}|~{{3,}}|[-+*]{end}|[0-9]+[.)]{end}"
-        rf"|[-*_=][-*_= \t]*\r?$|[|:]|[|\-:][|\-: \t]*\r?$|{html}))",
+        rf"|[-*_=][-*_= \t]*\r?$|[|]|[|\-:][|\-: \t]*\r?$|{html}))",
         re.M,
     )
 
