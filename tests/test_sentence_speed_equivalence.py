@@ -67,7 +67,10 @@ def ref_period_ends(text: str, dot: int, after: int, caseless: bool = False) -> 
     if _REF_ONLY_SPACE_LEFT.match(text, after):
         return True
     word_start = m.start(1) if m else dot
-    at_line_start = text[text.rfind("\n", 0, word_start) + 1 : word_start].strip() == ""
+    # AMENDED on 2026-12-05 (later), deliberately: a heading's or a quote's marks may come before the
+    # number ("## 2. Indexing", "> 1. Run it")
+    before_word = text[text.rfind("\n", 0, word_start) + 1 : word_start]
+    at_line_start = all(ch.isspace() or ch in "#>" for ch in before_word)
     if word.isdigit() and len(word) <= 3 and at_line_start:
         return False
     if caseless:
@@ -174,11 +177,39 @@ def ref_inside_token(text: str, s: int, e: int, a: int, b: int) -> bool:
         return True
     if not before or not (33 <= ord(before) <= 126):
         return False
+    # AMENDED on 2026-12-05 (later), deliberately: inside an inline code span ("`? :`": an odd number of
+    # backticks before it on its line, within 400 characters, and one after it there)
+    line_start = text.rfind("\n", 0, s) + 1
+    line_end = text.find("\n", e)
+    line_end = len(text) if line_end < 0 else line_end
+    if (
+        s - line_start <= 400
+        and text.count("`", line_start, s) % 2 == 1
+        and "`" in text[e : min(line_end, e + 400)]
+    ):
+        return True
     if after in ("(", ";", ":", "{"):
         return True
     if after == "." and e + 1 < b:
         after = text[e + 1]
     return _REF_WORD.fullmatch(after) is not None
+
+
+# AMENDED on 2026-12-05 (later), deliberately: a straight double quote after the terminators closes the
+# sentence's quote only when one is open on its line (an odd number of '"' before, within 400 characters);
+# one that closes nothing and has text right after it opens the next sentence ("です。"Star" を押す"); a
+# closing one followed by a particle goes on with the sentence (彼は"行こう。"と言った). Restated here.
+def ref_closing_quotes_end(text: str, s: int, e: int, b: int) -> int:
+    """REFERENCE (amended) `_closing_quotes_end`."""
+    line_start = text.rfind("\n", 0, s) + 1
+    opened = text.count('"', max(line_start, s - 400), s) % 2 == 1
+    for i in range(s, e):
+        if text[i] != '"':
+            continue
+        if not opened and i + 1 < b and not text[i + 1].isspace():
+            return i
+        opened = not opened
+    return e
 
 
 def ref_scan_sentence_cuts(
@@ -192,6 +223,9 @@ def ref_scan_sentence_cuts(
     for m in _REF_CANDIDATE.finditer(text, a, b):
         s, e = m.start(), m.end()
         first = text[s]
+        e = ref_closing_quotes_end(text, s, e, b)
+        if text[e - 1] == '"' and e < b and _REF_QUOTE_CONTINUES.match(text, e):
+            continue
         while qi < nq and quoted[qi][1] < s:
             qi += 1
         if qi < nq and quoted[qi][0] < s <= quoted[qi][1]:
@@ -355,6 +389,13 @@ _PIECES = [
     "\r\n\r\n",
     "\n \n",
     "\n\u3000\n",
+    # Markdown marks, code spans and straight quotes (the amended rules)
+    "## ",
+    "\n> ",
+    "`",
+    "`? :`",
+    '"Star"',
+    '"行こう。"',
     # list markers at line starts
     "\n・",
     "\n1. ",

@@ -181,6 +181,20 @@ def test_a_numbered_heading_and_a_mark_in_code_span_end_no_sentence() -> None:
     assert sentences("Did you run `make`? Yes, twice.") == ["Did you run `make`?", "Yes, twice."]
 
 
+def test_a_straight_quote_after_a_full_stop_opens_the_next_sentence_unless_it_closes_one() -> None:
+    """``"`` is both quotes: after ``。`` it was always taken for a closer, so ``"Star"`` lost its opening
+    quote to the sentence before (``…あります。"`` | ``Star" を押すと…``)."""
+    assert sentences('不具合があります。"Star" を押すと消えます。再表示されます。') == [
+        "不具合があります。",
+        '"Star" を押すと消えます。',
+        "再表示されます。",
+    ]
+    # one opened before it on the line: it closes, and a particle after it goes on with the sentence
+    assert sentences('彼は"行こう。"と言った。次の文です。') == ['彼は"行こう。"と言った。', "次の文です。"]
+    assert sentences('He said "Stop." Then he left.') == ['He said "Stop."', "Then he left."]
+    assert sentences('終わりです。"') == ['終わりです。"']  # nothing after it to open
+
+
 WRAPPED = (
     "When the program returns, both variables point at the same buffer, and this is a\n"
     "problem: when the two owners go out of scope, both of them try to release the\n"

@@ -373,7 +373,28 @@ static int quoted_spans(int kind, const void *data, Py_ssize_t a, Py_ssize_t b, 
 }
 
 /* The end of the candidate `_CANDIDATE` matches at `p` (its first character `c`), or -1. */
-static Py_ssize_t candidate_end(int kind, const void *data, Py_ssize_t b, Py_ssize_t p, Py_UCS4 c) {
+/* `_closing_quotes_end` of kireme/text/sentences.py: the end `e` of the candidate starting at `s` without the
+ * straight double quotes after its terminators that open the next sentence (a '"' that closes no quote opened
+ * before it on its line, counted from the line's start up to QUOTE_REACH back, and has text right after it) */
+#define QUOTE_REACH 400
+static Py_ssize_t closing_quotes_end(int kind, const void *data, Py_ssize_t b, Py_ssize_t s, Py_ssize_t e) {
+    Py_ssize_t i = s;
+    while (i < e && PyUnicode_READ(kind, data, i) != '"') i++;
+    if (i >= e) return e;
+    Py_ssize_t lo = s > QUOTE_REACH ? s - QUOTE_REACH : 0, k = s;
+    int opened = 0;
+    while (k > lo && PyUnicode_READ(kind, data, k - 1) != '\n') k--;
+    for (; k < s; k++)
+        if (PyUnicode_READ(kind, data, k) == '"') opened = !opened;
+    for (; i < e; i++) {
+        if (PyUnicode_READ(kind, data, i) != '"') continue;
+        if (!opened && i + 1 < b && !Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i + 1))) return i;
+        opened = !opened; /* this one closes the quote (or, at a line's end, is a stray one) */
+    }
+    return e;
+}
+
+static Py_ssize_t candidate_end_raw(int kind, const void *data, Py_ssize_t b, Py_ssize_t p, Py_UCS4 c) {
     Py_ssize_t q = p + 1;
     if (is_terminator(c)) { /* a run of terminators and the closers after it; not a "!" opening "![" (an image) */
         while (q < b && is_terminator(PyUnicode_READ(kind, data, q)) &&
@@ -400,6 +421,12 @@ static Py_ssize_t candidate_end(int kind, const void *data, Py_ssize_t b, Py_ssi
         if (after == ' ' || after == '\t') return q;
     }
     return -1;
+}
+
+/* the end of the sentence-end candidate starting at p (its first character c), -1 for none */
+static Py_ssize_t candidate_end(int kind, const void *data, Py_ssize_t b, Py_ssize_t p, Py_UCS4 c) {
+    Py_ssize_t e = candidate_end_raw(kind, data, b, p, c);
+    return e < 0 ? e : closing_quotes_end(kind, data, b, p, e);
 }
 
 static int is_exclaim_or_question(Py_UCS4 c) { return c == '!' || c == '?' || c == 0xFF01 || c == 0xFF1F; }
@@ -460,6 +487,8 @@ static PyObject *scan_core(PyObject *text, Py_ssize_t a, Py_ssize_t b, const Py_
             continue;
         }
         p = e;
+        /* a straight quote it closes, and the sentence goes on: 彼は"行こう。"と言った */
+        if (PyUnicode_READ(kind, data, e - 1) == '"' && e < b && quote_continues(kind, data, n, e)) continue;
         while (qi < nspans && spans[2 * qi + 1] < s) qi++;
         if (qi < nspans && spans[2 * qi] < s && s <= spans[2 * qi + 1]) {
             /* inside a balanced quote: only a terminator that closes it, and not when the sentence goes on */

@@ -466,6 +466,9 @@ def _scan_sentence_cuts_python(
     del matches
     space_run = _SPACE_RUN_MATCH
     for s, e, first in zip(starts, ends, _chars_at(text, starts), strict=True):
+        e = _closing_quotes_end(text, s, e, b)  # a '"' after the terminators may open the next sentence
+        if text[e - 1] == '"' and e < b and _QUOTE_CONTINUES.match(text, e):
+            continue  # a straight quote it closes, and the sentence goes on: 彼は"行こう。"と言った
         while qi < nq and quoted[qi][1] < s:
             qi += 1
         if qi < nq and quoted[qi][0] < s <= quoted[qi][1]:
@@ -487,6 +490,29 @@ def _scan_sentence_cuts_python(
     if lines:
         cuts = sorted(set(cuts).union(lines))
     return cuts, quoted
+
+
+_QUOTE_REACH = 400  # how far back on its line a straight quote is counted
+
+
+def _closing_quotes_end(text: str, s: int, e: int, b: int) -> int:
+    """The end of a candidate ``text[s:e]`` (judged within ``text[:b]``) without the straight double quotes
+    after its terminators that open the next sentence rather than close this one: a ``"`` that closes no
+    quote opened before it on its line (an even number of ``"`` from the line's start, read up to
+    `_QUOTE_REACH` characters back) and has text right after it opens one, so ``あります。"Star" を押すと``
+    ends before the quote, and ``He said "Stop." Then`` after it."""
+    i = text.find('"', s, e)
+    if i < 0:
+        return e
+    lo = max(0, s - _QUOTE_REACH)
+    line = text.rfind("\n", lo, s) + 1 or lo
+    opened = text.count('"', line, s) % 2 == 1
+    while i >= 0:
+        if not opened and i + 1 < b and not text[i + 1].isspace():
+            return i
+        opened = not opened  # this one closes the quote (or, at a line's end, is a stray one)
+        i = text.find('"', i + 1, e)
+    return e
 
 
 def _judged_end(text: str, s: int, e: int, a: int, b: int, caseless: bool) -> int | None:
