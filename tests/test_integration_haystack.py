@@ -455,3 +455,9 @@ def test_pdf_pages_become_page_numbers(tmp_path: Path) -> None:
         ("Second page.", 2, 2),
     ]
     assert all("kireme_regions" not in d.meta for d in chunks)
+
+
+def test_the_inputs_own_metadata_keys_stay_its_own() -> None:
+    source = Document(content="営業部の出張は部長が承認する。", meta={"file_path": "a.txt", "unit": "営業部"})
+    [doc] = KiremeDocumentSplitter("sentence").run(documents=[source])["documents"]
+    assert doc.meta["unit"] == "営業部" and len(doc.meta["chunk_id"]) == 32

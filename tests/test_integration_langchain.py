@@ -8,6 +8,7 @@ import asyncio
 import copy
 import importlib
 import pickle
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -279,12 +280,32 @@ def test_chunks_carry_their_index_size_and_unit() -> None:
         ({"page_content": "html"}, "page_content"),
         ({"format": "rtf"}, "unknown format"),
         ({"chunk_size": 100, "max_size": 200}, "not both"),
-        ({"keep_separator": True}, "keep_separator"),
+        ({"keep_separator": False}, "keep_separator=False cannot be honoured"),  # chunks are exact slices
+        ({"strip_whitespace": False}, "strip_whitespace=False cannot be honoured"),
+        ({"separator": " "}, "separator is not an option of strategy 'recursive' \\(its options: "),
     ],
 )
 def test_bad_options_fail_when_the_splitter_is_made(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         KiremeTextSplitter(**kwargs)  # type: ignore[arg-type]
+
+
+def test_the_canonical_langchain_keywords_work() -> None:
+    """``RecursiveCharacterTextSplitter``'s usual keywords: kireme used to refuse them, naming its own class."""
+    text = "料金は1.5倍です。次の行です。\n\n別の段落です。"
+    splitter = KiremeTextSplitter(
+        chunk_size=12,
+        chunk_overlap=0,
+        length_function=len,
+        is_separator_regex=False,
+        keep_separator=True,
+        strip_whitespace=True,
+        separators=["\n\n", ".", "。", ""],  # "." literally (not "any character"), "" the last resort
+    )
+    assert splitter.options["separators"] == [re.escape(sep) for sep in ("\n\n", ".", "。")]
+    pieces = splitter.split_text(text)
+    # "." is a literal dot (a regex "." would match every character): cut only where one is
+    assert pieces == ["料金は1", ".5倍です。次の行です。", "別の段落です。"]
 
 
 def test_transform_deepcopy_and_pickle_give_the_same_chunks() -> None:
@@ -509,3 +530,26 @@ def test_texts_longer_than_the_model_reads_are_reported(caplog: pytest.LogCaptur
     with caplog.at_level("WARNING", logger="kireme.integrations"):
         embeddings.embed_documents(["短い"])
     assert caplog.text == ""
+
+
+def test_the_inputs_own_metadata_keys_stay_its_own_and_ids_make_re_indexing_idempotent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A document's ``unit`` (a business unit), ``index`` or ``size`` was overwritten by kireme's values,
+    silently; and chunks had no ``id``, so adding them to a store twice stored them twice."""
+    text = "営業部の出張は部長が承認する。\n\n宿泊費は一泊一万円までとする。"
+    meta = {"source": "営業規程.md", "unit": "営業部", "index": "社内", "size": "大", "dept": "営業"}
+    splitter = KiremeTextSplitter("paragraph", merge_paragraphs=False)
+    with caplog.at_level("WARNING", logger="kireme.integrations"):
+        docs = splitter.split_documents([LCDocument(page_content=text, metadata=meta)])
+    assert len(docs) == 2
+    for doc in docs:
+        assert (doc.metadata["unit"], doc.metadata["index"], doc.metadata["size"]) == ("営業部", "社内", "大")
+        assert doc.metadata["dept"] == "営業" and doc.metadata["headings"] == []
+        assert doc.id == doc.metadata["chunk_id"]
+    assert meta["unit"] == "営業部" and "chunk_id" not in meta  # the input itself is not changed
+    store = InMemoryVectorStore(KiremeEmbeddings("hash"))
+    store.add_documents(docs)
+    store.add_documents(splitter.split_documents([LCDocument(page_content=text, metadata=meta)]))
+    assert len(store.store) == 2  # updated, not added again
+    assert splitter.create_documents([text], metadatas=[None])  # None: no metadata (it raised)

@@ -453,3 +453,12 @@ def test_japanese_token_pattern_in_llama_indexs_bm25_retriever(tmp_path: Path) -
         nodes=nodes, token_pattern=JAPANESE_TOKEN_PATTERN, skip_stemming=True, similarity_top_k=1
     )
     assert "会議室の予約は" in retriever.retrieve("会議室の予約方法は？")[0].node.get_content()
+
+
+def test_the_inputs_own_metadata_keys_stay_its_own_and_reach_the_embedding() -> None:
+    """A document's ``unit`` was overwritten by kireme's and hidden from the embedding and the LLM."""
+    doc = Document(text="営業部の出張は部長が承認する。", metadata={"file_path": "a.txt", "unit": "営業部"})
+    [node] = text_nodes(KiremeNodeParser("sentence").get_nodes_from_documents([doc]))
+    assert node.metadata["unit"] == "営業部" and "size" in node.metadata
+    assert "unit" not in node.excluded_embed_metadata_keys and "size" in node.excluded_embed_metadata_keys
+    assert "unit: 営業部" in node.get_content(metadata_mode=MetadataMode.EMBED)

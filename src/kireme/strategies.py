@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -79,6 +81,14 @@ def make_chunker(strategy: str = "recursive", **options: Any) -> Chunker:
         cls = STRATEGIES[strategy]
     except KeyError:
         raise ConfigError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}") from None
+    known = {f.name for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        listed = ", ".join(sorted(known))
+        raise ConfigError(
+            f"{', '.join(unknown)} {'is not an option' if len(unknown) == 1 else 'are not options'} of "
+            f"strategy {strategy!r} (its options: {listed})"
+        )
     try:
         return cls(**options)
     except TypeError as exc:

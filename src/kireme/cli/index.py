@@ -521,10 +521,10 @@ def _indexed_twice(db: Path, added: Sequence[Path]) -> list[tuple[Path, str]]:
         by_content.setdefault(entry.content_hash, []).append(doc_id)
     twice: list[tuple[Path, str]] = []
     for path in added:
-        entry = entries.get(path.as_posix())
-        if entry is None:
+        mine = entries.get(path.as_posix())
+        if mine is None:
             continue
-        for other in by_content.get(entry.content_hash, []):
+        for other in by_content.get(mine.content_hash, []):
             if other == path.as_posix():
                 continue
             with contextlib.suppress(OSError):  # the other file gone or unreadable: not this case

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -66,11 +67,49 @@ REGIONS_KEY = "kireme_regions"
 
 
 def kireme_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """kireme options from keywords that may use the frameworks' names for them (`ALIASES`)."""
+    """kireme options from keywords that may use the frameworks' names for them (`ALIASES`), and the
+    framework arguments a splitter written for LangChain passes (`framework_arguments`)."""
     for alias, name in ALIASES.items():
         if alias in options and name in options:
             raise ConfigError(f"give {name} or its LangChain/LlamaIndex name {alias}, not both")
-    return {ALIASES.get(key, key): value for key, value in options.items()}  # in the order given
+    out = {ALIASES.get(key, key): value for key, value in options.items()}  # in the order given
+    return framework_arguments(out)
+
+
+def framework_arguments(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` without the arguments of LangChain's splitters that kireme honours by itself, so that
+    ``RecursiveCharacterTextSplitter(...)``'s keywords work here too: ``is_separator_regex`` (kireme's
+    ``separators`` are regular expressions: ``False`` escapes them), ``keep_separator`` and
+    ``strip_whitespace`` (kireme's chunks are exact slices that keep their separators and never start or
+    end with whitespace: only the values that say so are taken), and an empty separator (LangChain's last
+    resort, a cut anywhere: kireme falls back to grapheme boundaries by itself)."""
+    out = dict(options)
+    regex = out.pop("is_separator_regex", True)
+    if not isinstance(regex, bool):
+        raise ConfigError(f"is_separator_regex must be True or False, not {regex!r}")
+    separators = out.get("separators")
+    if isinstance(separators, list | tuple):
+        kept = [sep for sep in separators if sep != ""]
+        out["separators"] = (
+            kept if regex else [re.escape(sep) if isinstance(sep, str) else sep for sep in kept]
+        )
+    if "keep_separator" in out:
+        keep = out.pop("keep_separator")
+        if keep is False:
+            raise ConfigError(
+                "keep_separator=False cannot be honoured: kireme's chunks are exact slices of the text, "
+                "separators included (leave it out, or pass True, 'start' or 'end')"
+            )
+        if keep not in (True, "start", "end"):
+            raise ConfigError(f"keep_separator must be True, 'start' or 'end', not {keep!r}")
+    if "strip_whitespace" in out:
+        strip = out.pop("strip_whitespace")
+        if strip is not True:
+            raise ConfigError(
+                "strip_whitespace=False cannot be honoured: kireme's chunks never start or end with "
+                "whitespace (leave it out, or pass True)"
+            )
+    return out
 
 
 def source_of(metadata: Mapping[str, Any] | None) -> str:
@@ -195,6 +234,29 @@ def chunk_metadata(chunk: Chunk, *, flat: bool = False) -> dict[str, Any]:
     for key, value in chunk.metadata.items():
         out.setdefault(key, flat_value(value) if flat else _plain(value))
     return out
+
+
+def add_metadata(metadata: dict[str, Any], added: Mapping[str, Any]) -> list[str]:
+    """Add kireme's chunk metadata (``added``) to a copy of the input's (``metadata``, changed in place)
+    without overwriting a key the input has (a document's own ``unit``, ``index`` or ``size`` stays its
+    own: filters on it keep working); returns the keys kireme added. A key left to the input is logged
+    once per key."""
+    kept: list[str] = []
+    for key, value in added.items():
+        if key in metadata and metadata[key] != value:
+            if key not in _CLASHES_TOLD:
+                _CLASHES_TOLD.add(key)
+                logger.warning(
+                    "the input's metadata key %r is kept; kireme's value for it is left out of the chunks",
+                    key,
+                )
+            continue
+        metadata[key] = value
+        kept.append(key)
+    return kept
+
+
+_CLASHES_TOLD: set[str] = set()
 
 
 def _plain(value: Any) -> Any:

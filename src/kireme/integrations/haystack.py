@@ -46,6 +46,7 @@ from kireme.integrations._common import (
     Embedding,
     Loading,
     Splitting,
+    add_metadata,
     check_page_content,
     chunk_metadata,
     content_of,
@@ -160,8 +161,8 @@ class KiremeDocumentSplitter:
                 "split_id": i,
                 "split_idx_start": chunk.start,
                 "split_idx_end": chunk.end,
-                **chunk_metadata(chunk),
             }
+            add_metadata(meta, chunk_metadata(chunk))  # the input's own keys stay its own
             meta.pop(REGIONS_KEY, None)  # read into the chunks' page_number: not copied to each
             made.append(Document(content=content_of(chunk, self.content), meta=copy.deepcopy(meta)))
         if self._splitting.chunker.overlap and self.content == "text":

@@ -39,6 +39,7 @@ from kireme.integrations._common import (
     Loading,
     PathLike,
     Splitting,
+    add_metadata,
     as_paths,
     check_page_content,
     chunk_metadata,
@@ -170,16 +171,21 @@ class KiremeTextSplitter(TextSplitter):
             raise ConfigError(f"got {len(texts)} texts but {len(metadatas)} metadatas")
         out: list[LCDocument] = []
         for i, text in enumerate(texts):
-            base = metadatas[i] if metadatas is not None else {}
+            base = (metadatas[i] if metadatas is not None else None) or {}  # None: no metadata
             _, chunks = self._splitting.chunks(text, base)
             for chunk in chunks:
                 metadata = copy.deepcopy(base)
                 metadata.pop(REGIONS_KEY, None)  # read into the chunks' page/cell: not copied to each
-                metadata.update(chunk_metadata(chunk))
+                add_metadata(metadata, chunk_metadata(chunk))  # the input's own keys stay its own
                 if self._add_start_index:
                     metadata["start_index"] = chunk.start
                     metadata["end_index"] = chunk.end
-                out.append(LCDocument(page_content=content_of(chunk, self._page_content), metadata=metadata))
+                # the chunk id as the document id: a vector store updates on re-indexing, never duplicates
+                out.append(
+                    LCDocument(
+                        page_content=content_of(chunk, self._page_content), metadata=metadata, id=chunk.id
+                    )
+                )
         return out
 
     def split_documents(self, documents: Iterable[LCDocument]) -> list[LCDocument]:

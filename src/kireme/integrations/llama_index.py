@@ -48,6 +48,7 @@ from kireme.integrations._common import (
     Loading,
     PathLike,
     Splitting,
+    add_metadata,
     as_paths,
     chunk_metadata,
     japanese_tokens,
@@ -184,9 +185,13 @@ class KiremeNodeParser(NodeParser):
                 made.start_char_idx = base + chunk.start
                 made.end_char_idx = base + chunk.end
                 if self.include_metadata:
-                    made.metadata.update(chunk_metadata(chunk, flat=True))
-                    made.excluded_embed_metadata_keys = _with(made.excluded_embed_metadata_keys)
-                    made.excluded_llm_metadata_keys = _with(made.excluded_llm_metadata_keys)
+                    # the input's own keys stay its own (LlamaIndex merges them in later, ours first)
+                    merged = dict(node.metadata)
+                    added = add_metadata(merged, chunk_metadata(chunk, flat=True))
+                    made.metadata.update({key: merged[key] for key in added})
+                    own = set(node.metadata) - set(added)  # the input's keys kireme left to it
+                    made.excluded_embed_metadata_keys = _with(made.excluded_embed_metadata_keys, own)
+                    made.excluded_llm_metadata_keys = _with(made.excluded_llm_metadata_keys, own)
             out.extend(built)
         return out
 
@@ -217,9 +222,13 @@ def _offset_in_source(node: BaseNode) -> int:
     return 0
 
 
-def _with(keys: list[str]) -> list[str]:
-    """A new list: ``keys`` and kireme's excluded keys, each once."""
-    return [*keys, *(k for k in EXCLUDED_METADATA_KEYS if k not in keys)]
+def _with(keys: list[str], own: set[str]) -> list[str]:
+    """A new list: ``keys`` and kireme's excluded keys, each once, but those the input has values of its
+    own for (``own``: an input's ``unit`` or ``size`` stays where the embedding and the LLM read it)."""
+    return [
+        *keys,
+        *(k for k in EXCLUDED_METADATA_KEYS if k not in keys and (k not in own or k == REGIONS_KEY)),
+    ]
 
 
 def japanese_tokenizer(text: str) -> list[str]:
