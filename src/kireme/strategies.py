@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
