@@ -233,3 +233,17 @@ def test_distance_plot_without_matplotlib_names_the_extra(tmp_path, monkeypatch)
     with pytest.raises(MissingExtraError, match=re.escape("kireme[plot]")):
         save_distance_plot(analyze(), tmp_path / "x.png")
     assert not (tmp_path / "x.png").exists()
+
+
+def test_the_printed_threshold_level_cuts_the_same_gaps() -> None:
+    """`kireme inspect` printed the level rounded (0.0918 as 0.092): ``absolute:0.092`` then cut nothing."""
+    from types import SimpleNamespace
+
+    from kireme.cli.inspect import _shown_level
+
+    distances = [0.05, 0.091788, 0.0915, 0.2]
+    level = 0.091788 - 1e-9  # auto:depth's: just below the smallest distance it cuts
+    shown = _shown_level(level, SimpleNamespace(distances=distances))  # type: ignore[arg-type]
+    assert shown == "0.0917"
+    assert [d > float(shown) for d in distances] == [d > level for d in distances]
+    assert _shown_level(0.3, SimpleNamespace(distances=[0.05, 0.2])) == "0.300"  # type: ignore[arg-type]

@@ -687,7 +687,13 @@ def _search_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         _db_option,
         click.option(
-            "-k", "k", type=click.IntRange(min=1), default=5, show_default=True, help="How many chunks."
+            "-k",
+            "k",
+            type=click.IntRange(min=1),
+            default=5,
+            show_default=True,
+            help="How many hits to list. With a budget (search --budget, and ask always) the context is "
+            "assembled from at least this many ranked hits, more when the budget holds more.",
         ),
         click.option(
             "--mode",
@@ -853,7 +859,7 @@ def _print_passages(made: Any, fmt: str, miss: str | None = None) -> None:
             ranks = ",".join(str(r) for r in span.ranks)
             click.echo(
                 f"── {number}. {passage.source} [{span.start}:{span.end}] {where_from}  "
-                f"(hits {ranks}; {span.size} {context.unit})"
+                f"({'hit' if len(span.ranks) == 1 else 'hits'} ranked {ranks}; {span.size} {context.unit})"
             )
         else:  # a further part of the same passage, after what was left out (an HTML comment)
             click.echo(f"   ⋯ [{span.start}:{span.end}]  ({span.size} {context.unit})")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import unicodedata
 from pathlib import Path
@@ -226,6 +227,17 @@ def _write_table(name: str, analysis: SemanticAnalysis) -> None:
         write(f"{i:>5}  {analysis.similarities[i]:6.3f}  {d:6.3f}  {mark:3}  {left} → {right}  {bar}\n")
 
 
+def _shown_level(level: float, analysis: SemanticAnalysis) -> str:
+    """A threshold level written so that ``absolute:<it>`` cuts the same gaps: rounded down, with as many
+    decimals (3 to 6) as keep every distance on the same side of it (0.0918 rounded to 0.092 cut nothing)."""
+    distances = [float(d) for d in analysis.distances if d == d]
+    for digits in range(3, 7):
+        shown = math.floor(level * 10**digits) / 10**digits
+        if all((d > shown) == (d > level) for d in distances):
+            return f"{shown:.{digits}f}"
+    return repr(level)
+
+
 def _summary(analysis: SemanticAnalysis, rules: dict[str, tuple[int, int, float]], *, err: bool) -> None:
     def out(line: str) -> None:
         click.echo(line, err=err)
@@ -235,11 +247,15 @@ def _summary(analysis: SemanticAnalysis, rules: dict[str, tuple[int, int, float]
     if analysis.threshold.is_global:
         level_text = "global kernel segmentation of the sentence vectors, no distance level"
     else:
-        level_text = f"distance > {level:.3f}" if level != float("inf") else "no cut"
+        level_text = f"distance > {_shown_level(level, analysis)}" if level != float("inf") else "no cut"
     out(f"\nthreshold {current}: {cuts} topic cuts ({level_text}) -> {chunks} chunks within the size limit")
     auto_level = rules["auto:depth"][2]
     if auto_level != float("inf"):
-        out(f"suggested (auto:depth, chosen for this document): cut where distance >= {auto_level:.3f}")
+        shown = _shown_level(auto_level, analysis)
+        out(
+            f"suggested (auto:depth, chosen for this document): cut where distance > {shown} "
+            f"(--threshold absolute:{shown})"
+        )
     out("other rules (topic cuts -> chunks):")
     for rule, (c, n, _) in rules.items():
         if rule != current:
