@@ -462,3 +462,34 @@ def test_the_inputs_own_metadata_keys_stay_its_own_and_reach_the_embedding() -> 
     assert node.metadata["unit"] == "営業部" and "size" in node.metadata
     assert "unit" not in node.excluded_embed_metadata_keys and "size" in node.excluded_embed_metadata_keys
     assert "unit: 営業部" in node.get_content(metadata_mode=MetadataMode.EMBED)
+
+
+def test_metadata_in_budget_bounds_what_the_embedding_reads() -> None:
+    """LlamaIndex puts the metadata in front of a node's text for the embedding; with a hard model limit
+    the end of every node was cut off. ``metadata_in_budget=True`` counts it, as SentenceSplitter does."""
+    from kireme.length import Tokens
+
+    text = ALLOWANCE.read_text(encoding="utf-8") * 2
+    doc = Document(text=text, metadata={"file_path": "/data/規程/出張旅費規程_改定版.md", "dept": "総務部"})
+    tokens = Tokens()
+
+    def largest(nodes: Sequence[TextNode]) -> int:
+        return max(
+            tokens(n.get_content(metadata_mode=mode))
+            for n in nodes
+            for mode in (MetadataMode.EMBED, MetadataMode.LLM)
+        )
+
+    loose = text_nodes(
+        KiremeNodeParser("markdown", max_size=160, unit="tokens").get_nodes_from_documents([doc])
+    )
+    assert largest(loose) > 160  # the text alone is within max_size, not what the model reads
+    parser = KiremeNodeParser("markdown", max_size=160, unit="tokens", metadata_in_budget=True)
+    tight = text_nodes(parser.get_nodes_from_documents([doc]))
+    assert largest(tight) <= 160 and len(tight) > len(loose)
+    assert_exact(text, tight)
+    with pytest.raises(
+        ConfigError, match="metadata LlamaIndex puts in front"
+    ):  # the metadata alone is too long
+        KiremeNodeParser("sentence", max_size=30, metadata_in_budget=True).get_nodes_from_documents([doc])
+    assert KiremeNodeParser.from_dict(parser.to_dict()).metadata_in_budget is True

@@ -37,9 +37,12 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
+from operator import itemgetter
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from kireme.document import Chunk, Document
 from kireme.errors import ConfigError, MissingExtraError
 from kireme.integrations._common import (
     BIGRAM_TOKEN_PATTERN,
@@ -125,7 +128,11 @@ class KiremeNodeParser(NodeParser):
     ``strategy`` is any of `kireme.STRATEGIES`; the other keywords (or ``options``) are that strategy's
     fields (``max_size``, ``min_size``, ``overlap``, ``unit``, ``context``, ``table``, ``similarity``...).
     ``format``: the input's kireme format (``None``: ``markdown`` for a ``.md`` ``file_path``, or for the
-    markdown strategy when the source is unknown). Bad options raise `ConfigError` here.
+    markdown strategy when the source is unknown). ``max_size`` bounds a node's text, as everywhere in
+    kireme; ``metadata_in_budget=True`` bounds what LlamaIndex makes of it for the embedding and the LLM,
+    metadata in front included (the document's, kireme's heading path and title), as its
+    ``SentenceSplitter`` counts a document's metadata in ``chunk_size``: for an embedding model with a hard
+    limit (e5: 512 tokens). Bad options raise `ConfigError` here.
     """
 
     strategy: str = Field(default="recursive", description="The kireme strategy (kireme.STRATEGIES).")
@@ -134,6 +141,11 @@ class KiremeNodeParser(NodeParser):
     )
     format: str | None = Field(
         default=None, description="The input's kireme format; None: from the file suffix or the strategy."
+    )
+    metadata_in_budget: bool = Field(
+        default=False,
+        description="Count the metadata LlamaIndex puts in front of a node's text (for the embedding and "
+        "the LLM) in max_size, as its SentenceSplitter does with a document's metadata.",
     )
     _splitting: Splitting = PrivateAttr()
 
@@ -147,6 +159,7 @@ class KiremeNodeParser(NodeParser):
         include_prev_next_rel: bool = True,
         callback_manager: CallbackManager | None = None,
         id_func: Any = None,
+        metadata_in_budget: bool = False,
         **kwargs: Any,
     ) -> None:
         given = dict(options or {})
@@ -162,6 +175,7 @@ class KiremeNodeParser(NodeParser):
             "include_prev_next_rel": include_prev_next_rel,
             "callback_manager": callback_manager or CallbackManager([]),
             "id_func": _id_func(id_func),
+            "metadata_in_budget": bool(metadata_in_budget),
         }
         super().__init__(**fields)
         self._splitting = splitting
@@ -178,22 +192,47 @@ class KiremeNodeParser(NodeParser):
         out: list[BaseNode] = []
         for node in get_tqdm_iterable(nodes, show_progress, "Parsing nodes"):
             text = node.get_content(metadata_mode=MetadataMode.NONE)
-            _, chunks = self._splitting.chunks(text, node.metadata)
+            doc, chunks = self._splitting.chunks(text, node.metadata)
+            if self.include_metadata and self.metadata_in_budget:
+                chunks = self._with_metadata_in_budget(node, doc, chunks)
             built = build_nodes_from_splits([c.text for c in chunks], node, id_func=self.id_func)
             base = _offset_in_source(node)
             for made, chunk in zip(built, chunks, strict=True):
                 made.start_char_idx = base + chunk.start
                 made.end_char_idx = base + chunk.end
                 if self.include_metadata:
-                    # the input's own keys stay its own (LlamaIndex merges them in later, ours first)
-                    merged = dict(node.metadata)
-                    added = add_metadata(merged, chunk_metadata(chunk, flat=True))
-                    made.metadata.update({key: merged[key] for key in added})
-                    own = set(node.metadata) - set(added)  # the input's keys kireme left to it
-                    made.excluded_embed_metadata_keys = _with(made.excluded_embed_metadata_keys, own)
-                    made.excluded_llm_metadata_keys = _with(made.excluded_llm_metadata_keys, own)
+                    _add_chunk_metadata(made, node, chunk)
             out.extend(built)
         return out
+
+    def _with_metadata_in_budget(self, node: BaseNode, doc: Document, chunks: list[Chunk]) -> list[Chunk]:
+        """``chunks``, or the document cut again tighter, so that every node's text with the metadata
+        LlamaIndex puts in front of it (the document's, and kireme's heading path and title; for the
+        embedding and for the LLM alike) is within ``max_size`` — what LlamaIndex's SentenceSplitter
+        does with a document's metadata. A `ConfigError` when the metadata alone takes the budget."""
+        chunker = self._splitting.chunker
+        limit, measure = chunker.max_size, chunker.measure
+        tighter = chunker
+        for _ in range(8):
+            sizes = [(_rendered_size(node, chunk, measure), chunk) for chunk in chunks]
+            worst, worst_chunk = max(sizes, key=itemgetter(0), default=(0, None))
+            over = worst - limit
+            if over <= 0 or worst_chunk is None:
+                return chunks
+            size = tighter.max_size - over
+            if size < max(chunker.measure.min_max_size, limit // 8, 1):
+                metadata = worst - measure(worst_chunk.text)
+                raise ConfigError(
+                    f"the metadata LlamaIndex puts in front of a node takes {metadata} of max_size={limit} "
+                    f"{chunker.measure.name}, leaving too little for its text: raise max_size, exclude "
+                    "metadata keys from the embedding and the LLM, or pass metadata_in_budget=False"
+                )
+            overlap = min(tighter.overlap, size // 4)
+            tighter = replace(
+                tighter, max_size=size, overlap=overlap, min_size=min(tighter.min_size, size - overlap)
+            )
+            chunks = tighter.chunk(doc)
+        raise ConfigError(f"could not fit the nodes and their metadata within max_size={limit}")
 
     def _postprocess_parsed_nodes(
         self, nodes: list[BaseNode], parent_doc_map: dict[str, LIDocument]
@@ -220,6 +259,39 @@ def _offset_in_source(node: BaseNode) -> int:
     if isinstance(node, TextNode) and node.source_node is not None and node.start_char_idx is not None:
         return node.start_char_idx
     return 0
+
+
+def _add_chunk_metadata(made: BaseNode, node: BaseNode, chunk: Chunk) -> None:
+    """kireme's metadata on a node made from ``chunk`` of ``node``: the input's own keys stay its own
+    (LlamaIndex merges them in later, ours first), and kireme's bookkeeping keys are hidden from the
+    embedding and the LLM."""
+    merged = dict(node.metadata)
+    added = add_metadata(merged, chunk_metadata(chunk, flat=True))
+    made.metadata.update({key: merged[key] for key in added})
+    own = set(node.metadata) - set(added)  # the input's keys kireme left to it
+    made.excluded_embed_metadata_keys = _with(made.excluded_embed_metadata_keys, own)
+    made.excluded_llm_metadata_keys = _with(made.excluded_llm_metadata_keys, own)
+
+
+def _rendered_size(node: BaseNode, chunk: Chunk, measure: Any) -> int:
+    """The size, in the chunker's unit, of the larger of the two texts LlamaIndex makes of the node cut
+    from ``chunk`` of ``node``: its metadata and text for the embedding, and for the LLM."""
+    made = TextNode(
+        text=chunk.text,
+        metadata={k: v for k, v in node.metadata.items() if k != REGIONS_KEY},
+        excluded_embed_metadata_keys=list(node.excluded_embed_metadata_keys),
+        excluded_llm_metadata_keys=list(node.excluded_llm_metadata_keys),
+        metadata_separator=node.metadata_separator,
+        metadata_template=node.metadata_template,
+        text_template=node.text_template,
+    )
+    _add_chunk_metadata(made, node, chunk)
+    made.metadata.update(
+        {k: v for k, v in node.metadata.items() if k not in made.metadata and k != REGIONS_KEY}
+    )
+    return max(
+        measure(made.get_content(metadata_mode=mode)) for mode in (MetadataMode.EMBED, MetadataMode.LLM)
+    )
 
 
 def _with(keys: list[str], own: set[str]) -> list[str]:
