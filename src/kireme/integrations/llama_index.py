@@ -276,6 +276,10 @@ def _add_chunk_metadata(made: BaseNode, node: BaseNode, chunk: Chunk) -> None:
 def _rendered_size(node: BaseNode, chunk: Chunk, measure: Any) -> int:
     """The size, in the chunker's unit, of the larger of the two texts LlamaIndex makes of the node cut
     from ``chunk`` of ``node``: its metadata and text for the embedding, and for the LLM."""
+    template: dict[str, Any] = {}
+    text_template = getattr(node, "text_template", None)  # a TextNode's (a Document's); else the default
+    if isinstance(text_template, str):
+        template["text_template"] = text_template
     made = TextNode(
         text=chunk.text,
         metadata={k: v for k, v in node.metadata.items() if k != REGIONS_KEY},
@@ -283,14 +287,11 @@ def _rendered_size(node: BaseNode, chunk: Chunk, measure: Any) -> int:
         excluded_llm_metadata_keys=list(node.excluded_llm_metadata_keys),
         metadata_separator=node.metadata_separator,
         metadata_template=node.metadata_template,
-        text_template=node.text_template,
+        **template,
     )
     _add_chunk_metadata(made, node, chunk)
-    made.metadata.update(
-        {k: v for k, v in node.metadata.items() if k not in made.metadata and k != REGIONS_KEY}
-    )
     return max(
-        measure(made.get_content(metadata_mode=mode)) for mode in (MetadataMode.EMBED, MetadataMode.LLM)
+        int(measure(made.get_content(metadata_mode=mode))) for mode in (MetadataMode.EMBED, MetadataMode.LLM)
     )
 
 
