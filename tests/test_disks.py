@@ -381,3 +381,17 @@ def test_the_server_searches_a_read_only_index(
         if service._searcher is not None:
             service._searcher.close()
         service._watch.close()
+
+
+def test_a_folder_this_user_may_not_write_is_not_called_a_read_only_file_system(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kireme index x --db rodir/idx`` with ``rodir`` chmod 555 said "is on a read-only file system"."""
+    from kireme.errors import read_only_error
+
+    folder = tmp_path / "rodir"
+    folder.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if mode & os.W_OK else real_access(p, mode))
+    message = str(read_only_error(folder / "idx"))
+    assert "permission denied" in message and "read-only file system" not in message

@@ -226,6 +226,12 @@ def test_squad_maps_and_verifies_answers_with_prefix_stripped(caplog: pytest.Log
     assert senbei.metadata["unanswerable"] == 1 and fog.metadata["skipped"] == 0
 
 
+def test_a_squad_file_without_questions_is_an_error(tmp_path: Path) -> None:
+    """It was scored 0.000 with exit 0."""
+    empty = _write(tmp_path / "empty.json", '{"data": []}')
+    _error(empty, None, "no answerable questions", lambda: load_squad(empty))
+
+
 def test_squad_without_prefix_stripping_keeps_title_answers() -> None:
     qaset = load_squad(FIXTURES / "squad-mini.json", strip_title_prefix=False, name="raw")
     assert qaset.name == "raw"

@@ -136,3 +136,29 @@ def test_a_given_title_replaces_the_found_one(tmp_path: Path) -> None:
     assert doc.title == "Remote work policy"  # whitespace runs become one space
     assert doc.text == REMOTE_WORK and doc.id == rules.as_posix()
     assert load_bytes(TEXT.encode("utf-8"), "<stdin>", title="経費精算").title == "経費精算"
+
+
+def test_a_folder_that_cannot_be_listed_is_said_not_skipped_silently(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import os
+
+    from kireme.load.registry import iter_paths
+
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open" / "a.txt").write_text("本文です。", encoding="utf-8")
+    closed = tmp_path / "closed"
+    closed.mkdir()
+    (closed / "b.txt").write_text("見えない本文です。", encoding="utf-8")
+    real_scandir = os.scandir
+
+    def scandir(path: object = ".") -> object:
+        if os.fspath(path) == str(closed):  # type: ignore[arg-type]
+            raise PermissionError(13, "Permission denied", str(closed))
+        return real_scandir(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with caplog.at_level("WARNING"):
+        found = list(iter_paths(tmp_path))
+    assert [p.name for p in found] == ["a.txt"]
+    assert any("closed: cannot be read (Permission denied)" in r.getMessage() for r in caplog.records)

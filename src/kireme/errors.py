@@ -241,16 +241,23 @@ def read_only_media(path: str | os.PathLike[str]) -> bool:
     this process cannot write in (`os.access` says so on a read-only file system even for root)."""
     if "://" in os.fspath(path):
         return False
+    if mounted_read_only(path):
+        return True
     folder = _existing(path)
-    if hasattr(os, "statvfs") and hasattr(os, "ST_RDONLY"):
-        try:
-            if os.statvfs(folder).f_flag & os.ST_RDONLY:
-                return True
-        except OSError:
-            pass
     if not os.path.isdir(folder):
         folder = os.path.dirname(folder)
     return not os.access(folder, os.W_OK)
+
+
+def mounted_read_only(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` (or its nearest existing parent) is on a file system mounted read-only (not merely a
+    folder this user may not write in)."""
+    if "://" in os.fspath(path) or not (hasattr(os, "statvfs") and hasattr(os, "ST_RDONLY")):
+        return False
+    try:
+        return bool(os.statvfs(_existing(path)).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def shown_size(count: int) -> str:
@@ -279,8 +286,8 @@ def read_only_error(where: str | os.PathLike[str]) -> ReadOnlyError:
     shown = _shown(where)
     why = (
         "is on a read-only file system"
-        if read_only_media(where)
-        else "cannot be written (read-only files: check their owner and permissions)"
+        if mounted_read_only(where)
+        else "cannot be written (permission denied: check the owner and permissions of it and its folder)"
     )
     return ReadOnlyError(f"{shown} {why}; searching it works, indexing needs a writable --db", shown)
 

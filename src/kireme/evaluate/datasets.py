@@ -399,6 +399,8 @@ def load_squad(
             if loaded is not None:
                 documents.append(loaded[0])
                 questions.extend(loaded[1])
+    if not questions:
+        raise DatasetError(p, "no answerable questions in this SQuAD file (its 'data' list holds none)")
     skipped = sum(int(d.metadata.get("skipped", 0)) for d in documents)
     if skipped:
         log.warning(

@@ -28,7 +28,7 @@ from kireme.errors import (
     ReadOnlyError,
     StoreError,
     free_space,
-    read_only_media,
+    mounted_read_only,
     rebuild_hint,
     shown_size,
     unreadable,
@@ -514,7 +514,11 @@ def _rebuild_keywords(folder: Path) -> None:
 def _read_only_note(folder: Path, refused: DiskFullError | ReadOnlyError) -> str:
     """What a check on a disk it cannot write says: everything was read, nothing could be repaired."""
     if isinstance(refused, ReadOnlyError):
-        why = "is on a read-only file system" if read_only_media(folder) else "cannot be written"
+        why = (
+            "is on a read-only file system"
+            if mounted_read_only(folder)
+            else "cannot be written (permission denied)"
+        )
         return f"{folder} {why}: every part was checked by reading it; 'kireme check --repair' needs a writable --db"
     free = free_space(folder)
     left = f" ({shown_size(free)} free)" if free is not None else ""

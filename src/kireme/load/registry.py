@@ -260,7 +260,7 @@ def iter_paths(path: str | os.PathLike[str], suffixes: Collection[str] | None = 
     p = Path(path)
     wanted = SUPPORTED_SUFFIXES if suffixes is None else suffixes
     if p.is_dir():
-        for dirpath, dirnames, filenames in os.walk(p):
+        for dirpath, dirnames, filenames in os.walk(p, onerror=_unreadable_folder):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for name in sorted(filenames):
                 child = Path(dirpath) / name
@@ -276,6 +276,11 @@ def iter_paths(path: str | os.PathLike[str], suffixes: Collection[str] | None = 
                     logger.warning("%s: not a regular file (a FIFO, device or socket); skipped", child)
     else:
         yield p
+
+
+def _unreadable_folder(exc: OSError) -> None:
+    """A folder the walk cannot list (no permission): said, not skipped silently."""
+    logger.warning("%s: cannot be read (%s); its files are skipped", exc.filename, exc.strerror or exc)
 
 
 def walked_suffixes(strategy: str, language: str | None = None) -> frozenset[str]:
