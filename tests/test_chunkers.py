@@ -307,7 +307,7 @@ def test_empty_and_whitespace_give_no_chunks() -> None:
         ({"separators": ["("]}, "invalid separator regex"),
         ({"separators": "\n"}, "list of regular expressions"),
         ({"preset": "cobol"}, "unknown preset"),
-        ({"colour": "red"}, "unexpected keyword"),
+        ({"colour": "red"}, "colour is not an option of strategy 'recursive' (its options: "),
     ],
 )
 def test_bad_options_raise_config_errors(options: dict, message: str) -> None:
