@@ -143,6 +143,16 @@ def test_a_folder_of_source_files_names_the_strategy_that_reads_them(tmp_path: P
     assert run("chunk", str(tmp_path), "--strategy", "code").returncode == 0
 
 
+def test_eval_limit_with_its_own_questions_is_a_usage_error(tmp_path: Path) -> None:
+    """``--limit`` counts SQuAD articles or segment documents; with ``--questions`` it was ignored silently."""
+    text = tmp_path / "a.txt"
+    text.write_text("宿泊費は一泊一万円とする。", encoding="utf-8")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"question": "宿泊費は？", "answer": "一万円"}\n', encoding="utf-8")
+    result = run("eval", str(text), "--questions", str(questions), "--limit", "3")
+    assert result.returncode == 2 and "--limit applies to --squad and --segments" in result.stderr.decode()
+
+
 def test_help_teaches_with_examples() -> None:
     out = run("chunk", "--help").stdout.decode()
     assert "Examples:" in out and "--separators" in out and "kireme load" in out

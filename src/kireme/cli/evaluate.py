@@ -466,10 +466,16 @@ def eval_command(
                     qaset = load_squad(squad, limit_articles=limit)
                 else:
                     assert chroma is not None  # squad or chroma, by the test above
+                    if limit is not None:
+                        raise click.UsageError("--limit applies to --squad and --segments, not --chroma")
                     qaset = load_chroma(chroma)
                 documents, qs = qaset.documents, qaset.questions
             else:
                 assert questions is not None  # the one source left: exactly one was given
+                if limit is not None:
+                    raise click.UsageError(
+                        "--limit applies to --squad and --segments: with --questions, name fewer PATHs"
+                    )
                 if not paths:
                     raise click.UsageError(
                         "--questions needs the documents: kireme eval PATH... --questions Q.jsonl"
