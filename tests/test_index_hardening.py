@@ -450,3 +450,22 @@ def test_check_and_repair_on_each_store(odd_folder: Path, tmp_path: Path, store:
         assert set(entries.documents()) == {p.as_posix() for p in iter_paths(odd_folder)}  # odd name too
     finally:
         entries.close()
+
+
+def test_a_cache_folder_that_cannot_be_used_is_said_when_the_user_named_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``KIREME_CACHE_DIR`` naming a file (or ``--cache-dir`` somewhere unwritable) was ignored silently:
+    every run embedded everything again."""
+    taken = tmp_path / "a-file"
+    taken.write_text("not a folder", encoding="utf-8")
+    with caplog.at_level(logging.DEBUG, logger="kireme.embed.cache"):
+        named = EmbeddingCache(taken)
+    assert named.path is None
+    assert [r.levelno for r in caplog.records if "cannot be used" in r.getMessage()] == [logging.WARNING]
+    caplog.clear()
+    monkeypatch.delenv("KIREME_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(taken))  # the default place, unusable: said only in debug
+    with caplog.at_level(logging.DEBUG, logger="kireme.embed.cache"):
+        EmbeddingCache()
+    assert [r.levelno for r in caplog.records if "cannot be used" in r.getMessage()] == [logging.DEBUG]

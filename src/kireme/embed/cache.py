@@ -59,7 +59,15 @@ class EmbeddingCache:
                 "CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL)"
             )
             self._db.commit()
-        except (OSError, sqlite3.Error):  # read-only home, full disk: work without the disk cache
+        except (OSError, sqlite3.Error) as exc:  # read-only home, full disk: work without the disk cache
+            chosen = not (cache_dir is None or cache_dir is True) or bool(os.environ.get("KIREME_CACHE_DIR"))
+            # a folder the user named is said; the default one quietly (a read-only home is common)
+            (log.warning if chosen else log.debug)(
+                "embedding cache %s cannot be used (%s); embedding without it, so nothing is kept for the "
+                "next run",
+                directory,
+                exc,
+            )
             self._db = None
             self.path = None
 
