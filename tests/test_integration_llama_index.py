@@ -493,3 +493,13 @@ def test_metadata_in_budget_bounds_what_the_embedding_reads() -> None:
     ):  # the metadata alone is too long
         KiremeNodeParser("sentence", max_size=30, metadata_in_budget=True).get_nodes_from_documents([doc])
     assert KiremeNodeParser.from_dict(parser.to_dict()).metadata_in_budget is True
+
+
+def test_to_json_of_a_parser_with_a_function_option_names_it() -> None:
+    """It was a bare ``TypeError: Object of type function is not JSON serializable``."""
+    with pytest.raises(ConfigError, match="option\\(s\\) unit hold Python objects"):
+        KiremeNodeParser(unit=lambda text: len(text)).to_json()
+    assert (
+        KiremeNodeParser.from_json(KiremeNodeParser("sentence", max_size=80).to_json()).options["max_size"]
+        == 80
+    )

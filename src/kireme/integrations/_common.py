@@ -236,6 +236,29 @@ def chunk_metadata(chunk: Chunk, *, flat: bool = False) -> dict[str, Any]:
     return out
 
 
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _serializable(value: Any) -> bool:
+    """Whether an option survives YAML/JSON: plain values, and lists and dicts of them."""
+    if isinstance(value, list | tuple):
+        return all(_serializable(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _serializable(v) for k, v in value.items())
+    return isinstance(value, _PLAIN)
+
+
+def check_serializable(options: Mapping[str, Any]) -> None:
+    """A `ConfigError` naming the options that hold Python objects (a ``unit`` function, an embedder)
+    when a framework writes a component to JSON or YAML."""
+    bad = sorted(k for k, v in options.items() if not _serializable(v))
+    if bad:
+        raise ConfigError(
+            f"option(s) {', '.join(bad)} hold Python objects that cannot be serialized: "
+            "give them as names (unit='tokens', similarity='bigram')"
+        )
+
+
 def add_metadata(metadata: dict[str, Any], added: Mapping[str, Any]) -> list[str]:
     """Add kireme's chunk metadata (``added``) to a copy of the input's (``metadata``, changed in place)
     without overwriting a key the input has (a document's own ``unit``, ``index`` or ``size`` stays its

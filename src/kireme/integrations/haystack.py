@@ -48,6 +48,7 @@ from kireme.integrations._common import (
     Splitting,
     add_metadata,
     check_page_content,
+    check_serializable,
     chunk_metadata,
     content_of,
 )
@@ -91,17 +92,6 @@ MIME_FORMATS = {
     "text/csv": "csv",
     "text/tab-separated-values": "tsv",
 }
-
-_PLAIN = (str, int, float, bool, type(None))
-
-
-def _serializable(value: Any) -> bool:
-    """Whether an option survives YAML/JSON: plain values, and lists and dicts of them."""
-    if isinstance(value, list | tuple):
-        return all(_serializable(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _serializable(v) for k, v in value.items())
-    return isinstance(value, _PLAIN)
 
 
 @component
@@ -171,12 +161,7 @@ class KiremeDocumentSplitter:
 
     def to_dict(self) -> dict[str, Any]:
         """The component as Haystack serializes components (``init_parameters`` are the keywords)."""
-        bad = sorted(k for k, v in self.options.items() if not _serializable(v))
-        if bad:
-            raise ConfigError(
-                f"option(s) {', '.join(bad)} hold Python objects that cannot be serialized: "
-                "give them as names (unit='tokens', similarity='bigram')"
-            )
+        check_serializable(self.options)
         return default_to_dict(
             self, strategy=self.strategy, content=self.content, format=self.format, **self.options
         )

@@ -53,6 +53,7 @@ from kireme.integrations._common import (
     Splitting,
     add_metadata,
     as_paths,
+    check_serializable,
     chunk_metadata,
     japanese_tokens,
 )
@@ -184,6 +185,12 @@ class KiremeNodeParser(NodeParser):
     def class_name(cls) -> str:
         """The name LlamaIndex serializes this parser under."""
         return "KiremeNodeParser"
+
+    def to_json(self, **kwargs: Any) -> str:
+        """LlamaIndex's JSON of the parser; an option holding a Python object (a ``unit`` function) is a
+        `ConfigError` naming it, not a bare ``TypeError`` from ``json`` (``to_dict`` keeps such objects)."""
+        check_serializable(self.options)
+        return str(super().to_json(**kwargs))
 
     def _parse_nodes(
         self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
