@@ -214,3 +214,46 @@ def test_every_line_is_clean() -> None:
     assert doc.text.endswith("\n") and not doc.text.endswith("\n\n")
     assert "\n\n\n" not in doc.text
     assert all(line == line.rstrip() for line in doc.text.split("\n"))
+
+
+BLOG = """<!doctype html><html><head><title>社内ブログ</title></head><body>
+<header class="site"><a href="/">社内ブログ</a> <a href="/about">このブログについて</a></header>
+<article><header><h1>春の研修の報告</h1><p>人事部より</p></header>
+<p>新入社員の研修を三週間行いました。</p><footer>タグ：研修</footer></article>
+<article><header><h1>夏季休暇の取り方</h1></header>
+<p>休暇は七月から九月の間に五日取れます。</p><aside>注意：申請は二週間前までに。</aside></article>
+<footer class="site">© 総務部</footer></body></html>"""
+
+
+def test_every_article_of_a_page_and_its_own_header_are_kept() -> None:
+    """Only the first ``<article>`` was kept, and the ``<header>`` holding its title was dropped as page
+    furniture: the second article, both titles and its note were lost without a word."""
+    text = load_html(BLOG.encode("utf-8"), "blog.html").text
+    for kept in (
+        "# 春の研修の報告",
+        "人事部より",
+        "# 夏季休暇の取り方",
+        "五日取れます",
+        "注意：申請は二週間前までに",
+    ):
+        assert kept in text, text
+    assert "このブログについて" not in text and "© 総務部" not in text  # the page's own header and footer
+
+
+def test_comments_in_articles_do_not_replace_the_page() -> None:
+    page = """<html><body><div id="content"><h1>パスワードの変更</h1>
+<p>パスワードは九十日ごとに変更してください。十二文字以上にします。</p>
+<p>変更は社内ポータルの設定画面から行います。</p></div>
+<section class="comments"><article><p>分かりやすいです。</p></article></section></body></html>"""
+    text = load_html(page.encode("utf-8"), "p.html").text
+    assert "# パスワードの変更" in text and "九十日ごと" in text and "分かりやすいです" in text
+
+
+def test_blocks_inside_a_table_cell_are_not_glued() -> None:
+    page = """<html><body><table><tr><th>プラン</th><th>内容</th></tr>
+<tr><td>基本</td><td><ul><li>apple</li><li>pear</li></ul></td></tr>
+<tr><td>上位</td><td><p>first para.</p><p>Second para.</p></td></tr>
+<tr><td>入れ子</td><td><table><tr><td>内側A</td><td>内側B</td></tr></table></td></tr></table></body></html>"""
+    text = load_html(page.encode("utf-8"), "t.html").text
+    assert "| 基本 | apple pear |" in text and "| 上位 | first para. Second para. |" in text
+    assert "内側A 内側B" in text

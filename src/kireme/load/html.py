@@ -4,8 +4,9 @@ kireme's structure strategy parses `Document.text` with a CommonMark (+ GFM tabl
 headings, lists, code fences and table rows, so an HTML page is rendered as clean Markdown that parser
 reads back the same way: ``<h2>`` becomes ``## ``, lists become ``-``/``1.`` items, ``<pre>`` a fenced
 block and ``<table>`` a pipe table. Page furniture (navigation, headers, footers, scripts, forms) is
-dropped, and when the page has a ``<main>`` or ``<article>`` only that is kept, so chunks hold the
-content a reader came for. Inline whitespace follows HTML rules, except that a line break between two
+dropped (a header, footer or aside inside an article, section or main part is content and stays), and
+when the page has a ``<main>`` only that is kept, else its articles when they hold most of its text (all
+of them, in order), so chunks hold the content a reader came for. Inline whitespace follows HTML rules, except that a line break between two
 Japanese characters disappears instead of becoming a space (as browsers render it).
 
 lxml is imported only when an HTML file is loaded. The Markdown helpers at the bottom (`escape_line`,
@@ -153,15 +154,16 @@ def load_html(data: bytes, id: str, *, encoding: str | None = None) -> Document:
     for el in [e for e in tree.iter(lxml.etree.Comment, lxml.etree.ProcessingInstruction)]:
         _drop(el)
     for el in [e for e in tree.iter(*_DROP)]:
-        if el.getparent() is not None:
+        if el.getparent() is not None and not _in_content(el):
             _drop(el)
     _flatten_deep(tree, _RENDER_DEPTH)
-    root = next((el for tag in ("main", "article", "body") if (el := _first(tree, tag)) is not None), tree)
+    roots = _content_roots(tree)
     if not title:
-        h1 = _first(root, "h1")
+        h1 = next((h for root in roots if (h := _first(root, "h1")) is not None), None)
         title = _inline_text(h1).replace("\n", " ") if h1 is not None else ""
 
-    blocks = _Renderer().blocks(root)
+    renderer = _Renderer()
+    blocks = [block for root in roots for block in renderer.blocks(root)]
     markdown, spans = join_blocks(blocks)
     _warn_if_lost(text, markdown, id)
     regions = tuple(Region(s, e, "table", {"table": label}) for s, e, label in spans)
@@ -384,6 +386,37 @@ def _drop(el: Any) -> None:
     parent.remove(el)
 
 
+# Tags dropped as page furniture unless they sit inside the content (an article's own header with its
+# title and date, a section's footer, a note beside the text in the main part)
+_CONTENT_PARTS = frozenset(("header", "footer", "aside"))
+_CONTENT = frozenset(("article", "main", "section"))
+# the articles are the page's content when they hold at least this share of its text (else they are
+# comments or teasers beside it)
+_ARTICLES_SHARE = 0.5
+
+
+def _in_content(el: Any) -> bool:
+    """Whether a ``<header>``, ``<footer>`` or ``<aside>`` is part of the content: inside an
+    ``<article>``, ``<main>`` or ``<section>``."""
+    return _tag(el) in _CONTENT_PARTS and any(_tag(a) in _CONTENT for a in el.iterancestors())
+
+
+def _content_roots(tree: Any) -> list[Any]:
+    """What is rendered: the ``<main>``; else the page's top-level ``<article>``s, every one of them, in
+    order, when they hold most of its text (a blog's or a news page's list of articles); else the body."""
+    main = _first(tree, "main")
+    if main is not None:
+        return [main]
+    body = _first(tree, "body")
+    whole = body if body is not None else tree
+    articles = [a for a in tree.iter("article") if not any(_tag(p) == "article" for p in a.iterancestors())]
+    if articles:
+        held = sum(len(_squash(a.text_content() or "")) for a in articles)
+        if held >= _ARTICLES_SHARE * len(_squash(whole.text_content() or "")):
+            return articles
+    return [whole]
+
+
 def _first(tree: Any, tag: str) -> Any:
     for el in tree.iter(tag):
         return el
@@ -433,8 +466,10 @@ def _code_span(text: str) -> str:
     return f"{tick}{pad}{text}{pad}{tick}"
 
 
-def _inline_into(el: Any, buf: list[str]) -> None:
-    """Append the inline text of ``el`` (not its tail) to ``buf``."""
+def _inline_into(el: Any, buf: list[str], blocks: bool = False) -> None:
+    """Append the inline text of ``el`` (not its tail) to ``buf``; with ``blocks``, its block-level
+    descendants (a cell's ``<p>``, ``<li>``, ``<div>``, a nested table's cells) each on a line of their
+    own, as a browser shows them, instead of glued (``applepear``)."""
     tag = _tag(el)
     if tag == "br":
         buf.append(_BR)
@@ -451,14 +486,19 @@ def _inline_into(el: Any, buf: list[str]) -> None:
         buf.append(el.text)
     for child in el:
         if isinstance(child.tag, str):
-            _inline_into(child, buf)
+            block = blocks and _tag(child) in _BLOCK
+            if block:
+                buf.append(_BR)
+            _inline_into(child, buf, blocks)
+            if block:
+                buf.append(_BR)
         if child.tail:
             buf.append(child.tail)
 
 
-def _inline_text(el: Any) -> str:
+def _inline_text(el: Any, blocks: bool = False) -> str:
     buf: list[str] = []
-    _inline_into(el, buf)
+    _inline_into(el, buf, blocks)
     return "\n".join(_collapse("".join(buf)))
 
 
@@ -631,7 +671,7 @@ def _table_rows(table: Any) -> list[list[str]]:
             while col in carry:
                 row.append(_take(carry, col))
                 col += 1
-            text = _squash(_inline_text(cell))
+            text = _squash(_inline_text(cell, blocks=True))
             colspan = _span(cell.get("colspan"), 1000)
             rowspan = _span(cell.get("rowspan"), 1000)
             for _ in range(colspan):
