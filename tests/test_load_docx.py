@@ -6,6 +6,7 @@ import importlib
 import io
 import random
 import sys
+import zipfile
 
 import pytest
 from markdown_it import MarkdownIt
@@ -183,3 +184,67 @@ def test_a_part_that_inflates_too_far_is_refused(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(loader, "MAX_UNCOMPRESSED_BYTES", 1 << 20)
     with pytest.raises(LoadError, match="inflates to more than 1 MiB"):
         load_docx(_bomb(400_000), "big.docx")
+
+
+_NS = (
+    'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+    'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"'
+)
+
+
+def _with_hidden_parts() -> bytes:
+    """A contract memo with what ``paragraph.text`` and ``iter_inner_content`` do not see."""
+    from docx.oxml import parse_xml
+
+    d = docx.Document()
+    d.add_heading("支払条件の確認", level=1)
+    p = d.add_paragraph("支払期限は")
+    p._p.append(parse_xml(f'<w:ins {_NS} w:id="1" w:author="a"><w:r><w:t>三十日以内</w:t></w:r></w:ins>'))
+    p._p.append(
+        parse_xml(f'<w:del {_NS} w:id="2" w:author="a"><w:r><w:delText>六十日以内</w:delText></w:r></w:del>')
+    )
+    p._p.append(
+        parse_xml(f'<w:moveFrom {_NS} w:id="3" w:author="a"><w:r><w:t>旧い位置</w:t></w:r></w:moveFrom>')
+    )
+    p.add_run("とする。")
+    p._p.append(parse_xml(f'<w:r {_NS}><w:footnoteReference w:id="2"/></w:r>'))
+    box = (
+        f'<w:r {_NS}><mc:AlternateContent><mc:Choice Requires="wps"><w:drawing><w:txbxContent>'
+        "<w:p><w:r><w:t>枠の中の注意書きです。</w:t></w:r></w:p></w:txbxContent></w:drawing></mc:Choice>"
+        "<mc:Fallback><w:pict><w:txbxContent><w:p><w:r><w:t>枠の中の注意書きです。</w:t></w:r></w:p>"
+        "</w:txbxContent></w:pict></mc:Fallback></mc:AlternateContent></w:r>"
+    )
+    d.add_paragraph("図：")._p.append(parse_xml(box))
+    body = d.element.body
+    control = f"<w:sdt {_NS}><w:sdtContent><w:p><w:r><w:t>申請者欄の説明です。</w:t></w:r></w:p></w:sdtContent></w:sdt>"
+    body.insert(len(body) - 1, parse_xml(control))
+    table = d.add_table(rows=2, cols=2)
+    table.cell(0, 0).text, table.cell(0, 1).text, table.cell(1, 0).text = "項目", "内容", "地域別"
+    inner = table.cell(1, 1).add_table(rows=1, cols=2)
+    inner.cell(0, 0).text, inner.cell(0, 1).text = "東京", "一万円"
+    raw = io.BytesIO()
+    d.save(raw)
+    notes = (
+        f'<w:footnotes {_NS}><w:footnote w:type="separator" w:id="0"><w:p><w:r><w:t>区切り線</w:t></w:r></w:p>'
+        '</w:footnote><w:footnote w:id="2"><w:p><w:r><w:t>祝日の場合は翌営業日とする。</w:t></w:r></w:p>'
+        "</w:footnote></w:footnotes>"
+    )
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(raw.getvalue())) as src, zipfile.ZipFile(out, "w") as dst:
+        for item in src.infolist():
+            dst.writestr(item, src.read(item.filename))
+        dst.writestr("word/footnotes.xml", notes)
+    return out.getvalue()
+
+
+def test_text_word_shows_is_read_inserted_boxed_controlled_nested_and_footnoted() -> None:
+    """Tracked insertions, text boxes, content controls, nested tables and footnotes were dropped
+    silently (``支払期限は三十日以内とする。`` read as ``支払期限はとする。``)."""
+    text = load_docx(_with_hidden_parts(), "memo.docx").text
+    assert "支払期限は三十日以内とする。[^2]" in text
+    assert "六十日以内" not in text and "旧い位置" not in text  # deleted and moved away
+    assert text.count("枠の中の注意書きです。") == 1  # the drawing's copy, not its fallback too
+    assert text.index("図：") < text.index("枠の中の注意書きです。")
+    assert "申請者欄の説明です。" in text
+    assert "| 地域別 | 東京 一万円 |" in text
+    assert text.rstrip().endswith("[^2] 祝日の場合は翌営業日とする。") and "区切り線" not in text

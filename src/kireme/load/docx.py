@@ -81,8 +81,9 @@ def load_docx(data: bytes, id: str) -> Document:
     _check_budget(data, id)
     try:
         document = docx.Document(io.BytesIO(data))
-        items = list(document.iter_inner_content())
+        items = list(_body_items(document.element.body, document._body))
         core_title = (document.core_properties.title or "").strip()
+        notes = _footnotes(data)
     except Exception as exc:  # zip, XML, missing-part and content-type errors all mean "not readable"
         raise LoadError(id, f"not a readable .docx file ({_one_line(exc)})") from None
 
@@ -98,18 +99,8 @@ def load_docx(data: bytes, id: str) -> Document:
             list_lines.clear()
             list_state.clear()
 
-    for item in items:
-        if isinstance(item, Table):
-            end_list()
-            rows = _table_rows(item)
-            if rows:
-                tables += 1
-                md = pipe_table(rows)
-                blocks.append((md, [(0, len(md), f"table {tables}")]))
-            continue
-        lines = _lines(item.text)
-        if not lines:
-            continue
+    def add_paragraph(item: Any, lines: list[str]) -> None:
+        nonlocal title
         kind, level = _paragraph_kind(item)
         if kind == "heading":
             end_list()
@@ -124,7 +115,31 @@ def load_docx(data: bytes, id: str) -> Document:
         else:
             end_list()
             blocks.append(("\n".join(escape_line(line) for line in lines), []))
+
+    cited: list[str] = []  # footnote ids in the order the text cites them
+    for item in items:
+        if isinstance(item, Table):
+            end_list()
+            rows = _table_rows(item)
+            if rows:
+                tables += 1
+                md = pipe_table(rows)
+                blocks.append((md, [(0, len(md), f"table {tables}")]))
+            continue
+        text, boxes = _paragraph_text(item._p, cited)
+        lines = _lines(text)
+        if lines:
+            add_paragraph(item, lines)
+        for box in boxes:  # a text box's paragraphs, after the paragraph that anchors it
+            box_lines = _lines(box)
+            if box_lines:
+                end_list()
+                blocks.append(("\n".join(escape_line(line) for line in box_lines), []))
     end_list()
+    for note_id in cited:  # the footnotes the text cites, at the end, each after its mark
+        note = _lines(notes.get(note_id, ""))
+        if note:
+            blocks.append((escape_line(f"[^{note_id}] " + " ".join(note)), []))
 
     text, spans = join_blocks(blocks)
     metadata: dict[str, Any] = {
@@ -216,12 +231,102 @@ def _list_item(state: list[tuple[int, int, str]], kind: str, level: int, lines: 
 
 
 def _table_rows(table: Any) -> list[list[str]]:
-    """Cell texts per grid position; merged cells repeat their text (python-docx returns them so)."""
+    """Cell texts per grid position; merged cells repeat their text (python-docx returns them so). A
+    cell's text is all of it: its paragraphs, inserted text, content controls and nested tables, each
+    part a space apart."""
     rows: list[list[str]] = []
     for row in table.rows:
         try:
-            cells = [cell.text for cell in row.cells]
+            cells = [_cell_text(cell._tc) for cell in row.cells]
         except Exception:  # an inconsistent grid: read the row's own cells
-            cells = ["".join(t.text or "" for t in tc.iter(f"{_W}t")) for tc in row._tr.tc_lst]
+            cells = [_cell_text(tc) for tc in row._tr.tc_lst]
         rows.append([_INLINE_WS.sub(" ", c.replace("\n", " ")).strip() for c in cells])
     return [r for r in rows if r] if any(rows) else []
+
+
+# --- text python-docx's ``.text`` leaves out --------------------------------------------------------------
+
+_MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
+_TEXT_BOX = f"{_W}txbxContent"
+# what a run holds that reads as text; a deleted run's text is w:delText (left out), a field's code
+# w:instrText (left out: its result is in w:t)
+# what Word does not show: deleted and moved-away runs (their text may be w:t), a drawing's VML copy
+_NOT_SHOWN = frozenset((f"{_W}del", f"{_W}moveFrom", f"{_MC}Fallback", f"{_W}instrText", f"{_W}delText"))
+_RUN_TEXT = {f"{_W}t": None, f"{_W}tab": "\t", f"{_W}br": "\n", f"{_W}cr": "\n", f"{_W}noBreakHyphen": "-"}
+
+
+def _body_items(container: Any, parent: Any) -> Any:
+    """The paragraphs and tables of a body in order, those inside block-level content controls
+    (``w:sdt``: forms, templates) included, which python-docx's ``iter_inner_content`` skips."""
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    for child in container.iterchildren():
+        if child.tag == f"{_W}p":
+            yield Paragraph(child, parent)
+        elif child.tag == f"{_W}tbl":
+            yield Table(child, parent)
+        elif child.tag == f"{_W}sdt":
+            content = child.find(f"{_W}sdtContent")
+            if content is not None:
+                yield from _body_items(content, parent)
+
+
+def _paragraph_text(p: Any, cited: list[str] | None = None) -> tuple[str, list[str]]:
+    """A paragraph's text as Word shows it — inserted text (``w:ins``, tracked changes) included, deleted
+    and moved-away text left out, a footnote's mark as ``[^N]`` (its id added to ``cited``) — and the
+    texts of the text boxes anchored in it (one copy: a box given twice, as a drawing and as its VML
+    fallback, is read from the drawing)."""
+    parts: list[str] = []
+    boxes: list[str] = []
+
+    def walk(el: Any) -> None:
+        for child in el.iterchildren():
+            tag = child.tag
+            if tag == _TEXT_BOX:
+                boxes.append("\n".join(_paragraph_text(q, cited)[0] for q in child.iterchildren(f"{_W}p")))
+            elif tag in _NOT_SHOWN:
+                continue
+            elif tag in _RUN_TEXT:
+                fixed = _RUN_TEXT[tag]
+                parts.append(child.text or "" if fixed is None else fixed)
+            elif tag == f"{_W}footnoteReference":
+                note_id = child.get(f"{_W}id") or ""
+                parts.append(f"[^{note_id}]")
+                if cited is not None and note_id not in cited:
+                    cited.append(note_id)
+            else:
+                walk(child)
+
+    walk(p)
+    return "".join(parts), boxes
+
+
+def _cell_text(tc: Any) -> str:
+    """Everything a table cell shows, its paragraphs (and nested tables' paragraphs) a space apart."""
+    texts: list[str] = []
+    for p in tc.iter(f"{_W}p"):
+        if any(a.tag == _TEXT_BOX for a in p.iterancestors()):
+            continue  # read with the paragraph that anchors the box
+        text, boxes = _paragraph_text(p)
+        texts.extend([text, *boxes])
+    return " ".join(t for t in texts if t.strip())
+
+
+def _footnotes(data: bytes) -> dict[str, str]:
+    """The footnotes' texts by id (``word/footnotes.xml``; the separator notes left out)."""
+    from lxml import etree
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            raw = archive.read("word/footnotes.xml")
+    except KeyError:
+        return {}
+    root = etree.fromstring(raw, etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False))
+    notes: dict[str, str] = {}
+    for note in root.iter(f"{_W}footnote"):
+        if note.get(f"{_W}type") in ("separator", "continuationSeparator", "continuationNotice"):
+            continue
+        text = " ".join(_paragraph_text(p)[0] for p in note.iter(f"{_W}p"))
+        notes[note.get(f"{_W}id") or ""] = text
+    return notes
