@@ -227,3 +227,25 @@ def test_default_embedder_finds_the_topic_change_in_japanese() -> None:
     analysis = chunker.analyze(maintenance + cooking)
     assert int(np.argmax(analysis.distances)) == 2
     assert texts(chunker.chunk(maintenance + cooking)) == [maintenance, cooking]
+
+
+def test_a_topic_cut_never_leaves_a_heading_at_the_end_of_a_chunk() -> None:
+    """A heading is a sentence unit of its own and often unlike the text before it: topic cuts fell right
+    after it, so ``## 猫の世話`` ended one chunk (or was one) and its text began the next."""
+    from kireme import Document
+    from kireme.text.headings import is_heading_line
+
+    sections = {
+        "猫の世話": "猫には朝と夜に餌をやる。水は毎日替える。爪とぎは週に一度確かめる。",
+        "お金の話": "家計簿は月末に締める。固定費は年に一度見直す。貯金は給料日に先に分ける。",
+        "庭の手入れ": "芝は春と秋に刈る。雑草は雨の翌日に抜く。肥料は三月に撒く。",
+        "車の点検": "タイヤの空気圧は月に一度測る。オイルは半年ごとに替える。",
+    }
+    text = "# 暮らしの覚え書き\n\n" + "\n\n".join(f"## {h}\n\n{body}" for h, body in sections.items())
+    doc = Document(text, metadata={"format": "markdown"})
+    for threshold in ("auto:otsu", "percentile:80", "auto"):
+        chunker = SemanticChunker(similarity="bigram", threshold=threshold, max_size=150)
+        chunks = chunker.chunk(doc)
+        check_invariants(doc, chunks, max_size=150, chunker=chunker)
+        for c in chunks:
+            assert not is_heading_line(c.text.rstrip().splitlines()[-1]), (threshold, c.text)

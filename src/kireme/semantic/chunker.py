@@ -77,6 +77,24 @@ def topic_cuts(rule: Threshold, distances: np.ndarray, vectors: np.ndarray | Non
     return kernel_segment(vectors, scale=rule.penalty_scale).cuts, float("inf")
 
 
+def _before_headings(text: str, cuts: list[int]) -> list[int]:
+    """Topic cuts moved before the heading lines right above them: a heading is a sentence unit of its
+    own, often unlike the text before it, and a cut after it left it at the end of a chunk (or alone)
+    while the text it titles began the next one."""
+    from kireme.text.headings import ends_with_heading
+
+    moved: list[int] = []
+    for cut in cuts:
+        while cut > 0 and ends_with_heading(text, cut):
+            end = cut
+            while end > 0 and text[end - 1].isspace():
+                end -= 1
+            cut = text.rfind("\n", 0, end) + 1  # the heading line's start
+        if cut > 0 and (not moved or moved[-1] != cut):
+            moved.append(cut)
+    return sorted(set(moved))
+
+
 def _buffers(value: object) -> tuple[int, ...]:
     """``3``, ``(2, 3, 4)`` or ``"2,3,4"`` -> a tuple of positive window widths."""
     items: Sequence[Any] = (
@@ -299,8 +317,9 @@ class SemanticChunker(Chunker):
         positions = analysis.gap_positions
         distances = analysis.distances.tolist()
         by_position = dict(zip(positions, distances, strict=True))
+        topics = _before_headings(doc.text, [positions[i] for i in analysis.cut_gaps])
         levels: list[Level] = [
-            PositionLevel([positions[i] for i in analysis.cut_gaps], "topic"),
+            PositionLevel(topics, "topic"),
             _GapLevel(positions, distances, 0.25, "top quarter"),
             _GapLevel(positions, distances, 0.5, "top half"),
             _GapLevel(positions, distances, 1.0, "any unit gap"),
