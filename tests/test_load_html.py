@@ -257,3 +257,18 @@ def test_blocks_inside_a_table_cell_are_not_glued() -> None:
     text = load_html(page.encode("utf-8"), "t.html").text
     assert "| 基本 | apple pear |" in text and "| 上位 | first para. Second para. |" in text
     assert "内側A 内側B" in text
+
+
+def test_header_rows_of_a_table_become_one_header_that_names_every_column() -> None:
+    """A second header row (``通常``/``延長`` under a ``期間`` spanning both) was passed as a data row, and
+    only the first (``期間 | 期間``) went with the rows: their pieces could not tell the two apart."""
+    page = """<html><body><table><thead>
+<tr><th rowspan="2">区分</th><th colspan="2">期間</th><th rowspan="2">備考</th></tr>
+<tr><th>通常</th><th>延長</th></tr></thead>
+<tbody><tr><td>営業部</td><td>3日</td><td>5日</td><td>繁忙期を除く</td></tr></tbody></table></body></html>"""
+    text = load_html(page.encode("utf-8"), "t.html").text
+    assert text.splitlines()[:3] == [
+        "| 区分 | 期間 通常 | 期間 延長 | 備考 |",
+        "| --- | --- | --- | --- |",
+        "| 営業部 | 3日 | 5日 | 繁忙期を除く |",
+    ]

@@ -663,7 +663,11 @@ def _table_rows(table: Any) -> list[list[str]]:
             {"thead": head, "tbody": body, "tfoot": foot}[tag].extend(rows)
     grid: list[list[str]] = []
     carry: dict[int, tuple[str, int]] = {}  # column -> (text, rows still covered) from a rowspan
-    for tr in head + body + foot:
+    rows_in_order = head + body + foot
+    header_rows = len(head) or next(
+        (i for i, tr in enumerate(rows_in_order) if any(_tag(c) == "td" for c in tr)), len(rows_in_order)
+    )
+    for tr in rows_in_order:
         row: list[str] = []
         cells = [c for c in tr if _tag(c) in ("td", "th")]
         col = 0
@@ -684,7 +688,25 @@ def _table_rows(table: Any) -> list[list[str]]:
             col += 1
         if row:
             grid.append(row)
+    if header_rows > 1 and len(grid) > header_rows:
+        return [_merged_header(grid[:header_rows]), *grid[header_rows:]]
     return grid
+
+
+def _merged_header(rows: list[list[str]]) -> list[str]:
+    """Header rows of a table as one (a pipe table has one header row): each column's distinct texts top
+    to bottom, a space apart (``期間`` over ``通常`` and ``延長``: ``期間 通常``, ``期間 延長``), so every
+    row passed with the header says which column is which."""
+    width = max(len(r) for r in rows)
+    merged: list[str] = []
+    for col in range(width):
+        parts: list[str] = []
+        for row in rows:
+            text = row[col] if col < len(row) else ""
+            if text and text not in parts:
+                parts.append(text)
+        merged.append(" ".join(parts))
+    return merged
 
 
 def _take(carry: dict[int, tuple[str, int]], col: int) -> str:
