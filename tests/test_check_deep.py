@@ -210,3 +210,32 @@ def test_an_index_of_no_chunks_is_healthy(tmp_path: Path) -> None:
         assert code == 0, report
     assert _search(runner, db, "宿泊費", "bm25").exit_code == 0
     assert _check(runner, db)[0] == 0  # a search did not find the cache damaged and rebuild it
+
+
+def test_a_search_racing_an_index_commit_is_not_told_the_index_is_damaged(tmp_path: Path) -> None:
+    """A searcher reads the manifest when it opens and the store when it searches; a writer that commits
+    new versions in between (the manifest's entry and kept text first) made its hits, rows of the old
+    versions, look "changed inside the store": a healthy index was called damaged (1 search in 40 while
+    ``kireme index`` ran). The hits are checked against the texts of the searcher's own versions."""
+    import dataclasses
+
+    from kireme.index.manifest import Manifest
+    from kireme.index.search import Searcher
+
+    _, db, _ = _index(tmp_path, "lancedb")
+    searcher = Searcher(db)
+    try:
+        hits = searcher.search("宿泊費の上限", 5, "bm25")
+        assert hits
+        manifest = Manifest(db / "manifest.sqlite")  # the writer's commit, as far as the manifest goes
+        try:
+            for doc_id, entry in manifest.documents().items():
+                newer = dataclasses.replace(entry, content_hash="0" * 64)
+                manifest.put(newer)
+                manifest.put_text(doc_id, newer.content_hash, "追記の段落です。\n\n" + "本文" * 500)
+        finally:
+            manifest.close()
+        for mode in ("bm25", "dense", "hybrid"):
+            assert searcher.search("宿泊費の上限", 5, mode)  # its own snapshot's rows: not refused
+    finally:
+        searcher.close()

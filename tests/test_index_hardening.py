@@ -389,8 +389,10 @@ def test_a_busy_chroma_database_is_tried_again_before_the_search_effort_is_given
 # ------------------------------------------------------------------------------------ damaged pieces
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "pages"])
 def test_a_damaged_manifest_is_one_error_naming_it_and_what_to_run(tmp_path: Path, damage: str) -> None:
+    """``pages``: the header intact, pages after it overwritten: the snapshot's COMMIT raised over the read's
+    own error, and every search printed a traceback."""
     from kireme.errors import IndexDamagedError
     from kireme.index.search import Searcher
 
@@ -402,7 +404,10 @@ def test_a_damaged_manifest_is_one_error_naming_it_and_what_to_run(tmp_path: Pat
     manifest.close()
     path = db / "manifest.sqlite"
     data = path.read_bytes()
-    path.write_bytes(os.urandom(4096) if damage == "garbage" else data[: len(data) // 2])
+    if damage == "pages":
+        path.write_bytes(data[:4096] + os.urandom(4096) + data[8192:])
+    else:
+        path.write_bytes(os.urandom(4096) if damage == "garbage" else data[: len(data) // 2])
     for leftover in db.glob("manifest.sqlite-*"):
         leftover.unlink()
     with pytest.raises(

@@ -7,12 +7,13 @@ document whose rows are complete, and rows without an entry are leftovers that t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -306,18 +307,29 @@ class Manifest:
             return None
         return str(row[0])
 
-    def kept_slices(self, spans: Iterable[tuple[str, int, int]]) -> list[str | None]:
+    def kept_slices(
+        self, spans: Iterable[tuple[str, int, int]], hashes: Mapping[str, str] | None = None
+    ) -> list[str | None]:
         """``text[start:end]`` of each ``(doc_id, start, end)`` from the document text kept for its current
         entry (`put_text`), ``None`` where none is kept: what a stored row's text must be. SQLite's
-        ``substr`` counts characters as Python does, and only the slice leaves the database."""
+        ``substr`` counts characters as Python does, and only the slice leaves the database.
+
+        ``hashes``: the content hash each document had when the caller read the index (a searcher's
+        snapshot); a text kept for another version (committed since by a writer) is ``None``, not a
+        mismatch — the caller's rows are of its own snapshot."""
         query = (
             "SELECT substr(t.text, ?, ?) FROM texts t JOIN documents d "
             "ON d.doc_id = t.doc_id AND d.content_hash = t.content_hash WHERE t.doc_id = ?"
         )
+        of_version = "SELECT substr(text, ?, ?) FROM texts WHERE doc_id = ? AND content_hash = ?"
         out: list[str | None] = []
         try:
             for doc_id, start, end in spans:
-                row = self._db.execute(query, (start + 1, max(0, end - start), to_stored(doc_id))).fetchone()
+                args: tuple[Any, ...] = (start + 1, max(0, end - start), to_stored(doc_id))
+                if hashes is not None:
+                    row = self._db.execute(of_version, (*args, hashes.get(doc_id, ""))).fetchone()
+                else:
+                    row = self._db.execute(query, args).fetchone()
                 out.append(str(row[0]) if row else None)
         except sqlite3.DatabaseError:
             return [None for _ in out]
@@ -330,7 +342,11 @@ class Manifest:
         try:
             return self.meta(), self.documents()
         finally:
-            self._db.execute("COMMIT")
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.DatabaseError:  # a damaged file: the read's own error (raised) says so
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
 
     def replace_all(self, entries: Iterable[DocumentEntry], meta: dict[str, Any]) -> None:
         """Replace every entry and set ``meta``, in one transaction: readers see the old or the new."""

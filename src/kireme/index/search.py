@@ -129,6 +129,8 @@ class Searcher:
         # Only documents the manifest names are committed: rows of others are leftovers of a killed
         # run (or of a run still writing) and are never returned.
         self.documents: set[str] = set(entries)
+        # each document's version in this snapshot: a hit is checked against the text of that version
+        self._versions: dict[str, str] = {doc_id: e.content_hash for doc_id, e in entries.items()}
         self.keywords: str = recorded_keywords(meta)
         self.generation = keyword_generation(entries, self.store_dir, self.keywords)
         try:
@@ -265,7 +267,9 @@ class Searcher:
             return
         manifest = Manifest(self.db / "manifest.sqlite")
         try:
-            kept = manifest.kept_slices((h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in hits)
+            kept = manifest.kept_slices(
+                ((h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in hits), self._versions
+            )
         finally:
             manifest.close()
         for hit, text in zip(hits, kept, strict=True):
