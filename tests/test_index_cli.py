@@ -800,3 +800,25 @@ def test_a_file_indexed_under_another_spelling_of_its_path_is_warned_about(tmp_p
     warnings = [line for line in second.stderr.splitlines() if "already indexed as" in line]
     assert len(warnings) == 2 and all("index twice" in w for w in warnings), second.stderr
     assert any(w.endswith("--prune, it removes what the other spelling added)") for w in warnings)
+
+
+def test_re_chunking_unchanged_files_under_other_settings_is_said(tmp_path: Path) -> None:
+    """``kireme index docs --max-size 40`` then ``kireme index docs``: every document was re-chunked (and,
+    with the model, re-embedded) at the default size without a word; the index does not remember them."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"規程{i}.txt").write_text(
+            f"第{i}条 宿泊費は一泊一万円とする。日当は二千円とする。", encoding="utf-8"
+        )
+    env, db = clean_env(tmp_path), tmp_path / "db"
+    assert (
+        kireme(
+            "index", str(folder), "--db", str(db), "--embedder", "hash", "--max-size", "40", env=env
+        ).returncode
+        == 0
+    )
+    again = kireme("index", str(folder), "--db", str(db), env=env)
+    assert again.returncode == 0 and "3 document(s) re-chunked although unchanged" in again.stderr
+    same = kireme("index", str(folder), "--db", str(db), env=env)
+    assert "re-chunked" not in same.stderr and "3 unchanged" in same.stderr

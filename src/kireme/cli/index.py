@@ -482,6 +482,13 @@ def index_command(
             searcher.close()
     for message in summary.errors:
         click.echo(f"kireme: error: {message}", err=True)
+    if summary.rechunked:
+        click.echo(
+            f"kireme: {summary.rechunked} document(s) re-chunked although unchanged: the chunking settings "
+            "(--strategy, --max-size, --unit, --context...) differ from those they were indexed with; pass "
+            "the same options to keep their chunks (the index does not remember them)",
+            err=True,
+        )
     for path, other in _indexed_twice(db, added):
         click.echo(
             f"kireme: warning: {path.as_posix()} is the file already indexed as {other}: its chunks are now in "

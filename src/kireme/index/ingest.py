@@ -84,10 +84,13 @@ class IngestSummary:
     texts_embedded: int = 0
     errors: list[str] = field(default_factory=list)
     contextualize: ContextStats | None = None  # with a Contextualizer: what it asked and found
+    # of ``updated``: documents whose content is unchanged, re-chunked because the settings differ
+    rechunked: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out.pop("errors")
+        out.pop("rechunked")  # said in a message; the JSON line keeps its fields
         if out["contextualize"] is None:
             out.pop("contextualize")
         return out
@@ -526,6 +529,8 @@ class Ingestor:
                 self.entries[doc.id] = replace(entry, size=size, mtime_ns=mtime_ns)
                 self.manifest.put(self.entries[doc.id])
             return "unchanged"
+        if entry is not None and entry.content_hash == doc.sha256:
+            self.summary.rechunked += 1  # the same text under other chunking settings
         chunks = list(chunks) if chunks is not None else self.chunker.chunk(doc)
         texts = [c.embed_text for c in chunks]
         if self.limit is not None:
