@@ -822,3 +822,18 @@ def test_re_chunking_unchanged_files_under_other_settings_is_said(tmp_path: Path
     assert again.returncode == 0 and "3 document(s) re-chunked although unchanged" in again.stderr
     same = kireme("index", str(folder), "--db", str(db), env=env)
     assert "re-chunked" not in same.stderr and "3 unchanged" in same.stderr
+
+
+def test_indexed_files_that_are_gone_are_said_until_pruned(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(2):
+        (folder / f"規程{i}.txt").write_text(f"第{i}条 宿泊費は一泊一万円とする。", encoding="utf-8")
+    env, db = clean_env(tmp_path), tmp_path / "db"
+    assert kireme("index", str(folder), "--db", str(db), "--embedder", "hash", env=env).returncode == 0
+    (folder / "規程1.txt").unlink()
+    kept = kireme("index", str(folder), "--db", str(db), env=env)
+    assert "1 indexed file(s) under the given folders no longer exist" in kept.stderr
+    assert "規程1.txt" in kept.stderr and "--prune" in kept.stderr
+    pruned = kireme("index", str(folder), "--db", str(db), "--prune", env=env)
+    assert "no longer exist" not in pruned.stderr and "1 removed" in pruned.stderr

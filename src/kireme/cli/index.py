@@ -418,6 +418,7 @@ def index_command(
         )
         summary, replacing = ingestor.summary, ingestor.replacing
         added: list[Path] = []
+        vanished: list[str] = []
 
         def done(path: Path, outcome: str) -> None:
             files_row.advance()
@@ -438,6 +439,8 @@ def index_command(
             )
             if prune:
                 ingestor.prune([Path(p) for p in paths if p != "-"])
+            else:
+                vanished = ingestor.missing([Path(p) for p in paths if p != "-"])
     except Interrupted as exc:  # the with-blocks closed the index and the display: say what was kept
         _interrupted(exc, summary, db)
     except (IndexBusyError, IndexMismatchError) as exc:
@@ -482,6 +485,12 @@ def index_command(
             searcher.close()
     for message in summary.errors:
         click.echo(f"kireme: error: {message}", err=True)
+    if vanished:
+        click.echo(
+            f"kireme: {len(vanished)} indexed file(s) under the given folders no longer exist (e.g. "
+            f"{vanished[0]}): they are still searched; run again with --prune to remove them",
+            err=True,
+        )
     if summary.rechunked:
         click.echo(
             f"kireme: {summary.rechunked} document(s) re-chunked although unchanged: the chunking settings "

@@ -651,6 +651,21 @@ class Ingestor:
         """Documents this run did not get to (``--fail-fast``): `prune` must not take them for deleted."""
         self._seen.update(doc_ids)
 
+    def missing(self, roots: Sequence[Path]) -> list[str]:
+        """Documents not seen in this run that lie under one of ``roots`` (folders) and whose file is gone:
+        what ``prune`` would remove, for a run without it to say so."""
+        dirs = [r.resolve() for r in roots if r.is_dir()]
+        if not dirs:
+            return []
+        out = []
+        for doc_id in sorted(self.entries):
+            if doc_id in self._seen:
+                continue
+            path = Path(doc_id)
+            if not path.exists() and any(_under(path.resolve(), d) for d in dirs):
+                out.append(doc_id)
+        return out
+
     def prune(self, roots: Sequence[Path]) -> list[str]:
         """Remove documents not seen in this run whose file is gone or lies under one of ``roots``."""
         self.flush()
