@@ -837,3 +837,19 @@ def test_indexed_files_that_are_gone_are_said_until_pruned(tmp_path: Path) -> No
     assert "規程1.txt" in kept.stderr and "--prune" in kept.stderr
     pruned = kireme("index", str(folder), "--db", str(db), "--prune", env=env)
     assert "no longer exist" not in pruned.stderr and "1 removed" in pruned.stderr
+
+
+def test_an_interrupted_rebuild_says_the_index_is_as_it_was(capsys: pytest.CaptureFixture[str]) -> None:
+    """A rebuild is built beside the index and swapped in whole: interrupted, nothing of it is kept, yet
+    the line said "N document(s) committed ... run the same command again to continue from there"."""
+    from kireme.cli.index import _interrupted
+    from kireme.cli.interrupt import Interrupted
+    from kireme.index.ingest import IngestSummary
+
+    summary = IngestSummary(added=261)
+    with pytest.raises(SystemExit) as stopped:
+        _interrupted(Interrupted(signal.SIGINT), summary, Path("db"), staged=True)
+    assert stopped.value.code == 130
+    said = capsys.readouterr().err
+    assert "being built beside db, which is as it was" in said and "starts the build over" in said
+    assert "continue from there" not in said

@@ -309,7 +309,7 @@ def index_command(
 ) -> None:
     """Chunk, embed and store files in an index (incremental: unchanged files cost nothing)."""
     from kireme.index.embedders import cached, make_index_embedder, token_limit
-    from kireme.index.ingest import Ingestor, ingest_paths, recorded_embedder
+    from kireme.index.ingest import Ingestor, IngestSummary, ingest_paths, recorded_embedder
 
     given = locals()
     stray = [name for name in (*CONTEXT_OPTIONS, "chat_base_url") if given[name] is not None]
@@ -400,6 +400,8 @@ def index_command(
         else None
     )
     replacing: list[str] = []  # documents out of the index while the batch in flight commits
+    summary = IngestSummary()  # until the ingestor has its own
+    ingestor: Ingestor | None = None
     try:
         ingestor = Ingestor(
             db,
@@ -442,7 +444,7 @@ def index_command(
             else:
                 vanished = ingestor.missing([Path(p) for p in paths if p != "-"])
     except Interrupted as exc:  # the with-blocks closed the index and the display: say what was kept
-        _interrupted(exc, summary, db)
+        _interrupted(exc, summary, db, staged=ingestor is not None and ingestor.staged)
     except (IndexBusyError, IndexMismatchError) as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
@@ -598,8 +600,16 @@ def _folder_size(folder: Path) -> str:
     return shown_size(total)
 
 
-def _interrupted(exc: Interrupted, summary: IngestSummary, db: Path) -> NoReturn:
-    """After Ctrl-C or SIGTERM: one line on what this run committed (kept), then exit 130 or 143."""
+def _interrupted(exc: Interrupted, summary: IngestSummary, db: Path, staged: bool = False) -> NoReturn:
+    """After Ctrl-C or SIGTERM: one line on what this run committed (kept), then exit 130 or 143. A
+    rebuild or re-embed (``staged``) keeps nothing: it is built beside the index and swapped in whole."""
+    if staged:
+        click.echo(
+            f"kireme: interrupted: the new index was being built beside {db}, which is as it was; running "
+            "the same command again starts the build over (the embedding cache keeps what was embedded)",
+            err=True,
+        )
+        sys.exit(exc.exit_code)
     kept = summary.added + summary.updated
     click.echo(
         f"kireme: interrupted: {kept} document(s) committed to {db} by this run are kept; run the same "

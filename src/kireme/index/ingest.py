@@ -264,6 +264,12 @@ class Ingestor:
             finally:
                 self._lock.__exit__()
 
+    @property
+    def staged(self) -> bool:
+        """Whether this run builds a new index beside the old one (a rebuild or a re-embed): interrupted,
+        nothing of it is kept and the old index stays as it was."""
+        return getattr(self, "_staging", None) is not None
+
     def _open(self) -> None:
         self._staging: str | None = None
         self._published = False  # a staged re-embed or rebuild became the index
