@@ -434,3 +434,16 @@ def test_a_killed_run_shows_only_whole_documents_and_the_next_run_finishes(
     assert code == 0 and "healthy" in out, out
     rows = every_chunk(db)
     assert len({c.doc_id for c in rows}) == FILES and len(rows) == len({c.id for c in rows})
+
+
+def test_a_local_qdrant_store_that_cannot_be_read_names_the_rebuild(tmp_path: Path) -> None:
+    """Truncated Qdrant files gave only "…/qdrant cannot be opened (JSONDecodeError…)" in search, check
+    and index alike, though ``kireme index --rebuild`` heals it."""
+    pytest.importorskip("qdrant_client", reason="the qdrant extra is not installed")
+    docs, db = write_docs(tmp_path / "docs"), tmp_path / "db"
+    index(docs, db, "--store", "qdrant", "--embedder", "hash:64")
+    meta = db / "qdrant" / "meta.json"
+    meta.write_bytes(meta.read_bytes()[:20])
+    code, out = run("search", "paid leave", "--db", str(db))
+    assert code != 0 and "cannot be opened" in out and "kireme index --rebuild PATH..." in out, out
+    assert "Traceback" not in out

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from kireme.errors import MissingExtraError, StoreError
+from kireme.errors import MissingExtraError, StoreError, rebuild_hint
 from kireme.index.ann import AnnMode
 from kireme.index.names import from_stored, json_text, stored_filter, to_stored
 from kireme.index.servers import (
@@ -186,7 +186,7 @@ class MilvusStore:
                     "; milvus-lite lets one process at a time open it: stop the other kireme process "
                     "(serve, index, search) or use a Milvus server (--store-uri http://host:19530)"
                     if locked
-                    else ""
+                    else "; if its files are damaged, " + rebuild_hint(os.path.dirname(self.path))
                 )
             ) from None
         finally:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from kireme.errors import MissingExtraError, StoreError
+from kireme.errors import MissingExtraError, StoreError, rebuild_hint
 from kireme.index.ann import AnnMode
 from kireme.index.names import from_stored, json_text, stored_filter, to_stored
 from kireme.index.servers import (
@@ -152,7 +152,8 @@ class QdrantStore:
                     "stop the other kireme process (serve, index, search) or use a Qdrant server "
                     "(--store-uri http://host:6333)"
                     if locked
-                    else f" ({type(exc).__name__}: {why[:300]})"
+                    else f" ({type(exc).__name__}: {why[:300]}); if its files are damaged, "
+                    + rebuild_hint(os.path.dirname(self.path))
                 )
             ) from None
 
