@@ -74,13 +74,25 @@ SEMANTIC_DEFAULTS: dict[str, Any] = {
 }
 
 
+def _options_of(cls: type[Chunker]) -> frozenset[str]:
+    """The fields a strategy class takes as options (worked out once per class: `chunk` builds a chunker
+    per call)."""
+    known = _OPTIONS.get(cls)
+    if known is None:
+        known = _OPTIONS[cls] = frozenset(f.name for f in dataclasses.fields(cls) if f.init)
+    return known
+
+
+_OPTIONS: dict[type[Chunker], frozenset[str]] = {}
+
+
 def make_chunker(strategy: str = "recursive", **options: Any) -> Chunker:
     """A chunker by strategy name; options are the strategy class's fields."""
     try:
         cls = STRATEGIES[strategy]
     except KeyError:
         raise ConfigError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}") from None
-    known = {f.name for f in dataclasses.fields(cls) if f.init}
+    known = _options_of(cls)
     unknown = sorted(set(options) - known)
     if unknown:
         listed = ", ".join(sorted(known))

@@ -52,6 +52,7 @@ from kireme.load.registry import walked_suffixes
 if TYPE_CHECKING:
     from kireme.index.contextualize import Contextualizer
     from kireme.index.ingest import IngestSummary, Prepare
+    from kireme.index.manifest import DocumentEntry
     from kireme.index.search import Searcher
 
 EXIT_PARTIAL = 3
@@ -500,7 +501,7 @@ def index_command(
             "the same options to keep their chunks (the index does not remember them)",
             err=True,
         )
-    for path, other in _indexed_twice(db, added):
+    for path, other in _indexed_twice(ingestor.entries if ingestor is not None else {}, added):
         click.echo(
             f"kireme: warning: {path.as_posix()} is the file already indexed as {other}: its chunks are now in "
             "the index twice (a document is named by its path as given); index with one spelling of the "
@@ -521,19 +522,12 @@ def index_command(
         sys.exit(EXIT_PARTIAL)
 
 
-def _indexed_twice(db: Path, added: Sequence[Path]) -> list[tuple[Path, str]]:
+def _indexed_twice(entries: Mapping[str, DocumentEntry], added: Sequence[Path]) -> list[tuple[Path, str]]:
     """Files this run added that the index already held under another spelling of their path
     (``docs/a.md`` and ``/home/me/docs/a.md``): same content, and the other entry's source is the same
-    file on disk."""
+    file on disk. ``entries``: the index's entries after the run (the ingestor's, as committed)."""
     if not added:
         return []
-    from kireme.index.manifest import Manifest
-
-    manifest = Manifest(db / "manifest.sqlite")
-    try:
-        entries = manifest.documents()
-    finally:
-        manifest.close()
     by_content: dict[str, list[str]] = {}
     for doc_id, entry in entries.items():
         by_content.setdefault(entry.content_hash, []).append(doc_id)
