@@ -259,6 +259,19 @@ def test_blocks_inside_a_table_cell_are_not_glued() -> None:
     assert "内側A 内側B" in text
 
 
+def test_an_images_alt_text_is_not_glued_to_the_words_around_it() -> None:
+    page = """<html><body><main><p>Click <img src="g.png" alt="the gear icon">to open the settings.</p>
+<p><img src="s.png" alt="設定画面">設定を開きます。</p><p>Logo:<img src="l.png" alt="">done.</p></main></body></html>"""
+    text = load_html(page.encode("utf-8"), "i.html").text
+    assert text.splitlines() == [
+        "Click the gear icon to open the settings.",
+        "",
+        "設定画面 設定を開きます。",
+        "",
+        "Logo:done.",
+    ]
+
+
 def test_header_rows_of_a_table_become_one_header_that_names_every_column() -> None:
     """A second header row (``通常``/``延長`` under a ``期間`` spanning both) was passed as a data row, and
     only the first (``期間 | 期間``) went with the rows: their pieces could not tell the two apart."""

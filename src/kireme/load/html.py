@@ -476,8 +476,8 @@ def _inline_into(el: Any, buf: list[str], blocks: bool = False) -> None:
         return
     if tag == "img":
         alt = (el.get("alt") or "").strip()
-        if alt:
-            buf.append(alt)
+        if alt:  # a box of its own on the page: not glued to the words around it (``iconto``)
+            buf.append(f" {alt} ")
         return
     if tag in _CODE_INLINE:
         buf.append(_code_span(el.text_content() or ""))
