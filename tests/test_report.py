@@ -12,12 +12,15 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kireme import SemanticChunker
 from kireme.embed import KeywordEmbedder
 from kireme.errors import MissingExtraError
 from kireme.report import render_inspection_html, save_distance_plot
+from kireme.semantic.chunker import SemanticAnalysis
+from kireme.semantic.thresholds import Threshold
 
 TOPICS = {"a": ["ラーメン", "スープ"], "b": ["駅", "電車"]}
 TEXT = "ラーメンのスープ。スープが熱い。駅で電車を待つ。電車が来た。"
@@ -241,9 +244,65 @@ def test_the_printed_threshold_level_cuts_the_same_gaps() -> None:
 
     from kireme.cli.inspect import _shown_level
 
-    distances = [0.05, 0.091788, 0.0915, 0.2]
-    level = 0.091788 - 1e-9  # auto:depth's: just below the smallest distance it cuts
-    shown = _shown_level(level, SimpleNamespace(distances=distances))  # type: ignore[arg-type]
+    distances = np.array([0.05, 0.091788, 0.0915, 0.2])
+    level = 0.091788 - 2e-6  # auto:depth's: just below the smallest distance it cuts
+    analysis = SimpleNamespace(distances=distances, cut_gaps=[1, 3])
+    shown = _shown_level(level, analysis)  # type: ignore[arg-type]
     assert shown == "0.0917"
-    assert [d > float(shown) for d in distances] == [d > level for d in distances]
-    assert _shown_level(0.3, SimpleNamespace(distances=[0.05, 0.2])) == "0.300"  # type: ignore[arg-type]
+    assert Threshold.parse(f"absolute:{shown}").cuts(distances)[0] == [1, 3]
+    assert _shown_level(0.3, SimpleNamespace(distances=np.array([0.05, 0.2]), cut_gaps=[])) == "0.300"  # type: ignore[arg-type]
+
+
+def _analysis(distances: list[float], threshold: str) -> SemanticAnalysis:
+    """An analysis of made-up distances between one-character sentences (``a.b.c.``...)."""
+    d = np.array(distances)
+    text = "".join(f"{chr(97 + i)}。" for i in range(len(d) + 1))
+    units = [(2 * i, 2 * i + 2) for i in range(len(d) + 1)]
+    rule = Threshold.parse(threshold)
+    cut_gaps, level = rule.cuts(d)
+    return SemanticAnalysis(text, units, 1 - d, d, rule, level, cut_gaps, "made-up")
+
+
+def test_a_level_is_offered_only_where_it_gives_the_rules_own_cuts() -> None:
+    """`kireme inspect` offered ``absolute:<auto:depth's lowest cut>`` as the same cuts; depth cuts the
+    deepest dips, so gaps above that distance that are no dip were cut too (8 chunks for 4)."""
+    dip = _analysis([0.1, 0.5, 0.45, 0.1, 0.3, 0.1], "auto:depth")
+    assert dip.cut_gaps == [1, 4]  # 0.45 is above the lowest cut (0.3) but no peak of its own
+    assert dip.distance_level is None
+    page = page_data(render_inspection_html(dip, title="d"))
+    assert page["level"] is None
+    peaks = _analysis([0.1, 0.5, 0.1, 0.1, 0.3, 0.1], "auto:depth")
+    assert peaks.cut_gaps == [1, 4]
+    assert peaks.distance_level is not None
+    assert Threshold.parse(f"absolute:{peaks.distance_level!r}").cuts(peaks.distances)[0] == [1, 4]
+    assert _analysis([0.1, 0.2, 0.6], "gradient").distance_level is None
+
+
+def test_copies_of_one_sentence_are_not_cut_apart_by_rounding_noise() -> None:
+    """The distances between copies of one sentence are rounding noise (1e-16 to 1e-13): a rule relative
+    to the document's own distances cut off the last copy."""
+    noise = [3e-16, 2e-15, 0.0, 4e-14, 1e-15, 3e-16]
+    for rule in ("percentile:95", "stddev:1", "gradient:95", "auto:depth", "auto:otsu", "auto:gap"):
+        assert Threshold.parse(rule).cuts(np.array(noise))[0] == [], rule
+
+
+def test_inspect_marks_the_cuts_the_chunks_have_after_a_heading_moved_them(tmp_path: Path) -> None:
+    """A topic cut right after a heading line moves before the heading when chunking; `inspect` marked
+    it at its first place (and counted a cut the chunks do not have)."""
+    from click.testing import CliRunner
+
+    from kireme.cli import cli
+
+    path = tmp_path / "memo.txt"
+    path.write_text(
+        "議事録\n\n猫は魚が大好きです。猫は一日中よく寝ます。電車は朝に混雑します。\n", encoding="utf-8"
+    )
+    args = ["--similarity", "bigram", "--threshold", "absolute:0.9"]
+    rows = CliRunner().invoke(cli, ["inspect", str(path), "--format", "jsonl", *args])
+    assert rows.exit_code == 0, rows.output
+    marked = [json.loads(line) for line in rows.stdout.splitlines()]
+    assert [r["cut"] for r in marked] == [False, True, True]  # gap 0 is after the heading: no cut there
+    assert "2 topic cuts" in rows.stderr
+    chunks = CliRunner().invoke(cli, ["chunk", str(path), "-s", "semantic", "--format", "jsonl", *args])
+    starts = [json.loads(line)["start"] for line in chunks.stdout.splitlines()]
+    assert starts[1:] == [r["position"] for r in marked if r["cut"]]

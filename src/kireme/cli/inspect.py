@@ -6,6 +6,7 @@ import json
 import math
 import sys
 import unicodedata
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -179,7 +180,8 @@ def inspect_command(
 def _compare_rules(
     chunker: SemanticChunker, doc: Any, analysis: SemanticAnalysis
 ) -> dict[str, tuple[int, int, float]]:
-    """rule -> (topic cuts, chunks within the size limit, distance level)."""
+    """rule -> (topic cuts, chunks within the size limit, distance level: ``inf`` where no single level
+    gives the rule's cuts)."""
     out = {}
     rules = [str(analysis.threshold)] + [
         r
@@ -189,14 +191,14 @@ def _compare_rules(
     for rule in rules:
         other = chunker.with_threshold(analysis, Threshold.parse(rule))
         chunks = chunker.chunk_analysis(doc, other)
-        level = other.level if Threshold.parse(rule).kind != "gradient" else float("inf")
-        out[rule] = (len(other.cut_gaps), len(chunks), level)
+        level = other.distance_level
+        out[rule] = (len(other.applied_cut_gaps), len(chunks), float("inf") if level is None else level)
     return out
 
 
 def _write_jsonl(analysis: SemanticAnalysis) -> None:
     text, units = analysis.text, analysis.units
-    cuts = set(analysis.cut_gaps)
+    cuts = set(analysis.applied_cut_gaps)
     for i in range(len(units) - 1):
         row = {
             "i": i,
@@ -212,7 +214,7 @@ def _write_jsonl(analysis: SemanticAnalysis) -> None:
 
 def _write_table(name: str, analysis: SemanticAnalysis) -> None:
     text, units = analysis.text, analysis.units
-    cuts = set(analysis.cut_gaps)
+    cuts = set(analysis.applied_cut_gaps)
     write(
         f"{name}: {len(units)} sentences, similarity {analysis.similarity_name}, threshold {analysis.threshold}\n"
     )
@@ -230,12 +232,17 @@ def _write_table(name: str, analysis: SemanticAnalysis) -> None:
 def _shown_level(level: float, analysis: SemanticAnalysis) -> str:
     """A threshold level written so that ``absolute:<it>`` cuts the same gaps: rounded down, with as many
     decimals (3 to 6) as keep every distance on the same side of it (0.0918 rounded to 0.092 cut nothing)."""
-    distances = [float(d) for d in analysis.distances if d == d]
     for digits in range(3, 7):
-        shown = math.floor(level * 10**digits) / 10**digits
-        if all((d > shown) == (d > level) for d in distances):
-            return f"{shown:.{digits}f}"
+        shown = f"{math.floor(level * 10**digits) / 10**digits:.{digits}f}"
+        if Threshold.parse(f"absolute:{shown}").cuts(analysis.distances)[0] == list(analysis.cut_gaps):
+            return shown
     return repr(level)
+
+
+def _as_rule(analysis: SemanticAnalysis, rule: str) -> SemanticAnalysis:
+    """The analysis cut by another distance rule (no embedding: the distances are there)."""
+    cut_gaps, level = Threshold.parse(rule).cuts(analysis.distances)
+    return replace(analysis, threshold=Threshold.parse(rule), cut_gaps=cut_gaps, level=level)
 
 
 def _summary(analysis: SemanticAnalysis, rules: dict[str, tuple[int, int, float]], *, err: bool) -> None:
@@ -246,15 +253,25 @@ def _summary(analysis: SemanticAnalysis, rules: dict[str, tuple[int, int, float]
     cuts, chunks, level = rules[current]
     if analysis.threshold.is_global:
         level_text = "global kernel segmentation of the sentence vectors, no distance level"
+    elif level != float("inf"):
+        level_text = f"distance > {_shown_level(level, analysis)}"
+    elif cuts:
+        level_text = "the rule's own choice: no single distance level gives these cuts"
     else:
-        level_text = f"distance > {_shown_level(level, analysis)}" if level != float("inf") else "no cut"
+        level_text = "no cut"
     out(f"\nthreshold {current}: {cuts} topic cuts ({level_text}) -> {chunks} chunks within the size limit")
-    auto_level = rules["auto:depth"][2]
+    auto_cuts, _, auto_level = rules["auto:depth"]
     if auto_level != float("inf"):
-        shown = _shown_level(auto_level, analysis)
+        depth = analysis if current == "auto:depth" else None
+        shown = _shown_level(auto_level, depth or _as_rule(analysis, "auto:depth"))
         out(
             f"suggested (auto:depth, chosen for this document): cut where distance > {shown} "
             f"(--threshold absolute:{shown})"
+        )
+    elif auto_cuts:
+        out(
+            f"suggested: --threshold auto:depth ({auto_cuts} cuts here, at the deepest dips of similarity; "
+            "no single distance level gives the same cuts)"
         )
     out("other rules (topic cuts -> chunks):")
     for rule, (c, n, _) in rules.items():

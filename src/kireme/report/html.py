@@ -62,7 +62,7 @@ def _page_data(analysis: SemanticAnalysis, title: str, thresholds: dict[str, flo
         "sentences": [analysis.text[a:b] for a, b in analysis.units],
         "distances": distances,
         "similarities": [_finite(x) for x in analysis.similarities.tolist()],
-        "cut_gaps": [int(i) for i in analysis.cut_gaps],
+        "cut_gaps": [int(i) for i in analysis.applied_cut_gaps],
         "thresholds": levels,
         "chart_max": _chart_max(distances, [level, *levels.values()]),
     }
@@ -74,10 +74,9 @@ def _finite(value: float) -> float | None:
 
 
 def _distance_level(analysis: SemanticAnalysis) -> float | None:
-    """The rule's level as a distance, or None (nothing cut, or a gradient rule's gradient units)."""
-    if analysis.threshold.kind == "gradient" or not math.isfinite(analysis.level):
-        return None
-    return float(analysis.level)
+    """The rule's level as a distance, or None: nothing cut, a gradient rule, or cuts no single level gives
+    (`SemanticAnalysis.distance_level`)."""
+    return analysis.distance_level
 
 
 def _slider_range(distances: list[float | None]) -> tuple[float, float]:

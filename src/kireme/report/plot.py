@@ -7,7 +7,6 @@ English only: matplotlib's default fonts have no Japanese glyphs.
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
@@ -48,14 +47,15 @@ def _draw(axes: Any, analysis: SemanticAnalysis) -> None:
     distances = analysis.distances.tolist()
     xs = list(range(len(distances)))
     axes.plot(xs, distances, color=_LINE_COLOUR, linewidth=1, marker="o", markersize=2.5, label="distance")
-    for i in analysis.cut_gaps:
+    applied = analysis.applied_cut_gaps
+    for i in applied:
         axes.axvline(i, color=_CUT_COLOUR, alpha=0.25, linewidth=1)
-    cuts = [i for i in analysis.cut_gaps if 0 <= i < len(distances)]
+    cuts = [i for i in applied if 0 <= i < len(distances)]
     if cuts:
         axes.plot(cuts, [distances[i] for i in cuts], "o", color=_CUT_COLOUR, markersize=5, label="cut")
-    if analysis.threshold.kind != "gradient" and math.isfinite(analysis.level):
+    if analysis.distance_level is not None:
         axes.axhline(
-            analysis.level,
+            analysis.distance_level,
             color=_CUT_COLOUR,
             linestyle="--",
             linewidth=1,

@@ -57,6 +57,29 @@ class SemanticAnalysis:
         """Character offset of each gap (the start of the unit after it)."""
         return [self.units[i + 1][0] for i in range(len(self.units) - 1)]
 
+    @property
+    def applied_cut_gaps(self) -> list[int]:
+        """The gaps the chunks are cut at: `cut_gaps`, with a cut right after a heading line moved to the
+        gap before that heading (as `SemanticChunker.plan_analysis` does); what ``kireme inspect`` marks."""
+        positions = self.gap_positions
+        index = {p: i for i, p in enumerate(positions)}
+        applied = set()
+        for i in self.cut_gaps:
+            moved = _before_headings(self.text, [positions[i]])  # [] when it moved to the text's start
+            if moved:
+                applied.add(index.get(moved[0], i))
+        return sorted(applied)
+
+    @property
+    def distance_level(self) -> float | None:
+        """``level`` when cutting every gap whose distance exceeds it gives exactly `cut_gaps` — then
+        ``absolute:<level>`` reproduces this rule on this document —, else None (``auto:depth`` cuts the
+        deepest dips, not everything above one distance; a gradient rule and ``auto:kcpd`` have no level)."""
+        if self.threshold.kind == "gradient" or not np.isfinite(self.level):
+            return None
+        same = Threshold("absolute", repr(float(self.level))).cuts(self.distances)[0] == list(self.cut_gaps)
+        return float(self.level) if same else None
+
     def cuts_for(self, threshold: Threshold | str) -> list[int]:
         """Gap indices another threshold rule would cut (for comparing rules on one document)."""
         return topic_cuts(Threshold.parse(threshold), self.distances, self.vectors)[0]

@@ -34,6 +34,11 @@ import numpy as np
 from kireme.errors import ConfigError
 from kireme.semantic import AUTO_RULES
 
+# A distance must exceed a level by more than this to be cut: the distances of identical sentences are
+# rounding noise (1e-16 to 1e-7, float32 vectors), and a rule relative to the document's own distances
+# (percentile, stddev, gradient) would otherwise cut between copies of one sentence.
+TOLERANCE = 1e-6
+
 DEFAULTS: dict[str, float | str | None] = {
     "percentile": 95.0,
     "stddev": 3.0,
@@ -136,9 +141,9 @@ class Threshold:
         if self.kind == "gradient":
             g = np.diff(d, prepend=d[0])
             level = float(np.percentile(g, self.number))
-            return [i for i in range(d.size) if g[i] > level], level
+            return [i for i in range(d.size) if g[i] > level + TOLERANCE], level
         level = self.level(d)
-        return [i for i in range(d.size) if d[i] > level], level
+        return [i for i in range(d.size) if d[i] > level + TOLERANCE], level
 
     def _refuse_global(self) -> None:
         if self.is_global:
@@ -192,7 +197,7 @@ def _depth_cuts(d: np.ndarray) -> tuple[list[int], float]:
     values = depths[peaks]
     bar = float(values.mean()) if len(peaks) >= 3 else float(d.max() - d.min()) / 2
     cuts = [i for i in peaks if depths[i] > bar]
-    level = float(min(d[i] for i in cuts)) - 1e-9 if cuts else float("inf")
+    level = float(min(d[i] for i in cuts)) - 2 * TOLERANCE if cuts else float("inf")
     return cuts, level
 
 
