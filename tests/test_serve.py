@@ -157,6 +157,8 @@ def test_chunk_semantic_returns_the_distance_curve(client: TestClient) -> None:
     assert len(analysis["distances"]) == len(analysis["units"]) - 1 >= 4
     assert analysis["similarity"].startswith("bigram") and analysis["threshold"].startswith("auto")
     assert all(0 <= g < len(analysis["distances"]) for g in analysis["cut_gaps"])
+    starts = {row["start"] for row in body["chunks"]}  # the gaps the chunks are cut at, as inspect marks
+    assert all(analysis["units"][g + 1][0] in starts for g in analysis["cut_gaps"])
     # a threshold just below the largest distance cuts exactly where the distance is above it
     finite = [d for d in analysis["distances"] if d is not None]
     level = sorted(finite)[-2] + 1e-9
@@ -164,6 +166,13 @@ def test_chunk_semantic_returns_the_distance_curve(client: TestClient) -> None:
     assert moved["analysis"]["cut_gaps"] == [
         i for i, d in enumerate(analysis["distances"]) if d is not None and d > level
     ]
+    # a cut right after a heading line is made before the heading: the analysis says where the chunks are cut
+    memo = "# 規程\n\n## 第1条\n\n猫は魚が大好きです。猫は一日中よく寝ます。\n\n## 第2条\n\n電車は朝に混雑します。\n"
+    headed = client.post(
+        "/chunk", json={"text": memo, **options, "threshold": "absolute:0.9", "filename": "memo.md"}
+    ).json()
+    starts = [row["start"] for row in headed["chunks"]]
+    assert [headed["analysis"]["units"][g + 1][0] for g in headed["analysis"]["cut_gaps"]] == starts[1:]
     # other strategies carry no analysis
     assert client.post("/chunk", json={"text": NOTICE}).json()["analysis"] is None
 

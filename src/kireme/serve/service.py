@@ -268,12 +268,14 @@ def _finite(value: float) -> float | None:
 
 def analysis_dict(analysis: Any) -> dict[str, Any]:
     """A `kireme.semantic.chunker.SemanticAnalysis` as JSON: sentence spans, per-gap distance (``None``
-    where there is none), the threshold's level in distance and the gaps it cuts."""
+    where there is none), the threshold's level in distance (``None`` where no single level gives its
+    cuts: ``auto:depth`` cuts the deepest dips) and the gaps the chunks are cut at."""
+    level = analysis.distance_level
     return {
         "units": [[int(s), int(e)] for s, e in analysis.units],
         "distances": [_finite(float(d)) for d in analysis.distances],
-        "level": _finite(float(analysis.level)),
-        "cut_gaps": [int(i) for i in analysis.cut_gaps],
+        "level": None if level is None else _finite(level),
+        "cut_gaps": [int(i) for i in analysis.applied_cut_gaps],
         "threshold": str(analysis.threshold),
         "similarity": analysis.similarity_name,
     }
