@@ -213,6 +213,51 @@ def test_records_give_one_row_per_chunk_as_column_value_lines() -> None:
     assert osaka.text == "|  | 大阪 | 12,000円 |  |"  # text is still the exact row
 
 
+RATES = "| Grade | City | Limit |\n| --- | --- | --- |\n| Exec | Tokyo | 18,000 |\n|  | Osaka | 15,000 |\n"
+
+
+@pytest.mark.parametrize("context", ["none", "headings"])
+def test_a_first_row_that_fits_is_not_cut_when_the_header_and_it_do_not_fit_together(context: str) -> None:
+    """The header never went without its first row, so when the two were over the limit the first row was
+    cut (``| Exec | Tokyo`` with the header, ``| 18,000 |`` alone): the header goes alone instead."""
+    chunks = chunk(RATES, max_size=60, context=context)
+    (table,) = markdown_outline(RATES).tables
+    inside_rows = {p for r in table.rows for p in range(r.start + 1, r.end)}
+    assert not cuts(chunks) & inside_rows
+    assert chunks[0].text == "| Grade | City | Limit |\n| --- | --- | --- |"
+    assert all(c.size <= 60 and len(c.embed_text) <= 60 for c in chunks)
+
+
+def test_a_row_larger_than_a_chunk_is_cut_between_its_cells() -> None:
+    """A row one character over the limit left its closing ``|`` as a chunk of its own."""
+    text = "| id | description | amount |\n| --- | --- | --- |\n| 1 | short | 1 |\n"
+    long_row = "| 2 | alpha beta gamma delta alpha beta gamma delta item | 2,222 |"
+    chunks = chunk(text + long_row + "\n", max_size=65, context="none")
+    assert [c.text for c in chunks][-2:] == [
+        "| 2 | alpha beta gamma delta alpha beta gamma delta item |",
+        "2,222 |",
+    ]
+    assert chunks[-1].embed_text == "| id | description | amount |\n| --- | --- | --- |\n2,222 |"
+    csv = 'id,memo,amount\n1,"one, two three four five six","1,111"\n'
+    doc = Document(csv, id="m.csv", metadata={"format": "csv", "title": "m"})
+    pieces = [c.text for c in make_chunker("markdown", max_size=36, context="none").chunk(doc)]
+    assert pieces == ["id,memo,amount", '1,"one, two three four five six",', '"1,111"']  # not inside quotes
+
+
+@pytest.mark.parametrize("table", ["records", "fill-down"])
+def test_with_no_context_the_repeated_header_and_rewritten_rows_stay_within_the_limit(table: str) -> None:
+    """``--context none`` measured nothing: a repeated header or a row rewritten as a record took
+    ``embed_text`` over ``max_size`` (78 characters at 60)."""
+    text = "Region|Item|Price\n---|---|--:\nR1|short|1.00\nR3|item number 38 xxxxxxxxxxxxxxxxxxxxxxxxxxxx|8,592.56\n"
+    for context in ("none", "headings"):
+        chunks = chunk(text, max_size=60, context=context, table=table)
+        assert all(len(c.embed_text) <= 60 for c in chunks), [c.embed_text for c in chunks]
+        long_row = text.splitlines()[3]
+        assert long_row in [c.text for c in chunks]  # a row that fits is never cut, even to be a record
+    loose = chunk(text, max_size=60, context="none", table=table, context_in_budget=False)
+    assert any(len(c.embed_text) > 60 for c in loose)  # told not to count: the header or record on top
+
+
 def test_group_by_unknown_column_warns_and_keeps_rows(caplog) -> None:
     with caplog.at_level(logging.WARNING):
         chunks = chunk(RULES, max_size=120, table="group-by:部署")

@@ -265,8 +265,12 @@ class StructureChunker(Chunker):
         Never less than half of what a chunk may hold: a table header and a deep heading path must not
         crowd out the rows. Where they would, `_embed_text` leaves the context (then the header) out.
         """
-        if not self.context_counts:
-            return self.max_size
+        if (
+            not self.context_counts
+        ):  # no context; a repeated header or group line still counts (unless told not)
+            if not extra or self.context_in_budget is False:
+                return self.max_size
+            return max(self.max_size - self.measure(extra), self._floor())
         taken = context.largest(start) + (self.measure(extra) if extra else 0)
         return max(self.max_size - taken, self._floor())
 
@@ -607,6 +611,14 @@ class StructureChunker(Chunker):
         )
         if not with_header:
             return [rest]
+        head = table.header[0]
+        if sizer.estimate(head, table.rows[lo].end) > self.max_size:
+            # the header and first row do not fit one chunk: the header goes alone (with what comes before
+            # it), so that the first row stays whole and carries the header in its embed_text, as the rest
+            return [
+                Section(start, table.rows[lo].start, self.max_size, table=table, group_line=line),
+                replace(rest, start=table.rows[lo].start),
+            ]
         full = self._budget(context, table.start, line)
         k = lo
         while k < hi and sizer.estimate(start, table.rows[k].end) <= full:
@@ -649,24 +661,36 @@ class StructureChunker(Chunker):
         repeat = section.repeat if touches and section.repeat and start >= section.repeat_after else ""
         close = section.close if touches and section.close and end <= section.close_before else ""
         embed = prefix + group + repeat + body + close
-        if not self.context_counts:
-            return embed, 0, 0
+        raw = doc.text[start:end]
+        if not self.context_counts and (
+            self.context_in_budget is False or not (group or repeat or close or body != raw)
+        ):
+            return (
+                embed,
+                0,
+                0,
+            )  # with no context, a repeated header or rewritten rows still count (unless told not)
         if (
             span_size is not None
             and not (group or repeat or close)
             and self._sizes_add_up()
-            and (not outline.tables or (len(body) == end - start and body == doc.text[start:end]))
+            and (not outline.tables or (len(body) == end - start and body == raw))
         ):
             full = context.measured(prefix) + span_size
             return (embed, full, full) if full <= self.max_size else (body, span_size, full)
         full = self.measure(embed)
         if full <= self.max_size:
             return embed, full, full
-        for candidate in (group + repeat + body + close, body + close, body):
+        candidates = [group + repeat + body + close, body + close, body]
+        if (
+            body != raw
+        ):  # rows rewritten longer (records, filled cells) than rows that fit: passed as they are
+            candidates += [prefix + group + repeat + raw, group + repeat + raw, raw]
+        for candidate in candidates:
             size = self.measure(candidate)
             if size <= self.max_size:
                 return candidate, size, full
-        return body, size, full
+        return body, self.measure(body), full
 
     def _plain_sizes(self, context: ContextBuilder, packed: list[PackedSpan]) -> tuple[list[int], list[int]]:
         """The size of each piece's ``embed_text`` and of its text with its whole context, for a piece of a

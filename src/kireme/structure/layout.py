@@ -40,7 +40,7 @@ from kireme.document import Document
 from kireme.text.csvtable import csv_outline
 from kireme.text.headings import HeadingEnds
 from kireme.text.leads import lead_ins
-from kireme.text.markdown import MARKDOWN_FORMATS, Outline, line_starts, markdown_outline
+from kireme.text.markdown import MARKDOWN_FORMATS, Outline, Table, TableRow, line_starts, markdown_outline
 from kireme.text.sentences import check_sentence_mode
 
 # The outline of every plain-text document (frozen: one shared instance, not one made per document)
@@ -190,9 +190,65 @@ def structure_levels(
     else:
         tail = with_sentences([SENTENCE, CLAUSE, WORD, SCRIPT], sentences)
     levels += [outside(level) for level in tail]
-    if protected:  # a single row or code line larger than the limit
-        levels += [SENTENCE, CLAUSE, WORD, SCRIPT] if paragraph_starts is None else tail
+    if protected:  # a single row or code line larger than the limit: a row between its cells first
+        cells: list[Level] = [TableCells(outline.tables)] if outline.tables else []
+        levels += cells + ([SENTENCE, CLAUSE, WORD, SCRIPT] if paragraph_starts is None else tail)
     return levels
+
+
+# A cell delimiter of a pipe-table row (not one escaped as ``\|``) and the blanks after it; of a CSV/TSV
+# record, a comma or tab outside double quotes (a quoted field is matched whole, so its commas are skipped)
+_PIPE_CELL = re.compile(r"(?<!\\)\|[ \t]*")
+_FIELD = {",": re.compile(r'"(?:[^"]|"")*"|,'), "\t": re.compile(r'"(?:[^"]|"")*"|\t')}
+
+
+class TableCells:
+    """Between the cells of a table row: where a row too large for one chunk is cut, so that no piece is a
+    lone ``|`` or half of a value while whole cells fit. Each cut is where a cell's text starts (after the
+    delimiter and the blanks after it); none before the first cell or after the last."""
+
+    name = "table cell"
+
+    def __init__(self, tables: Sequence[Table]) -> None:
+        self.tables = tables
+        self._starts = [t.start for t in tables]
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        out: list[int] = []
+        i = max(bisect_right(self._starts, a) - 1, 0)
+        for table in self.tables[i:]:
+            if table.start >= b:
+                break
+            if table.end <= a:
+                continue
+            rows = table.rows
+            k = max(bisect_right(rows, a, key=_row_start) - 1, 0)
+            for row in rows[k:]:
+                if row.start >= b:
+                    break
+                if row.end > a:
+                    out += [c for c in _cell_starts(text, row.start, row.end, table.dialect) if a < c < b]
+        return out
+
+
+def _row_start(row: TableRow) -> int:
+    return row.start
+
+
+def _cell_starts(text: str, start: int, end: int, dialect: str) -> list[int]:
+    """Where each cell after the first of the row ``text[start:end]`` starts."""
+    if dialect == "markdown":
+        first = start
+        while first < end and text[first] in " \t":
+            first += 1
+        found = [m.end() for m in _PIPE_CELL.finditer(text, start, end) if m.start() != first]
+    else:
+        pattern = _FIELD["\t" if dialect == "tsv" else ","]
+        found = [m.end() for m in pattern.finditer(text, start, end) if m.group() in (",", "\t")]
+    stop = end
+    while stop > start and text[stop - 1].isspace():
+        stop -= 1
+    return [c for c in found if start < c < stop and not text.startswith("|", c)]
 
 
 def _unit_ends(text: str, outline: Outline) -> Callable[[int], int]:
