@@ -503,6 +503,7 @@ def test_render_passages_cites_sources_and_fits_the_token_budget() -> None:
         assert made.text.startswith("[1] docs/rules.md — 第2条 宿泊費\n")
     small = render_passages(hits, 40, TEXTS.get)  # the best hit does not fit with its citation: the next does
     assert small.tokens <= 40 and small.text.startswith("[1] docs/notes.md\n")
+    assert small.best_left_out and small.best_needs > 40  # and says so
     made = render_passages(hits, 400, TEXTS.get)
     assert [s.number for s in made.sources] == [1, 2] and made.sources[0].pages == (3,)
     assert "[2] docs/notes.md" in made.text
@@ -931,3 +932,98 @@ def test_what_is_left_grows_a_passage_towards_the_question_before_it_takes_a_pie
     assert any(s.start >= later.start for s in other.spans)
     check_exact(made, TEXTS)
     check_exact(other, TEXTS)
+
+
+# ------------------------------------------------------------------- a best hit the budget cannot hold
+
+NIGHT = "第12条（深夜勤務）\n午後１０時から午前５時までの勤務を深夜勤務とする。深夜勤務には、通常の賃金の２５パーセント以上の割増賃金を支払う。\n"
+OVERTIME = "時間外勤務は１か月４５時間を超えてはならない。\n"
+LABOUR = {"night": NIGHT, "overtime": OVERTIME}
+
+
+def test_a_best_hit_of_which_no_sentence_fits_is_said_to_be_left_out() -> None:
+    """At 23 characters only the article line of the best hit fitted (never passed without its body), so
+    the second hit was passed alone and nothing said the best one was missing."""
+    ranked = [Ranked("night", 0, len(NIGHT), NIGHT), Ranked("overtime", 0, len(OVERTIME), OVERTIME)]
+    made = Assembler(LABOUR.get).assemble(ranked, 23, "深夜勤務の割増賃金")
+    assert made.ranks == (2,) and made.best_left_out and made.best_needs == 25
+    assert made.to_dict()["best_left_out"] is True
+    with pytest.raises(
+        ConfigError, match="the shortest that can be passed is 25 chars"
+    ):  # not the 10 of 第12条
+        Assembler(LABOUR.get).assemble(ranked[:1], 23, "深夜勤務の割増賃金")
+    cut = Assembler(LABOUR.get).assemble(ranked, 25, "深夜勤務の割増賃金")
+    assert cut.cut and not cut.best_left_out and cut.ranks == (1,)
+
+
+def test_search_and_ask_say_when_the_best_hit_is_left_out_or_cut(tmp_path: Path) -> None:
+    for name, text in LABOUR.items():
+        (tmp_path / f"{name}.txt").write_text(text, encoding="utf-8")
+    built = run_cli("index", ".", "--db", "idx", "--embedder", "hash", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    query = ["深夜勤務の割増賃金", "--db", "idx", "--mode", "bm25"]
+    search = run_cli("search", *query, "--budget", "23", "--format", "jsonl", cwd=tmp_path)
+    assert search.returncode == 0 and [json.loads(row)["doc_id"] for row in search.stdout.splitlines()] == [
+        "overtime.txt"
+    ]
+    assert (
+        "no sentence of the best hit fits in 23 chars" in search.stderr
+        and "25 chars or more" in search.stderr
+    )
+    left_out = run_cli("ask", *query, "--budget", "34", cwd=tmp_path)
+    assert left_out.returncode == 0 and "no sentence of the best hit fits in 34 tokens" in left_out.stderr
+    cut = run_cli("ask", *query, "--budget", "40", cwd=tmp_path)
+    assert "the best hit is larger than the 40-token budget" in cut.stderr and "午後１０時" in cut.stdout
+
+
+def test_a_table_header_never_takes_the_place_of_the_row_the_question_asks_for() -> None:
+    """With the header too large to go along, ``ask`` passed another part of the same (one-chunk) document
+    framed — the parking paragraph — instead of the row without its header."""
+    manual = (
+        "# Printer\n\n## Settings\n\n| Setting | Default | Range |\n| --- | --- | --- |\n"
+        "| Font size | 12 pt | 6–48 pt |\n| Margin | 2 mm | 0–10 mm |\n| Copies | 1 | 1–99 |\n"
+        "| Speed | normal | slow, normal, fast |\n\n## Parking\n\nWhat is free? Parking is free for the first 2 hours.\n"
+    )
+    hits = [Hit(stored("manual", manual, manual, 0), 1.0)]
+    for budget in (20, 25, 30):
+        made = render_passages(hits, budget, {"manual": manual}.get, query="copies")
+        assert "| Copies | 1 | 1–99 |" in made.text and "Parking" not in made.text, (budget, made.text)
+
+
+def test_eval_counts_a_question_whose_best_hit_fits_no_budget_as_a_miss(corpus: Path) -> None:
+    """One question with no sentence fitting the smallest budget aborted the whole run (exit 1, no rows)."""
+    args = ["eval", "docs", "--questions", "qa.jsonl", "--retriever", "bm25", "--max-size", "40"]
+    result = run_cli(*args, "--format", "jsonl", "--budget", "4", "--budget", "400", cwd=corpus)
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["budget"], r["hit_at_budget"]) for r in rows] == [(4, 0.0), (400, 1.0)]
+
+
+def test_an_eval_row_at_a_budget_does_not_depend_on_the_other_budgets(corpus: Path) -> None:
+    args = [
+        "eval",
+        "docs",
+        "--questions",
+        "qa.jsonl",
+        "--retriever",
+        "bm25",
+        "--max-size",
+        "20",
+        "--format",
+        "jsonl",
+    ]
+    alone = json.loads(run_cli(*args, "--budget", "60", cwd=corpus).stdout.splitlines()[0])
+    beside = json.loads(
+        run_cli(*args, "--budget", "60", "--budget", "3000", cwd=corpus).stdout.splitlines()[0]
+    )
+    assert alone == beside
+
+
+def test_compare_in_tokens_names_the_best_within_a_token_budget(corpus: Path) -> None:
+    result = run_cli(
+        "compare", "docs", "--questions", "qa.jsonl", "-s", "sentence", "--sizes", "20,40", "--unit", "tokens",
+        "--retriever", "bm25", "--budget", "60", cwd=corpus,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "best within 60 tokens" in result.stdout and "best at 60 tokens" in result.stdout
+    assert "characters" not in result.stdout.split("best within", 1)[1]

@@ -141,6 +141,10 @@ class Context:
     size: int
     considered: int  # how many ranked units were looked at
     cut: bool = False  # the best hit did not fit and was cut at sentence boundaries
+    # no sentence of the best hit fitted (later hits did): it is not in the context; ``best_needs`` is the
+    # smallest budget that passes a sentence of it
+    best_left_out: bool = False
+    best_needs: int = 0
 
     @property
     def text(self) -> str:
@@ -159,6 +163,7 @@ class Context:
             "size": self.size,
             "considered": self.considered,
             "cut": self.cut,
+            "best_left_out": self.best_left_out,
             "spans": [span.to_dict() for span in self.spans],
         }
 
@@ -336,7 +341,11 @@ class Assembler:
             return self._cut_best(head[0], budget, query)
         if self.policy == "spans":
             state.grow_rest()
-        return state.context()
+        made = state.context()
+        best = head[0] if head else None
+        if best is not None and 1 not in made.ranks and _has_ink(best.text, 0, len(best.text)):
+            return replace(made, best_left_out=True, best_needs=self._shortest_sentence(best))
+        return made
 
     # ------------------------------------------------------------------------------------ helpers
 
@@ -620,19 +629,28 @@ class Assembler:
             return None
         return run
 
+    def _shortest_sentence(self, unit: Ranked) -> int:
+        """The size of the shortest sentence of ``unit`` that can be passed alone: one with a letter or
+        digit that is not a heading line (`_best_run` never passes a heading line without its body)."""
+        text, _, bounds = self._unit_sentences(unit)
+        known = self._document(unit) is not None
+        is_heading = self.reading(unit.doc_id).is_heading if known else _Reading(text).is_heading
+        inked = [(s, e) for s, e in bounds if _has_ink(text, s, e)]
+        passable = [b for b in inked if not is_heading(b)] or inked
+        return min(
+            (self.size(unit.doc_id, unit.headings, text[s:e], s if known else None) for s, e in passable),
+            default=0,
+        )
+
     def _cut_best(self, unit: Ranked, budget: int, query: str) -> Context:
         """The best unit cut to ``budget`` (`_best_run`), or a `ConfigError` when no sentence of it fits."""
         run = self._best_run(unit, budget, query)
         known = self._document(unit) is not None  # offsets into the document, not into the unit's text
         if run is None:
-            text, _, bounds = self._unit_sentences(unit)
-            shortest = min(
-                (self.size(unit.doc_id, unit.headings, text[s:e], s if known else None) for s, e in bounds),
-                default=0,
-            )
             raise ConfigError(
                 f"a budget of {budget} {self.unit} is smaller than one sentence of the best hit "
-                f"(the shortest is {shortest} {self.unit}); raise the budget"
+                f"(the shortest that can be passed is {self._shortest_sentence(unit)} {self.unit}); "
+                "raise the budget"
             )
         s, e = run
         piece_text = unit.text[s - unit.start : e - unit.start]

@@ -103,7 +103,16 @@ class Framing:
 
     @staticmethod
     def costs_nothing(framed: Context, plain: Context | None) -> bool:
-        """Whether the framed context still holds the best hit the one as it is holds: a header or a fence
-        is worth its room unless it pushes that hit out (the answer row for its column names); a later
+        """Whether the framed context still holds the best hit the one as it is holds, there where it holds
+        it (a passage overlapping each of its passages of that hit, not another part of the same hit: a
+        header taking the room of the answer row may leave a paragraph far from it): a header or a fence
+        is worth its room unless it pushes that text out (the answer row for its column names); a later
         hit's passage may give way to it, as any later passage gives way to a better one."""
-        return plain is None or (bool(framed.ranks) and min(plain.ranks, default=0) in framed.ranks)
+        if plain is None:
+            return True
+        best = min(plain.ranks, default=0)
+        held = [s for s in plain.spans if best in s.ranks]  # the best hit's text the plain context passes
+        return bool(framed.ranks) and all(
+            any(f.doc_id == s.doc_id and f.start < s.end and s.start < f.end for f in framed.spans)
+            for s in held
+        )

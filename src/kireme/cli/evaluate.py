@@ -526,16 +526,22 @@ def pareto_front(rows: Sequence[RetrievalRow]) -> list[RetrievalRow]:
     return sorted(front, key=lambda r: r.chars_passed)
 
 
-def best_within(rows: Sequence[RetrievalRow], budget: float) -> RetrievalRow | None:
-    """The highest hit rate among rows passing at most ``budget`` characters (fewer characters on ties)."""
-    fitting = [r for r in rows if r.chars_passed <= budget]
-    return max(fitting, key=lambda r: (r.hit_rate, -r.chars_passed)) if fitting else None
+def passed(row: RetrievalRow, unit: str = "chars") -> float:
+    """The context a row passes per question, in characters or (``"tokens"``) cl100k_base tokens."""
+    return row.tokens_passed if unit == "tokens" else row.chars_passed
 
 
-def best_at_budget(rows: Sequence[RetrievalRow], budget: int) -> RetrievalRow | None:
+def best_within(rows: Sequence[RetrievalRow], budget: float, unit: str = "chars") -> RetrievalRow | None:
+    """The highest hit rate among rows passing at most ``budget`` characters (``unit="tokens"``: tokens),
+    fewer passed on ties."""
+    fitting = [r for r in rows if passed(r, unit) <= budget]
+    return max(fitting, key=lambda r: (r.hit_rate, -passed(r, unit))) if fitting else None
+
+
+def best_at_budget(rows: Sequence[RetrievalRow], budget: int, unit: str = "chars") -> RetrievalRow | None:
     """The highest hit_at_budget among rows measured at ``budget`` (less context passed on ties)."""
     at = [r for r in rows if r.budget == budget]
-    return max(at, key=lambda r: (r.hit_rate, -r.chars_passed)) if at else None
+    return max(at, key=lambda r: (r.hit_rate, -passed(r, unit))) if at else None
 
 
 @click.command("compare", epilog=COMPARE_EXAMPLES)
@@ -654,25 +660,27 @@ def compare_command(
         out(
             f"  {r.strategy:<10} max_size={r.max_size:<6} hit_rate={r.hit_rate:.3f} chars_passed={r.chars_passed:.1f}"
         )
-    for budget in budget_list:  # what a top-k row passes, against the budget in characters
-        best = best_within(rows, budget)
+    # the budget's unit: a top-k row's context is measured in it too (tokens: cl100k_base, as tokens_passed)
+    in_tokens = unit == "tokens" or bool(tokenizer)
+    unit_name, measured = ("tokens", "tokens") if in_tokens else ("characters", "chars")
+    for budget in budget_list:  # what a top-k row passes, against the budget
+        best = best_within(rows, budget, measured)
         if best is None:
-            out(f"no configuration passes at most {budget} characters per question at k={k}")
+            out(f"no configuration passes at most {budget} {unit_name} per question at k={k}")
         else:
             out(
-                f"best within {budget} characters: --strategy {best.strategy} --max-size {best.max_size} "
-                f"(hit rate {best.hit_rate:.3f}, {best.chars_passed:.1f} characters)"
+                f"best within {budget} {unit_name}: --strategy {best.strategy} --max-size {best.max_size} "
+                f"(hit rate {best.hit_rate:.3f}, {passed(best, measured):.1f} {unit_name})"
             )
     if at_budget:
-        unit_name = "tokens" if unit == "tokens" or tokenizer else "characters"
         out(f"\nAt each budget ({unit_name}; --assembly {assembly}):")
         write(_format_rows(at_budget, BUDGET_COLUMNS, fmt))
         for budget in budget_list:
-            best = best_at_budget(at_budget, budget)
+            best = best_at_budget(at_budget, budget, measured)
             if best is not None:
                 out(
                     f"best at {budget} {unit_name}: --strategy {best.strategy} --max-size {best.max_size} "
-                    f"(hit_at_budget {best.hit_rate:.3f}, {best.chars_passed:.1f} characters passed)"
+                    f"(hit_at_budget {best.hit_rate:.3f}, {passed(best, measured):.1f} {unit_name} passed)"
                 )
     if plot_path:
         from kireme.report.compare_plot import save_pareto_plot

@@ -903,6 +903,16 @@ def _print_passages(made: Any, fmt: str, miss: str | None = None) -> None:
             "that fit and share most words with the query",
             err=True,
         )
+    if context.best_left_out:
+        click.echo(best_left_out_note(context.budget, context.unit, context.best_needs), err=True)
+
+
+def best_left_out_note(budget: int, unit: str, needs: int) -> str:
+    """What `kireme search --budget` and `kireme ask` say when no sentence of the best hit fitted."""
+    return (
+        f"kireme: warning: no sentence of the best hit fits in {budget} {unit}: it is not in the context, "
+        f"only lower-ranked hits are (a budget of {needs} {unit} or more passes a part of it)"
+    )
 
 
 ASK_EXAMPLES = """
@@ -1021,6 +1031,14 @@ def ask_command(
         f"in {len(context.sources)} document(s)",
         err=True,
     )
+    if context.best_cut:
+        click.echo(
+            f"kireme: the best hit is larger than the {budget}-token budget: passed the sentences of it that "
+            "fit and share most words with the question",
+            err=True,
+        )
+    if context.best_left_out:
+        click.echo(best_left_out_note(budget, "tokens", context.best_needs), err=True)
     if not client.configured():
         if not show_prompt:
             click.echo(context.text)

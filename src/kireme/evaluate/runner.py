@@ -10,6 +10,7 @@ from typing import Any
 from kireme.assemble import Assembler, Context, Ranked
 from kireme.chunkers import Chunker
 from kireme.document import Chunk, Document
+from kireme.errors import ConfigError
 from kireme.evaluate.datasets import Question, SegmentedDocument
 from kireme.evaluate.metrics import (
     Intrinsic,
@@ -258,17 +259,27 @@ def evaluate_budgets(
     mean_size = max(1.0, sum(c.size for c in chunks) / len(chunks)) if chunks else 1.0
     rows: list[RetrievalRow] = []
     rankings: list[list[Ranked]] = []
-    # enough of the best chunks to fill the largest budget about twice over (cut-to-fit and skipped
-    # chunks need spares), at most 300
-    want = min(len(chunks), max(20, min(300, int(2 * max(budgets, default=1) / mean_size) + 10)))
+
+    # per budget, enough of the best chunks to fill it about twice over (cut-to-fit and skipped chunks
+    # need spares), at most 300: ranked once for the largest, each budget reads the first it wants (so a
+    # budget's row does not depend on the other budgets asked for)
+    def wanted(budget: int) -> int:
+        return min(len(chunks), max(20, min(300, int(2 * budget / mean_size) + 10)))
+
+    most = wanted(max(budgets, default=1))
     for q in questions:
-        rankings.append(ranked_units(chunks, retriever.search(q.question, want, q.terms)) if chunks else [])
+        rankings.append(ranked_units(chunks, retriever.search(q.question, most, q.terms)) if chunks else [])
     n = len(questions)
     for budget in budgets:
         hits = chars = tokens = 0
         misses: list[Miss] = []
-        for q, ranked in zip(questions, rankings, strict=True):
-            made = assembler.assemble(ranked, budget, q.question) if ranked else None
+        want = wanted(budget)
+        for q, ranking in zip(questions, rankings, strict=True):
+            ranked = ranking[:want]
+            try:
+                made = assembler.assemble(ranked, budget, q.question) if ranked else None
+            except ConfigError:  # no sentence of its best hit fits this budget: nothing passed, a miss
+                made = None
             passed = made.text if made is not None else ""
             chars += sum(len(s.text) for s in made.spans) if made is not None else 0
             tokens += sum(counter(s.text) for s in made.spans) if made is not None else 0

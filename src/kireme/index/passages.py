@@ -332,7 +332,15 @@ def render_passages(
     made, text, used, sources, size = best
     skipped = [h for i, h in enumerate(hits, start=1) if i not in set(made.ranks)]
     return AssembledContext(
-        text=text, used=used, skipped=skipped, tokens=size, sources=sources, budget=budget
+        text=text,
+        used=used,
+        skipped=skipped,
+        tokens=size,
+        sources=sources,
+        budget=budget,
+        best_cut=made.cut,
+        best_left_out=made.best_left_out,
+        best_needs=made.best_needs,
     )
 
 
