@@ -255,3 +255,76 @@ def test_every_file_gets_a_title_and_title_overrides_it(tmp_path: Path, rules: P
     assert "Traceback" not in empty.stderr.decode()
     help_text = run("chunk", "--help").stdout.decode()
     assert "--title TEXT" in help_text and "file name" in help_text
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (Linux /proc): a pool's forkserver and its workers."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc")
+@pytest.mark.parametrize(("signum", "code", "jobs"), [(15, 143, "2"), (2, 130, "1")])
+def test_a_signal_stops_chunk_between_documents_shuts_the_workers_down_and_says_so(
+    tmp_path: Path, signum: int, code: int, jobs: str
+) -> None:
+    """SIGTERM to ``kireme chunk --jobs 2`` alone (``kill PID``, a supervisor) killed it at once and left
+    its worker processes running, holding the caller's stderr; Ctrl-C printed ``Aborted!`` and exited 1,
+    which says "some file could not be read", for an output cut short."""
+    import signal
+    import time
+
+    lines = [
+        "出張の旅費は月末に精算する。\n",
+        "宿泊費は一泊一万二千円までとする。\n",
+        "The receipt goes to accounting.\n",
+    ]
+    for i in range(8):
+        (tmp_path / f"part{i}.txt").write_text(
+            "".join(lines[(i + k) % 3] for k in range(40000)), encoding="utf-8"
+        )
+    command = [sys.executable, "-m", "kireme.cli", "chunk", str(tmp_path), "--unit", "tokens", "--jobs", jobs]
+    # unbuffered: communicate() reads the pipes themselves, not what a buffered readline() took ahead
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    try:
+        first = process.stdout.readline()  # type: ignore[union-attr]  # the first document is written
+        below = _descendants(process.pid)
+        process.send_signal(signum)
+        rest, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert first and process.returncode == code, err.decode()
+    message = err.decode()
+    assert "kireme: interrupted:" in message and "the output is incomplete" in message
+    assert "Aborted" not in message and "Traceback" not in message
+    rows = (first + rest).decode().splitlines()
+    assert all(json.loads(row)["text"] for row in rows)  # every line written whole
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in below) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in below if _alive(pid)], "worker processes left running"
+    assert signal.Signals(signum).name in ("SIGTERM", "SIGINT")

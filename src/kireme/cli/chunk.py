@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from kireme.cli.common import (
     sentences_option,
     write,
 )
+from kireme.cli.interrupt import Interrupted, Stopper
 from kireme.cli.progress import ProgressDisplay, echo_err, quiet_option
 from kireme.document import Chunk
 from kireme.errors import ConfigError, KiremeError, MissingExtraError, PatternTimeoutError
@@ -240,15 +242,25 @@ def chunk(
     fmt = fmt or ("jsonl" if output is not None or not sys.stdout.isatty() else "text")
     tally = Tally()
     shards: ShardWriter | None = None
+    # Ctrl-C / SIGTERM: stop while waiting for the next document (never in the middle of writing one), shut
+    # the worker processes down, keep what was written and exit 130 / 143
+    stop = Stopper.install("stopped at once: the output is incomplete")
+    click.get_current_context().call_on_close(stop.restore)
+    interrupted: Interrupted | None = None
     try:
         if output is not None:
             from kireme.shards import ShardWriter
 
             shards = ShardWriter(output, "parquet" if fmt == "parquet" else "jsonl")
-        with display:
+        with display, contextlib.ExitStack() as stack:
             row = display.steps("chunking", len(files), "files")
             outcomes = chunk_files(files, chunker, jobs, encoding, format_in, outputs, max_file_size, title)
-            for outcome in outcomes:
+            stack.callback(outcomes.close)  # the worker pool shut down here, in this thread, on any way out
+            while True:
+                with stop.at_once():
+                    outcome = next(outcomes, None)
+                if outcome is None:
+                    break
                 doc = outcome.document
                 if not failed(failures, doc.id if doc else "", doc is not None, outcome.error):
                     chunks = outcome.chunks or []
@@ -261,6 +273,10 @@ def chunk(
                             write(c.to_jsonl() if fmt == "jsonl" else format_text_chunk(c))
                 row.advance()
         sys.stdout.flush()
+    except Interrupted as exc:  # the display is closed and the workers shut down: say what was written
+        interrupted = exc
+        with contextlib.suppress(OSError):
+            sys.stdout.flush()
     except KiremeError as exc:  # a worker process died (killed, out of memory): the rest is not chunked
         failures.report(str(exc), usage=False)
     except BrokenPipeError:
@@ -275,6 +291,12 @@ def chunk(
         echo_err(f"{tally.summary(chunker.measure.name)} → {output} ({shards.shards} {fmt} shard(s))")
     elif fmt == "text" or tally.documents > 1:
         echo_err(tally.summary(chunker.measure.name))
+    if interrupted is not None:
+        echo_err(
+            f"kireme: interrupted: {tally.documents} of {len(files)} file(s) chunked and written; the output "
+            "is incomplete"
+        )
+        sys.exit(interrupted.exit_code)
     sys.exit(failures.exit_code)
 
 

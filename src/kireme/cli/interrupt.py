@@ -51,15 +51,17 @@ def _in_main_thread() -> bool:
 class Stopper:
     """The signal received, if any, and the checks that act on it (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, at_once_message: str = "") -> None:
         self.signum: int | None = None
         self._previous: dict[int, Any] = {}
         self._at_once = False
+        self._message = at_once_message
 
     @classmethod
-    def install(cls) -> Stopper:
-        """A stopper whose handlers take SIGINT and SIGTERM until `restore`."""
-        stopper = cls()
+    def install(cls, at_once_message: str = "") -> Stopper:
+        """A stopper whose handlers take SIGINT and SIGTERM until `restore`; ``at_once_message``: the line
+        a second signal prints (default: what `kireme index` keeps)."""
+        stopper = cls(at_once_message)
         if _in_main_thread():
             for signum in SIGNALS:
                 stopper._previous[signum] = signal.getsignal(signum)
@@ -104,14 +106,19 @@ class Stopper:
             if self._at_once:
                 raise Interrupted(signum)
             return
-        _stop_at_once(signum)
+        _stop_at_once(signum, self._message)
 
 
-def _stop_at_once(signum: int) -> None:
+def _stop_at_once(signum: int, message: str = "") -> None:
     """The second signal: show the cursor, say so in one line, and exit without waiting for anything."""
     message = (
-        "\nkireme: stopped at once: documents committed before are kept; run the same command again to "
-        "continue from there\n"
+        "\nkireme: "
+        + (
+            message
+            or "stopped at once: documents committed before are kept; run the same command again to continue "
+            "from there"
+        )
+        + "\n"
     )
     try:
         with contextlib.suppress(OSError):
