@@ -67,7 +67,8 @@ Strategies:
   recursive  separators strongest first (paragraphs, lines, sentences, clauses, spaces), pieces merged
              up to --max-size; the general default. --preset markdown|python|javascript|typescript|sql
              (a comment or decorator stays with the declaration below it), or --separators.
-  sentence   whole sentences packed up to --max-size (Japanese 。！？ and English rules).
+  sentence   whole sentences packed up to --max-size (Japanese 。！？ and English rules); a heading line
+             keeps the start of its first sentence when the two do not fit together.
   paragraph  whole paragraphs packed (--no-merge: one per chunk); long ones cut between sentences.
   semantic   cut where adjacent sentences stop being similar (--similarity, --threshold; see
              `kireme inspect` to choose a threshold); topics over --max-size split at their weakest gaps.
