@@ -205,6 +205,26 @@ def test_json_lines_records_and_a_broken_one_kept_as_text(caplog: pytest.LogCapt
     assert [c.headings for c in together] == [("$[0:2]",), ("$[2:4]",)]
 
 
+def test_a_record_cut_short_at_its_line_end_does_not_swallow_the_next_records(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``{"event": "返品", "order":`` reads on into the next line, where the parser noticed the error: the
+    next records were kept as its text and every later record took the wrong path (``$[3]`` for the 5th),
+    and the warning named the line where it was noticed."""
+    lines = [
+        '{"event": "注文", "order": "A-1001"}',
+        '{"event": "返品", "order":',
+        '{"event": "入金", "order": "A-1002"}',
+        '{"event": "発送", "order": "A-1003"}',
+        '{"event": "完了", "order": "A-1004"}',
+    ]
+    doc = json_doc("\n".join(lines) + "\n", "events.jsonl")
+    with caplog.at_level(logging.WARNING):
+        chunks = make_chunker("json", max_size=40).chunk(doc)
+    assert [(c.text, c.headings) for c in chunks] == [(line, (f"$[{i}]",)) for i, line in enumerate(lines)]
+    assert "1 record(s) are not valid JSON (first: line 2" in caplog.text
+
+
 def test_text_that_is_not_json_is_cut_as_recursive_cuts_it(caplog: pytest.LogCaptureFixture) -> None:
     text = "注文一覧\n\n{'id': 1} これは JSON ではありません。行が続きます。\n" * 6
     doc = json_doc(text, "broken.json")

@@ -300,7 +300,8 @@ def parse_json(text: str, lines: bool = False) -> JsonTree | JsonError:
     """The structure of a JSON text (one value, or several: concatenated JSON), or why it is not JSON.
 
     ``lines``: JSON Lines, where a record that is not valid JSON does not make the whole text invalid:
-    it is kept as an `OPAQUE` value up to the end of the line where it went wrong (``JsonTree.bad``).
+    it is kept as an `OPAQUE` value up to the end of its line (``JsonTree.bad``) — not up to the line where
+    the parser noticed, which may be records later (``{"a": 1,`` reads on into the next line).
     """
     tree = JsonTree(text)
     n = len(text)
@@ -309,12 +310,12 @@ def parse_json(text: str, lines: bool = False) -> JsonTree | JsonError:
         mark = tree._mark()
         end, problem = tree._value(i)
         if problem is not None:
-            error = _error(text, end, problem)
             if not lines:
-                return error
+                return _error(text, end, problem)
             tree._rollback(mark)
-            line_end = text.find("\n", max(end, i))
+            line_end = text.find("\n", i)  # the record's own line: the next lines are records of their own
             line_end = n if line_end < 0 else line_end
+            error = _error(text, min(end, line_end), problem)
             stop = line_end
             while stop > i and text[stop - 1].isspace():
                 stop -= 1
