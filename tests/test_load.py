@@ -41,6 +41,34 @@ def test_byte_order_marks(tmp_path: Path, bom: bytes, encoding: str) -> None:
     assert doc.text == TEXT and doc.metadata["bom"] is True
 
 
+def test_a_close_guess_between_western_code_pages_is_said(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A French memo in cp1252 was read as cp1257 (``trčs`` for ``très``) without a word: when another
+    code page the detector rates nearly as well reads the bytes differently, the loader says so."""
+    import logging
+
+    memo = tmp_path / "memo.txt"
+    memo.write_bytes(
+        "Le café est très bon. Il faut déjà réserver à l'avance. Ça coûte cher. Où est la clé ?\n".encode(
+            "cp1252"
+        )
+    )
+    with caplog.at_level(logging.WARNING):
+        doc = load(memo)
+    if doc.metadata["encoding"] != "cp1252":
+        assert (
+            "memo.txt: decoded as" in caplog.text and "cp1252" in caplog.text and "--encoding" in caplog.text
+        )
+    assert load(memo, encoding="cp1252").text.startswith("Le café est très bon.")
+    caplog.clear()
+    plain = tmp_path / "plain.txt"
+    plain.write_bytes("出張の旅費は月末に精算する。\n".encode("cp932"))
+    with caplog.at_level(logging.WARNING):
+        assert load(plain).text == "出張の旅費は月末に精算する。\n"
+    assert "a guess" not in caplog.text
+
+
 def test_explicit_encoding_overrides_and_fails_clearly(tmp_path: Path) -> None:
     path = tmp_path / "sjis.txt"
     path.write_bytes(TEXT.encode("cp932"))

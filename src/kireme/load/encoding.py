@@ -22,13 +22,30 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
 _JAPANESE_LEGACY = ("cp932", "euc_jp")
+# charset-normalizer's "chaos" (how garbled a decoding looks, 0 to 1) within which another encoding that
+# reads the bytes differently makes the guess a close call worth a warning
+_CLOSE_CALL = 0.1
 
 
 @dataclass(frozen=True)
 class DecodedText:
+    """The decoded text and its encoding; ``alternatives``: for a guess among single-byte code pages, the
+    encodings the detector rated nearly as well that decode the bytes into a *different* text (cp1252
+    French read as cp1257 gives ``trčs`` for ``très``: only the reader can tell)."""
+
     text: str
     encoding: str
     bom: bool = False
+    alternatives: tuple[str, ...] = ()
+
+    def guess_warning(self, name: str) -> str | None:
+        """The warning for a loader to give about ``name``, or None when the encoding was no close call."""
+        if not self.alternatives:
+            return None
+        return (
+            f"{name}: decoded as {self.encoding}, a guess: {', '.join(self.alternatives)} would read its "
+            "accented letters differently; check them (kireme load) or pass --encoding"
+        )
 
 
 def _strict(data: bytes, encoding: str) -> str | None:
@@ -110,7 +127,8 @@ def decode(data: bytes, encoding: str | None = None) -> DecodedText:
 def _guess_other(data: bytes) -> DecodedText:
     from charset_normalizer import from_bytes
 
-    match = from_bytes(data).best()
+    matches = from_bytes(data)
+    match = matches.best()
     if match is None or match.encoding is None:
         raise DecodeError("not valid UTF-8, CP932, EUC-JP, ISO-2022-JP or UTF-16; pass --encoding")
     text = _strict(data, match.encoding)
@@ -118,7 +136,16 @@ def _guess_other(data: bytes) -> DecodedText:
         raise DecodeError("could not decode strictly; pass --encoding")
     if _control_share(text) > 0.05:
         raise DecodeError("binary file (mostly control bytes)")
-    return DecodedText(text, match.encoding)
+    close: list[str] = []
+    seen = {text}
+    for other in matches:  # ranked best first
+        if other.encoding in (None, match.encoding) or other.chaos > match.chaos + _CLOSE_CALL:
+            continue
+        read = _strict(data, other.encoding)
+        if read is not None and read not in seen:  # a different text, rated nearly as well
+            seen.add(read)
+            close.append(other.encoding)
+    return DecodedText(text, match.encoding, alternatives=tuple(close[:3]))
 
 
 def _control_share(text: str) -> float:

@@ -193,9 +193,12 @@ def _decode(data: bytes, id: str, encoding: str | None) -> DecodedText:
             except (LookupError, UnicodeDecodeError):
                 pass  # a wrong or unknown declaration: detect instead
     try:
-        return decode(data, encoding)
+        decoded = decode(data, encoding)
     except DecodeError as exc:
         raise LoadError(id, str(exc)) from None
+    if (warning := decoded.guess_warning(id)) is not None:
+        logger.warning("%s", warning)
+    return decoded
 
 
 def _warn_if_truncated(text: str, id: str) -> None:

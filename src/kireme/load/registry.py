@@ -109,6 +109,8 @@ def _decoded(data: bytes, id: str, encoding: str | None, format: str, **extra: o
         decoded = decode(data, encoding)
     except DecodeError as exc:
         raise LoadError(id, str(exc)) from None
+    if (warning := decoded.guess_warning(id)) is not None:
+        logger.warning("%s", warning)
     return Document(
         text=decoded.text,
         id=id,
