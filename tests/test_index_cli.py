@@ -853,3 +853,43 @@ def test_an_interrupted_rebuild_says_the_index_is_as_it_was(capsys: pytest.Captu
     said = capsys.readouterr().err
     assert "being built beside db, which is as it was" in said and "starts the build over" in said
     assert "continue from there" not in said
+
+
+def test_prune_empties_the_index_of_a_folder_left_empty_and_of_a_path_gone(tmp_path: Path) -> None:
+    """A folder whose files were all deleted was "no files to read" (exit 2) and nothing was pruned: the
+    deleted documents stayed searchable, and no command could remove the last documents of an index."""
+    env = clean_env(tmp_path)
+    folder = tmp_path / "notes"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "a.txt").write_text("ツチブタの記録は三月に始まった。\n", encoding="utf-8")
+    (folder / "b.txt").write_text("経費の締め日は毎月二十日とする。\n", encoding="utf-8")
+    db = str(tmp_path / "db")
+    assert kireme("index", str(folder), "--db", db, "--embedder", "hash", env=env).returncode == 0
+    (folder / "sub" / "a.txt").unlink()
+    (folder / "sub").rmdir()
+    (folder / "b.txt").unlink()
+    pruned = kireme(
+        "index", str(folder), "--db", db, "--embedder", "hash", "--prune", "--format", "json", env=env
+    )
+    assert pruned.returncode == 0, pruned.stderr
+    assert json.loads(pruned.stdout)["removed"] == 2
+    assert "no files to read; what was indexed from it is pruned" in pruned.stderr
+    found = kireme("search", "締め日", "--db", db, "--mode", "bm25", "--format", "jsonl", env=env)
+    assert found.stdout == ""
+    gone = kireme("index", str(tmp_path / "nowhere"), "--db", db, "--embedder", "hash", "--prune", env=env)
+    assert gone.returncode == 0 and "nowhere: no such file or directory; what was indexed" in gone.stderr
+    typo = kireme("index", str(tmp_path / "nowhere"), "--db", db, "--embedder", "hash", env=env)
+    assert typo.returncode == 2  # without --prune a missing path is still a usage error
+
+
+def test_a_file_that_no_longer_reads_says_its_old_chunks_stay_searchable(tmp_path: Path) -> None:
+    env = clean_env(tmp_path)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.txt").write_text("出張の日当は三千円とする。\n", encoding="utf-8")
+    db = str(tmp_path / "db")
+    assert kireme("index", str(folder), "--db", db, "--embedder", "hash", env=env).returncode == 0
+    (folder / "a.txt").write_bytes(b"\x00\x01binary\x00" * 50)
+    again = kireme("index", str(folder), "--db", db, "--embedder", "hash", "--prune", env=env)
+    assert again.returncode == 3, again.stderr
+    assert "binary file" in again.stderr and "stays searchable until it reads again" in again.stderr

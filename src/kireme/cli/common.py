@@ -69,11 +69,16 @@ def _other_strategy(folder: Path, suffixes: Collection[str] | None) -> str:
 
 
 def expand_paths(
-    paths: Sequence[str], failures: Failures, suffixes: Collection[str] | None = None
+    paths: Sequence[str],
+    failures: Failures,
+    suffixes: Collection[str] | None = None,
+    *,
+    pruning: bool = False,
 ) -> list[Path]:
     """Files as given, directories as their readable files (those with one of ``suffixes``, default
     the documents: `kireme.load.registry.walked_suffixes` gives a strategy's); missing ones reported as
-    usage errors."""
+    usage errors. ``pruning`` (``kireme index --prune``): a path that is gone, or a folder left empty, is
+    what the run removes from the index, so it is said, not refused."""
     files: list[Path] = []
     for raw in paths:
         if raw == STDIN:
@@ -81,10 +86,17 @@ def expand_paths(
             continue
         p = Path(raw)
         if not p.exists():
+            if pruning:
+                echo_err(
+                    f"kireme: warning: {raw}: no such file or directory; what was indexed from it is pruned"
+                )
+                continue
             failures.report(f"{raw}: no such file or directory", usage=True)
             continue
         found = list(iter_paths(p, suffixes))
-        if p.is_dir() and not found:
+        if p.is_dir() and not found and pruning:
+            echo_err(f"kireme: warning: {raw}: no files to read; what was indexed from it is pruned")
+        elif p.is_dir() and not found:
             shown = ", ".join(sorted(SUPPORTED_SUFFIXES if suffixes is None else suffixes))
             failures.report(
                 f"{raw}: directory has no files to read ({shown}){_other_strategy(p, suffixes)}", usage=True

@@ -646,10 +646,17 @@ class Ingestor:
         return np.concatenate(self.late.embed_documents(late)).astype(np.float32, copy=False)
 
     def fail(self, message: str, doc_id: str | None = None) -> None:
-        """Record a document that could not be indexed; its entry (if any) stays and is never pruned."""
+        """Record a document that could not be indexed; its entry (if any) stays and is never pruned (a
+        file that cannot be read for a while — locked, half written — does not vanish from search), and
+        the message says so."""
         if doc_id is not None and doc_id not in self._seen:  # not counted yet: it failed before `add`
             self._seen.add(doc_id)
             self.summary.documents += 1
+        if doc_id is not None and doc_id in self.entries:
+            message += (
+                " (what was indexed from it before stays searchable until it reads again; to drop it, "
+                "delete or move the file and run with --prune)"
+            )
         self.summary.failed += 1
         self.summary.errors.append(message)
 
