@@ -893,3 +893,18 @@ def test_a_file_that_no_longer_reads_says_its_old_chunks_stay_searchable(tmp_pat
     again = kireme("index", str(folder), "--db", db, "--embedder", "hash", "--prune", env=env)
     assert again.returncode == 3, again.stderr
     assert "binary file" in again.stderr and "stays searchable until it reads again" in again.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink") or sys.platform == "win32", reason="symlinks")
+def test_a_link_beside_its_file_is_warned_about_once_with_advice_that_helps(tmp_path: Path) -> None:
+    """A symlinked file next to its target gave two warnings, each saying the other was "already indexed"
+    (neither was) and advising --prune, which removes nothing: both paths exist under the folder."""
+    env = clean_env(tmp_path)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# 規程\n\n日当は三千円とする。\n", encoding="utf-8")
+    (folder / "link.md").symlink_to("a.md")
+    run = kireme("index", str(folder), "--db", str(tmp_path / "db"), "--embedder", "hash", env=env)
+    assert run.returncode == 0, run.stderr
+    warnings = [line for line in run.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "are one file on disk" in warnings[0] and "--prune" not in warnings[0]

@@ -501,7 +501,21 @@ def index_command(
             "the same options to keep their chunks (the index does not remember them)",
             err=True,
         )
+    now = {p.as_posix() for p in added}
+    told: set[frozenset[str]] = set()
     for path, other in _indexed_twice(ingestor.entries if ingestor is not None else {}, added):
+        pair = frozenset((path.as_posix(), other))
+        if pair in told:
+            continue
+        told.add(pair)
+        if other in now:  # both found by this run: a link to a file beside it, or the same file given twice
+            click.echo(
+                f"kireme: warning: {other} and {path.as_posix()} are one file on disk (a link, or two "
+                "spellings of its path), both read by this run: its chunks are in the index twice; leave "
+                "one of them out of what you index",
+                err=True,
+            )
+            continue
         click.echo(
             f"kireme: warning: {path.as_posix()} is the file already indexed as {other}: its chunks are now in "
             "the index twice (a document is named by its path as given); index with one spelling of the "
