@@ -328,3 +328,13 @@ def test_a_signal_stops_chunk_between_documents_shuts_the_workers_down_and_says_
         time.sleep(0.1)
     assert not [pid for pid in below if _alive(pid)], "worker processes left running"
     assert signal.Signals(signum).name in ("SIGTERM", "SIGINT")
+
+
+def test_a_file_given_and_found_in_a_folder_given_is_chunked_once(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("日当は三千円とする。\n", encoding="utf-8")
+    (tmp_path / "docs" / "b.txt").write_text("宿泊費は実費とする。\n", encoding="utf-8")
+    result = run("chunk", "docs", "docs/a.txt", "./docs/a.txt", "--format", "jsonl", cwd=tmp_path)
+    assert result.returncode == 0
+    ids = [json.loads(line)["id"] for line in result.stdout.decode().splitlines()]
+    assert len(ids) == len(set(ids)) == 2

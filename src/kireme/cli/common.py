@@ -102,6 +102,8 @@ def expand_paths(
                 f"{raw}: directory has no files to read ({shown}){_other_strategy(p, suffixes)}", usage=True
             )
         files.extend(found)
+    if len(set(files)) < len(files):  # a file given and found in a folder given too: read once
+        files = list(dict.fromkeys(files))
     return files
 
 
