@@ -1027,3 +1027,14 @@ def test_compare_in_tokens_names_the_best_within_a_token_budget(corpus: Path) ->
     assert result.returncode == 0, result.stderr
     assert "best within 60 tokens" in result.stdout and "best at 60 tokens" in result.stdout
     assert "characters" not in result.stdout.split("best within", 1)[1]
+
+
+def test_k_given_with_a_budget_is_said_not_to_apply(corpus: Path) -> None:
+    args = ["docs", "--questions", "qa.jsonl", "--retriever", "bm25", "--max-size", "40", "--budget", "100"]
+    told = run_cli("eval", *args, "-k", "3", cwd=corpus)
+    assert told.returncode == 0 and "-k does not apply with --budget" in told.stderr
+    assert "warning" not in run_cli("eval", *args, cwd=corpus).stderr
+    compared = run_cli(
+        "compare", *args[:-4], "--sizes", "40", "-s", "sentence", "--budget", "100", "-k", "2", cwd=corpus
+    )
+    assert compared.returncode == 0 and "-k sets the top-k table only" in compared.stderr

@@ -260,6 +260,18 @@ def _check_keywords(keywords: str, retriever: str) -> None:
         raise click.UsageError(str(exc)) from None
 
 
+def _warn_k_with_budgets(budgets: Sequence[int], shown: str) -> None:
+    """``-k`` given with ``--budget``: the budget rows pass what fits the budget, however many hits that is;
+    ``shown``: what -k still sets in this command's output."""
+    ctx = click.get_current_context()
+    if budgets and ctx.get_parameter_source("k") == click.core.ParameterSource.COMMANDLINE:
+        click.echo(
+            f"kireme: warning: -k {shown}; a --budget row passes what fits the budget, from as many ranked "
+            "chunks as it needs",
+            err=True,
+        )
+
+
 def _check_budgets(budgets: Sequence[int]) -> list[int]:
     bad = [b for b in budgets if b <= 0]
     if bad:
@@ -410,6 +422,7 @@ def eval_command(
     """Measure chunkings: answer hit rate on questions (at a context budget with --budget), or boundaries and
     topic purity on gold segments."""
     budget_list = _check_budgets(budgets)
+    _warn_k_with_budgets(budget_list, "does not apply with --budget (only budget rows are printed)")
     _check_keywords(keywords, retriever)
     sources = [
         name
@@ -613,6 +626,7 @@ def compare_command(
     """Run every strategy over a grid of sizes on your questions; show the table, the Pareto front and the
     best configuration at each of your budgets."""
     budget_list = _check_budgets(budgets)
+    _warn_k_with_budgets(budget_list, "sets the top-k table only")
     _check_keywords(keywords, retriever)
     try:
         size_list = sorted({int(s) for s in sizes.split(",") if s.strip()})
