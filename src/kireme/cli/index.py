@@ -815,8 +815,7 @@ def search_command(
     from kireme.index.search import parse_filters
 
     fmt = fmt or ("table" if sys.stdout.isatty() else "jsonl")
-    if budget is not None and budget <= 0:
-        raise click.UsageError(f"--budget must be > 0, got {budget}")
+    _positive_budget(budget)
     try:
         where = parse_filters(list(filters))
         searcher = _searcher(db)
@@ -921,6 +920,13 @@ def _print_passages(made: Any, fmt: str, miss: str | None = None) -> None:
         click.echo(best_left_out_note(context.budget, context.unit, context.best_needs), err=True)
 
 
+def _positive_budget(budget: int | None) -> int | None:
+    """``--budget`` of `kireme search` and `kireme ask`: a whole number > 0 (the same words for both)."""
+    if budget is not None and budget <= 0:
+        raise click.UsageError(f"--budget must be > 0, got {budget}")
+    return budget
+
+
 def best_left_out_note(budget: int, unit: str, needs: int) -> str:
     """What `kireme search --budget` and `kireme ask` say when no sentence of the best hit fitted."""
     return (
@@ -948,8 +954,9 @@ KIREME_CHAT_API_KEY, else OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY.
 @_search_options
 @click.option(
     "--budget",
-    type=click.IntRange(min=1),
+    type=int,
     default=None,
+    callback=lambda ctx, param, value: _positive_budget(value),
     help="Tokens of context [default: what a --reader-tokens window leaves].",
 )
 @click.option("--reader-tokens", type=click.IntRange(min=256), default=4096, show_default=True)
