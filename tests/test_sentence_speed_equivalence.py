@@ -96,11 +96,13 @@ def ref_period_ends(text: str, dot: int, after: int, caseless: bool = False) -> 
 
 
 def ref_is_initial(text: str, letter: int) -> bool:
-    """REFERENCE `_is_initial`."""
+    """REFERENCE `_is_initial` (AMENDED 2026-12-05: an initial before another initial, ``J. R.``)."""
     if not text[letter].isupper():
         return False
     if letter > 0 and not text[letter - 1].isspace():
         return False
+    if re.match(r"\.[ \t]+[A-Z]\.", text[letter + 1 :]):
+        return True
     before = text[max(0, letter - 30) : letter].rstrip()
     if not before or before[-1] in ".!?":
         return True

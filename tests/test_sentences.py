@@ -57,6 +57,47 @@ def test_english_abbreviations_initials_and_decimals() -> None:
     ]
 
 
+def test_initials_after_a_lower_case_word_and_a_suite_number_stay_in_their_sentence() -> None:
+    """``Approved by J.`` | ``R. Martinez`` and ``Blvd., Ste.`` | ``400, Portland`` were cut as two sentences
+    (the word before ``J.`` is not capitalised; ``Ste.`` was no known abbreviation). A single capital at the
+    end of a sentence still ends it."""
+    text = (
+        "Claims must be filed within 30 days. Approved by J. R. Martinez, Chief Financial Officer. "
+        "Write to 1200 Harbor Blvd., Ste. 400, Portland. We answer in a week. It was plan B. Then we left."
+    )
+    assert sentences(text) == [
+        "Claims must be filed within 30 days.",
+        "Approved by J. R. Martinez, Chief Financial Officer.",
+        "Write to 1200 Harbor Blvd., Ste. 400, Portland.",
+        "We answer in a week.",
+        "It was plan B.",
+        "Then we left.",
+    ]
+
+
+def test_a_url_is_not_cut_after_its_scheme_when_a_long_sentence_is_cut_at_clauses() -> None:
+    """The clause level cut after every ``:`` not before a digit, so a sentence too long for a chunk was
+    cut between ``https:`` and ``//…``."""
+    from kireme import make_chunker
+
+    text = (
+        "Amendments take effect 30 days after they are published on the intranet at "
+        "https://intranet.example.com/policies/travel-v3.2.html unless a later date is stated in the "
+        "amendment itself by the approving officer.\n"
+    )
+    for strategy in ("sentence", "recursive", "paragraph"):
+        chunks = make_chunker(strategy, max_size=150).chunk(text)
+        assert not any(c.text.endswith("https:") for c in chunks), [c.text for c in chunks]
+        assert any("https://intranet.example.com/policies/travel-v3.2.html" in c.text for c in chunks)
+    from kireme.boundaries.levels import CLAUSE
+
+    path = "Open C:\\Users\\me, then note: it is 10:30, see https://x.example.com: done"
+    cuts = CLAUSE.cuts(path, 0, len(path))
+    assert [path[c - 1] for c in cuts] == [",", ":", ",", ":"]  # after "me," "note:" "10:30," ".com:"
+    assert not any(path[c - 3 : c] in ("ps:", " C:") for c in cuts)
+    assert CLAUSE.reference.cuts(path, 0, len(path)) == CLAUSE.cuts(path, 0, len(path))
+
+
 def test_versus_in_a_case_name_does_not_end_the_sentence() -> None:
     text = "The court cited Smith v. Jones in its ruling. Henry V. Ford disagreed. It ended."
     assert sentences(text) == [

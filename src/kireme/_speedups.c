@@ -1335,10 +1335,19 @@ static int at_line_start(int kind, const void *data, Py_ssize_t pos) {
     return 1;
 }
 
-/* `_is_initial`: a single capital after a capitalised word, another initial or a sentence start */
-static int is_initial(int kind, const void *data, Py_ssize_t letter) {
+/* `_is_initial`: a single capital after a capitalised word, another initial or a sentence start, or before
+ * another initial (`_NEXT_INITIAL`: ". R." — "by J. R. Martinez") */
+static int is_initial(int kind, const void *data, Py_ssize_t n, Py_ssize_t letter) {
     if (!Py_UNICODE_ISUPPER(PyUnicode_READ(kind, data, letter))) return 0;
     if (letter > 0 && !Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, letter - 1))) return 0;
+    if (letter + 1 < n && PyUnicode_READ(kind, data, letter + 1) == '.') {
+        Py_ssize_t k = letter + 2;
+        while (k < n && (PyUnicode_READ(kind, data, k) == ' ' || PyUnicode_READ(kind, data, k) == '\t')) k++;
+        if (k > letter + 2 && k + 1 < n) {
+            Py_UCS4 next = PyUnicode_READ(kind, data, k);
+            if (next >= 'A' && next <= 'Z' && PyUnicode_READ(kind, data, k + 1) == '.') return 1;
+        }
+    }
     Py_ssize_t lo = letter > 30 ? letter - 30 : 0, r = letter;
     while (r > lo && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, r - 1))) r--;
     if (r == lo) return 1;
@@ -1416,7 +1425,7 @@ static int period_ends(int kind, const void *data, Py_ssize_t n, Py_ssize_t dot,
         found = word_in(abbreviations, word, stripped);
         if (found != 0) return found < 0 ? -1 : 0;
     }
-    if (length == 1 && ascii_alpha(PyUnicode_READ(kind, data, word_start)) && is_initial(kind, data, word_start))
+    if (length == 1 && ascii_alpha(PyUnicode_READ(kind, data, word_start)) && is_initial(kind, data, n, word_start))
         return 0; /* "J. R. Smith" */
     return !(dots > 0 && letters > 0 && alpha && letters <= 3); /* "U.S." does not end one, "$6.25." does */
 }
@@ -2201,9 +2210,10 @@ done:
 }
 
 /*
- * `clause_cuts(text, a, b)`: kireme/boundaries/levels.py `CLAUSE` (its regex `[、;；]|[，,:：](?![0-9０-９])`,
- * cut after each match): after each "、", ";" or "；", and after each "，", ",", ":" or "：" not followed by a
- * digit inside [a, b) — strictly inside (a, b). `word_cuts(text, a, b)`: `WORD` (`[ \t\u3000]+`, cut at
+ * `clause_cuts(text, a, b)`: kireme/boundaries/levels.py `CLAUSE` (its regex
+ * `[、;；]|[，,：](?![0-9０-９])|:(?![0-9０-９/\\])`, cut after each match): after each "、", ";" or "；", and
+ * after each "，", ",", ":" or "：" not followed by a digit (nor an ASCII ":" by "/" or a backslash: a URL, a
+ * path) inside [a, b) — strictly inside (a, b). `word_cuts(text, a, b)`: `WORD` (`[ \t\u3000]+`, cut at
  * each match's start): where a run of spaces, tabs and ideographic spaces begins, strictly inside (a, b).
  * Both without a regex match object per cut (the word level meets every space of English and code).
  */
@@ -2219,7 +2229,8 @@ static PyObject *clause_cuts(PyObject *self, PyObject *args) {
     for (Py_ssize_t p = w.a; p + 1 < w.b; p++) { /* a cut after the last character would not lie inside */
         Py_UCS4 c = PyUnicode_READ(w.kind, w.data, p);
         if (c < ',' || (c > ';' && c < 0x3001)) continue; /* the usual character: none of the marks */
-        if (clause_mark(c) || (clause_separator(c) && !any_digit(PyUnicode_READ(w.kind, w.data, p + 1)))) {
+        Py_UCS4 next = PyUnicode_READ(w.kind, w.data, p + 1);
+        if (clause_mark(c) || (clause_separator(c) && !any_digit(next) && !(c == ':' && (next == '/' || next == '\\')))) {
             if (append_index(w.out, p + 1) < 0) {
                 Py_DECREF(w.out);
                 return NULL;

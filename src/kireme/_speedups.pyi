@@ -61,7 +61,7 @@ def sha256_extensions(on: bool, /) -> bool:
     whether the extensions are in use now (for the tests, which hash with both)."""
 
 def clause_cuts(text: str, a: int, b: int, /) -> list[int]:
-    """The cuts of the clause level (``[、;；]|[，,:：](?![0-9０-９])``, after each match) strictly inside (a, b)."""
+    """The cuts of the clause level (``[、;；]|[，,：](?![0-9０-９])|:(?![0-9０-９/\\])``, after each match) strictly inside (a, b)."""
 
 def word_cuts(text: str, a: int, b: int, /) -> list[int]:
     """The cuts of the word level (where each ``[ \\t\\u3000]+`` run starts) strictly inside (a, b)."""

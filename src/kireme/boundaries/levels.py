@@ -166,7 +166,8 @@ class LineLevel:
 @dataclass(frozen=True)
 class ClauseLevel:
     """Clause marks: a cut after each ``、;；``, and after each ``，,:：`` that is not followed by a digit
-    (``１０，０００円``, ``10:30`` are numbers, not two clauses).
+    (``１０，０００円``, ``10:30`` are numbers, not two clauses) — nor an ASCII ``:`` followed by ``/`` or
+    ``\\`` (``https://…``, ``C:\\Users``: a URL or a path, not two clauses).
 
     Asked for every sentence longer than the limit: a C scan (`kireme._speedups.clause_cuts`) finds the
     marks without a regex match object per cut; the regex (`reference`) stays the rule and the fallback.
@@ -174,7 +175,7 @@ class ClauseLevel:
 
     name: str = "clause"
     reference: RegexLevel = field(
-        default=RegexLevel(r"[、;；]|[，,:：](?![0-9０-９])", "clause", cut_after=True),
+        default=RegexLevel(r"[、;；]|[，,：](?![0-9０-９])|:(?![0-9０-９/\\])", "clause", cut_after=True),
         repr=False,
         compare=False,
     )

@@ -81,6 +81,8 @@ _ABBREVIATIONS = frozenset(
         "eds",
         "approx",
         "dept",
+        "ste",  # suite, in an address: "Harbor Blvd., Ste. 400"
+        "blvd",
         "est",
         "inc",
         "ltd",
@@ -270,12 +272,19 @@ def _next_kind(char: str) -> tuple[bool, bool]:
     return _NEXT_START.match(char) is not None, _LOWER_NEXT.match(char) is not None
 
 
+# another initial right after an initial's dot: "J. R. Martinez" (a name, whatever the word before "J.")
+_NEXT_INITIAL = re.compile(r"\.[ \t]+[A-Z]\.")
+
+
 def _is_initial(text: str, letter: int) -> bool:
-    """A single capital after a capitalised word, another initial or a sentence start (not 'method B.')."""
+    """A single capital after a capitalised word, another initial or a sentence start, or before another
+    initial (not 'method B.')."""
     if not text[letter].isupper():
         return False
     if letter > 0 and not text[letter - 1].isspace():
         return False  # "°C." is a unit, not an initial
+    if _NEXT_INITIAL.match(text, letter + 1):
+        return True  # "by J. R. Martinez"
     before = text[max(0, letter - 30) : letter].rstrip()
     if not before or before[-1] in ".!?":
         return True
