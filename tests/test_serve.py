@@ -413,6 +413,7 @@ def test_documents_health_and_offline_docs(client: TestClient, company: tuple[Pa
     assert health["status"] == "ok" and health["index"]["documents"] == len(DOCS)
     assert health["index"]["rows"] == sum(d["chunks"] for d in documents["documents"])
     assert health["index"]["embedder"].startswith("hash")
+    assert health["index"]["dim"] == 512  # the index's "dimension" (it was always null)
     docs = client.get("/docs")
     assert docs.status_code == 200 and "cdn" not in docs.text.lower()
     script = re.search(r'src="([^"]+swagger-ui-bundle\.js)"', docs.text)
@@ -484,6 +485,7 @@ def test_ask_answers_and_streams(
         plain = unconfigured.post("/ask", json={"question": question, "budget": 300}).json()
     assert plain["answer"] is None and plain["configured"] is False
     assert "1,000円" in plain["context"] and plain["tokens"] <= 300 == plain["budget"]
+    assert plain["best_left_out"] is False and plain["best_needs"] == 0 and "cut" in plain
     assert plain["sources"] and plain["sources"][0]["label"].startswith("[1] ")
 
     whole = "日帰り出張の日当は1,000円です [1]。"

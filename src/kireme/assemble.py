@@ -164,6 +164,7 @@ class Context:
             "considered": self.considered,
             "cut": self.cut,
             "best_left_out": self.best_left_out,
+            "best_needs": self.best_needs,
             "spans": [span.to_dict() for span in self.spans],
         }
 

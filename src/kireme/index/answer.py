@@ -62,13 +62,17 @@ class PreparedQuestion:
         return self.budget > self.room
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON of ``POST /ask`` (without the answer): the context text, its size and budget, and the
-        sources cited in it."""
+        """The JSON of ``POST /ask`` (without the answer): the context text, its size and budget, whether
+        the best hit was cut to fit or left out (no sentence of it fitted; ``best_needs``: the budget that
+        passes a part of it), and the sources cited in it."""
         return {
             "question": self.question,
             "context": self.context.text,
             "tokens": self.context.tokens,
             "budget": self.budget,
+            "cut": self.context.best_cut,
+            "best_left_out": self.context.best_left_out,
+            "best_needs": self.context.best_needs,
             "sources": [
                 {
                     "number": s.number,

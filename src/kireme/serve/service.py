@@ -432,7 +432,7 @@ class IndexService:
             "documents": len(searcher.documents),
             "rows": searcher.store.count(),
             "embedder": searcher.info.get("embedder", ""),
-            "dim": searcher.info.get("dim"),
+            "dim": searcher.info.get("dimension"),
             "store": searcher.store_kind,
             "keywords": searcher.keywords,
             "reopened": self.reopened,
