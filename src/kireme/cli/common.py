@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -258,7 +258,7 @@ def chunk_files(
     outputs: str = "none",
     max_bytes: int = MAX_FILE_BYTES,
     title: str | None = None,
-) -> Iterator[Chunked]:
+) -> Generator[Chunked, None, None]:
     """Each file loaded and chunked (`kireme.stream.iter_chunked`), in order: in ``jobs`` worker processes
     (`kireme.parallel.choose_jobs`) unless standard input is among the files (read here, in its turn)."""
     from kireme.parallel import choose_jobs, file_sizes
