@@ -265,9 +265,8 @@ class StructureChunker(Chunker):
         Never less than half of what a chunk may hold: a table header and a deep heading path must not
         crowd out the rows. Where they would, `_embed_text` leaves the context (then the header) out.
         """
-        if (
-            not self.context_counts
-        ):  # no context; a repeated header or group line still counts (unless told not)
+        if not self.context_counts:
+            # no context; a repeated header or group line still counts (unless told not)
             if not extra or self.context_in_budget is False:
                 return self.max_size
             return max(self.max_size - self.measure(extra), self._floor())
@@ -665,11 +664,8 @@ class StructureChunker(Chunker):
         if not self.context_counts and (
             self.context_in_budget is False or not (group or repeat or close or body != raw)
         ):
-            return (
-                embed,
-                0,
-                0,
-            )  # with no context, a repeated header or rewritten rows still count (unless told not)
+            # no context, and nothing added or rewritten that counts (a repeated header, a record): no sizes
+            return embed, 0, 0
         if (
             span_size is not None
             and not (group or repeat or close)
@@ -682,9 +678,8 @@ class StructureChunker(Chunker):
         if full <= self.max_size:
             return embed, full, full
         candidates = [group + repeat + body + close, body + close, body]
-        if (
-            body != raw
-        ):  # rows rewritten longer (records, filled cells) than rows that fit: passed as they are
+        if body != raw:
+            # rows rewritten longer (records, filled cells) than rows that fit: passed as they are
             candidates += [prefix + group + repeat + raw, group + repeat + raw, raw]
         for candidate in candidates:
             size = self.measure(candidate)
