@@ -525,6 +525,7 @@ def test_a_question_with_no_context_is_not_sent_to_the_chat_model(
     with TestClient(app) as configured:
         answered = configured.post("/ask", json=body).json()
         assert answered["configured"] is True and answered["answer"] is None and answered["context"] == ""
+        assert "nowhere.md" in answered["hint"]  # why nothing was asked, as kireme ask says
         with configured.stream("POST", "/ask", json={**body, "stream": True}) as events:
             raw = "".join(events.iter_text())
     assert raw.startswith("event: context\n") and 'event: done\ndata: {"answer": null}' in raw
