@@ -68,6 +68,16 @@ def _other_strategy(folder: Path, suffixes: Collection[str] | None) -> str:
     return ""
 
 
+def positive_budget(
+    ctx: click.Context | None, param: click.Parameter | None, budget: int | None
+) -> int | None:
+    """``--budget`` (a click callback, or called with ``None, None``): a whole number > 0, in the same words
+    for `kireme search`, `kireme ask`, `kireme eval` and `kireme compare`."""
+    if budget is not None and budget <= 0:
+        raise click.UsageError(f"--budget must be > 0, got {budget}")
+    return budget
+
+
 def expand_paths(
     paths: Sequence[str],
     failures: Failures,
@@ -94,17 +104,17 @@ def expand_paths(
             failures.report(f"{raw}: no such file or directory", usage=True)
             continue
         found = list(iter_paths(p, suffixes))
-        if p.is_dir() and not found and pruning:
-            echo_err(f"kireme: warning: {raw}: no files to read; what was indexed from it is pruned")
-        elif p.is_dir() and not found:
-            shown = ", ".join(sorted(SUPPORTED_SUFFIXES if suffixes is None else suffixes))
-            failures.report(
-                f"{raw}: directory has no files to read ({shown}){_other_strategy(p, suffixes)}", usage=True
-            )
+        if p.is_dir() and not found:
+            if pruning:
+                echo_err(f"kireme: warning: {raw}: no files to read; what was indexed from it is pruned")
+            else:
+                shown = ", ".join(sorted(SUPPORTED_SUFFIXES if suffixes is None else suffixes))
+                failures.report(
+                    f"{raw}: directory has no files to read ({shown}){_other_strategy(p, suffixes)}",
+                    usage=True,
+                )
         files.extend(found)
-    if len(set(files)) < len(files):  # a file given and found in a folder given too: read once
-        files = list(dict.fromkeys(files))
-    return files
+    return list(dict.fromkeys(files))  # a file given and found in a folder given too: read once
 
 
 def load_one(

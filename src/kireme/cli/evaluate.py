@@ -19,6 +19,7 @@ from kireme.cli.common import (
     known_encoding,
     load_documents,
     packing_options,
+    positive_budget,
     require_plot_extra,
     semantic_options,
     semantic_settings,
@@ -273,9 +274,8 @@ def _warn_k_with_budgets(budgets: Sequence[int], shown: str) -> None:
 
 
 def _check_budgets(budgets: Sequence[int]) -> list[int]:
-    bad = [b for b in budgets if b <= 0]
-    if bad:
-        raise click.UsageError(f"--budget must be > 0, got {bad[0]}")
+    for budget in budgets:
+        positive_budget(None, None, budget)
     return sorted(set(budgets))
 
 

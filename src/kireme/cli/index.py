@@ -28,6 +28,7 @@ from kireme.cli.common import (
     input_options,
     jobs_option,
     packing_options,
+    positive_budget,
     widen_option,
 )
 from kireme.cli.interrupt import Interrupted, Stopper
@@ -785,6 +786,7 @@ def _searcher(db: Path) -> Searcher:
     type=int,
     default=None,
     metavar="N",
+    callback=positive_budget,
     help="Print the context a reader gets within N (--unit) instead of the top -k hits: the hits merged, "
     "widened at sentence boundaries and cut to fit, as passages of the documents with exact offsets.",
 )
@@ -815,7 +817,6 @@ def search_command(
     from kireme.index.search import parse_filters
 
     fmt = fmt or ("table" if sys.stdout.isatty() else "jsonl")
-    _positive_budget(budget)
     try:
         where = parse_filters(list(filters))
         searcher = _searcher(db)
@@ -920,13 +921,6 @@ def _print_passages(made: Any, fmt: str, miss: str | None = None) -> None:
         click.echo(best_left_out_note(context.budget, context.unit, context.best_needs), err=True)
 
 
-def _positive_budget(budget: int | None) -> int | None:
-    """``--budget`` of `kireme search` and `kireme ask`: a whole number > 0 (the same words for both)."""
-    if budget is not None and budget <= 0:
-        raise click.UsageError(f"--budget must be > 0, got {budget}")
-    return budget
-
-
 def best_left_out_note(budget: int, unit: str, needs: int) -> str:
     """What `kireme search --budget` and `kireme ask` say when no sentence of the best hit fitted."""
     return (
@@ -956,7 +950,7 @@ KIREME_CHAT_API_KEY, else OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY.
     "--budget",
     type=int,
     default=None,
-    callback=lambda ctx, param, value: _positive_budget(value),
+    callback=positive_budget,
     help="Tokens of context [default: what a --reader-tokens window leaves].",
 )
 @click.option("--reader-tokens", type=click.IntRange(min=256), default=4096, show_default=True)

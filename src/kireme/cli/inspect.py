@@ -6,7 +6,6 @@ import json
 import math
 import sys
 import unicodedata
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +156,7 @@ def inspect_command(
         if html_path:
             from kireme.report.html import render_inspection_html
 
-            levels = {name: level for name, (_, _, level) in rules.items() if level != float("inf")}
+            levels = {name: level for name, (_, _, level, _) in rules.items() if level is not None}
             html_path.write_text(
                 render_inspection_html(analysis, title=doc.id, thresholds=levels), encoding="utf-8"
             )
@@ -179,9 +178,9 @@ def inspect_command(
 
 def _compare_rules(
     chunker: SemanticChunker, doc: Any, analysis: SemanticAnalysis
-) -> dict[str, tuple[int, int, float]]:
-    """rule -> (topic cuts, chunks within the size limit, distance level: ``inf`` where no single level
-    gives the rule's cuts)."""
+) -> dict[str, tuple[int, int, float | None, str | None]]:
+    """rule -> (topic cuts, chunks within the size limit, distance level and that level as printed —
+    both ``None`` where no single level gives the rule's cuts)."""
     out = {}
     rules = [str(analysis.threshold)] + [
         r
@@ -192,7 +191,8 @@ def _compare_rules(
         other = chunker.with_threshold(analysis, Threshold.parse(rule))
         chunks = chunker.chunk_analysis(doc, other)
         level = other.distance_level
-        out[rule] = (len(other.applied_cut_gaps), len(chunks), float("inf") if level is None else level)
+        shown = None if level is None else _shown_level(level, other)
+        out[rule] = (len(other.applied_cut_gaps), len(chunks), level, shown)
     return out
 
 
@@ -239,34 +239,28 @@ def _shown_level(level: float, analysis: SemanticAnalysis) -> str:
     return repr(level)
 
 
-def _as_rule(analysis: SemanticAnalysis, rule: str) -> SemanticAnalysis:
-    """The analysis cut by another distance rule (no embedding: the distances are there)."""
-    cut_gaps, level = Threshold.parse(rule).cuts(analysis.distances)
-    return replace(analysis, threshold=Threshold.parse(rule), cut_gaps=cut_gaps, level=level)
-
-
-def _summary(analysis: SemanticAnalysis, rules: dict[str, tuple[int, int, float]], *, err: bool) -> None:
+def _summary(
+    analysis: SemanticAnalysis, rules: dict[str, tuple[int, int, float | None, str | None]], *, err: bool
+) -> None:
     def out(line: str) -> None:
         click.echo(line, err=err)
 
     current = str(analysis.threshold)
-    cuts, chunks, level = rules[current]
+    cuts, chunks, _, shown = rules[current]
     if analysis.threshold.is_global:
         level_text = "global kernel segmentation of the sentence vectors, no distance level"
-    elif level != float("inf"):
-        level_text = f"distance > {_shown_level(level, analysis)}"
+    elif shown is not None:
+        level_text = f"distance > {shown}"
     elif cuts:
         level_text = "the rule's own choice: no single distance level gives these cuts"
     else:
         level_text = "no cut"
     out(f"\nthreshold {current}: {cuts} topic cuts ({level_text}) -> {chunks} chunks within the size limit")
-    auto_cuts, _, auto_level = rules["auto:depth"]
-    if auto_level != float("inf"):
-        depth = analysis if current == "auto:depth" else None
-        shown = _shown_level(auto_level, depth or _as_rule(analysis, "auto:depth"))
+    auto_cuts, _, _, auto_shown = rules["auto:depth"]
+    if auto_shown is not None:
         out(
-            f"suggested (auto:depth, chosen for this document): cut where distance > {shown} "
-            f"(--threshold absolute:{shown})"
+            f"suggested (auto:depth, chosen for this document): cut where distance > {auto_shown} "
+            f"(--threshold absolute:{auto_shown})"
         )
     elif auto_cuts:
         out(
@@ -274,7 +268,7 @@ def _summary(analysis: SemanticAnalysis, rules: dict[str, tuple[int, int, float]
             "no single distance level gives the same cuts)"
         )
     out("other rules (topic cuts -> chunks):")
-    for rule, (c, n, _) in rules.items():
+    for rule, (c, n, _, _) in rules.items():
         if rule != current:
             out(f"  {rule:<18} {c:>4} cuts -> {n:>4} chunks")
     out("use one: kireme chunk FILE --strategy semantic --threshold RULE (or absolute:DISTANCE)")

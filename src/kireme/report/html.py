@@ -50,7 +50,7 @@ def render_inspection_html(
 
 def _page_data(analysis: SemanticAnalysis, title: str, thresholds: dict[str, float]) -> dict[str, Any]:
     """What the page's script needs: sentences, per-gap values, the rule's own cuts and levels."""
-    level = _distance_level(analysis)
+    level = analysis.distance_level
     distances = [_finite(x) for x in analysis.distances.tolist()]
     levels = {str(name): _finite(float(value)) for name, value in thresholds.items()}
     return {
@@ -73,12 +73,6 @@ def _finite(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _distance_level(analysis: SemanticAnalysis) -> float | None:
-    """The rule's level as a distance, or None: nothing cut, a gradient rule, or cuts no single level gives
-    (`SemanticAnalysis.distance_level`)."""
-    return analysis.distance_level
-
-
 def _slider_range(distances: list[float | None]) -> tuple[float, float]:
     """From just below the smallest distance (every gap cut) to the largest (no gap cut)."""
     values = [d for d in distances if d is not None]
@@ -90,7 +84,7 @@ def _slider_range(distances: list[float | None]) -> tuple[float, float]:
 
 def _slider_start(analysis: SemanticAnalysis, lo: float, hi: float) -> float:
     """Where the slider starts: the rule's level, or a level that cuts as many gaps as the rule did."""
-    level = _distance_level(analysis)
+    level = analysis.distance_level
     if level is not None:
         return min(max(level, lo), hi)
     ranked: list[float] = sorted((d for d in analysis.distances.tolist() if math.isfinite(d)), reverse=True)

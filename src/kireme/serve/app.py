@@ -557,8 +557,10 @@ def create_app(
         if not prepared.context.used:  # nothing matched: the model is not asked; say why, as kireme ask does
             from kireme.index.filter_hint import filter_miss
 
-            miss = filter_miss(searcher, settings.where) if settings.where else None
-            out["hint"] = miss or "no chunk matched: nothing to pass the model, so nothing was asked"
+            out["hint"] = (
+                filter_miss(searcher, settings.where)  # None without a filter
+                or "no chunk matched: nothing to pass the model, so nothing was asked"
+            )
         wants_stream = body.stream or "text/event-stream" in request.headers.get("accept", "")
         max_tokens = body.answer_reserve or None
         asks = client.configured() and bool(prepared.context.used)  # never a question without context
