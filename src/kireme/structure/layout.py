@@ -19,7 +19,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from itertools import pairwise
-from operator import methodcaller
+from operator import attrgetter, methodcaller
 from typing import overload
 
 from kireme.boundaries.levels import (
@@ -40,7 +40,7 @@ from kireme.document import Document
 from kireme.text.csvtable import csv_outline
 from kireme.text.headings import HeadingEnds
 from kireme.text.leads import lead_ins
-from kireme.text.markdown import MARKDOWN_FORMATS, Outline, Table, TableRow, line_starts, markdown_outline
+from kireme.text.markdown import MARKDOWN_FORMATS, Outline, Table, line_starts, markdown_outline
 from kireme.text.sentences import check_sentence_mode
 
 # The outline of every plain-text document (frozen: one shared instance, not one made per document)
@@ -198,6 +198,7 @@ def structure_levels(
 
 # A cell delimiter of a pipe-table row (not one escaped as ``\|``) and the blanks after it; of a CSV/TSV
 # record, a comma or tab outside double quotes (a quoted field is matched whole, so its commas are skipped)
+_START = attrgetter("start")  # of a table or a row, for bisect
 _PIPE_CELL = re.compile(r"(?<!\\)\|[ \t]*")
 _FIELD = {",": re.compile(r'"(?:[^"]|"")*"|,'), "\t": re.compile(r'"(?:[^"]|"")*"|\t')}
 
@@ -211,28 +212,23 @@ class TableCells:
 
     def __init__(self, tables: Sequence[Table]) -> None:
         self.tables = tables
-        self._starts = [t.start for t in tables]
 
     def cuts(self, text: str, a: int, b: int) -> list[int]:
         out: list[int] = []
-        i = max(bisect_right(self._starts, a) - 1, 0)
+        i = max(bisect_right(self.tables, a, key=_START) - 1, 0)
         for table in self.tables[i:]:
             if table.start >= b:
                 break
             if table.end <= a:
                 continue
             rows = table.rows
-            k = max(bisect_right(rows, a, key=_row_start) - 1, 0)
+            k = max(bisect_right(rows, a, key=_START) - 1, 0)
             for row in rows[k:]:
                 if row.start >= b:
                     break
                 if row.end > a:
                     out += [c for c in _cell_starts(text, row.start, row.end, table.dialect) if a < c < b]
         return out
-
-
-def _row_start(row: TableRow) -> int:
-    return row.start
 
 
 def _cell_starts(text: str, start: int, end: int, dialect: str) -> list[int]:
