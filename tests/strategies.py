@@ -100,6 +100,9 @@ _MARKDOWN_ATOMS = [
     "-->\n",
     "申請書には次の項目を記入します：\n\n",  # lead-ins: a paragraph ending with a colon, then a block
     "The output looks as follows:\r\n\r\n",
+    "日当の上限は次のとおりです：\n- 食事\n- 交通費\n",  # a list right after the lead-in line
+    "limits below:\n(a) meals;\n(b) lodging.\n",  # plain items under a lead-in line
+    "def f(a: int) -> int:\n    if a:\n        return a\n",  # code lines ending with colons
 ]
 markdown_texts = st.lists(
     st.one_of(st.sampled_from(_MARKDOWN_ATOMS), atoms, atoms, long_runs), max_size=40

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.invariants import check_invariants
 
 from kireme import (
     STRATEGIES,
@@ -196,6 +197,57 @@ def test_markdown_preset_keeps_lead_in_and_tags_with_their_code() -> None:
         example,
         "ボタンを押すと表示が変わります。変わらない場合は再読み込みします。",
     ]
+
+
+PLAIN_LEAD_IN = (
+    "Travel expenses are reimbursed when the trip was approved in advance by the head of the department "
+    "and the receipts are submitted within thirty days of the return.\n\n"
+    "Employees may claim the following daily limits:\n"
+    "(a) meals up to 5,000 yen per day;\n"
+    "(b) local transport up to 3,000 yen per day;\n"
+    "(c) lodging up to 12,000 yen per night.\n\n"
+    "Claims above these limits need the written approval of the finance manager.\n"
+)
+PLAIN_LEAD_IN_JA = (
+    "出張旅費は、事前に所属長の承認を得た出張について、帰着後三十日以内に領収書を提出した場合に支給する。\n\n"
+    "日当の上限は次のとおりとする：\n"
+    "・食事は一日あたり五千円\n"
+    "・近距離の交通費は一日あたり三千円\n"
+    "・宿泊費は一泊あたり一万二千円\n\n"
+    "上限を超える請求には経理部長の書面による承認を要する。\n"
+)
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "paragraph", "sentence"])
+@pytest.mark.parametrize("text", [PLAIN_LEAD_IN, PLAIN_LEAD_IN_JA])
+def test_a_plain_text_lead_in_stays_with_the_items_it_introduces(strategy: str, text: str) -> None:
+    """Plain text: each item line is a paragraph start, and a greedy chunk filled with the paragraph before
+    and the line ending with a colon left the items to the next chunk. A lead-in line ends no chunk while
+    its first item fits with it, as a heading line ends none. (The items after the first may still go on
+    in the next chunk: plain text has no list block to keep whole.)"""
+    lead = text.index("\n\n") + 2
+    first_item_end = text.index("\n", text.index("\n", lead) + 1)
+    for size in range(first_item_end - lead, len(text) + 10, 4):
+        chunks = make_chunker(strategy, max_size=size).chunk(text)
+        check_invariants(Document(text), chunks, max_size=size, unit="chars")
+        assert not any(c.text.rstrip().endswith((":", "：")) for c in chunks), (
+            size,
+            [c.text for c in chunks],
+        )
+        assert any(c.start <= lead and first_item_end <= c.end for c in chunks), size
+
+
+def test_a_lead_in_line_is_not_kept_at_the_cost_of_a_cut_inside_a_line() -> None:
+    """Code lines end with colons too (``def f(a: int) -> int:``, ``if a:``): moving a cut back before one
+    must not leave a cut inside the line before it — then the colon line ends its chunk, as before."""
+    code = "def daily_allowance(days: int, same_day: bool) -> int:\n    if same_day:\n        return 1_000\n"
+    text = "Allowances are paid per day of travel.\n\n" + code + "    return 2_000 * days\n"
+    for size in range(len(code.split("\n")[0]), 120):
+        for c in make_chunker("paragraph", max_size=size).chunk(text):
+            # every line fits: every chunk starts and ends at a line's edge (its indentation aside)
+            assert not text[text.rfind("\n", 0, c.start) + 1 : c.start].strip(), (size, c.text)
+            line_end = text.find("\n", c.end)
+            assert not text[c.end : line_end if line_end >= 0 else len(text)].strip(), (size, c.text)
 
 
 def test_markdown_preset_never_opens_a_chunk_with_a_closing_line() -> None:

@@ -237,6 +237,8 @@ def test_overlap_example_from_the_issue() -> None:
                 ">",
                 "a",
                 "x" * 20,
+                ":",
+                "：",
                 "\n",
                 "\n\n",
             ]
@@ -246,12 +248,19 @@ def test_overlap_example_from_the_issue() -> None:
     st.data(),
 )
 def test_fast_heading_test_agrees_with_the_line_rule(pieces: list[str], data) -> None:
-    from kireme.text.headings import _ends_line, ends_with_heading, is_heading_line, line_before
+    from kireme.text.headings import (
+        _ends_line,
+        ends_with_heading,
+        is_heading_line,
+        is_lead_in_line,
+        line_before,
+    )
 
     text = "".join(pieces)
     pos = data.draw(st.integers(-1, len(text) + 1))
     at_line_end = 0 < pos <= len(text) and ("\n" in text[pos - 1 : pos + 1] or _ends_line(text, pos))
-    assert ends_with_heading(text, pos) == (at_line_end and is_heading_line(line_before(text, pos)))
+    line = line_before(text, pos) if at_line_end else ""
+    assert ends_with_heading(text, pos) == (at_line_end and (is_heading_line(line) or is_lead_in_line(line)))
 
 
 # ------------------------------------------------------------------------------------ token offsets

@@ -553,3 +553,29 @@ def test_the_inputs_own_metadata_keys_stay_its_own_and_ids_make_re_indexing_idem
     store.add_documents(splitter.split_documents([LCDocument(page_content=text, metadata=meta)]))
     assert len(store.store) == 2  # updated, not added again
     assert splitter.create_documents([text], metadatas=[None])  # None: no metadata (it raised)
+
+
+def test_chunks_split_again_get_their_own_ids_positions_sizes_and_heading_paths() -> None:
+    """A parent-document retriever splits kireme's chunks again with kireme: every child kept its parent's
+    ``chunk_id``, ``index``, ``size`` and (shorter) heading path, as the input's own keys — three chunks no
+    id told apart. A kireme chunk's keys are the child's own; its heading path goes on from the parent's."""
+    text = (
+        "# 就業規則\n\n## 第2章 給与\n\n第10条 通勤手当は月額金30,000円を上限とする。"
+        "第11条 出張日当は１日につき金1,000円とする。"
+    )
+    parents = KiremeTextSplitter("markdown", max_size=200).split_documents(
+        [LCDocument(page_content=text, metadata={"source": "rules.md", "unit": "総務部"})]
+    )
+    assert [p.metadata["subheadings"] for p in parents] == [["第2章 給与"]]
+    children = KiremeTextSplitter("sentence", max_size=30).split_documents(parents)
+    assert len(children) == 3
+    assert len({c.metadata["chunk_id"] for c in children}) == 3
+    assert [c.id for c in children] == [c.metadata["chunk_id"] for c in children]
+    assert [c.metadata["index"] for c in children] == [0, 1, 2]
+    assert [c.metadata["size"] for c in children] == [len(c.page_content) for c in children]
+    assert children[1].metadata["headings"] == ["就業規則", "第2章 給与"]
+    assert all("subheadings" not in c.metadata for c in children[1:])  # the parent's are not theirs
+    assert all(c.metadata["source"] == "rules.md" for c in children)
+    # a key of the user's own that kireme also writes (a department's ``unit``) stays the user's
+    assert parents[0].metadata["unit"] == "総務部"
+    assert all(c.metadata["unit"] == "総務部" for c in children)

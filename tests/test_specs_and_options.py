@@ -258,3 +258,40 @@ def test_one_vocabulary_of_marks() -> None:
         assert not headings.ends_with_heading(f"本文です。\n{closing}\n", len(f"本文です。\n{closing}"))
     for title in ("```js", "第2条（宿泊費）", "Install"):  # an opening fence stays with its code
         assert headings.is_heading_line(title)
+
+
+def test_a_numbered_item_of_rules_is_no_heading() -> None:
+    """The last item of a 号 list (``二　臨時雇用者``) or a ①-numbered one, short and without a full stop,
+    was read as a heading: it was held with the next article, whose first sentence was cut to make room,
+    and a chunk could end with that article's heading. Items are no headings; articles still are."""
+    from kireme import make_chunker
+    from kireme.text import headings
+
+    for item in (
+        "一　嘱託社員",
+        "二　臨時雇用者",
+        "十二 派遣社員",
+        "③　社内システム名も正式名称として扱う",
+        "⑴ 対象者",
+        "❷ 手順",
+    ):
+        assert not headings.is_heading_line(item), item
+        assert not headings.ends_with_heading(f"{item}\n\n本文。", len(item)), item
+    for title in ("第2条（適用範囲）", "一般規定", "十分な準備"):  # a kanji numeral without a space after it
+        assert headings.is_heading_line(title), title
+    text = (
+        "第2条（適用範囲）\n　この規則は、従業員に適用する。ただし、次の者は除く。\n一　嘱託社員\n二　臨時雇用者\n\n"
+        "第3条（賃金）\n　基本給は月額金1,234,567円を上限とし、通勤手当は実費で支給する。\n"
+    )
+    article = text[text.index("第3条") :].rstrip()
+    for strategy in ("sentence", "recursive", "paragraph"):
+        texts = [c.text for c in make_chunker(strategy, max_size=55).chunk(text)]
+        assert article in texts, (strategy, texts)  # 第3条 whole: it fits
+    short = (
+        "③　社内システム名も正式名称として扱う\n\n第5条（福利厚生）\n　家族の同伴旅行は年1回まで認める。\n"
+    )
+    texts = [c.text for c in make_chunker("sentence", max_size=40).chunk(short)]
+    assert texts == [
+        "③　社内システム名も正式名称として扱う",
+        "第5条（福利厚生）\n　家族の同伴旅行は年1回まで認める。",
+    ]

@@ -1332,6 +1332,38 @@ def test_a_block_that_fits_alone_is_not_cut_for_its_lead_in() -> None:
     assert [c.text for c in chunks] == ["次のように書きます：", block]
 
 
+LIST_RIGHT_AFTER = """# 出張旅費
+
+出張旅費は、事前に所属長の承認を得た出張について、帰着後三十日以内に領収書を提出した場合に支給する。支給額は役職と地域により異なる。
+
+日当の上限は次のとおりです：
+- 食事は一日あたり五千円まで
+- 近距離の交通費は一日あたり三千円まで
+- 宿泊費は一泊あたり一万二千円まで
+
+上限を超える請求には経理部長の書面による承認が必要です。
+"""
+
+
+def test_a_lead_in_right_above_its_list_with_no_blank_line_goes_with_it() -> None:
+    """A list may interrupt a paragraph (``次のとおりです：`` then ``- …`` on the next line, the commonest way
+    Japanese Markdown writes it): that is a lead-in too, and no chunk ends with it while the list fits with
+    it; where the list does not fit a chunk even alone, the lead-in starts the chunk of its first items (a
+    list that fits alone but not with it is not cut for it)."""
+    text = LIST_RIGHT_AFTER
+    ((start, after),) = lead_ins(text, markdown_outline(text))
+    assert text[start:after].rstrip() == "日当の上限は次のとおりです：" and text.startswith("- 食事", after)
+    lead, last = text.index("日当の上限"), text.index("一万二千円まで") + len("一万二千円まで")
+    for size in range(40, 200, 3):
+        for strategy in ("markdown", "recursive"):
+            chunks = make_chunker(strategy, max_size=size, context="none").chunk(doc(text))
+            check_invariants(doc(text), chunks, max_size=size, unit="chars")
+            if not last - after <= size < last - lead:
+                assert not any(c.text.endswith("次のとおりです：") for c in chunks), (strategy, size)
+            if strategy == "markdown" and last - lead <= size:
+                assert any(c.start <= lead and last <= c.end for c in chunks), size
+
+
 def test_what_is_not_a_lead_in() -> None:
     text = "## 手順：\n\n本文です。\n\n次のとおり：\n\n## 次の節\n\n本文。\n\n| 列 | 値： |\n|---|---|\n| a | 1 |\n\n後ろの段落。\n"
     # a heading ending with a colon, a lead-in above a heading, a table row: none

@@ -767,7 +767,8 @@ static PyObject *line_break_cuts(PyObject *self, PyObject *args) {
  * the end of a chunk. At a line end, the line before the cut (trailing whitespace dropped) is a heading when
  * it is a Markdown heading (`#` to `######`, then a space or tab) or, with at most 40 characters after its
  * indentation, no bullet nor "</" first and a letter or digit in it, does not end in prose punctuation
- * (closing brackets looked through).
+ * (closing brackets looked through); or a lead-in line (`is_lead_in_line`): it ends with ":" or "：" and holds
+ * a letter or digit.
  */
 #define MAX_HEADING_CHARS 40
 static const Py_UCS4 PROSE_MARKS[] = {0xFF0E, '.', 0x3001, 0xFF0C, ',', ';', 0xFF1B, ':', 0xFF1A, 0x2026}; /* ．.、，,;；:：… */
@@ -802,7 +803,22 @@ static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p
             if (d == ' ' || d == '\t') return 1;
         }
     }
+    Py_UCS4 last = PyUnicode_READ(kind, data, end - 1);
+    if (last == ':' || last == 0xFF1A) { /* a lead-in line: any length, a bullet first too, a letter or digit */
+        for (Py_ssize_t k = i; k < end; k++)
+            if (Py_UNICODE_ISALNUM(PyUnicode_READ(kind, data, k))) return 1;
+        return 0;
+    }
     if (in_set(c, BULLETS, COUNT(BULLETS)) || c == '-' || c == '*' || c == '+' || c == '>' || c == '|') return 0;
+    /* numbered items (headings.py `_ITEM_START`): circled, parenthesized and dotted numbers, 一　 (a 号) */
+    if ((c >= 0x2460 && c <= 0x249B) || (c >= 0x3251 && c <= 0x325F) || (c >= 0x32B1 && c <= 0x32BF) ||
+        (c >= 0x2776 && c <= 0x2793))
+        return 0;
+    if (in_set(c, KANJI_DIGITS, COUNT(KANJI_DIGITS))) {
+        Py_ssize_t j = i;
+        while (j < end && in_set(PyUnicode_READ(kind, data, j), KANJI_DIGITS, COUNT(KANJI_DIGITS))) j++;
+        if (j < end && (PyUnicode_READ(kind, data, j) == 0x3000 || PyUnicode_READ(kind, data, j) == ' ')) return 0;
+    }
     if (end - i > MAX_HEADING_CHARS) return 0;
     if (c == '<' && i + 1 < end && PyUnicode_READ(kind, data, i + 1) == '/') return 0; /* a closing tag */
     int alnum = 0; /* a closing fence or a brace holds no letter or digit: what it closes is above it */
@@ -936,6 +952,35 @@ static int heading_end_in(int kind, const void *data, Py_ssize_t pos, PyObject *
     return found;
 }
 
+/* `kireme.text.headings.at_line_edge`: pos at the text's start, right after a line feed, or at a line's end
+ * (blanks before the line feed aside: `_ends_line`) */
+static int at_line_edge(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
+    if (pos <= 0 || PyUnicode_READ(kind, data, pos - 1) == '\n') return 1;
+    Py_ssize_t i = pos - 1, j = pos;
+    while (i >= 0 && is_line_pad(PyUnicode_READ(kind, data, i))) i--;
+    if (i >= 0 && PyUnicode_READ(kind, data, i) == '\n') return 1;
+    while (j < n && is_line_pad(PyUnicode_READ(kind, data, j))) j++;
+    return j < n && PyUnicode_READ(kind, data, j) == '\n';
+}
+
+/* `kireme.text.headings.colon_line_start`: where the line the text before pos ends with (trailing whitespace
+ * aside) starts, when it ends with ":" or "：" and is no "#" heading; -1 otherwise */
+static Py_ssize_t colon_line_start(int kind, const void *data, Py_ssize_t pos) {
+    while (pos > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, pos - 1))) pos--;
+    if (pos <= 0) return -1;
+    Py_UCS4 last = PyUnicode_READ(kind, data, pos - 1);
+    if (last != ':' && last != 0xFF1A) return -1;
+    Py_ssize_t start = prev_newline(kind, data, 0, pos - 1) + 1, i = start;
+    while (i < pos && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;
+    Py_ssize_t j = i;
+    while (j < pos && PyUnicode_READ(kind, data, j) == '#') j++;
+    if (j > i && j - i <= 6 && j < pos) {
+        Py_UCS4 d = PyUnicode_READ(kind, data, j);
+        if (d == ' ' || d == '\t') return -1;
+    }
+    return start;
+}
+
 static PyObject *merge_run(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *text, *bounds, *simple, *out, *heading_ends = Py_None;
@@ -973,6 +1018,18 @@ static PyObject *merge_run(PyObject *self, PyObject *args) {
                                                       : heading_end_in(kind, data, end, heading_ends);
                 if (heading < 0) return NULL;
                 if (!heading) break;
+                Py_ssize_t line = colon_line_start(kind, data, end);
+                if (line >= 0) { /* `_Packer.lead_in_stays` */
+                    Py_ssize_t before, after;
+                    if (bound_at(bounds, k - 1, &before) < 0 || bound_at(bounds, k + 1, &after) < 0) return NULL;
+                    if (!at_line_edge(kind, data, length, before)) break;
+                    /* the sizes without the whitespace at either end */
+                    Py_ssize_t first = before, from = end, to = after;
+                    while (first < end && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, first))) first++;
+                    while (from < after && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, from))) from++;
+                    while (to > from && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, to - 1))) to--;
+                    if (to - from <= budget && budget < to - (first < line ? first : line)) break;
+                }
                 k--;
                 if (bound_at(bounds, k, &end) < 0) return NULL;
             }

@@ -515,10 +515,11 @@ class RecursiveChunker(Chunker):
         file (a closing fence, ``<Sandpack>``, a label) is not one, as it is for the `markdown` strategy."""
         if self.separators is None and self.preset == "markdown":
             from kireme.text.headings import HeadingEnds
+            from kireme.text.leads import kept_line_ends
             from kireme.text.markdown import markdown_outline
 
             outline = markdown_outline(doc.text, warn=False)
-            return HeadingEnds(doc.text, frozenset(h.end for h in outline.headings))
+            return HeadingEnds(doc.text, kept_line_ends(doc.text, outline))
         return None
 
     def options(self) -> dict[str, Any]:

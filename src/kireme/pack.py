@@ -27,7 +27,7 @@ from kireme.boundaries.levels import Level
 from kireme.errors import ConfigError
 from kireme.length import SpanSizer, _CharSizer
 from kireme.text.graphemes import SIMPLE_CHARS, CutFilter, ceil_boundary, floor_boundary
-from kireme.text.headings import HeadingEnds, ends_with_heading
+from kireme.text.headings import HeadingEnds, at_line_edge, colon_line_start, ends_with_heading
 from kireme.text.sentences import sentence_index
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,20 @@ class PackedSpan(NamedTuple):
 
 
 _new_tuple = tuple.__new__
+
+
+def _skip_space(text: str, a: int, b: int) -> int:
+    """The first offset in ``[a, b)`` that holds no whitespace (``b`` when none does)."""
+    while a < b and text[a].isspace():
+        a += 1
+    return a
+
+
+def _back_space(text: str, a: int, b: int) -> int:
+    """``b`` moved back over the whitespace before it, not before ``a``."""
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return b
 
 
 def _trim(text: str, a: int, b: int) -> Span:
@@ -203,7 +217,9 @@ class _Packer:
         """Greedy: each chunk takes as many whole pieces as fit; oversized pieces go one level down.
 
         A chunk never ends with a heading line: the cut moves back before the heading, or, when the
-        heading is all the chunk would hold, `heading_with_body` emits it with the start of its body.
+        heading is all the chunk would hold, `heading_with_body` emits it with the start of its body. A
+        lead-in line (``limits below:``) is kept with what it introduces the same way, unless that fits a
+        chunk alone but not with it (`lead_in_stays`).
         """
         text = self.text
         n = len(bounds)
@@ -221,6 +237,8 @@ class _Packer:
                 continue
             if k < n - 1:
                 while self.keep_headings and k > i and self.ends_with_heading(text, bounds[k]):
+                    if self.lead_in_stays(bounds, k, budget):
+                        break
                     k -= 1
                 if k == i:
                     i = self.heading_with_body(bounds, i, j, budget, out)
@@ -230,6 +248,26 @@ class _Packer:
                 out.append((s, e))
             i = k
 
+    def lead_in_stays(self, bounds: list[int], k: int, budget: int) -> bool:
+        """Whether a chunk may end at ``bounds[k]`` after a lead-in line (`colon_line_start`; a heading
+        never may): when the cut before would fall inside a line (``def f(a: int,`` | ``b: int) -> int:``
+        of code cut into words), or the piece after it fits a chunk alone but not with the lead-in line —
+        cutting that piece to keep them together (a code block, a table, one list item) would do more harm
+        than the lead-in left at the end of the chunk before it."""
+        text = self.text
+        line = colon_line_start(text, bounds[k])
+        if line < 0:
+            return False
+        if not at_line_edge(text, bounds[k - 1]):
+            return True
+        # the lead-in moves on with the piece it ends (the whole of it), or with its line when a piece
+        # starts inside that line; sizes without the whitespace at either end, as the chunks will be
+        start = min(line, _skip_space(text, bounds[k - 1], bounds[k]))
+        after = _skip_space(text, bounds[k], bounds[k + 1])
+        end = _back_space(text, after, bounds[k + 1])
+        est = self.sizer.estimate
+        return est(after, end) <= budget < est(start, end)
+
     def heading_with_body(self, bounds: list[int], i: int, j: int, budget: int, out: list[Span]) -> int:
         """Pieces from ``i`` are heading lines whose body does not fit with them: emit the headings
         together with the first part of the body (cut with the budget the headings leave)."""
@@ -237,10 +275,9 @@ class _Packer:
         n = len(bounds)
         est = self.sizer.estimate
         h = i + 1  # the heading block is bounds[i]..bounds[h]
+        head = _skip_space(text, bounds[i], bounds[h])  # where the chunk will start
         while (
-            h < n - 1
-            and self.ends_with_heading(text, bounds[h + 1])
-            and est(bounds[i], bounds[h + 1]) <= budget
+            h < n - 1 and self.ends_with_heading(text, bounds[h + 1]) and est(head, bounds[h + 1]) <= budget
         ):
             h += 1
         if h >= n - 1:  # the text ends with headings
@@ -249,7 +286,7 @@ class _Packer:
                 out.append((s, e))
             return h
         body_start = self.trim(bounds[h], bounds[h + 1])[0]
-        reduced = budget - est(bounds[i], body_start)
+        reduced = budget - est(head, body_start)
         if reduced < max(1, budget // 4):  # the headings fill the chunk: they have to stand alone
             return self.split_and_absorb(bounds, i, h, j, budget, out)
         parts: list[Span] = []
@@ -257,7 +294,7 @@ class _Packer:
         if not parts:
             return h
         first_end = parts[0][1]
-        if est(bounds[i], first_end) > budget:  # the body starts with something indivisible
+        if est(head, first_end) > budget:  # the body starts with something indivisible
             return self.split_and_absorb(bounds, i, h, j, budget, out)
         s, e = self.trim(bounds[i], first_end)
         out.append((s, e))
@@ -520,6 +557,12 @@ class _OptimalPacker(_Packer):
         out.extend(self.best(bounds, ranks, budget))
 
     # ------------------------------------------------------------------------------ candidates
+    def heading_before(self, position: int) -> bool:
+        """Whether a cut at ``position`` leaves a heading line at the end of a chunk: a lead-in line
+        (`colon_line_start`) is not one here — weighed as a cost, keeping it with what follows cut code
+        blocks that fit whole (the greedy packer's `lead_in_stays` knows the piece after it)."""
+        return self.ends_with_heading(self.text, position) and colon_line_start(self.text, position) < 0
+
     def collect(self, a: int, b: int, level: int, budget: int, bounds: list[int], ranks: list[int]) -> None:
         """Append the candidate cuts strictly inside the oversized span ``[a, b)`` with their ranks."""
         s, e = self.trim(a, b)
@@ -540,7 +583,7 @@ class _OptimalPacker(_Packer):
             if (
                 self.keep_headings
                 and k > 0
-                and self.ends_with_heading(self.text, ps)
+                and self.heading_before(ps)
                 and self.sizer.estimate(pieces[k - 1], pe) > budget
             ):  # heading + this piece do not fit: offer cuts inside it, so the heading keeps a start
                 heading = self.sizer.estimate(pieces[k - 1], self.trim(ps, pe)[0])
@@ -600,14 +643,13 @@ class _OptimalPacker(_Packer):
         """
         bounds, ranks = self.thin(bounds, ranks, budget)
         m = len(bounds) - 1
-        text = self.text
         est = self.sizer.estimate
         step = {r: CUT_STEP * i for i, r in enumerate(sorted(set(ranks[1:-1])))}
         hard_ranks = {j for j in range(len(self.levels)) if getattr(self.levels[j], "hard", False)}
         cut_cost = [0.0] * (m + 1)
         for k in range(1, m):
             cut_cost[k] = step[ranks[k]]
-            if self.keep_headings and self.ends_with_heading(text, bounds[k]):
+            if self.keep_headings and self.heading_before(bounds[k]):
                 cut_cost[k] += HEADING_COST
         # trimmed chunk edges: a chunk (i, k) is [starts[i], ends[k]); its size about total[k] - total[i]
         starts = [self.trim(bounds[i], bounds[i + 1])[0] for i in range(m)]

@@ -263,7 +263,23 @@ def add_metadata(metadata: dict[str, Any], added: Mapping[str, Any]) -> list[str
     """Add kireme's chunk metadata (``added``) to a copy of the input's (``metadata``, changed in place)
     without overwriting a key the input has (a document's own ``unit``, ``index`` or ``size`` stays its
     own: filters on it keep working); returns the keys kireme added. A key left to the input is logged
-    once per key."""
+    once per key.
+
+    An input that is itself a kireme chunk (it has a ``chunk_id``: chunks split again, as a parent-document
+    retriever's child splitter does) gets the new chunk's own values for kireme's keys instead (`OWN_KEYS`),
+    and a heading path that goes on from its parent's (`_resplit_headings`): three children sharing their
+    parent's ``chunk_id``, ``index`` and ``size`` were three chunks no id told apart."""
+    if "chunk_id" in metadata:
+        added = dict(added)
+        if "headings" in added:
+            added["headings"] = _resplit_headings(metadata.get("headings"), added["headings"])
+        for key in OWN_KEYS:
+            if key in metadata and not _kiremes(key, metadata[key]):
+                continue  # the user's own (a department's ``unit``) kept in the parent stays theirs
+            if key in added:
+                metadata[key] = added[key]
+            else:
+                metadata.pop(key, None)  # the parent's (subheadings it held) is not the child's
     kept: list[str] = []
     for key, value in added.items():
         if key in metadata and metadata[key] != value:
@@ -277,6 +293,42 @@ def add_metadata(metadata: dict[str, Any], added: Mapping[str, Any]) -> list[str
         metadata[key] = value
         kept.append(key)
     return kept
+
+
+# kireme's metadata of one chunk (`chunk_metadata`) that belongs to that chunk alone: a chunk split again
+# gives its pieces their own
+OWN_KEYS = ("chunk_id", "index", "size", "unit", "headings", "subheadings")
+
+
+def _kiremes(key: str, value: Any) -> bool:
+    """Whether a kireme chunk's metadata value under one of `OWN_KEYS` is of the kind kireme writes there
+    (a parent chunk keeps the input's own key where the two clashed)."""
+    if key in ("index", "size"):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if key == "unit":
+        return value in ("chars", "tokens")
+    return True
+
+
+def _resplit_headings(parent: Any, child: Any) -> Any:
+    """The heading path of a piece of a chunk split again: the parent chunk's path, then the headings the
+    piece has inside the parent's text (a section the parent opened). A path joined with ``" > "``
+    (flat metadata) stays joined."""
+    joined = isinstance(child, str) or isinstance(parent, str)
+    above = _path_list(parent)
+    inside = _path_list(child)
+    path = above + [h for h in inside if h not in above]
+    return PATH_SEPARATOR.join(path) if joined else path
+
+
+def _path_list(value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return value.split(PATH_SEPARATOR)
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value]
+    return [str(value)]
 
 
 _CLASHES_TOLD: set[str] = set()

@@ -103,12 +103,13 @@ def topic_cuts(rule: Threshold, distances: np.ndarray, vectors: np.ndarray | Non
 def _before_headings(text: str, cuts: list[int]) -> list[int]:
     """Topic cuts moved before the heading lines right above them: a heading is a sentence unit of its
     own, often unlike the text before it, and a cut after it left it at the end of a chunk (or alone)
-    while the text it titles began the next one."""
-    from kireme.text.headings import ends_with_heading
+    while the text it titles began the next one. Not before a lead-in line (``as follows:``): a topic
+    cut after one is where the embeddings found its list or code unlike it, which the packer weighs."""
+    from kireme.text.headings import colon_line_start, ends_with_heading
 
     moved: list[int] = []
     for cut in cuts:
-        while cut > 0 and ends_with_heading(text, cut):
+        while cut > 0 and ends_with_heading(text, cut) and colon_line_start(text, cut) < 0:
             end = cut
             while end > 0 and text[end - 1].isspace():
                 end -= 1

@@ -39,7 +39,7 @@ from kireme.boundaries.levels import (
 from kireme.document import Document
 from kireme.text.csvtable import csv_outline
 from kireme.text.headings import HeadingEnds
-from kireme.text.leads import lead_ins
+from kireme.text.leads import kept_line_ends, lead_ins
 from kireme.text.markdown import MARKDOWN_FORMATS, Outline, Table, line_starts, markdown_outline
 from kireme.text.sentences import check_sentence_mode
 
@@ -410,14 +410,15 @@ def _line_cuts_inside(text: str, runs: list[tuple[int, int]]) -> list[int]:
 
 def heading_rule(doc: Document, outline: Outline) -> tuple[bool, Callable[[str, int], bool] | None]:
     """``(keep_headings, heading_end)`` for `kireme.pack.pack`: whether a heading stays with its body,
-    and the test for the text before a cut ending with a heading: parsed headings for Markdown-like
-    formats (a ``# comment`` in a code block is not one), ``None`` (the prose heuristic) for plain text
-    and PDF. Off for CSV/TSV: a short record is not a heading."""
+    and the test for the text before a cut ending with a heading or a lead-in line: parsed headings and
+    the lead-in lines outside code and tables for Markdown-like formats (`kept_line_ends`; a ``# comment``
+    in a code block is not one), ``None`` (the prose heuristic) for plain text and PDF. Off for CSV/TSV: a
+    short record is not a heading."""
     if doc.format in ("csv", "tsv"):
         return False, None
     if doc.format not in MARKDOWN_FORMATS:
         return True, None
-    return True, HeadingEnds(doc.text, frozenset(h.end for h in outline.headings))
+    return True, HeadingEnds(doc.text, kept_line_ends(doc.text, outline))
 
 
 def table_row_cuts(outline: Outline) -> list[int]:

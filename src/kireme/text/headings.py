@@ -10,7 +10,10 @@ from kireme.text.marks import BULLETS, CLAUSE_MARKS, CLOSERS, FULL_STOPS, TERMIN
 from kireme.text.patterns import lazy_re, lazy_regex
 
 _MARKDOWN_HEADING = lazy_regex(r"#{1,6}[ \t]")
-_BULLET = lazy_regex(rf"[{BULLETS}\-*+>|]")
+# An item's start that no heading has: the numbered items of rules (``①``, ``⑴``, ``⒈``, ``❶``) and the
+# 号 of laws and rules (``一　嘱託社員``: kanji numerals, then a space), whose short lines have no full stop
+_ITEM_START = "[\u2460-\u249b\u3251-\u325f\u32b1-\u32bf\u2776-\u2793]|[一二三四五六七八九十]+[\u3000 ]"
+_BULLET = lazy_regex(rf"[{BULLETS}\-*+>|]|{_ITEM_START}")
 # A line ending in one of these is prose or a list entry, not a title.
 _PROSE_END = TERMINATORS + FULL_STOPS + CLAUSE_MARKS + "…"
 MAX_HEADING_CHARS = 40
@@ -23,7 +26,7 @@ _CLOSER_CLASS = re.escape(CLOSERS)
 _BULLET_CLASS = re.escape(BULLETS + "-*+>|")
 _HEADING_LINE = lazy_re(
     r"\s*(?:#{1,6}[ \t]"
-    rf"|(?![{_BULLET_CLASS}]|</)(?=\S.{{0,{MAX_HEADING_CHARS - 1}}}\Z)(?=.*?[^\W_])"
+    rf"|(?![{_BULLET_CLASS}]|</|{_ITEM_START})(?=\S.{{0,{MAX_HEADING_CHARS - 1}}}\Z)(?=.*?[^\W_])"
     rf"(?:.*[^{re.escape(_PROSE_END)}{_CLOSER_CLASS}])?[{_CLOSER_CLASS}]*\Z)",
     re.DOTALL,
 )
@@ -40,7 +43,7 @@ def line_before(text: str, pos: int) -> str:
 
 def is_heading_line(line: str) -> bool:
     """Markdown ``#`` headings, and short lines without closing punctuation (``第2条（宿泊費）``) that hold a
-    letter or a digit and are no closing tag."""
+    letter or a digit and are no closing tag, nor a bullet or numbered item (``①　…``, ``一　嘱託社員``)."""
     line = line.strip()
     if not line:
         return False
@@ -56,10 +59,23 @@ def is_heading_line(line: str) -> bool:
     return not _BULLET.match(line)
 
 
-def _ends_with_heading_python(text: str, pos: int) -> bool:
-    """True when a cut at ``pos`` would leave a heading line at the end of a chunk.
+# A lead-in line (`is_lead_in_line`): a colon at its end and a letter or digit in it
+_LEAD_IN_MARKS = ":："
+_LEAD_IN_LINE = lazy_re(r"(?=.*?[^\W_]).*[:：]\s*\Z", re.DOTALL)
 
-    The same answer as ``is_heading_line(line_before(text, pos))`` at a line end, without copying the line.
+
+def is_lead_in_line(line: str) -> bool:
+    """A line that ends with a colon (``日当の上限は次のとおりです：``, ``limits below:``, ``・対象者：``) and
+    holds a letter or a digit: it introduces what follows it (a list, a table, code), so no chunk ends
+    with it while more follows, as none ends with a heading. Any length, a bullet first too."""
+    return _LEAD_IN_LINE.match(line) is not None
+
+
+def _ends_with_heading_python(text: str, pos: int) -> bool:
+    """True when a cut at ``pos`` would leave a heading line or a lead-in line at the end of a chunk.
+
+    The same answer as ``is_heading_line(line) or is_lead_in_line(line)`` for ``line_before(text, pos)`` at
+    a line end, without copying the line.
     The packer asks it at every tentative chunk end, so where kireme's C extension is built `ends_with_heading`
     is its C twin (`kireme._speedups.ends_with_heading`, the same answers: tests/test_speedups.py).
     """
@@ -68,16 +84,41 @@ def _ends_with_heading_python(text: str, pos: int) -> bool:
     end = pos
     while end > 0 and text[end - 1].isspace():
         end -= 1
-    return end > 0 and _HEADING_LINE.match(text, text.rfind("\n", 0, end) + 1, end) is not None
+    if end <= 0:
+        return False
+    start = text.rfind("\n", 0, end) + 1
+    if _HEADING_LINE.match(text, start, end) is not None:
+        return True
+    return text[end - 1] in _LEAD_IN_MARKS and _LEAD_IN_LINE.match(text, start, end) is not None
 
 
 ends_with_heading: Callable[[str, int], bool] = native("ends_with_heading") or _ends_with_heading_python
 
 
+def at_line_edge(text: str, pos: int) -> bool:
+    """Whether a cut at ``pos`` falls between lines: at the text's start, right after a line feed, or at a
+    line's end (blanks before the line feed aside), not inside a line."""
+    return pos <= 0 or text[pos - 1] == "\n" or _ends_line(text, pos)
+
+
+def colon_line_start(text: str, pos: int) -> int:
+    """Where the line the text before ``pos`` ends with (trailing whitespace aside) starts, when it ends with
+    a colon and is no ``#`` heading; -1 otherwise. Where `ends_with_heading` is true, such a line is a
+    lead-in, not a heading: the packer lets a lead-in end a chunk when what it introduces fits a chunk alone
+    but not with it (a code block is not cut to go with its ``To check a claim:``); a heading never does."""
+    end = pos
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    if end <= 0 or text[end - 1] not in _LEAD_IN_MARKS:
+        return -1
+    start = text.rfind("\n", 0, end) + 1
+    return -1 if _MARKDOWN_HEADING.match(text[start:end].lstrip()) is not None else start
+
+
 class HeadingEnds:
     """`ends_with_heading` for a text whose headings are known (parsed Markdown): a cut leaves a heading
     line at the end of a chunk when the text before it, trailing whitespace aside, ends where a heading
-    line ends (``ends``). A ``# comment`` in a code block is no heading. Callable as ``(text, pos)`` like
+    line ends (``ends``; the lead-in lines outside code and tables too, `kireme.text.leads.kept_line_ends`). A ``# comment`` in a code block is no heading. Callable as ``(text, pos)`` like
     `ends_with_heading`; the packer's C loop reads ``ends`` itself (`kireme._speedups.merge_run`)."""
 
     __slots__ = ("ends", "text")

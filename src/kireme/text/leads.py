@@ -11,22 +11,23 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
-from kireme.text.headings import is_heading_line
+from kireme.text.headings import is_heading_line, is_lead_in_line
 from kireme.text.markdown import Outline
 
 # A line that ends a block with a colon, then the blank lines after it: a lead-in's last line (`lead_ins`);
 # one pattern per colon, each starting with its literal (searched for at C speed; a class is tried at
 # every position, 3.5 times slower)
 _LEAD_IN_ENDS = (
-    re.compile(r":[ \t]*\r?\n(?:[ \t]*\r?\n)+"),
-    re.compile(r"：[ \t]*\r?\n(?:[ \t]*\r?\n)+"),
+    re.compile(r":[ \t]*\r?\n(?:[ \t]*\r?\n)*"),
+    re.compile(r"：[ \t]*\r?\n(?:[ \t]*\r?\n)*"),
 )
 
 
 def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
     """``(start, after)`` of each lead-in: a top-level block (a paragraph or list; not a heading, code block,
     table, comment or tag line) whose last line ends with a colon (``:`` or ``：``), followed by another
-    block that is not a heading; or a label of one line right above a code block or table (and the
+    block that is not a heading (after blank lines, or right on the next line: a list or fence may
+    interrupt a paragraph); or a label of one line right above a code block or table (and the
     opening-tag lines before it), a short line without prose punctuation once its inline tags are left
     out (`_label_lines`). ``after`` is where the block introduced starts. ``詳しくは次のとおりです：`` over
     the list or the `<Sandpack>` code it introduces; ``<span class="filename">ファイル名: src/main.rs</span>``
@@ -98,3 +99,29 @@ def _label_lines(text: str, outline: Outline) -> list[tuple[int, int]]:
         if label and not label.endswith((":", "：")) and is_heading_line(label):
             out.append((start, after))
     return out
+
+
+def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
+    """Where a line that no chunk may end with ends, for `kireme.text.headings.HeadingEnds`: every heading
+    of the outline, and every lead-in line (`is_lead_in_line`: ``日当の上限は次のとおりです：`` over the
+    list that follows it, in the same paragraph or the next block) outside code blocks, tables and front
+    matter. ``HeadingEnds`` looks through the whitespace after a line, so each end is where its text
+    stops."""
+    ends = {h.end for h in outline.headings}
+    if ":" not in text and "：" not in text:
+        return frozenset(ends)
+    protected = outline.protected()
+    starts = [s for s, _ in protected]
+    for colon in _LEAD_IN_LINE_END.finditer(text, outline.front_matter_end):
+        end = colon.start() + 1
+        i = bisect_left(starts, end) - 1
+        if i >= 0 and end <= protected[i][1]:
+            continue  # inside a code block or table
+        line = text[text.rfind("\n", 0, end) + 1 : end]
+        if is_lead_in_line(line):
+            ends.add(end)
+    return frozenset(ends)
+
+
+# A colon ending a line (only blanks after it): the end of a possible lead-in line (`kept_line_ends`)
+_LEAD_IN_LINE_END = re.compile(r"[:：](?=[ \t]*\r?(?:\n|\Z))")
