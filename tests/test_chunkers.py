@@ -57,6 +57,20 @@ def test_amounts_and_headings_are_never_cut(strategy: str, max_size: int) -> Non
         assert not (last_line.startswith("第") and last_line.endswith("）")), texts(chunks)
 
 
+UNPUNCTUATED = "令和6年4月1日から2024/04/01以降の出張にも適用し日当は1日あたり¥3,000とし会議は毎週10:30から開始し宿泊費は上限とする"
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "sentence", "paragraph", "markdown"])
+@pytest.mark.parametrize("max_size", range(12, 30))
+def test_dates_times_and_prefixed_amounts_are_never_cut_when_they_fit(strategy: str, max_size: int) -> None:
+    """A last-resort cut kept ``1,234`` and ``1,234円`` whole but cut ``2024/04/|01`` at its slashes and
+    ``¥|3,000`` after the sign: a number with ``/``, ``-`` or ``:`` between its digits is one number, and
+    a currency sign before it goes with it."""
+    chunks = chunk(UNPUNCTUATED, strategy=strategy, max_size=max_size)
+    for whole in ["2024/04/01", "¥3,000", "10:30"]:
+        assert any(whole in c.text for c in chunks), (whole, texts(chunks))
+
+
 def test_fixed_is_a_plain_window_baseline() -> None:
     chunks = chunk("あいうえおかきくけこさしすせそ", strategy="fixed", max_size=4)
     assert texts(chunks) == ["あいうえ", "おかきく", "けこさし", "すせそ"]

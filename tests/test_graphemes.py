@@ -34,3 +34,34 @@ def test_known_clusters() -> None:
     assert boundaries(text) == [0, 1, 3, 3 + len(family), 5 + len(family), 7 + len(family)]
     assert not is_boundary(text, 2)  # inside CRLF
     assert not is_boundary(text, 4)  # inside the ZWJ family
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "sentence", "paragraph", "fixed"])
+@pytest.mark.parametrize(
+    ("text", "cluster", "max_size", "overlap", "unit"),
+    [
+        ("家族👨\u200d👩\u200d👧と旅行。", "👨\u200d👩\u200d👧", 8, 4, "chars"),
+        (
+            "第5条（福利厚生）\n　家族👨\u200d👩\u200d👧の同伴旅行は年1回まで認める。\n",
+            "👨\u200d👩\u200d👧",
+            24,
+            12,
+            "tokens",
+        ),
+        ("評価は👍🏽でした。次回も同じ形式で行う。", "👍🏽", 10, 5, "tokens"),
+    ],
+)
+def test_a_cluster_that_fits_max_size_is_whole_with_an_overlap(
+    strategy: str, text: str, cluster: str, max_size: int, overlap: int, unit: str
+) -> None:
+    """With an overlap the packer's budget is max_size less the overlap, and a cluster larger than that
+    was cut between its code points with a warning that it was larger than the limit — though it fits
+    max_size alone. It goes whole, without an overlap where none fits beside it."""
+    from kireme import make_chunker
+
+    chunks = make_chunker(strategy, max_size=max_size, overlap=overlap, unit=unit).chunk(text)
+    at = text.index(cluster)
+    assert any(c.start <= at and at + len(cluster) <= c.end for c in chunks), [c.text for c in chunks]
+    assert all(c.size <= max_size for c in chunks)
+    cuts = {c.start for c in chunks} | {c.end for c in chunks}
+    assert not any(at < cut < at + len(cluster) for cut in cuts)

@@ -140,6 +140,13 @@ _WORDS = [
     "step-2:\t",
     "x_y: ",
     "well,",
+    # numbers a last-resort cut keeps whole (`_outside_number`): dates, times, signs before amounts
+    "2024/04/01",
+    "10:30",
+    "03-1234",
+    "¥3,000",
+    "＄１２",
+    "一　嘱託社員",
 ]
 _SPACES = [
     " ",

@@ -1251,6 +1251,13 @@ static int is_number_char(Py_UCS4 c) { /* kireme/pack.py `_NUMBER_CHARS` */
            c == 0xFF0E;
 }
 
+/* a character after which `_outside_number` may move a cut: a number's, a joiner between digits
+ * (`_NUMBER_JOINERS`) or a currency sign (`_CURRENCY`) */
+static int near_number(Py_UCS4 c) {
+    static const Py_UCS4 OTHERS[] = {'/', '-', ':', 0xFF0F, 0xFF0D, 0xFF1A, 0xA5, 0xFFE5, '$', 0xFF04, 0x20AC, 0xA3};
+    return is_number_char(c) || in_set(c, OTHERS, COUNT(OTHERS));
+}
+
 static PyObject *char_windows(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *text, *simple, *out;
@@ -1279,7 +1286,7 @@ static PyObject *char_windows(PyObject *self, PyObject *args) {
         Py_ssize_t cut = start + budget;
         ok = both_simple(kind, data, cut, simple);
         if (ok < 0) return NULL;
-        if (ok == 0 || (numbers && is_number_char(PyUnicode_READ(kind, data, cut - 1)))) break;
+        if (ok == 0 || (numbers && near_number(PyUnicode_READ(kind, data, cut - 1)))) break;
         ok = trim_core(kind, data, start, cut, simple, &s, &e);
         if (ok < 0) return NULL;
         if (ok == 0) break;

@@ -145,7 +145,8 @@ class _Packer:
         self.budget = max_size - overlap
         # a grapheme cluster up to this size is never split, even when it is over ``max_size`` (a caller's
         # budget reduced for context, which gives way to it)
-        self.cluster_budget = max(max_size, hard_max_size or 0) - overlap
+        # (the overlap gives way too: a cluster that fits a chunk alone goes alone, without one)
+        self.cluster_budget = max(max_size, hard_max_size or 0)
         self.cut_filter = CutFilter(text)
         self.cut_memo = cut_memo
         self.warned_cluster = False
@@ -426,7 +427,7 @@ class _Packer:
         fixed: list[Span] = []
         fixed_sizes: list[int] = []
         for span, size in zip(spans, sizes, strict=True):
-            if size <= budget:
+            if size <= budget or (size <= self.cluster_budget and self.one_cluster(span)):
                 fixed.append(span)
                 fixed_sizes.append(size)
             else:
@@ -434,6 +435,12 @@ class _Packer:
                 fixed.extend(parts)
                 fixed_sizes.extend(part_sizes)
         return fixed, fixed_sizes
+
+    def one_cluster(self, span: Span) -> bool:
+        """Whether ``span`` is a single grapheme cluster (over a budget the overlap or a context reduced,
+        it is kept whole: no cut inside a cluster unless it alone is larger than the limit)."""
+        start, end = span
+        return end > start and ceil_boundary(self.text, start + 1, start) >= end
 
     def repack(self, span: Span, size: int, budget: int) -> tuple[list[Span], list[int]]:
         """Split one over-budget span with ever tighter estimates until every part measures in budget."""
@@ -749,23 +756,47 @@ def _dp_back(
 
 _NUMBER_CHARS = frozenset("0123456789０１２３４５６７８９,.，．")
 _DIGITS = frozenset("0123456789０１２３４５６７８９")
+_NUMBER_JOINERS = frozenset("/-:／－：")  # one number when between digits: 2024/04/01, 10:30, 03-1234-5678
+_CURRENCY = frozenset("¥￥$＄€£")  # a sign written before its amount
 
 
 def _outside_number(text: str, cut: int, start: int) -> int:
-    """Move a fallback cut back before a number it would split from itself or from its unit.
+    """Move a fallback cut back before a number it would split from itself, from its unit or from the
+    currency sign before it.
 
-    ``１０，０|００円`` and ``２，０００|円`` both become ``|２，０００円``: an amount is never cut in half.
+    ``１０，０|００円`` and ``２，０００|円`` both become ``|２，０００円``: an amount is never cut in half; a
+    date or time written with ``/``, ``-`` or ``:`` between digits is one number (``2024/04/|01`` becomes
+    ``|2024/04/01``), and a sign before it goes with it (``¥|3,000`` becomes ``|¥3,000``).
     """
     c = cut
-    if c <= start or c >= len(text):
+    n = len(text)
+    if c <= start or c >= n:
         return cut
     after = text[c]
-    if text[c - 1] in _NUMBER_CHARS and (after in _NUMBER_CHARS or not (after.isspace() or _is_punct(after))):
-        while c > start and text[c - 1] in _NUMBER_CHARS:
+    if text[c - 1] in _CURRENCY and after in _DIGITS:
+        return c - 1 if c - 1 > start else cut
+    if _in_number(text, c - 1) and (_in_number(text, c) or not (after.isspace() or _is_punct(after))):
+        while c > start and _in_number(text, c - 1):
             c -= 1
         if c < cut and text[c] not in _DIGITS:  # started on a separator such as "，": skip it
             c += 1
+        if c - 1 > start and text[c - 1] in _CURRENCY:
+            c -= 1
     return c if c > start else cut
+
+
+def _in_number(text: str, i: int) -> bool:
+    """Whether ``text[i]`` belongs to a number: a digit or a number separator, or ``/``, ``-`` or ``:``
+    between two digits (a date, a time, a phone number)."""
+    char = text[i]
+    if char in _NUMBER_CHARS:
+        return True
+    return (
+        char in _NUMBER_JOINERS
+        and 0 < i < len(text) - 1
+        and text[i - 1] in _DIGITS
+        and text[i + 1] in _DIGITS
+    )
 
 
 def _is_punct(ch: str) -> bool:
