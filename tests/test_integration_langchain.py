@@ -308,6 +308,22 @@ def test_the_canonical_langchain_keywords_work() -> None:
     assert pieces == ["料金は1", ".5倍です。次の行です。", "別の段落です。"]
 
 
+def test_keep_separator_end_ends_each_piece_with_its_separator() -> None:
+    """``keep_separator="end"`` was accepted and dropped: the chunks began with ``。`` as with ``True``."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    text = "あいうえお。かきくけこ。さしすせそ。"
+    common = {"chunk_size": 10, "chunk_overlap": 0, "separators": ["。", ""], "is_separator_regex": False}
+    for keep in (True, "start", "end"):
+        theirs = RecursiveCharacterTextSplitter(keep_separator=keep, **common).split_text(text)
+        assert KiremeTextSplitter(keep_separator=keep, **common).split_text(text) == theirs, keep
+    assert KiremeTextSplitter(keep_separator="end", **common).split_text(text) == [
+        "あいうえお。",
+        "かきくけこ。",
+        "さしすせそ。",
+    ]
+
+
 def test_transform_deepcopy_and_pickle_give_the_same_chunks() -> None:
     splitter = KiremeTextSplitter("markdown", max_size=100, unit="tokens", add_start_index=True)
     source = [LCDocument(page_content=ALLOWANCE.read_text(encoding="utf-8"), metadata={"source": "a.md"})]
@@ -579,3 +595,17 @@ def test_chunks_split_again_get_their_own_ids_positions_sizes_and_heading_paths(
     # a key of the user's own that kireme also writes (a department's ``unit``) stays the user's
     assert parents[0].metadata["unit"] == "総務部"
     assert all(c.metadata["unit"] == "総務部" for c in children)
+
+
+def test_a_none_or_a_single_string_to_embed_is_a_clear_type_error() -> None:
+    """``None`` among the texts slipped past the type check (an AttributeError from deep inside); a str
+    given for the list was embedded one character at a time."""
+    embeddings = KiremeEmbeddings("hash:64")
+    for call in (
+        lambda: embeddings.embed_documents(["経費の精算", None]),  # type: ignore[list-item]
+        lambda: embeddings.embed_query(None),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(TypeError, match="expected texts as str, not NoneType"):
+            call()
+    with pytest.raises(TypeError, match="not one str"):
+        embeddings.embed_documents("経費の精算")  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import importlib
+import json
 import pickle
 import re
 import sys
@@ -503,3 +504,37 @@ def test_to_json_of_a_parser_with_a_function_option_names_it() -> None:
         KiremeNodeParser.from_json(KiremeNodeParser("sentence", max_size=80).to_json()).options["max_size"]
         == 80
     )
+
+
+def test_an_embedder_given_as_an_object_is_refused_by_to_dict() -> None:
+    """``to_dict`` wrote the object's model name, which ``from_dict`` then refused as an unknown embedder;
+    as the Haystack embedders do, writing it is refused with what to give instead."""
+
+    class Constant:  # a kireme Embedder of the user's own: a name and embed()
+        name = "my/const-8"
+
+        def embed(self, texts: list[str], kind: str = "passage") -> np.ndarray:
+            return np.ones((len(texts), 8), dtype=np.float32) / np.sqrt(8)
+
+    embedding = KiremeEmbedding(Constant())
+    assert len(embedding.get_text_embedding("経費")) == 8
+    with pytest.raises(ConfigError, match=r"given as an object.*give its spec"):
+        embedding.to_dict()
+    assert KiremeEmbedding.from_dict(KiremeEmbedding("hash:16").to_dict()).embedder == "hash:16"
+
+
+def test_a_notebooks_language_cell_count_and_cell_type_are_hidden_from_the_embedding(tmp_path: Path) -> None:
+    notebook = {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": ["# 経費分析\n\n金1,000円以上を集計する。"]}
+        ],
+        "metadata": {"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path = tmp_path / "a.ipynb"
+    path.write_text(json.dumps(notebook, ensure_ascii=False), encoding="utf-8")
+    [node] = KiremeNodeParser().get_nodes_from_documents(KiremeReader().load_data(path))
+    seen = node.get_content(MetadataMode.EMBED)
+    assert "cell: 0" in seen and "title: 経費分析" in seen
+    assert not any(key in seen for key in ("language:", "cells:", "cell_type:"))

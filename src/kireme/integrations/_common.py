@@ -79,7 +79,8 @@ def kireme_options(options: Mapping[str, Any]) -> dict[str, Any]:
 def framework_arguments(options: dict[str, Any]) -> dict[str, Any]:
     """``options`` without the arguments of LangChain's splitters that kireme honours by itself, so that
     ``RecursiveCharacterTextSplitter(...)``'s keywords work here too: ``is_separator_regex`` (kireme's
-    ``separators`` are regular expressions: ``False`` escapes them), ``keep_separator`` and
+    ``separators`` are regular expressions: ``False`` escapes them), ``keep_separator`` (``"end"``: each
+    separator ends the piece before it, as in LangChain; ``True``/``"start"``: it starts the next) and
     ``strip_whitespace`` (kireme's chunks are exact slices that keep their separators and never start or
     end with whitespace: only the values that say so are taken), and an empty separator (LangChain's last
     resort, a cut anywhere: kireme falls back to grapheme boundaries by itself)."""
@@ -102,6 +103,10 @@ def framework_arguments(options: dict[str, Any]) -> dict[str, Any]:
             )
         if keep not in (True, "start", "end"):
             raise ConfigError(f"keep_separator must be True, 'start' or 'end', not {keep!r}")
+        if keep == "end" and isinstance(out.get("separators"), list):
+            # each separator ends the piece before it: a cut right after it (a lookbehind, which the
+            # `regex` engine allows of any width); kireme's own levels already cut after "。" and "."
+            out["separators"] = [f"(?<={sep})" for sep in out["separators"]]
     if "strip_whitespace" in out:
         strip = out.pop("strip_whitespace")
         if strip is not True:
@@ -525,10 +530,12 @@ class Embedding:
     def _embed(self, texts: Sequence[str], kind: Kind) -> list[list[float]]:
         from kireme.embed.base import check_vectors
 
+        if isinstance(texts, str):  # a list of its characters would be embedded, one vector each
+            raise TypeError("expected a list of texts, not one str: pass [text]")
         texts = list(texts)
-        bad = next((t for t in texts if not isinstance(t, str)), None)
-        if bad is not None:
-            raise TypeError(f"expected texts as str, not {type(bad).__name__}")
+        bad = [t for t in texts if not isinstance(t, str)]
+        if bad:  # None too (a default of next() could not tell it from nothing found)
+            raise TypeError(f"expected texts as str, not {type(bad[0]).__name__}")
         if not texts:
             return []
         self._check_limit(texts, kind)

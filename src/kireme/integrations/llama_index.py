@@ -86,7 +86,7 @@ __all__ = [
 
 # kireme's metadata that neither the embedding nor the LLM should read: an id, numbers about the chunk,
 # the headings already in the chunk's own text, and where a loaded file's pages lie.
-EXCLUDED_METADATA_KEYS = ("chunk_id", "index", "size", "unit", "subheadings", REGIONS_KEY)
+EXCLUDED_METADATA_KEYS = ("chunk_id", "index", "size", "unit", "subheadings", "cell_type", REGIONS_KEY)
 
 # The metadata of a file `KiremeReader` read that neither the embedding nor the LLM should read (the
 # title and file_path are left to both, as SimpleDirectoryReader leaves file_path).
@@ -99,6 +99,8 @@ READER_EXCLUDED_KEYS = (
     "bom",
     "bytes",
     "pages",
+    "language",  # a notebook's kernel language and cell count: nothing a reader or the embedding needs
+    "cells",
     REGIONS_KEY,
 )
 
@@ -448,6 +450,15 @@ class KiremeEmbedding(BaseEmbedding):
     def class_name(cls) -> str:
         """The name LlamaIndex serializes this embedding under."""
         return "KiremeEmbedding"
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """LlamaIndex's ``to_dict`` (and ``to_json``), refused for an embedder given as an object: its name
+        is no spec, and ``from_dict`` would fail on it."""
+        if self._embedding.spec is None:
+            raise ConfigError(
+                f"embedder {self.embedder!r} was given as an object, which to_dict cannot write: give its spec"
+            )
+        return super().to_dict(**kwargs)
 
     def _get_query_embedding(self, query: str) -> list[float]:
         return self._embedding.query(query)
