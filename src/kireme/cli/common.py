@@ -55,16 +55,18 @@ class Failures:
 
 def _other_strategy(folder: Path, suffixes: Collection[str] | None) -> str:
     """For a folder with nothing this strategy reads: the strategy that reads what it holds (source code,
-    JSON), as ``"; it holds 3 .py file(s): use --strategy code"``, or ``""``."""
+    JSON, documents), as ``"; it holds 3 .py file(s): use --strategy code"``, or ``""``."""
     from kireme.load.registry import CODE_SUFFIXES, JSON_SUFFIXES
 
-    for strategy, readable in (("code", CODE_SUFFIXES), ("json", JSON_SUFFIXES)):
+    documents = frozenset(SUPPORTED_SUFFIXES) - frozenset(JSON_SUFFIXES)
+    for strategy, readable in (("code", CODE_SUFFIXES), ("", documents), ("json", JSON_SUFFIXES)):
         if suffixes is not None and set(readable) <= set(suffixes):
             continue  # this command reads them already
         held = list(iter_paths(folder, frozenset(readable)))
         if held:
             kinds = ", ".join(sorted({f.suffix for f in held}))
-            return f"; it holds {len(held)} {kinds} file(s): use --strategy {strategy}"
+            use = f"--strategy {strategy}" if strategy else "a text strategy (recursive, markdown, ...)"
+            return f"; it holds {len(held)} {kinds} file(s): use {use}"
     return ""
 
 

@@ -205,11 +205,23 @@ def _load_questions(questions_path: Path, documents: list[Document]) -> list[Que
 
 
 def _documents_and_questions(
-    paths: Sequence[str], questions: Path, encoding: str | None, failures: Failures, display: ProgressDisplay
+    paths: Sequence[str],
+    questions: Path,
+    encoding: str | None,
+    failures: Failures,
+    display: ProgressDisplay,
+    strategies: Sequence[str],
 ) -> tuple[list[Document], list[Question]]:
-    """The documents of ``paths`` and the questions about them; no readable document ends the command."""
+    """The documents of ``paths`` and the questions about them; no readable document ends the command.
+    A folder gives the files some strategy reads (`walked_suffixes`: source files for ``code``, JSON for
+    ``json``, the documents for the others)."""
+    from kireme.load.registry import walked_suffixes
+
+    suffixes = frozenset().union(*(walked_suffixes(s) for s in strategies))
     documents = list(
-        load_documents(expand_paths(paths, failures), encoding, failures, label="loading", display=display)
+        load_documents(
+            expand_paths(paths, failures, suffixes), encoding, failures, label="loading", display=display
+        )
     )
     if not documents:
         sys.exit(failures.exit_code or 2)
@@ -493,7 +505,9 @@ def eval_command(
                     raise click.UsageError(
                         "--questions needs the documents: kireme eval PATH... --questions Q.jsonl"
                     )
-                documents, qs = _documents_and_questions(paths, questions, encoding, failures, display)
+                documents, qs = _documents_and_questions(
+                    paths, questions, encoding, failures, display, strategies or ("recursive",)
+                )
             make = _retriever_factory(retriever, display, embedding, keywords)
             rows = _evaluate_grid(
                 grid, documents, qs, make, k, budget_list, assembly, widen, display, comments
@@ -652,7 +666,7 @@ def compare_command(
     failures = Failures()
     try:
         with display:
-            documents, qs = _documents_and_questions(paths, questions, encoding, failures, display)
+            documents, qs = _documents_and_questions(paths, questions, encoding, failures, display, chosen)
             make = _retriever_factory(retriever, display, embedding, keywords)
             rows = _evaluate_grid(
                 grid, documents, qs, make, k, budget_list, assembly, widen, display, comments

@@ -75,12 +75,10 @@ class OpenAIEmbedder:
         self.base_url = (
             base_url or env("KIREME_EMBED_BASE_URL", "OPENAI_BASE_URL") or DEFAULT_BASE_URL
         ).rstrip("/")
-        parts = parse_base_url(
-            self.base_url,
-            what="embedding",
-            setting="--embed-url or KIREME_EMBED_BASE_URL",
-            error_class=EmbeddingError,
-        )
+        # what to change: the URL given (the commands' --embed-url, base_url in Python), else the variable
+        # (`kireme index`, `search`, `ask` and `serve` read it: they have no --embed-url)
+        setting = "the URL given (--embed-url, base_url=)" if base_url else "KIREME_EMBED_BASE_URL"
+        parts = parse_base_url(self.base_url, what="embedding", setting=setting, error_class=EmbeddingError)
         key_variables = ("KIREME_EMBED_API_KEY", "OPENAI_API_KEY")
         self._api_key = api_key or env(*key_variables)
         self.timeout = timeout
@@ -95,7 +93,9 @@ class OpenAIEmbedder:
             timeout,
             error_class=EmbeddingError,
             hints=Hints(
-                unreachable="is the server running? set --embed-url or KIREME_EMBED_BASE_URL",
+                unreachable=f"is the server running? check {setting}"
+                if base_url
+                else "is the server running? set KIREME_EMBED_BASE_URL to its URL (…/v1)",
                 key="set KIREME_EMBED_API_KEY or OPENAI_API_KEY",
                 timeout="raise the timeout or lower the batch size",
                 not_found=f"has no /embeddings endpoint or no model {self.model!r}",

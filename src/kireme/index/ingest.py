@@ -48,6 +48,7 @@ from kireme.index.manifest import (
     is_remote,
     store_directory,
     store_location,
+    stored_embedder,
     stores_without_manifest,
 )
 from kireme.index.search import recorded_keywords
@@ -97,16 +98,23 @@ class IngestSummary:
 
 
 def recorded_embedder(db: str | os.PathLike[str]) -> str | None:
-    """The embedder spec an existing index was built with (``None`` when there is no index yet)."""
+    """The embedder spec an existing index was built with (``None`` when there is no index yet): the
+    manifest's, or where the manifest is gone or empty, the one its store recorded (`stored_embedder`)."""
     path = Path(db) / "manifest.sqlite"
-    if not path.exists():
-        return None
-    manifest = Manifest(path)
-    try:
-        info = manifest.get_meta("embedder")
-    finally:
-        manifest.close()
-    return spec_for_name(info["embedder"]) if info else None
+    info = None
+    if path.exists():
+        manifest = Manifest(path)
+        try:
+            info = manifest.get_meta("embedder")
+        finally:
+            manifest.close()
+    if info:
+        return spec_for_name(info["embedder"])
+    stores = stores_without_manifest(Path(db), {})
+    spec = stored_embedder(stores) if stores else None
+    if spec is not None:
+        log.warning("%s: no manifest; its store's rows were made with --embedder %s, used again", db, spec)
+    return spec
 
 
 def embedder_info(embedder: Embedder) -> dict[str, Any]:

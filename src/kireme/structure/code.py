@@ -553,7 +553,8 @@ class CodeChunker(Chunker):
                 if found:
                     return found
         raise ConfigError(
-            "cannot tell the programming language from the file name; give --language (language=): "
+            f"{doc.id}: cannot tell the programming language from the file name (the code strategy reads "
+            "source files); give kireme chunk/index --language, or language= in Python: "
             f"one of {', '.join(LANGUAGES)}"
         )
 
