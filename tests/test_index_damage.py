@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from kireme.embed.hashed import HashedNgramEmbedder
-from kireme.errors import KiremeError
+from kireme.errors import IndexDamagedError, KiremeError
 from kireme.index.check import check_index
 from kireme.index.embedders import cached
 from kireme.index.ingest import Ingestor, ingest_paths
@@ -286,6 +286,23 @@ def test_damage_is_answered_right_or_refused_then_detected_and_healed(
     assert check_index(db, deep=True).healthy
     # a folder a damaged manifest names is never taken for the index's own ("store_dir": "../docs")
     assert sorted(p.name for p in (tmp_path / "docs").iterdir()) == sorted(DOCS)
+
+
+def test_a_run_over_a_store_that_lost_data_files_refuses_instead_of_saying_unchanged(
+    pristine: tuple[Path, Path, dict, dict], tmp_path: Path
+) -> None:
+    """Data files removed behind the index's back leave LanceDB's version and row count as they were: the
+    next run said every document was unchanged and exited 0 over a store no search could read. The data
+    files are part of the state the index records, so the run checks the rows, and says to rebuild."""
+    docs, clean, _, _ = pristine
+    db = tmp_path / "db"
+    shutil.copytree(clean, db)
+    _data_files(db)[0].unlink()
+    with pytest.raises(IndexDamagedError, match="--rebuild") as info:
+        _build(db, docs)
+    assert ".cargo" not in str(info.value)  # no path into LanceDB's Rust sources
+    _build(db, docs, rebuild=True)
+    assert check_index(db, deep=True).healthy
 
 
 @pytest.mark.slow

@@ -33,6 +33,7 @@ This module imports nothing from kireme: every other module may import it.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 __all__ = [
@@ -340,4 +341,9 @@ def unreadable(exc: Exception, what: str | os.PathLike[str], db: str | os.PathLi
             f"{shown} cannot be reached or read ({type(exc).__name__}: {reason[:300]}); check the URI, the "
             "network and the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL...)"
         )
-    return IndexDamagedError(f"{shown} cannot be read ({type(exc).__name__}: {exc}); {rebuild_hint(db)}")
+    reason = _RUST_SOURCE.sub("", str(exc))  # where in LanceDB's Rust sources it failed: nothing to a user
+    return IndexDamagedError(f"{shown} cannot be read ({type(exc).__name__}: {reason}); {rebuild_hint(db)}")
+
+
+# ", /root/.cargo/registry/src/…/lance-io-13.0.0/src/local.rs:273:40" at the end of a LanceDB error
+_RUST_SOURCE = re.compile(r",?\s*\S*/\.cargo/registry/\S+\.rs:\d+(?::\d+)?")

@@ -44,7 +44,7 @@ from kireme.index.manifest import (
     stores_without_manifest,
 )
 from kireme.index.media import connect_reader
-from kireme.index.store import StoredChunk, VectorStore, open_store, rows_digest, store_state
+from kireme.index.store import StoredChunk, VectorStore, open_store, rows_digest, same_state, store_state
 
 
 @dataclass
@@ -227,7 +227,7 @@ def _check_rows(
     if not missing and not orphans:
         report.add("store", "ok", f"{report.rows} row(s), every document complete")
         recorded, current = manifest.get_meta("store_state"), store_state(store)
-        if recorded is not None and recorded != current:
+        if recorded is not None and not same_state(recorded, current):
             report.add(
                 "store",
                 "fixable",

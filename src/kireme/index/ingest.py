@@ -53,7 +53,15 @@ from kireme.index.manifest import (
 )
 from kireme.index.search import recorded_keywords
 from kireme.index.servers import server_uri
-from kireme.index.store import SERVER_STORES, URI_STORES, StoredChunk, open_store, rows_digest, store_state
+from kireme.index.store import (
+    SERVER_STORES,
+    URI_STORES,
+    StoredChunk,
+    open_store,
+    rows_digest,
+    same_state,
+    store_state,
+)
 from kireme.load import load
 from kireme.load.registry import MAX_FILE_BYTES
 from kireme.parallel import choose_jobs, file_sizes
@@ -375,9 +383,9 @@ class Ingestor:
         # without an entry or entries without their rows; counting every document's rows is slow on
         # large stores, so it is done only then (the recorded state of the store is cheap to compare).
         recorded = self.manifest.get_meta("store_state")
-        agrees = recorded == store_state(self.store) and sum(e.chunks for e in self.entries.values()) == (
-            recorded or {}
-        ).get("rows")
+        agrees = same_state(recorded, store_state(self.store)) and sum(
+            e.chunks for e in self.entries.values()
+        ) == (recorded or {}).get("rows")
         if self.manifest.get_meta("clean") is not True or not agrees:
             try:
                 self._reconcile()

@@ -22,6 +22,7 @@ reads it back so ingestion can refuse to mix vectors of two models.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -274,6 +275,17 @@ class LanceDBStore:
     def version(self) -> int:
         """The table's version (every commit makes a new one; 0 before the table exists)."""
         return 0 if self._opened() is None else int(self._table.version)
+
+    def data_files(self) -> str:
+        """A fingerprint of the table's data files on a local disk (their names; "" elsewhere): the state
+        the index records after each commit (`kireme.index.store.store_state`). Data files removed behind
+        the index's back leave the version and the row count as they were, and a run said "unchanged"
+        over a store no search could read; a changed fingerprint makes the next run check the rows."""
+        folder = os.path.join(self.path, f"{self.table_name}.lance", "data")
+        if "://" in self.path or not os.path.isdir(folder):
+            return ""
+        names = sorted(os.listdir(folder))
+        return hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
 
     def search(
         self, vector: np.ndarray, k: int, where: Mapping[str, str] | None = None, *, exact: bool = False

@@ -203,15 +203,24 @@ def rows_digest(rows: Iterable[StoredChunk]) -> str:
     return digest.hexdigest()
 
 
-def store_state(store: VectorStore) -> dict[str, int]:
+def store_state(store: VectorStore) -> dict[str, int | str]:
     """What the manifest records about the store after each commit: its row count and, where the store
-    has versions (LanceDB), its version. A store found in another state was changed behind the index's
+    has versions (LanceDB), its version and its data files (`LanceDBStore.data_files`). A store found in another state was changed behind the index's
     back (rolled back, files removed) and is checked document by document."""
-    state = {"rows": store.count()}
+    state: dict[str, int | str] = {"rows": store.count()}
     version = getattr(store, "version", None)
     if callable(version):
         state["version"] = int(version())
+    files = getattr(store, "data_files", None)
+    if callable(files) and (fingerprint := files()):
+        state["files"] = fingerprint
     return state
+
+
+def same_state(recorded: Mapping[str, Any] | None, current: Mapping[str, Any]) -> bool:
+    """Whether the store is in the state the manifest recorded: every part it recorded the same (a state
+    recorded before a part was added to `store_state` says nothing of that part)."""
+    return isinstance(recorded, Mapping) and all(current.get(key) == value for key, value in recorded.items())
 
 
 STORES = ("lancedb", "chroma", "milvus", "qdrant")  # what `open_store` opens ("memory" is for tests)
