@@ -631,6 +631,25 @@ def test_search_budget_in_tokens_and_usage_errors(corpus: Path, index: Path) -> 
     assert "Traceback" not in tiny.stderr
 
 
+def test_ask_with_a_budget_too_small_names_the_budget_that_passes_the_best_hit(
+    corpus: Path, index: Path
+) -> None:
+    """``kireme ask --budget`` too small for any sentence of the best hit with its citation line said so
+    in the same words at 1, 10 and 20 tokens; `kireme search` names the smallest budget that works, and
+    so does ask now — and that budget passes a sentence of the best hit."""
+    import re
+
+    question = ["ask", "東京都内の宿泊費の上限", "--db", str(index), "--mode", "bm25", "--show-prompt"]
+    tiny = run_cli(*question, "--budget", "3", cwd=corpus)
+    assert tiny.returncode == 2 and "Traceback" not in tiny.stderr
+    found = re.search(r"the shortest that can be passed, with that line, is (\d+) tokens", tiny.stderr)
+    assert found, tiny.stderr
+    needs = int(found.group(1))
+    enough = run_cli(*question, "--budget", str(needs), cwd=corpus)
+    assert enough.returncode == 0, enough.stderr
+    assert "no sentence of the best hit fits" not in enough.stderr
+
+
 def test_a_hit_larger_than_the_budget_is_cut_and_the_command_says_so(corpus: Path, index: Path) -> None:
     result = run_cli(
         "search", "宿泊費 上限 東京都内", "--db", str(index), "--mode", "bm25", "--budget", "34", "--format", "jsonl",

@@ -173,6 +173,23 @@ def test_eval_and_compare_read_a_folder_with_the_files_their_strategies_read(tmp
     assert "Traceback" not in stderr
 
 
+def test_options_only_a_budget_reads_are_said_to_change_nothing_without_one(tmp_path: Path) -> None:
+    """``--assembly chunks``, ``--widen``, ``--comments`` without ``--budget`` exited 0 and changed nothing
+    without a word (``--limit`` misplaced is an error; these are kept working, with a warning)."""
+    text = tmp_path / "a.txt"
+    text.write_text("宿泊費は一泊一万円とする。", encoding="utf-8")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"question": "宿泊費はいくら？", "answer": "一泊一万円"}\n', encoding="utf-8")
+    for command in ("eval", "compare"):
+        base = [command, str(text), "--questions", str(questions), "-s", "recursive"]
+        result = run(*base, "--assembly", "chunks", "--widen", "2")
+        stderr = result.stderr.decode()
+        assert result.returncode == 0, stderr
+        assert "--assembly, --widen apply only with --budget" in stderr
+        quiet = run(*base, "--assembly", "chunks", "--widen", "2", "--budget", "100")
+        assert quiet.returncode == 0 and "apply only with --budget" not in quiet.stderr.decode()
+
+
 def test_eval_limit_with_its_own_questions_is_a_usage_error(tmp_path: Path) -> None:
     """``--limit`` counts SQuAD articles or segment documents; with ``--questions`` it was ignored silently."""
     text = tmp_path / "a.txt"

@@ -54,7 +54,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kireme.errors import ConfigError
+from kireme.errors import BudgetTooSmallError, ConfigError
 from kireme.text.headings import is_heading_line
 from kireme.text.sentences import paragraph_cuts, sentence_spans_in
 from kireme.text.terms import tokenize
@@ -648,10 +648,11 @@ class Assembler:
         run = self._best_run(unit, budget, query)
         known = self._document(unit) is not None  # offsets into the document, not into the unit's text
         if run is None:
-            raise ConfigError(
+            needs = self._shortest_sentence(unit)
+            raise BudgetTooSmallError(
                 f"a budget of {budget} {self.unit} is smaller than one sentence of the best hit "
-                f"(the shortest that can be passed is {self._shortest_sentence(unit)} {self.unit}); "
-                "raise the budget"
+                f"(the shortest that can be passed is {needs} {self.unit}); raise the budget",
+                needs,
             )
         s, e = run
         piece_text = unit.text[s - unit.start : e - unit.start]

@@ -80,6 +80,15 @@ class ConfigError(KiremeError, ValueError):
     """An option is invalid (the message says which and why)."""
 
 
+class BudgetTooSmallError(ConfigError):
+    """A context budget smaller than any sentence of the best hit that can be passed; ``needs`` is the
+    smallest budget that passes one (in the budget's unit, what goes with the sentence included)."""
+
+    def __init__(self, message: str, needs: int) -> None:
+        super().__init__(message)
+        self.needs = needs
+
+
 class PatternTimeoutError(ConfigError):
     """A separator regex took longer than its time limit: catastrophic backtracking, as in ``(a|aa)+$``.
 

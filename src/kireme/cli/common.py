@@ -376,6 +376,25 @@ def sentences_option(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
+def warn_unused_without_budget(given_budget: bool, names: Sequence[str]) -> None:
+    """One warning naming the options of ``names`` (parameter names) given on the command line although
+    only a context budget reads them, when no ``--budget`` was given: they changed nothing, and a user who
+    tuned ``--widen`` or ``--assembly chunks`` should know."""
+    if given_budget:
+        return
+    ctx = click.get_current_context()
+    given = [
+        "--" + name.replace("_", "-")
+        for name in names
+        if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    ]
+    if given:
+        click.echo(
+            f"kireme: warning: {', '.join(given)} apply only with --budget; without it they change nothing",
+            err=True,
+        )
+
+
 def widen_option(prefix: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--widen W``: how many of the best hits a context budget widens (`kireme.assemble.DEFAULT_WIDEN`);
     ``prefix`` starts the help (``"With --budget: "``)."""

@@ -26,6 +26,7 @@ from kireme.cli.common import (
     sentences_option,
     token_unit,
     tokenizer_option,
+    warn_unused_without_budget,
     widen_option,
     write,
 )
@@ -435,6 +436,7 @@ def eval_command(
     topic purity on gold segments."""
     budget_list = _check_budgets(budgets)
     _warn_k_with_budgets(budget_list, "does not apply with --budget (only budget rows are printed)")
+    warn_unused_without_budget(bool(budget_list), ("assembly", "widen", "comments"))
     _check_keywords(keywords, retriever)
     sources = [
         name
@@ -641,6 +643,7 @@ def compare_command(
     best configuration at each of your budgets."""
     budget_list = _check_budgets(budgets)
     _warn_k_with_budgets(budget_list, "sets the top-k table only")
+    warn_unused_without_budget(bool(budget_list), ("assembly", "widen", "comments"))
     _check_keywords(keywords, retriever)
     try:
         size_list = sorted({int(s) for s in sizes.split(",") if s.strip()})

@@ -29,6 +29,7 @@ from kireme.cli.common import (
     jobs_option,
     packing_options,
     positive_budget,
+    warn_unused_without_budget,
     widen_option,
 )
 from kireme.cli.interrupt import Interrupted, Stopper
@@ -47,7 +48,7 @@ from kireme.errors import (
     read_only_error,
     shown_size,
 )
-from kireme.index.ann import ANN_MIN_ROWS, ANN_RETRAIN_GROWTH
+from kireme.index.ann import ANN_MIN_ROWS, ANN_MIN_TRAIN_ROWS, ANN_RETRAIN_GROWTH
 from kireme.load.registry import walked_suffixes
 
 if TYPE_CHECKING:
@@ -237,7 +238,8 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--optimize/--no-optimize",
     default=None,
-    help="--optimize: build the vector (ANN) index now, whatever the size; --no-optimize: build none and "
+    help=f"--optimize: build the vector (ANN) index now, at any size from {ANN_MIN_TRAIN_ROWS} chunks (fewer "
+    "are always searched exactly); --no-optimize: build none and "
     f"drop one that exists, so every search scans all rows [default: built once the index holds "
     f"{ANN_MIN_ROWS:,} chunks, kept up to date, re-trained when the index has grown {ANN_RETRAIN_GROWTH}x; "
     "the lancedb store only; chroma, milvus and qdrant keep their own].",
@@ -815,6 +817,8 @@ def search_command(
     """Find the chunks that best match QUERY (JSONL when piped: score, id, doc_id, start, end, headings, text),
     or with --budget the context within that budget."""
     from kireme.index.search import parse_filters
+
+    warn_unused_without_budget(budget is not None, ("unit", "widen", "comments"))
 
     fmt = fmt or ("table" if sys.stdout.isatty() else "jsonl")
     try:

@@ -117,9 +117,14 @@ def prepare_question(searcher: Any, question: str, settings: AskSettings | None 
         comments=settings.comments,
     )
     if settings.budget is not None and hits and not context.text:  # never a question without its context
+        shortest = (
+            f" (the shortest that can be passed, with that line, is {context.best_needs} tokens)"
+            if context.best_needs > budget
+            else ""
+        )
         raise ConfigError(
             f"a budget of {budget} tokens is smaller than one sentence of the best hit with the line that "
-            f"cites its source; raise the budget (or leave it out: the reader leaves room for {room})"
+            f"cites its source{shortest}; raise the budget (or leave it out: the reader leaves room for {room})"
         )
     prompt = build_prompt(question, context.text, template, language=settings.language)
     return PreparedQuestion(question, prompt, context, budget, room, tuple(hits))

@@ -67,7 +67,9 @@ class AssembledContext:
     budget: int = 0
     best_cut: bool = False  # the best hit did not fit whole: its sentences that fit were passed
     best_left_out: bool = False  # no sentence of the best hit fitted: later hits were passed without it
-    best_needs: int = 0  # then the smallest budget that passes a sentence of it
+    best_needs: int = (
+        0  # then (or when nothing fitted at all) the smallest budget that passes a sentence of it
+    )
 
 
 def assemble_context(

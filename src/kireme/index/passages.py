@@ -27,7 +27,7 @@ from kireme.assemble import (
     Ranked,
     same_passage,
 )
-from kireme.errors import ConfigError
+from kireme.errors import BudgetTooSmallError, ConfigError
 from kireme.framing import Framing, table_rows
 from kireme.index.context import AssembledContext, Source, _one_line, _page_key, _source_name
 from kireme.index.context import _chunk_pages as _pages
@@ -291,6 +291,8 @@ def render_passages(
     framing = Framing(text_of, hit_formats(hits))
     tables = table_rows(framing.tables)
 
+    needs: list[int] = []  # what a refusal said the smallest budget is (`BudgetTooSmallError`)
+
     def fitted(framed: bool) -> tuple[Context, str, list[Hit], list[Source], int] | None:
         """The context rendered within the budget, its passages framed (`Framing`) or as they are, with
         its size; ``None`` when nothing fits."""
@@ -309,6 +311,11 @@ def render_passages(
                     tables=tables,
                     framing=framing if framed else None,
                 ).assemble(ranked(hits), target, query)
+            except BudgetTooSmallError as exc:
+                # asked of a target below the budget (the rendered text ran over): the budget itself needs
+                # what the target lacked as well
+                needs.append(exc.needs + budget - target)
+                return None
             except ConfigError:
                 return None
             text, used, sources = _render(
@@ -328,7 +335,7 @@ def render_passages(
         if framed is not None and framing.costs_nothing(framed[0], plain[0] if plain else None):
             best = framed
     if best is None:
-        return AssembledContext(text="", skipped=list(hits), budget=budget)
+        return AssembledContext(text="", skipped=list(hits), budget=budget, best_needs=min(needs, default=0))
     made, text, used, sources, size = best
     skipped = [h for i, h in enumerate(hits, start=1) if i not in set(made.ranks)]
     return AssembledContext(
