@@ -353,6 +353,35 @@ def test_cli_filter_on_quoted_names(tmp_path: Path, store: str, monkeypatch: pyt
     assert budget.stderr.splitlines()[-1].startswith("kireme: no document has source=x'.md")
 
 
+def test_a_heading_no_chunk_has_is_said_with_the_headings_meant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--filter heading=第3章`` (the heading is ``第3章 精算``) answered only "no chunk matched", where a
+    source or title no document has gets a second line: a heading matches whole; the ones holding the
+    value are offered."""
+    monkeypatch.chdir(tmp_path)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "rules.md").write_text(
+        "# 出張旅費規程\n\n## 第2章 宿泊\n\n宿泊費は実費とする。\n\n## 第3章 精算\n\n精算は帰着後十四日以内に行う。\n",
+        encoding="utf-8",
+    )
+    runner = CliRunner()
+    made = runner.invoke(cli, ["index", "docs", "--db", "db", "--embedder", "hash", "--quiet"])
+    assert made.exit_code == 0, made.output
+    for value in ("第3章", "精算"):
+        result = runner.invoke(cli, ["search", "精算", "--db", "db", "--filter", f"heading={value}"])
+        assert result.exit_code == 0 and result.stdout == ""
+        assert result.stderr.splitlines() == [
+            "kireme: no chunk matched",
+            f"kireme: no chunk has heading={value} (a heading matches whole); did you mean 第3章 精算?",
+        ]
+    found = runner.invoke(
+        cli, ["search", "精算", "--db", "db", "--filter", "heading=第3章 精算", "--format", "jsonl"]
+    )
+    assert found.exit_code == 0 and found.stdout and found.stderr == ""
+
+
 def test_filter_values_are_not_stripped() -> None:
     """A file name may begin or end with a space: the value after ``=`` is kept whole (the key is stripped)."""
     from kireme.index.search import parse_filters

@@ -746,7 +746,7 @@ def _search_options(func: Callable[..., Any]) -> Callable[..., Any]:
             multiple=True,
             metavar="KEY=VALUE",
             help="Only chunks whose doc_id, source (or path), format or title equals VALUE, or with VALUE among "
-            "their headings (heading=第3条 宿泊費); repeatable, all must hold.",
+            "their headings or the sections they hold (heading=第3条 宿泊費); repeatable, all must hold.",
         ),
         click.option(
             "--exact",

@@ -27,10 +27,11 @@ def filter_miss(searcher: Searcher, where: Mapping[str, str] | None) -> str | No
     """For a search that found nothing: the first value of ``where`` no committed document has (``doc_id``,
     ``source``: with the names nearest to it) or no chunk has (``format``, ``title``), as one sentence;
     ``None`` when each value alone is held by some chunk (then the query, or only the combination of the
-    values, matched nothing) or when the store cannot be asked (a hint never fails a search)."""
-    store_where, _post = split_filter(where)
+    values, matched nothing) or when the store cannot be asked (a hint never fails a search). A
+    ``heading`` value no chunk's heading path holds is said too, with the headings that hold it."""
+    store_where, post = split_filter(where)
     if not store_where:
-        return None
+        return _heading_miss(searcher, post) if post else None
     try:
         manifest = Manifest(searcher.db / "manifest.sqlite")
         try:
@@ -59,7 +60,40 @@ def filter_miss(searcher: Searcher, where: Mapping[str, str] | None) -> str | No
             return None
         if not held:
             return f"no chunk has {key}={shown(value)} (filters match whole values exactly)"
-    return None
+    return _heading_miss(searcher, post, store_where) if post else None
+
+
+HEADINGS_READ = 200_000  # chunks whose headings a hint reads at most (a hint must stay cheap)
+
+
+def _heading_miss(
+    searcher: Searcher, post: Mapping[str, str], store_where: Mapping[str, str] | None = None
+) -> str | None:
+    """``heading=VALUE`` that no chunk (of those the store filters keep) has in its heading path: one
+    sentence with the headings meant (those holding the value, ``第3章 精算`` for ``第3章``, else the nearest
+    by spelling); ``None`` when some chunk has it, or the store cannot be asked."""
+    value = post.get("heading")
+    if value is None:
+        return None
+    headings: set[str] = set()
+    try:
+        for n, chunk in enumerate(searcher.store.chunks(dict(store_where) if store_where else None)):
+            if n >= HEADINGS_READ:
+                break
+            headings.update(chunk.headings)
+            headings.update(chunk.metadata.get("subheadings") or ())
+    except Exception:
+        return None
+    if value in headings:
+        return None
+    want = _folded(value)
+    near = sorted(h for h in headings if want and want in _folded(h))[:SUGGESTIONS]
+    if not near and len(headings) <= CLOSE_MATCH_LIMIT:
+        near = difflib.get_close_matches(value, sorted(headings), n=SUGGESTIONS, cutoff=0.6)
+    whole = "a heading matches whole"
+    if near:
+        return f"no chunk has heading={shown(value)} ({whole}); did you mean {' or '.join(map(shown, near))}?"
+    return f"no chunk has heading={shown(value)} ({whole})"
 
 
 def near_names(value: str, names: Iterable[str], limit: int = SUGGESTIONS) -> list[str]:

@@ -146,7 +146,8 @@ class VectorStore(Protocol):
 
 
 FILTER_FIELDS = ("doc_id", "source", "format", "title")  # what every store filters on itself
-# Filters applied after the store's search: ``heading=第3条 宿泊費`` keeps chunks under that heading (any level).
+# Filters applied after the store's search: ``heading=第3条 宿泊費`` keeps chunks under that heading (any level)
+# and chunks that hold that section (a heading among their ``subheadings``).
 POST_FILTER_FIELDS = ("heading",)
 
 
@@ -155,8 +156,8 @@ def matches(chunk: StoredChunk, where: Mapping[str, str] | None) -> bool:
     if not where:
         return True
     for key, value in where.items():
-        if key == "heading":
-            if value not in chunk.headings:
+        if key == "heading":  # under it (its path), or holding it (a section inside the chunk)
+            if value not in chunk.headings and value not in (chunk.metadata.get("subheadings") or ()):
                 return False
         elif str(getattr(chunk, key)) != value:
             return False
