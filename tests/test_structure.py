@@ -265,6 +265,19 @@ def test_group_by_unknown_column_warns_and_keeps_rows(caplog) -> None:
     assert all(c.size <= 120 for c in chunks)
 
 
+def test_an_unknown_group_by_column_is_said_once_per_table_with_a_lead_in(caplog) -> None:
+    """A table with a lead-in above it is carved twice (without and with the lead-in): the warning came
+    twice for one table."""
+    text = (
+        "# 宿泊費\n\n宿泊費の上限は次のとおりです：\n\n| 区分 | 地域 | 上限額 |\n|---|---|---|\n"
+        + "".join(f"| 社員 | 地域{i} | {i},000円 |\n" for i in range(12))
+    )
+    with caplog.at_level(logging.WARNING):
+        chunk(text, max_size=120, table="group-by:部署")
+    said = [r for r in caplog.records if "no column '部署'" in r.getMessage()]
+    assert len(said) == 1, [r.getMessage() for r in said]
+
+
 def test_table_mode_spec_parsing_and_errors() -> None:
     assert TableMode.parse("group-by 区分") == TableMode("group-by", "区分")
     assert TableMode.parse("group-by:区分").spec() == "group-by:区分"

@@ -553,12 +553,13 @@ class StructureChunker(Chunker):
         if mode.mode == "group-by":
             col = column_index(table, mode.column)
             if col is None:
-                log.warning(
-                    "%s: table has no column %r (columns: %s); its rows are not grouped",
-                    doc.id,  # asked only here: a document's id may still have to be hashed
-                    mode.column,
-                    ", ".join(table.columns),
-                )
+                if lead in (None, table.start):  # said once: `_carve` builds again with a lead-in
+                    log.warning(
+                        "%s: table has no column %r (columns: %s); its rows are not grouped",
+                        doc.id,  # asked only here: a document's id may still have to be hashed
+                        mode.column,
+                        ", ".join(table.columns),
+                    )
             else:
                 values = row_values(table, True, also=col)
                 sections = []
