@@ -908,3 +908,55 @@ def test_a_link_beside_its_file_is_warned_about_once_with_advice_that_helps(tmp_
     assert run.returncode == 0, run.stderr
     warnings = [line for line in run.stderr.splitlines() if "warning" in line]
     assert len(warnings) == 1 and "are one file on disk" in warnings[0] and "--prune" not in warnings[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink") or sys.platform == "win32", reason="symlinks")
+def test_a_link_added_after_its_file_was_indexed_gets_advice_that_helps(tmp_path: Path) -> None:
+    """A link added later to a file already indexed: the warning advised --prune, which removed nothing
+    (both paths exist). It says to delete the link first; then --prune removes its chunks."""
+    env = clean_env(tmp_path)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "vpn.md").write_text("# VPN\n\n接続には社内証明書を使う。\n", encoding="utf-8")
+    db = str(tmp_path / "db")
+    assert kireme("index", str(folder), "--db", db, "--embedder", "hash", env=env).returncode == 0
+    (folder / "vpn-latest.md").symlink_to("vpn.md")
+    again = kireme("index", str(folder), "--db", db, env=env)
+    warnings = [line for line in again.stderr.splitlines() if "warning" in line]
+    assert again.returncode == 0 and len(warnings) == 1, again.stderr
+    assert "vpn-latest.md is a link to" in warnings[0] and "delete the link" in warnings[0]
+    (folder / "vpn-latest.md").unlink()
+    pruned = kireme("index", str(folder), "--db", db, "--prune", env=env)
+    assert pruned.returncode == 0 and "1 removed" in pruned.stderr, pruned.stderr
+
+
+def test_a_moved_folder_indexed_again_says_the_old_entries_stay_and_how_to_remove_them(
+    tmp_path: Path,
+) -> None:
+    """``mv docs manuals; kireme index manuals``: every document was added again (nothing re-embedded: the
+    content is the same) and the old ones stayed searchable, without a word. It is said, with the command
+    that removes them."""
+    env = clean_env(tmp_path)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "vpn.md").write_text("# VPN\n\n接続には社内証明書を使う。\n", encoding="utf-8")
+    db = str(tmp_path / "db")
+    first = subprocess.run(
+        [sys.executable, "-m", "kireme.cli", "index", "docs", "--db", db, "--embedder", "hash"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    folder.rename(tmp_path / "manuals")
+
+    def index(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "kireme.cli", "index", *args, "--db", db]
+        return subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+
+    moved = index("manuals")
+    assert moved.returncode == 0, moved.stderr
+    assert "docs/vpn.md is now manuals/vpn.md" in moved.stderr
+    assert "run 'kireme index docs --prune' to remove the old ones" in moved.stderr
+    pruned = index("docs", "--prune")
+    assert pruned.returncode == 0 and "1 removed" in pruned.stderr, pruned.stderr
+    again = index("manuals")
+    assert again.returncode == 0 and "warning" not in again.stderr, again.stderr

@@ -497,6 +497,16 @@ def index_command(
             f"{vanished[0]}): they are still searched; run again with --prune to remove them",
             err=True,
         )
+    moved = _moved_here(ingestor.entries if ingestor is not None else {}, added, set(vanished))
+    if moved:
+        new, old = moved[0]
+        folder = Path(old).parent.as_posix() or "."
+        click.echo(
+            f"kireme: warning: {len(moved)} file(s) added by this run are indexed files that no longer exist "
+            f"where they were (e.g. {old} is now {new}: a folder moved or renamed?): both are searched; run "
+            f"'kireme index {folder} --prune' to remove the old ones",
+            err=True,
+        )
     if summary.rechunked:
         click.echo(
             f"kireme: {summary.rechunked} document(s) re-chunked although unchanged: the chunking settings "
@@ -519,6 +529,15 @@ def index_command(
                 err=True,
             )
             continue
+        if path.is_symlink() or Path(other).is_symlink():  # both files still there: --prune keeps both
+            link, target = (path.as_posix(), other) if path.is_symlink() else (other, path.as_posix())
+            click.echo(
+                f"kireme: warning: {link} is a link to {target}, already indexed: its chunks are now in the "
+                f"index twice; delete the link (or leave it out of what you index), then run with --prune to "
+                "remove its chunks",
+                err=True,
+            )
+            continue
         click.echo(
             f"kireme: warning: {path.as_posix()} is the file already indexed as {other}: its chunks are now in "
             "the index twice (a document is named by its path as given); index with one spelling of the "
@@ -537,6 +556,31 @@ def index_command(
         _report_contexts(contextualizer)
     if summary.failed or failures.usage:
         sys.exit(EXIT_PARTIAL)
+
+
+def _moved_here(
+    entries: Mapping[str, DocumentEntry], added: Sequence[Path], told: set[str]
+) -> list[tuple[str, str]]:
+    """``(new, old)`` for each file this run added whose content the index holds under another path that no
+    longer exists (outside the folders given: those are `Ingestor.missing`'s, in ``told``): a folder moved or
+    renamed, indexed again under its new name while the old entries stay searchable."""
+    if not added:
+        return []
+    by_content: dict[str, list[str]] = {}
+    for doc_id, entry in entries.items():
+        by_content.setdefault(entry.content_hash, []).append(doc_id)
+    moved: list[tuple[str, str]] = []
+    for path in added:
+        new = path.as_posix()
+        mine = entries.get(new)
+        if mine is None:
+            continue
+        for other in by_content.get(mine.content_hash, []):
+            source = entries[other].source
+            if other != new and other not in told and not os.path.lexists(source):
+                moved.append((new, other))
+                break
+    return moved
 
 
 def _indexed_twice(entries: Mapping[str, DocumentEntry], added: Sequence[Path]) -> list[tuple[Path, str]]:
