@@ -69,6 +69,33 @@ def test_a_close_guess_between_western_code_pages_is_said(
     assert "a guess" not in caplog.text
 
 
+def test_short_euc_jp_is_read_as_euc_jp_when_it_can_be_told_and_warned_about_when_not(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Short EUC-JP files were read as CP932 mojibake without a word (both decode them; ties went to CP932).
+    Prose has hiragana, which EUC-JP read as CP932 never has: that tells them apart. Where nothing does
+    (a name, half-width katakana alone), the guess is said with what the other encoding reads."""
+    import logging
+
+    prose = tmp_path / "prose.txt"
+    prose.write_bytes("ｶﾀｶﾅ表記のｼｽﾃﾑ名。\n".encode("euc_jp"))
+    assert load(prose).text == "ｶﾀｶﾅ表記のｼｽﾃﾑ名。\n"
+    name = tmp_path / "name.txt"
+    name.write_bytes("山田太郎\n".encode("euc_jp"))
+    with caplog.at_level(logging.WARNING):
+        doc = load(name)
+    assert doc.metadata["encoding"] == "cp932"  # CP932 is the commoner: kept on a tie
+    assert "name.txt: decoded as cp932" in caplog.text and "as euc_jp it reads '山田太郎'" in caplog.text
+    assert "--encoding euc_jp" in caplog.text
+    assert load(name, encoding="euc_jp").text == "山田太郎\n"
+    caplog.clear()
+    kana = tmp_path / "kana.txt"
+    kana.write_bytes("ﾃｽﾄﾃﾞｰﾀ\n".encode("cp932"))  # not valid EUC-JP: no guess to warn about
+    with caplog.at_level(logging.WARNING):
+        assert load(kana).text == "ﾃｽﾄﾃﾞｰﾀ\n"
+    assert "a guess" not in caplog.text
+
+
 def test_explicit_encoding_overrides_and_fails_clearly(tmp_path: Path) -> None:
     path = tmp_path / "sjis.txt"
     path.write_bytes(TEXT.encode("cp932"))

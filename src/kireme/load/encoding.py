@@ -10,6 +10,7 @@ binary and is refused.
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import dataclass
 
 from kireme.errors import DecodeError
@@ -22,6 +23,7 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
 _JAPANESE_LEGACY = ("cp932", "euc_jp")
+_HIRAGANA = re.compile("[\u3041-\u309f]")
 # charset-normalizer's "chaos" (how garbled a decoding looks, 0 to 1) within which another encoding that
 # reads the bytes differently makes the guess a close call worth a warning
 _CLOSE_CALL = 0.1
@@ -31,17 +33,26 @@ _CLOSE_CALL = 0.1
 class DecodedText:
     """The decoded text and its encoding; ``alternatives``: for a guess among single-byte code pages, the
     encodings the detector rated nearly as well that decode the bytes into a *different* text (cp1252
-    French read as cp1257 gives ``trčs`` for ``très``: only the reader can tell)."""
+    French read as cp1257 gives ``trčs`` for ``très``: only the reader can tell); for a short Japanese text
+    valid as both CP932 and EUC-JP with nothing to tell them apart, the other one (``山田太郎`` in EUC-JP
+    reads as ``ｻｳﾅﾄﾂﾀﾏｺ`` in CP932), whose reading starts ``alternative_text``."""
 
     text: str
     encoding: str
     bom: bool = False
     alternatives: tuple[str, ...] = ()
+    alternative_text: str = ""
 
     def guess_warning(self, name: str) -> str | None:
         """The warning for a loader to give about ``name``, or None when the encoding was no close call."""
         if not self.alternatives:
             return None
+        if self.encoding in _JAPANESE_LEGACY:  # a short text both read as Japanese: 山田太郎 or ｻｳﾅﾄﾂﾀﾏｺ
+            return (
+                f"{name}: decoded as {self.encoding} ({self.text[:20].strip()!r}), a guess: as "
+                f"{self.alternatives[0]} it reads {self.alternative_text!r}; check the text (kireme load) or "
+                f"pass --encoding {self.alternatives[0]}"
+            )
         return (
             f"{name}: decoded as {self.encoding}, a guess: {', '.join(self.alternatives)} would read its "
             "accented letters differently; check them (kireme load) or pass --encoding"
@@ -119,8 +130,18 @@ def decode(data: bytes, encoding: str | None = None) -> DecodedText:
         ((enc, t),) = candidates.items()
         return DecodedText(t, enc)
     if len(candidates) > 1:
-        best = max(candidates, key=lambda enc: (_japanese_score(candidates[enc]), enc == "cp932"))
-        return DecodedText(candidates[best], best)
+        # prose has hiragana: EUC-JP text read as CP932 has none (its bytes become half-width kana and
+        # kanji), while CP932 prose with hiragana is no valid EUC-JP at all
+        def rank(enc: str) -> tuple[float, bool]:
+            text = candidates[enc]
+            return _japanese_score(text), _HIRAGANA.search(text) is not None
+
+        best = max(candidates, key=lambda enc: (*rank(enc), enc == "cp932"))
+        close = tuple(
+            e for e in candidates if e != best and rank(e) == rank(best) and candidates[e] != candidates[best]
+        )
+        other = candidates[close[0]][:20].strip() if close else ""
+        return DecodedText(candidates[best], best, alternatives=close, alternative_text=other)
     return _guess_other(data)
 
 
