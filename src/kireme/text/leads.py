@@ -110,16 +110,15 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
     ends = {h.end for h in outline.headings}
     if ":" not in text and "：" not in text:
         return frozenset(ends)
-    protected = outline.protected()
-    starts = [s for s, _ in protected]
-    for colon in _LEAD_IN_LINE_END.finditer(text, outline.front_matter_end):
-        end = colon.start() + 1
-        i = bisect_left(starts, end) - 1
-        if i >= 0 and end <= protected[i][1]:
-            continue  # inside a code block or table
-        line = text[text.rfind("\n", 0, end) + 1 : end]
-        if is_lead_in_line(line):
-            ends.add(end)
+    # searched only between the code blocks and tables (their "key:" lines are no lead-ins)
+    pos = outline.front_matter_end
+    for start, stop in [*outline.protected(), (len(text), len(text))]:
+        if start > pos:
+            for colon in _LEAD_IN_LINE_END.finditer(text, pos, start):
+                end = colon.start() + 1
+                if is_lead_in_line(text[text.rfind("\n", 0, end) + 1 : end]):
+                    ends.add(end)
+        pos = max(pos, stop)
     return frozenset(ends)
 
 
