@@ -567,6 +567,35 @@ def test_tsv_records_are_never_cut(tmp_path: Path, max_size: int) -> None:
 # ---------------------------------------------------------------------------------------------- 5. PDF pages
 
 
+def test_a_sentence_that_runs_on_to_the_next_pdf_page_is_one_sentence(tmp_path: Path) -> None:
+    """Pages were joined with a blank line always, a paragraph break to every level: a sentence running
+    on to the next page was cut there though it fit (``…need approval from the`` | ``department head…``).
+    Where the page ends mid-sentence they are joined with one line break, as wrapped lines are."""
+    path = tmp_path / "pages.pdf"
+    path.write_bytes(
+        pdf_bytes(
+            [
+                [
+                    "Alpha staff must book rooms through the travel desk. Beta",
+                    "requests for hotels outside",
+                    "the list need approval from the",
+                ],
+                ["department head before the trip. Gamma receipts are kept for five years."],
+                ["Section 2. Expenses", "Claims are paid monthly."],
+            ]
+        )
+    )
+    text = loaded_text(path)
+    assert "approval from the\ndepartment head" in text  # one line break: the sentence runs on
+    assert "five years.\n\nSection 2." in text  # a blank line: the page before ended a sentence
+    for size in (100, 150, 200):
+        rows = chunk_rows(str(path), "--max-size", str(size), "--context", "none")
+        assert_contract(rows, text, size)
+        joined = next(r for r in rows if "department head" in r["text"])
+        assert "approval from the" in joined["text"], (size, [r["text"] for r in rows])
+        assert joined["metadata"].get("pages") == [1, 2]
+
+
 def test_pdf_chunks_carry_their_page_numbers(tmp_path: Path) -> None:
     path = make_file(tmp_path, "pdf")
     text = loaded_text(path)

@@ -2,7 +2,7 @@
 
 PDF has no paragraphs, only positioned lines: `load_pdf` keeps pypdf's extracted text as it is (line ends
 normalised, trailing spaces and blank lines dropped) so offsets stay exact, joins pages with a blank line
-and records a ``"page"`` region per page so chunks can cite ``{"page": n}``. Because every visual line
+(one line break where a sentence runs on to the next page: `_page_join`) and records a ``"page"`` region per page so chunks can cite ``{"page": n}``. Because every visual line
 ends in ``"\\n"`` although the paragraph goes on, `kireme.text.paragraphs.pdf_paragraph_starts` tells the
 chunker where the real paragraph breaks are, without changing the text.
 
@@ -78,10 +78,23 @@ def _title(reader: PdfReader) -> str:
     return "" if title.casefold() in _PLACEHOLDER_TITLES else title
 
 
+def _page_join(before: str, after: str) -> str:
+    """What goes between two pages' texts: a blank line (a paragraph break) where the page before ends a
+    sentence or the next starts an item or heading (``第3条``, ``・``, ``1.``); else one line break, as
+    between the wrapped lines of a paragraph — a sentence that runs on to the next page is one sentence
+    (``…need approval from the`` / ``department head before the trip.`` was cut at the page break)."""
+    from kireme.text.paragraphs import ends_sentence, starts_item
+
+    last = before.rsplit("\n", 1)[-1]
+    first = after.split("\n", 1)[0]
+    return "\n\n" if ends_sentence(last) or starts_item(first) else "\n"
+
+
 def load_pdf(data: bytes, id: str) -> Document:
     """Extract the text of every page of a PDF; one ``"page"`` region (``{"page": n}``, 1-based) per page.
 
-    Pages are joined with a blank line and the text ends with ``"\\n"``; pages without text get no region.
+    Pages are joined with a blank line (one line break where a sentence runs on, `_page_join`) and the
+    text ends with ``"\\n"``; pages without text get no region.
     A PDF with no extractable text at all (scanned images) gives an empty document and one warning.
     Raises `LoadError` for encrypted (non-empty password), truncated or corrupt files, or when pypdf is
     not installed.
@@ -134,11 +147,13 @@ def load_pdf(data: bytes, id: str) -> Document:
         if not page_text:
             continue
         if parts:
-            pos += 2  # the blank line between pages
+            join = _page_join(parts[-1], page_text)
+            parts.append(join)
+            pos += len(join)
         regions.append(Region(pos, pos + len(page_text), "page", {"page": n}))
         parts.append(page_text)
         pos += len(page_text)
-    text = "\n\n".join(parts)
+    text = "".join(parts)
     if text:
         text += "\n"
     else:

@@ -27,6 +27,16 @@ _SHORT_RATIO = 0.8
 _MEDIAN_MIN_LEN = 10
 
 
+def ends_sentence(line: str) -> bool:
+    """Whether a line ends a sentence (``。！？.!?``, a closing Japanese quote, then closing marks)."""
+    return _SENTENCE_END.search(line.rstrip()) is not None
+
+
+def starts_item(line: str) -> bool:
+    """Whether a line starts a list item or a numbered heading (``・``, ``第3条``, ``（1）``, ``1. ``...)."""
+    return _MARKER.match(line.strip()) is not None
+
+
 def pdf_paragraph_starts(text: str) -> list[int]:
     """Offsets where a new paragraph starts in hard-wrapped PDF text (each offset begins a line).
 
