@@ -306,3 +306,29 @@ def test_inspect_marks_the_cuts_the_chunks_have_after_a_heading_moved_them(tmp_p
     chunks = CliRunner().invoke(cli, ["chunk", str(path), "-s", "semantic", "--format", "jsonl", *args])
     starts = [json.loads(line)["start"] for line in chunks.stdout.splitlines()]
     assert starts[1:] == [r["position"] for r in marked if r["cut"]]
+
+
+@pytest.mark.slow  # a headless browser
+def test_the_slider_cuts_where_the_chunks_are_cut_after_headings(browser, tmp_path):
+    """The page cut wherever a distance exceeded the slider's level; the chunks (and the table) move a
+    cut right after a heading before it, or drop it at the text's start: on a document with headings the
+    page showed chunks no rule gives. The slider's cuts are moved the same way now."""
+    from kireme import Document, make_chunker
+
+    text = "# 覚え書き\n\n## 猫の世話\n\n猫には朝と夜に餌をやる。水は毎日替える。\n\n## 庭の手入れ\n\n芝は春と秋に刈る。雑草は雨の翌日に抜く。\n"
+    doc = Document(text, metadata={"format": "markdown"})
+    chunker = make_chunker("semantic", similarity="bigram", threshold="percentile:50", max_size=400)
+    analysis = chunker.analyze(doc)
+    open_page(browser, tmp_path, render_inspection_html(analysis, title="notes.md"))
+    for level in sorted({float(d) for d in analysis.distances} | {0.0}):
+        browser.execute_script(
+            "var s = document.getElementById('threshold'); s.value = arguments[0];"
+            "s.dispatchEvent(new Event('input', {bubbles: true}));",
+            repr(level),
+        )
+        shown = browser.find_element("id", "chunk-count").text
+        rule = make_chunker(
+            "semantic", similarity="bigram", threshold=f"absolute:{level!r}", max_size=400
+        ).chunk(doc)
+        expected = f"{len(rule)} chunk" + ("" if len(rule) == 1 else "s")
+        assert shown == expected, (level, shown, [c.text for c in rule])

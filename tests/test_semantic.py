@@ -229,6 +229,29 @@ def test_default_embedder_finds_the_topic_change_in_japanese() -> None:
     assert texts(chunker.chunk(maintenance + cooking)) == [maintenance, cooking]
 
 
+def test_a_transcript_of_unpunctuated_lines_is_cut_at_its_topic_changes() -> None:
+    """One utterance a line, no punctuation (``--sentences lines``): every line is short and ends in no
+    full stop, so each was taken for a heading, every topic cut walked back to the start of the text and
+    the transcript stayed one chunk, whatever the threshold."""
+    travel = [
+        "田中: 来週の大阪出張の件ですが 新幹線の切符はもう手配しました",
+        "佐藤: ホテルは駅の近くで一泊一万円くらいのところを探しています",
+        "田中: 領収書は必ず宛名を会社名にしてもらってください",
+    ]
+    party = [
+        "田中: 最後に忘年会の会場について決めたいと思います",
+        "佐藤: 駅前の居酒屋は三十人まで入れる個室があります",
+        "鈴木: 料理は飲み放題付きのコースで一人四千円だそうです",
+    ]
+    text = "\n".join(travel + party) + "\n"
+    every = SemanticChunker(similarity="bigram", threshold="absolute:0", sentences="lines", max_size=400)
+    assert [c.text for c in every.chunk(text)] == travel + party  # a cut at every line, as told
+    chunks = SemanticChunker(
+        similarity="bigram", threshold="percentile:80", sentences="lines", max_size=400
+    ).chunk(text)
+    assert len(chunks) > 1 and chunks[0].start == 0
+
+
 def test_a_topic_cut_never_leaves_a_heading_at_the_end_of_a_chunk() -> None:
     """A heading is a sentence unit of its own and often unlike the text before it: topic cuts fell right
     after it, so ``## 猫の世話`` ended one chunk (or was one) and its text began the next."""

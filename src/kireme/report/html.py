@@ -63,6 +63,7 @@ def _page_data(analysis: SemanticAnalysis, title: str, thresholds: dict[str, flo
         "distances": distances,
         "similarities": [_finite(x) for x in analysis.similarities.tolist()],
         "cut_gaps": [int(i) for i in analysis.applied_cut_gaps],
+        "moves": [int(i) for i in analysis.gap_moves],
         "thresholds": levels,
         "chart_max": _chart_max(distances, [level, *levels.values()]),
     }
@@ -276,9 +277,20 @@ _JS = r"""
     setTimeout(function () { gaps[i].classList.remove("flash"); }, 1200);
   }
 
-  function isCut(i, t) {
+  function rawCut(i, t) { return dist[i] !== null && t < hi && dist[i] > t; }
+
+  function appliedCuts(t) {
+    // a cut right after a heading line is made before that heading, as the chunks are (data.moves)
+    var applied = {};
+    for (var i = 0; i < n - 1; i++) {
+      if (rawCut(i, t) && data.moves[i] >= 0) { applied[data.moves[i]] = true; }
+    }
+    return applied;
+  }
+
+  function isCut(i, t, applied) {
     if (mode === "rule") { return ruleCuts[i] === true; }
-    return dist[i] !== null && t < hi && dist[i] > t;
+    return applied[i] === true;
   }
 
   function section(k, first) {
@@ -299,11 +311,12 @@ _JS = r"""
 
   function redraw() {
     var t = parseFloat(slider.value), frag = document.createDocumentFragment(), sizes = [];
+    var applied = mode === "rule" ? {} : appliedCuts(t);
     var current = n ? section(1, 0) : null;
     for (var i = 0; i < n; i++) {
       current.appendChild(units[i]);
       if (i === n - 1) { break; }
-      var cut = isCut(i, t);
+      var cut = isCut(i, t, applied);
       gaps[i].classList.toggle("cut", cut);
       barEls[i].classList.toggle("cut", cut);
       gaps[i].lastChild.textContent = "gap " + i + " · " + (cut ? "✂ cut · " : "") + fmt(dist[i]);

@@ -61,14 +61,21 @@ class SemanticAnalysis:
     def applied_cut_gaps(self) -> list[int]:
         """The gaps the chunks are cut at: `cut_gaps`, with a cut right after a heading line moved to the
         gap before that heading (as `SemanticChunker.plan_analysis` does); what ``kireme inspect`` marks."""
+        moves = self.gap_moves
+        return sorted({moves[i] for i in self.cut_gaps if moves[i] >= 0})
+
+    @property
+    def gap_moves(self) -> list[int]:
+        """For each gap, the gap a topic cut there is applied at (`_before_headings`: before the heading
+        line right above it), -1 where it moves to the text's start (no cut): what the page of ``kireme
+        inspect --html`` applies to the cuts its slider makes, as the chunks do."""
         positions = self.gap_positions
         index = {p: i for i, p in enumerate(positions)}
-        applied = set()
-        for i in self.cut_gaps:
-            moved = _before_headings(self.text, [positions[i]])  # [] when it moved to the text's start
-            if moved:
-                applied.add(index.get(moved[0], i))
-        return sorted(applied)
+        moves = []
+        for i, position in enumerate(positions):
+            moved = _before_headings(self.text, [position])  # [] when it moved to the text's start
+            moves.append(index.get(moved[0], i) if moved else -1)
+        return moves
 
     @property
     def distance_level(self) -> float | None:
@@ -104,8 +111,13 @@ def _before_headings(text: str, cuts: list[int]) -> list[int]:
     """Topic cuts moved before the heading lines right above them: a heading is a sentence unit of its
     own, often unlike the text before it, and a cut after it left it at the end of a chunk (or alone)
     while the text it titles began the next one. Not before a lead-in line (``as follows:``): a topic
-    cut after one is where the embeddings found its list or code unlike it, which the packer weighs."""
-    from kireme.text.headings import colon_line_start, ends_with_heading
+    cut after one is where the embeddings found its list or code unlike it, which the packer weighs.
+
+    A short line without a full stop is taken for a heading only where body text follows the cut: in a
+    transcript or chat log of one unpunctuated utterance a line (``--sentences lines``) every line looks
+    like one, and each topic cut walked back to the start of the text and was lost. A ``#`` heading
+    always moves (a chapter heading goes with its first section's heading)."""
+    from kireme.text.headings import colon_line_start, ends_with_heading, is_heading_line
 
     moved: list[int] = []
     for cut in cuts:
@@ -113,10 +125,21 @@ def _before_headings(text: str, cuts: list[int]) -> list[int]:
             end = cut
             while end > 0 and text[end - 1].isspace():
                 end -= 1
-            cut = text.rfind("\n", 0, end) + 1  # the heading line's start
+            start = text.rfind("\n", 0, end) + 1  # the heading line's start
+            if not text[start:end].lstrip().startswith("#") and is_heading_line(_line_at(text, cut)):
+                break  # a short line after a short line: utterances or list lines, not a heading's body
+            cut = start
         if cut > 0 and (not moved or moved[-1] != cut):
             moved.append(cut)
     return sorted(set(moved))
+
+
+def _line_at(text: str, pos: int) -> str:
+    """The first non-blank line from ``pos`` on."""
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    end = text.find("\n", pos)
+    return text[pos : end if end >= 0 else len(text)]
 
 
 def _buffers(value: object) -> tuple[int, ...]:
