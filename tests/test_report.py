@@ -229,6 +229,18 @@ def test_distance_plot_is_a_png(tmp_path, threshold):
     assert 5_000 < len(data) < 2_000_000
 
 
+def test_distance_plot_is_written_in_the_format_its_name_asks_for(tmp_path):
+    """``--plot p.svg`` wrote PNG data under that name; an unknown suffix still gets a PNG."""
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed")
+    analysis = analyze()
+    save_distance_plot(analysis, tmp_path / "p.svg")
+    assert b"<svg" in (tmp_path / "p.svg").read_bytes()[:500]
+    save_distance_plot(analysis, tmp_path / "p.pdf")
+    assert (tmp_path / "p.pdf").read_bytes().startswith(b"%PDF")
+    save_distance_plot(analysis, tmp_path / "p.plot")
+    assert (tmp_path / "p.plot").read_bytes().startswith(b"\x89PNG")
+
+
 def test_distance_plot_without_matplotlib_names_the_extra(tmp_path, monkeypatch):
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)

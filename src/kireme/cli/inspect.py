@@ -96,7 +96,7 @@ def _preview(text: str, width: int = 24) -> str:
     "plot_path",
     type=click.Path(dir_okay=False, path_type=Path),
     callback=require_plot_extra,
-    help="Write a PNG plot (pip install 'kireme[plot]').",
+    help="Write a plot: PNG, or SVG/PDF/JPEG by the file's suffix (pip install 'kireme[plot]').",
 )
 @click.option(
     "--html",

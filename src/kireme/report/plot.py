@@ -18,7 +18,9 @@ _LINE_COLOUR = "#57606a"
 
 
 def save_distance_plot(analysis: SemanticAnalysis, path: str | os.PathLike[str], *, title: str = "") -> None:
-    """Write a PNG of distance per gap, the threshold line (for distance rules) and the cut gaps.
+    """Write a plot of distance per gap, the threshold line (for distance rules) and the cut gaps: PNG, or
+    the format the file name asks for where matplotlib writes it (``.svg``, ``.pdf``, ``.jpg``); a PNG
+    was written under any name (``p.svg`` held PNG data).
 
     Keep ``title`` ASCII (e.g. a file name in Latin letters) for the reason in the module docstring.
     """
@@ -29,7 +31,9 @@ def save_distance_plot(analysis: SemanticAnalysis, path: str | os.PathLike[str],
     axes = figure.add_subplot()
     _draw(axes, analysis)
     axes.set_title(title or f"Distance between adjacent units ({analysis.similarity_name})", fontsize=10)
-    figure.savefig(os.fspath(path), format="png")
+    suffix = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
+    kind = suffix if suffix in canvas_class(figure).get_supported_filetypes() else "png"
+    figure.savefig(os.fspath(path), format=kind)
 
 
 def _matplotlib() -> tuple[Any, Any]:
