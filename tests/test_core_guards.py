@@ -239,6 +239,9 @@ def test_overlap_example_from_the_issue() -> None:
                 "x" * 20,
                 ":",
                 "：",
+                "？",
+                "次のとおりとする。",
+                "as follows.",
                 "\n",
                 "\n\n",
             ]

@@ -204,7 +204,7 @@ def test_closed_port() -> None:
     embedder = OpenAIEmbedder(base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY, sleep=lambda s: None)
     with pytest.raises(EmbeddingError, match="cannot reach") as info:
         embedder.embed(["x"])
-    assert "check the URL given (--embed-url, base_url=)" in str(info.value)
+    assert "check --embed-url (base_url= in Python)" in str(info.value)
     assert KEY not in str(info.value)
 
 

@@ -238,6 +238,15 @@ def test_the_library_uses_the_extension_when_it_is_built() -> None:
         assert all(_same(used, function) for used, function in in_c)
 
 
+def test_the_compiled_lead_in_sentences_are_the_python_ones() -> None:
+    phrases, tail, endings = native.lead_in_vocabulary()
+    assert (phrases, tail, endings) == (
+        headings.LEAD_IN_PHRASES,
+        headings.LEAD_IN_TAIL,
+        headings.LEAD_IN_ENDINGS,
+    )
+
+
 def test_the_compiled_marks_are_the_vocabulary() -> None:
     terminators, closers, openers, their_closers = native.vocabulary()
     assert terminators == TERMINATORS
@@ -281,6 +290,12 @@ heading_texts = st.one_of(
                 ":",
                 "：",
                 "次のとおり：",
+                "休日は、次のとおりとする。",
+                "十万円以下の罰金に処する。",
+                "どうすればよいですか？",
+                "Why?",
+                "as follows.",
+                "x" * 58 + "次の",
                 "」",
                 "）",
                 " ",

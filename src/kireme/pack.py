@@ -266,8 +266,11 @@ class _Packer:
         start = min(line, _skip_space(text, bounds[k - 1], bounds[k]))
         after = _skip_space(text, bounds[k], bounds[k + 1])
         end = _back_space(text, after, bounds[k + 1])
-        est = self.sizer.estimate
-        return est(after, end) <= budget < est(start, end)
+        sizer = self.sizer
+        if sizer.exact_estimates:
+            return sizer.estimate(after, end) <= budget < sizer.estimate(start, end)
+        alone, together = sizer.exact([(after, end), (start, end)])  # a token estimate may be off by a few
+        return alone <= budget < together
 
     def heading_with_body(self, bounds: list[int], i: int, j: int, budget: int, out: list[Span]) -> int:
         """Pieces from ``i`` are heading lines whose body does not fit with them: emit the headings
@@ -296,6 +299,10 @@ class _Packer:
             return h
         first_end = parts[0][1]
         if est(head, first_end) > budget:  # the body starts with something indivisible
+            return self.split_and_absorb(bounds, i, h, j, budget, out)
+        if not at_line_edge(text, first_end) and colon_line_start(text, bounds[h]) >= 0:
+            # a lead-in with what it introduces cut inside a line (code cut between its words): the
+            # lead-in goes alone rather than cut what follows it there
             return self.split_and_absorb(bounds, i, h, j, budget, out)
         s, e = self.trim(bounds[i], first_end)
         out.append((s, e))

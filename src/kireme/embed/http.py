@@ -77,7 +77,7 @@ class OpenAIEmbedder:
         ).rstrip("/")
         # what to change: the URL given (the commands' --embed-url, base_url in Python), else the variable
         # (`kireme index`, `search`, `ask` and `serve` read it: they have no --embed-url)
-        setting = "the URL given (--embed-url, base_url=)" if base_url else "KIREME_EMBED_BASE_URL"
+        setting = "--embed-url (base_url= in Python)" if base_url else "KIREME_EMBED_BASE_URL"
         parts = parse_base_url(self.base_url, what="embedding", setting=setting, error_class=EmbeddingError)
         key_variables = ("KIREME_EMBED_API_KEY", "OPENAI_API_KEY")
         self._api_key = api_key or env(*key_variables)

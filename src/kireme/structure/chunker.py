@@ -486,7 +486,11 @@ class StructureChunker(Chunker):
                 and (own[0].code is None or sizer.estimate(lead, end) > self.max_size)
             ):
                 lead = start
-            if text[pos:lead].strip() and sizer.estimate(pos, start) > own[0].max_size // 2:
+            if (
+                text[pos:lead].strip()
+                and sizer.estimate(pos, start) > own[0].max_size // 2
+                and not _only_headings(text, outline, pos, lead)  # a heading goes on with its lead-in
+            ):
                 out.append(Section(pos, lead, budget))
                 if lead < start:
                     own = rebuild(lead)
@@ -752,3 +756,19 @@ class StructureChunker(Chunker):
             pos = b
         out.append(text[pos:end])
         return "".join(out)
+
+
+def _only_headings(text: str, outline: Outline, a: int, b: int) -> bool:
+    """Whether ``text[a:b]`` holds nothing but heading lines (and blank ones): a section's heading right
+    above the lead-in of a table or code block carved out of it, which must not be left alone."""
+    rest = []
+    pos = a
+    for heading in outline.headings:
+        if heading.start >= b:
+            break
+        if heading.start < a:
+            continue
+        rest.append(text[pos : heading.start])
+        pos = heading.end
+    rest.append(text[pos:b])
+    return pos > a and not "".join(rest).strip()

@@ -11,16 +11,34 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
-from kireme.text.headings import is_heading_line, is_lead_in_line
+from kireme.text.headings import (
+    LEAD_IN_ENDINGS,
+    LEAD_IN_PHRASES,
+    LEAD_IN_TAIL,
+    is_heading_line,
+    is_lead_in_line,
+)
 from kireme.text.markdown import Outline
+
 
 # A line that ends a block with a colon, then the blank lines after it: a lead-in's last line (`lead_ins`);
 # one pattern per colon, each starting with its literal (searched for at C speed; a class is tried at
 # every position, 3.5 times slower)
-_LEAD_IN_ENDS = (
-    re.compile(r":[ \t]*\r?\n(?:[ \t]*\r?\n)*"),
-    re.compile(r"：[ \t]*\r?\n(?:[ \t]*\r?\n)*"),
-)
+def _lead_in_patterns(after: str) -> tuple[re.Pattern[str], ...]:
+    """Where a possible lead-in line ends (its last character in group ``mark``), then ``after``: a colon
+    or question mark; a "。" with one of `LEAD_IN_PHRASES` at most `LEAD_IN_TAIL` characters before it; an
+    English ending (``as follows.``). Only these are read in Python (`is_lead_in_line` decides): every
+    "。" at a line's end would be a Python step per paragraph."""
+    phrases = "|".join(map(re.escape, LEAD_IN_PHRASES))
+    endings = "|".join(re.escape(ending[:-1]) for ending in LEAD_IN_ENDINGS)
+    return (
+        re.compile(r"(?P<mark>[:：?？])" + after),
+        re.compile(rf"(?:{phrases})[^\n]{{0,{LEAD_IN_TAIL}}}?(?P<mark>。)" + after),
+        re.compile(rf"(?:{endings})(?P<mark>\.)" + after),
+    )
+
+
+_LEAD_IN_ENDS = _lead_in_patterns(r"[ \t]*\r?\n(?:[ \t]*\r?\n)*")
 
 
 def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
@@ -36,12 +54,13 @@ def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
     if not starts:
         return []
     labels = _label_lines(text, outline)
-    if ":" not in text and "：" not in text:
+    if not any(mark in text for mark in ":：?？。."):
         return labels
     headings: set[int] | None = None  # made at the first candidate
     blocks: set[int] = set()
+    code_heads: set[int] = set()
     out: list[tuple[int, int]] = []
-    ends = sorted((m.start(), m.end()) for pattern in _LEAD_IN_ENDS for m in pattern.finditer(text))
+    ends = sorted((m.start("mark"), m.end()) for pattern in _LEAD_IN_ENDS for m in pattern.finditer(text))
     for colon, after in ends:
         i = bisect_left(starts, after)
         if i == len(starts) or starts[i] != after or i == 0:
@@ -49,6 +68,7 @@ def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
         if headings is None:
             headings = {h.start for h in outline.headings}
             blocks = {c.start for c in outline.code_blocks} | {t.start for t in outline.tables}
+            code_heads = {outline.opened_from(c.start) for c in outline.code_blocks}
         start = starts[i - 1]
         if after in headings or start in headings or start in blocks:
             continue  # a heading follows, or the block is a heading, code block or table
@@ -57,6 +77,10 @@ def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
         line = text[max(start, text.rfind("\n", start, colon) + 1) : colon].strip()
         if not line or line[0] in "<|#":  # a tag line, a table row or an ATX line left as it is
             continue
+        if not is_lead_in_line(line + text[colon]):  # a question, or a sentence announcing a list
+            continue
+        if text[colon] in _SENTENCE_MARKS and (after in blocks or after in code_heads):
+            continue  # a sentence announcing a code block (or its opening tags): left as it is
         out.append((start, after))
     if labels:
         out = sorted(set(out).union(labels))
@@ -108,19 +132,34 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
     matter. ``HeadingEnds`` looks through the whitespace after a line, so each end is where its text
     stops."""
     ends = {h.end for h in outline.headings}
-    if ":" not in text and "：" not in text:
-        return frozenset(ends)
     # searched only between the code blocks and tables (their "key:" lines are no lead-ins)
+    code_starts = {outline.opened_from(c.start) for c in outline.code_blocks}
     pos = outline.front_matter_end
     for start, stop in [*outline.protected(), (len(text), len(text))]:
         if start > pos:
-            for colon in _LEAD_IN_LINE_END.finditer(text, pos, start):
-                end = colon.start() + 1
-                if is_lead_in_line(text[text.rfind("\n", 0, end) + 1 : end]):
-                    ends.add(end)
+            for pattern in _LEAD_IN_LINE_ENDS:
+                for found in pattern.finditer(text, pos, start):
+                    end = found.start("mark") + 1
+                    if text[end - 1] in _SENTENCE_MARKS and _code_follows(text, end, code_starts):
+                        continue  # a sentence announcing a code block: it may end a chunk, as before
+                    if is_lead_in_line(text[text.rfind("\n", 0, end) + 1 : end]):
+                        ends.add(end)
         pos = max(pos, stop)
     return frozenset(ends)
 
 
-# A colon ending a line (only blanks after it): the end of a possible lead-in line (`kept_line_ends`)
-_LEAD_IN_LINE_END = re.compile(r"[:：](?=[ \t]*\r?(?:\n|\Z))")
+# The end of a possible lead-in line, only blanks after it on its line (`kept_line_ends`)
+_LEAD_IN_LINE_ENDS = _lead_in_patterns(r"(?=[ \t]*\r?(?:\n|\Z))")
+
+
+# Marks of a lead-in that is a whole sentence (``次のスクリプトで確認できる。``): one announcing a code block is
+# left as it was, free to end a chunk (the packer would cut the code to keep it with its first lines)
+_SENTENCE_MARKS = "。."
+
+
+def _code_follows(text: str, end: int, code_starts: set[int]) -> bool:
+    """Whether the next non-blank line after ``end`` starts a code block (or its opening-tag lines)."""
+    pos = end
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return text.rfind("\n", 0, pos) + 1 in code_starts
