@@ -248,3 +248,100 @@ def test_text_word_shows_is_read_inserted_boxed_controlled_nested_and_footnoted(
     assert "申請者欄の説明です。" in text
     assert "| 地域別 | 東京 一万円 |" in text
     assert text.rstrip().endswith("[^2] 祝日の場合は翌営業日とする。") and "区切り線" not in text
+
+
+W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+
+
+def _numbered() -> bytes:
+    """Numbers as Word makes them: a ``List Paragraph`` with its own ``numPr`` pointing at a numbering
+    definition (``（%1）`` over ``①``), a second instance of it restarting at 5, a ``List Number`` list
+    interrupted by a paragraph, and a heading style numbered ``第%1条``."""
+    from docx.oxml import parse_xml
+
+    d = docx.Document()
+    numbering = d.part.numbering_part.element
+    numbering.insert(
+        0,
+        parse_xml(
+            f'<w:abstractNum {W} w:abstractNumId="90">'
+            '<w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="（%1）"/></w:lvl>'
+            '<w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="decimalEnclosedCircle"/>'
+            '<w:lvlText w:val="%2"/></w:lvl></w:abstractNum>'
+        ),
+    )
+    numbering.insert(
+        0,
+        parse_xml(
+            f'<w:abstractNum {W} w:abstractNumId="91"><w:lvl w:ilvl="0"><w:start w:val="1"/>'
+            '<w:numFmt w:val="decimal"/><w:lvlText w:val="第%1条"/></w:lvl></w:abstractNum>'
+        ),
+    )
+    numbering.append(parse_xml(f'<w:num {W} w:numId="90"><w:abstractNumId w:val="90"/></w:num>'))
+    numbering.append(
+        parse_xml(
+            f'<w:num {W} w:numId="91"><w:abstractNumId w:val="90"/>'
+            '<w:lvlOverride w:ilvl="0"><w:startOverride w:val="5"/></w:lvlOverride></w:num>'
+        )
+    )
+    numbering.append(parse_xml(f'<w:num {W} w:numId="92"><w:abstractNumId w:val="91"/></w:num>'))
+
+    def numbered(paragraph, num: int, level: int = 0) -> None:
+        paragraph._p.get_or_add_pPr().insert(
+            0, parse_xml(f'<w:numPr {W}><w:ilvl w:val="{level}"/><w:numId w:val="{num}"/></w:numPr>')
+        )
+
+    numbered(d.add_heading("懲戒の事由", level=2), 92)
+    d.add_paragraph("従業員が次の各号のいずれかに該当するときは、懲戒処分とする。")
+    for text, num, level in (
+        ("正当な理由なく無断欠勤が続いたとき", 90, 0),
+        ("業務上の指示に従わなかったとき", 90, 0),
+        ("口頭での指示", 90, 1),
+        ("書面での指示", 90, 1),
+        ("会社の信用を傷つけたとき", 90, 0),
+    ):
+        numbered(d.add_paragraph(text, style="List Paragraph"), num, level)
+    numbered(d.add_heading("指示の範囲", level=2), 92)
+    d.add_paragraph("前条第2号の指示には次を含む。")
+    for text in ("安全に関する指示", "衛生に関する指示"):
+        numbered(d.add_paragraph(text, style="List Paragraph"), 91)
+    d.add_paragraph("申請書を書く。", style="List Number")
+    d.add_paragraph("上長に出す。", style="List Number")
+    d.add_paragraph("承認された後は次のとおり。")
+    d.add_paragraph("チケットを買う。", style="List Number")
+    buf = io.BytesIO()
+    d.save(buf)
+    return buf.getvalue()
+
+
+def test_word_numbering_is_the_number_word_shows() -> None:
+    """A ``List Paragraph`` numbered by numbering.xml became a ``-`` bullet (its ``（1）``, ``①`` lost, and
+    a text citing 前条第2号 pointed at nothing); a second list restarting at 5 and a ``List Number`` list
+    interrupted by a paragraph restarted at 1; a heading numbered ``第%1条`` lost its article number."""
+    text = load_docx(_numbered(), "rules.docx").text
+    assert "## 第1条 懲戒の事由" in text and "## 第2条 指示の範囲" in text
+    assert "- （1）正当な理由なく無断欠勤が続いたとき\n- （2）業務上の指示に従わなかったとき" in text
+    assert "  - ①口頭での指示\n  - ②書面での指示\n- （3）会社の信用を傷つけたとき" in text
+    assert "- （5）安全に関する指示\n- （6）衛生に関する指示" in text
+    assert "1. 申請書を書く。\n2. 上長に出す。" in text
+    assert "承認された後は次のとおり。\n\n3. チケットを買う。" in text  # Word goes on at 3
+
+
+@pytest.mark.parametrize(
+    ("n", "fmt", "shown"),
+    [
+        (3, "decimalFullWidth", "３"),
+        (12, "japaneseCounting", "十二"),
+        (20, "japaneseCounting", "二十"),
+        (2, "aiueoFullWidth", "イ"),
+        (3, "iroha", "ハ"),
+        (28, "lowerLetter", "ab"),
+        (14, "upperRoman", "XIV"),
+        (4, "decimalEnclosedParen", "⑷"),
+        (7, "somethingNew", "7"),
+    ],
+)
+def test_number_formats(n: int, fmt: str, shown: str) -> None:
+    from kireme.load.numbering import format_number
+
+    assert format_number(n, fmt) == shown

@@ -17,6 +17,7 @@ from typing import Any
 from kireme.document import Document, Region
 from kireme.errors import LoadError, MissingExtraError
 from kireme.load.html import Block, escape_line, join_blocks, pipe_table
+from kireme.load.numbering import Numbering, read_numbering
 
 __all__ = ["load_docx"]
 
@@ -81,6 +82,7 @@ def load_docx(data: bytes, id: str) -> Document:
     _check_budget(data, id)
     try:
         document = docx.Document(io.BytesIO(data))
+        numbering = read_numbering(document)
         items = list(_body_items(document.element.body, document._body))
         core_title = (document.core_properties.title or "").strip()
         notes = _footnotes(data)
@@ -102,16 +104,24 @@ def load_docx(data: bytes, id: str) -> Document:
     def add_paragraph(item: Any, lines: list[str]) -> None:
         nonlocal title
         kind, level = _paragraph_kind(item)
+        shown = _shown_number(numbering, item)  # the number Word shows (numbering.xml), when it has one
         if kind == "heading":
             end_list()
             text = " ".join(lines)
+            if shown is not None and shown[1]:  # 第1章 of a numbered heading style: part of its title
+                text = shown[1] + " " + text
             if not title and level == 1:
                 title = text
             blocks.append(("#" * level + " " + _CLOSING_HASHES.sub(r"\1\\\2", text), []))
         elif kind in ("bullet", "number"):
+            marker = None
+            if shown is not None:
+                kind, marker = shown
+                if kind == "number" and not _MARKDOWN_NUMBER.fullmatch(marker):
+                    kind = "bullet"  # （1）, ①: a bullet item opening with the number Word shows
             if list_state and level == 0 and list_state[0][2] != kind:
                 end_list()  # "- " then "1. " at the top: two lists, a blank line apart
-            list_lines.append(_list_item(list_state, kind, level, lines))
+            list_lines.append(_list_item(list_state, kind, level, lines, marker))
         else:
             end_list()
             blocks.append(("\n".join(escape_line(line) for line in lines), []))
@@ -217,17 +227,71 @@ def _outline_level(paragraph: Any, style: Any) -> int | None:
     return None
 
 
-def _list_item(state: list[tuple[int, int, str]], kind: str, level: int, lines: list[str]) -> str:
-    """One list line, indented under the items above it, numbered sequentially per level."""
+def _list_item(
+    state: list[tuple[int, int, str]], kind: str, level: int, lines: list[str], shown: str | None = None
+) -> str:
+    """One list line, indented under the items above it, numbered sequentially per level — or with the
+    number Word shows (``shown``, from numbering.xml): ``5.`` as a Markdown ordered item, ``（1）`` or ``①``
+    at the start of a bullet item's text (Markdown numbers only ``1.`` and ``1)``)."""
     level = min(level, len(state))  # never skip a level: Markdown would read it as code
     number = 1
     if len(state) > level and state[level][2] == kind:
         number = state[level][1]
-    marker = f"{number}. " if kind == "number" else "- "
+    text = "\n".join(escape_line(line) for line in lines)
+    if shown and kind == "number" and _MARKDOWN_NUMBER.fullmatch(shown):
+        marker = shown + " "
+        number = int(shown[:-1])
+    elif shown:
+        marker = "- "
+        text = _joined(escape_line(shown), text)
+    else:
+        marker = f"{number}. " if kind == "number" else "- "
     state[level:] = [(len(marker), number + 1, kind)]
     indent = " " * sum(width for width, _, _ in state[:level])
-    text = "\n".join(escape_line(line) for line in lines)
     return (indent + marker + text).replace("\n", "\n" + indent + " " * len(marker))
+
+
+# A number Markdown reads as an ordered list item's (CommonMark: at most 9 digits, then "." or ")")
+_MARKDOWN_NUMBER = re.compile(r"[0-9]{1,9}[.)]")
+
+
+def _joined(marker: str, text: str) -> str:
+    """The number Word shows, then the text: a space after a Latin one (``1.1 Scope``), none after a
+    Japanese one (``（1）正当な理由``, ``第1条 目的`` keeps the space the text has)."""
+    return marker + (" " if marker[-1:].isascii() and not text.startswith(" ") else "") + text
+
+
+def _num_pr(paragraph: Any) -> tuple[str, int] | None:
+    """``(numId, ilvl)`` of a paragraph's numbering: its own ``w:numPr``, else its style's (up the
+    ``basedOn`` chain); ``None`` when it has none."""
+    p_pr = paragraph._p.pPr
+    found = p_pr.find(f"{_W}numPr") if p_pr is not None else None
+    style = _style(paragraph)[2]
+    seen = 0
+    while found is None and style is not None and seen < 10:
+        found = style.element.find(f"{_W}pPr/{_W}numPr")
+        style = getattr(style, "base_style", None)
+        seen += 1
+    if found is None:
+        return None
+    num = found.find(f"{_W}numId")
+    ilvl = found.find(f"{_W}ilvl")
+    num_id = num.get(f"{_W}val") if num is not None else None
+    if not num_id:
+        return None
+    value = ilvl.get(f"{_W}val") if ilvl is not None else "0"
+    return num_id, int(value) if value and value.isdigit() else 0
+
+
+def _shown_number(numbering: Numbering | None, paragraph: Any) -> tuple[str, str] | None:
+    """``("bullet" | "number", the number as Word shows it)`` for a numbered paragraph (the document's
+    counters advance), ``None`` for one with no numbering or no definitions to read."""
+    if numbering is None:
+        return None
+    pr = _num_pr(paragraph)
+    if pr is None:
+        return None
+    return numbering.marker(*pr)
 
 
 def _table_rows(table: Any) -> list[list[str]]:
