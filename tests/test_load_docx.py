@@ -345,3 +345,27 @@ def test_number_formats(n: int, fmt: str, shown: str) -> None:
     from kireme.load.numbering import format_number
 
     assert format_number(n, fmt) == shown
+
+
+def test_a_two_row_header_word_repeats_on_each_page_is_one_header() -> None:
+    """Both rows marked as repeating header rows (``w:tblHeader``): the second was read as a data row,
+    so every later piece of the table had ``| 役職 | 日当 | 日当 |`` over its numbers, the two columns
+    told apart by nothing. As in an HTML table, the header rows become one."""
+    from docx.oxml import parse_xml
+
+    d = docx.Document()
+    table = d.add_table(rows=4, cols=3)
+    top = table.rows[0].cells
+    top[0].text = "役職"
+    top[1].merge(top[2]).text = "日当"
+    table.rows[1].cells[1].text = "日帰り"
+    table.rows[1].cells[2].text = "宿泊"
+    table.cell(0, 0).merge(table.cell(1, 0))
+    for i, row in enumerate(table.rows[2:], start=1):
+        row.cells[0].text, row.cells[1].text, row.cells[2].text = f"等級{i}", f"{i}100円", f"{i}300円"
+    for row in table.rows[:2]:
+        row._tr.get_or_add_trPr().append(parse_xml(f"<w:tblHeader {W}/>"))
+    buf = io.BytesIO()
+    d.save(buf)
+    text = load_docx(buf.getvalue(), "nitto.docx").text
+    assert "| 役職 | 日当 日帰り | 日当 宿泊 |\n| --- | --- | --- |\n| 等級1 | 1100円 | 1300円 |" in text

@@ -16,7 +16,7 @@ from typing import Any
 
 from kireme.document import Document, Region
 from kireme.errors import LoadError, MissingExtraError
-from kireme.load.html import Block, escape_line, join_blocks, pipe_table
+from kireme.load.html import Block, escape_line, join_blocks, merged_header, pipe_table
 from kireme.load.numbering import Numbering, read_numbering
 
 __all__ = ["load_docx"]
@@ -299,13 +299,19 @@ def _table_rows(table: Any) -> list[list[str]]:
     cell's text is all of it: its paragraphs, inserted text, content controls and nested tables, each
     part a space apart."""
     rows: list[list[str]] = []
-    for row in table.rows:
+    header_rows = 0  # the rows Word repeats at the top of each page (w:tblHeader), from the first on
+    for n, row in enumerate(table.rows):
         try:
             cells = [_cell_text(cell._tc) for cell in row.cells]
         except Exception:  # an inconsistent grid: read the row's own cells
             cells = [_cell_text(tc) for tc in row._tr.tc_lst]
         rows.append([_INLINE_WS.sub(" ", c.replace("\n", " ")).strip() for c in cells])
-    return [r for r in rows if r] if any(rows) else []
+        if header_rows == n and row._tr.find(f"{_W}trPr/{_W}tblHeader") is not None:
+            header_rows += 1
+    rows = [r for r in rows if r] if any(rows) else []
+    if header_rows > 1 and len(rows) > header_rows:  # a two-row header: one, as an HTML table's is
+        return [merged_header(rows[:header_rows]), *rows[header_rows:]]
+    return rows
 
 
 # --- text python-docx's ``.text`` leaves out --------------------------------------------------------------

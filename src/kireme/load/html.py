@@ -692,11 +692,11 @@ def _table_rows(table: Any) -> list[list[str]]:
         if row:
             grid.append(row)
     if header_rows > 1 and len(grid) > header_rows:
-        return [_merged_header(grid[:header_rows]), *grid[header_rows:]]
+        return [merged_header(grid[:header_rows]), *grid[header_rows:]]
     return grid
 
 
-def _merged_header(rows: list[list[str]]) -> list[str]:
+def merged_header(rows: list[list[str]]) -> list[str]:
     """Header rows of a table as one (a pipe table has one header row): each column's distinct texts top
     to bottom, a space apart (``期間`` over ``通常`` and ``延長``: ``期間 通常``, ``期間 延長``), so every
     row passed with the header says which column is which."""
