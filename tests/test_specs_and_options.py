@@ -295,3 +295,23 @@ def test_a_numbered_item_of_rules_is_no_heading() -> None:
         "③　社内システム名も正式名称として扱う",
         "第5条（福利厚生）\n　家族の同伴旅行は年1回まで認める。",
     ]
+
+
+def test_the_word_closing_a_notices_block_stays_with_it() -> None:
+    """``以上`` alone on its line closes a notice's 記 block; short and without a full stop, it was taken
+    for a heading and moved to the next chunk, which it opened."""
+    from kireme import make_chunker
+    from kireme.text import headings
+
+    assert not headings.is_heading_line("以上") and not headings.is_heading_line("以　上")
+    assert headings.is_heading_line("記")
+    block = "記\n\n1. 停止するエレベーター　東側エレベーター\n2. 停止時間　午前8時〜午前10時\n\n以上"
+    text = (
+        "点検のため、一部のエレベーターが停止します。\n\n"
+        + block
+        + "\n\n【問い合わせ先】\n総務部 施設管理課　内線：2205\n"
+    )
+    for strategy in ("recursive", "paragraph", "sentence"):
+        for size in range(len(block) + 4, len(block) + 40, 5):  # the blank line before 記 counts
+            texts = [c.text for c in make_chunker(strategy, max_size=size).chunk(text)]
+            assert not any(t.startswith("以上") for t in texts), (strategy, size, texts)

@@ -889,6 +889,11 @@ static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p
         while (j < end && in_set(PyUnicode_READ(kind, data, j), KANJI_DIGITS, COUNT(KANJI_DIGITS))) j++;
         if (j < end && (PyUnicode_READ(kind, data, j) == 0x3000 || PyUnicode_READ(kind, data, j) == ' ')) return 0;
     }
+    if (c == 0x4EE5 && PyUnicode_READ(kind, data, end - 1) == 0x4E0A) { /* 以上 closes a 記 block: no heading */
+        Py_ssize_t j = i + 1;
+        while (j < end - 1 && (PyUnicode_READ(kind, data, j) == ' ' || PyUnicode_READ(kind, data, j) == 0x3000)) j++;
+        if (j == end - 1) return 0;
+    }
     if (end - i > MAX_HEADING_CHARS) return 0;
     if (c == '<' && i + 1 < end && PyUnicode_READ(kind, data, i + 1) == '/') return 0; /* a closing tag */
     int alnum = 0; /* a closing fence or a brace holds no letter or digit: what it closes is above it */

@@ -10,6 +10,7 @@ from kireme.text.marks import BULLETS, CLAUSE_MARKS, CLOSERS, FULL_STOPS, TERMIN
 from kireme.text.patterns import lazy_re, lazy_regex
 
 _MARKDOWN_HEADING = lazy_regex(r"#{1,6}[ \t]")
+_CLOSING = lazy_regex(r"以[ \u3000]*上[ \u3000]*$")  # 以上, alone on its line: it closes a 記 block
 # An item's start that no heading has: the numbered items of rules (``①``, ``⑴``, ``⒈``, ``❶``) and the
 # 号 of laws and rules (``一　嘱託社員``: kanji numerals, then a space), whose short lines have no full stop
 _ITEM_START = "[\u2460-\u249b\u3251-\u325f\u32b1-\u32bf\u2776-\u2793]|[一二三四五六七八九十]+[\u3000 ]"
@@ -24,9 +25,11 @@ MAX_HEADING_CHARS = 40
 # digit, and whose last character before any closing brackets is no prose punctuation. tests/test_core_guards.py checks the two agree.
 _CLOSER_CLASS = re.escape(CLOSERS)
 _BULLET_CLASS = re.escape(BULLETS + "-*+>|")
+# The word that closes a notice's 記 block (``以上``, ``以　上``), alone on its line: it ends what is above it
+_CLOSING_WORD = "以[ \u3000]*上[ \u3000]*\\Z"
 _HEADING_LINE = lazy_re(
     r"\s*(?:#{1,6}[ \t]"
-    rf"|(?![{_BULLET_CLASS}]|</|{_ITEM_START})(?=\S.{{0,{MAX_HEADING_CHARS - 1}}}\Z)(?=.*?[^\W_])"
+    rf"|(?![{_BULLET_CLASS}]|</|{_ITEM_START}|{_CLOSING_WORD})(?=\S.{{0,{MAX_HEADING_CHARS - 1}}}\Z)(?=.*?[^\W_])"
     rf"(?:.*[^{re.escape(_PROSE_END)}{_CLOSER_CLASS}])?[{_CLOSER_CLASS}]*\Z)",
     re.DOTALL,
 )
@@ -51,7 +54,7 @@ def is_heading_line(line: str) -> bool:
         return True
     if len(line) > MAX_HEADING_CHARS:
         return False
-    if line.startswith("</") or not any(c.isalnum() for c in line):
+    if line.startswith("</") or not any(c.isalnum() for c in line) or _CLOSING.match(line):
         return False  # a closing fence or tag (```, </Note>), a brace: what it closes is above it
     body = line.rstrip(CLOSERS) or line  # 「はい。」 ends in a full stop inside its quote: prose
     if body[-1] in _PROSE_END:
