@@ -37,6 +37,7 @@ import re
 from pathlib import Path
 
 __all__ = [
+    "BudgetTooSmallError",
     "ChatError",
     "ConfigError",
     "DatasetError",
