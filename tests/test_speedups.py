@@ -238,15 +238,6 @@ def test_the_library_uses_the_extension_when_it_is_built() -> None:
         assert all(_same(used, function) for used, function in in_c)
 
 
-def test_the_compiled_lead_in_sentences_are_the_python_ones() -> None:
-    phrases, tail, endings = native.lead_in_vocabulary()
-    assert (phrases, tail, endings) == (
-        headings.LEAD_IN_PHRASES,
-        headings.LEAD_IN_TAIL,
-        headings.LEAD_IN_ENDINGS,
-    )
-
-
 def test_the_compiled_marks_are_the_vocabulary() -> None:
     terminators, closers, openers, their_closers = native.vocabulary()
     assert terminators == TERMINATORS

@@ -767,8 +767,8 @@ static PyObject *line_break_cuts(PyObject *self, PyObject *args) {
  * the end of a chunk. At a line end, the line before the cut (trailing whitespace dropped) is a heading when
  * it is a Markdown heading (`#` to `######`, then a space or tab) or, with at most 40 characters after its
  * indentation, no bullet nor "</" first and a letter or digit in it, does not end in prose punctuation
- * (closing brackets looked through); or a lead-in line (`is_lead_in_line`): it ends with ":" or "：" and holds
- * a letter or digit.
+ * (closing brackets looked through); or a lead-in line (`is_lead_in_line`): it ends with ":", "：", "?" or
+ * "？" and holds a letter or digit.
  */
 #define MAX_HEADING_CHARS 40
 static const Py_UCS4 PROSE_MARKS[] = {0xFF0E, '.', 0x3001, 0xFF0C, ',', ';', 0xFF1B, ':', 0xFF1A, 0x2026}; /* ．.、，,;；:：… */
@@ -778,75 +778,18 @@ static int is_prose_end(Py_UCS4 c) { return is_terminator(c) || in_set(c, PROSE_
 static int is_line_pad(Py_UCS4 c) { return c == ' ' || c == '\t' || c == 0x3000 || c == '\r'; }
 
 
-/* `kireme.text.headings.LEAD_IN_PHRASES`, `LEAD_IN_TAIL` and `LEAD_IN_ENDINGS` (`lead_in_vocabulary()` gives them
- * back, checked against the Python ones by tests/test_speedups.py) */
-#define LEAD_IN_TAIL 60
-#define LEAD_IN_PHRASE_MAX 6
-static const Py_UCS4 LEAD_IN_PHRASES[][LEAD_IN_PHRASE_MAX + 1] = {
-    {0x6b21, 0x306e},
-    {0x6b21, 0x306b, 0x63b2, 0x3052},
-    {0x4ee5, 0x4e0b, 0x306e, 0x3068, 0x304a, 0x308a},
-    {0x4ee5, 0x4e0b, 0x306e, 0x901a, 0x308a},
-    {0x4ee5, 0x4e0b, 0x306e, 0x5404},
-    {0x4ee5, 0x4e0b, 0x306e, 0x4e8b, 0x9805},
-    {0x4ee5, 0x4e0b, 0x306e, 0x624b, 0x9806},
-    {0x4ee5, 0x4e0b, 0x306e, 0x6761, 0x4ef6},
-    {0x4ee5, 0x4e0b, 0x306e, 0x9805, 0x76ee},
-    {0x4ee5, 0x4e0b, 0x3092},
-    {0x4ee5, 0x4e0b, 0x306b, 0x793a},
-    {0x4ee5, 0x4e0b, 0x306b, 0x63b2, 0x3052},
-    {0x4ee5, 0x4e0b, 0x306b, 0x5b9a, 0x3081},
-    {0x4e0b, 0x8a18, 0x306e},
-    {0x4e0b, 0x8a18, 0x3092},
-    {0x4e0b, 0x8a18, 0x306b}
-};
-static const char *const LEAD_IN_ENDINGS[] = {"as follows.", "the following."};
-
-/* whether [lo, hi) holds the zero-terminated UCS4 `phrase` */
-static int holds_phrase(int kind, const void *data, Py_ssize_t lo, Py_ssize_t hi, const Py_UCS4 *phrase) {
-    Py_ssize_t len = 0;
-    while (len <= LEAD_IN_PHRASE_MAX && phrase[len]) len++;
-    for (Py_ssize_t p = lo; p + len <= hi; p++) {
-        Py_ssize_t k = 0;
-        while (k < len && PyUnicode_READ(kind, data, p + k) == phrase[k]) k++;
-        if (k == len) return 1;
-    }
-    return 0;
-}
-
 /* `kireme.text.headings.is_lead_in_line` for the line [start, end) (end after its last non-space
- * character): a colon or question mark at its end with a letter or digit in it, a "。" sentence with one of
- * LEAD_IN_PHRASES in its last LEAD_IN_TAIL characters, or one of LEAD_IN_ENDINGS at its end */
+ * character): a colon or question mark at its end, and a letter or digit in it */
 static int lead_in_line(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
     if (end <= start) return 0;
     Py_UCS4 last = PyUnicode_READ(kind, data, end - 1);
-    if (last == ':' || last == 0xFF1A || last == '?' || last == 0xFF1F) {
-        for (Py_ssize_t k = start; k < end; k++)
-            if (Py_UNICODE_ISALNUM(PyUnicode_READ(kind, data, k))) return 1;
-        return 0;
-    }
-    if (last == 0x3002) {
-        Py_ssize_t lo = end - LEAD_IN_TAIL > start ? end - LEAD_IN_TAIL : start;
-        for (size_t k = 0; k < COUNT(LEAD_IN_PHRASES); k++)
-            if (holds_phrase(kind, data, lo, end, LEAD_IN_PHRASES[k])) return 1;
-        return 0;
-    }
-    if (last == '.') {
-        for (size_t k = 0; k < COUNT(LEAD_IN_ENDINGS); k++) {
-            const char *ending = LEAD_IN_ENDINGS[k];
-            Py_ssize_t len = (Py_ssize_t)strlen(ending);
-            if (end - start < len) continue;
-            Py_ssize_t j = 0;
-            while (j < len && PyUnicode_READ(kind, data, end - len + j) == (Py_UCS4)(unsigned char)ending[j]) j++;
-            if (j == len) return 1;
-        }
-    }
+    if (last != ':' && last != 0xFF1A && last != '?' && last != 0xFF1F) return 0;
+    for (Py_ssize_t k = start; k < end; k++)
+        if (Py_UNICODE_ISALNUM(PyUnicode_READ(kind, data, k))) return 1;
     return 0;
 }
 
-static int is_lead_in_mark(Py_UCS4 c) {
-    return c == ':' || c == 0xFF1A || c == '?' || c == 0xFF1F || c == 0x3002 || c == '.';
-}
+static int is_lead_in_mark(Py_UCS4 c) { return c == ':' || c == 0xFF1A || c == '?' || c == 0xFF1F; }
 
 /* whether a cut at pos leaves a heading line at the end of a chunk (0 or 1) */
 static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
@@ -875,10 +818,9 @@ static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p
         }
     }
     Py_UCS4 last = PyUnicode_READ(kind, data, end - 1);
-    if (is_lead_in_mark(last)) { /* a lead-in line or a heading; a lead-in: any length, a bullet first too */
-        if (lead_in_line(kind, data, line_start, end)) return 1;
-        if (last != '.' && last != 0x3002) return 0; /* ":" or "?" without a letter or digit: no heading either */
-    }
+    if (is_lead_in_mark(last)) /* a lead-in line: any length, a bullet first too; without a letter or digit
+                                  no heading either */
+        return lead_in_line(kind, data, line_start, end);
     if (in_set(c, BULLETS, COUNT(BULLETS)) || c == '-' || c == '*' || c == '+' || c == '>' || c == '|') return 0;
     /* numbered items (headings.py `_ITEM_START`): circled, parenthesized and dotted numbers, 一　 (a 号) */
     if ((c >= 0x2460 && c <= 0x249B) || (c >= 0x3251 && c <= 0x325F) || (c >= 0x32B1 && c <= 0x32BF) ||
@@ -902,31 +844,6 @@ static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p
     Py_ssize_t r = end;
     while (r > i && is_closer(PyUnicode_READ(kind, data, r - 1))) r--;
     return r == i || !is_prose_end(PyUnicode_READ(kind, data, r - 1));
-}
-
-static PyObject *lead_in_vocabulary(PyObject *self, PyObject *unused) {
-    (void)self;
-    (void)unused;
-    PyObject *phrases = PyTuple_New((Py_ssize_t)COUNT(LEAD_IN_PHRASES));
-    PyObject *endings = PyTuple_New((Py_ssize_t)COUNT(LEAD_IN_ENDINGS));
-    if (phrases == NULL || endings == NULL) goto fail;
-    for (size_t k = 0; k < COUNT(LEAD_IN_PHRASES); k++) {
-        Py_ssize_t len = 0;
-        while (len <= LEAD_IN_PHRASE_MAX && LEAD_IN_PHRASES[k][len]) len++;
-        PyObject *item = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, LEAD_IN_PHRASES[k], len);
-        if (item == NULL) goto fail;
-        PyTuple_SET_ITEM(phrases, (Py_ssize_t)k, item);
-    }
-    for (size_t k = 0; k < COUNT(LEAD_IN_ENDINGS); k++) {
-        PyObject *item = PyUnicode_FromString(LEAD_IN_ENDINGS[k]);
-        if (item == NULL) goto fail;
-        PyTuple_SET_ITEM(endings, (Py_ssize_t)k, item);
-    }
-    return Py_BuildValue("(NnN)", phrases, (Py_ssize_t)LEAD_IN_TAIL, endings);
-fail:
-    Py_XDECREF(phrases);
-    Py_XDECREF(endings);
-    return NULL;
 }
 
 static PyObject *ends_with_heading(PyObject *self, PyObject *args) {
@@ -2463,8 +2380,6 @@ static PyMethodDef methods[] = {
      "scan_sentence_cuts(text, a, b, block_starts) -> (cuts, quoted, pending)"},
     {"item_line_starts", item_line_starts, METH_VARARGS,
      "item_line_starts(text, start, b) -> the line starts in [start, b) where an item, title or label line begins"},
-    {"lead_in_vocabulary", lead_in_vocabulary, METH_NOARGS,
-     "lead_in_vocabulary() -> (phrases, tail, endings): the lead-in sentences the heading test knows"},
     {"ends_with_heading", ends_with_heading, METH_VARARGS,
      "ends_with_heading(text, pos) -> whether a cut at pos leaves a heading line at the end of a chunk"},
     {"trim_span", trim_span, METH_VARARGS,

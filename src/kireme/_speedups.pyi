@@ -10,9 +10,6 @@ def scan_sentence_cuts(
 def vocabulary() -> tuple[str, str, str, str]:
     """The marks compiled in: terminators, closers, opening brackets and their closing brackets."""
 
-def lead_in_vocabulary() -> tuple[tuple[str, ...], int, tuple[str, ...]]:
-    """The lead-in sentences the heading test knows: phrases, the tail they are looked for in, endings."""
-
 def make_chunks(
     cls: type,
     text: str,

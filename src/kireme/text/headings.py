@@ -63,46 +63,17 @@ def is_heading_line(line: str) -> bool:
 
 
 # A lead-in line (`is_lead_in_line`) ends with one of these (the line test decides)
-_LEAD_IN_MARKS = ":：?？。."
+_LEAD_IN_MARKS = ":：?？"
 _LEAD_IN_LINE = lazy_re(r"(?=.*?[^\W_]).*[:：?？]\s*\Z", re.DOTALL)
-# A sentence ending in "。" that announces what follows (`is_lead_in_line`): one of these in its last
-# LEAD_IN_TAIL characters — 次のとおりとする。, 次の各号のいずれかに該当するときは…できる。, 以下を確認してください。
-LEAD_IN_PHRASES = (
-    "次の",
-    "次に掲げ",
-    "以下のとおり",
-    "以下の通り",
-    "以下の各",
-    "以下の事項",
-    "以下の手順",
-    "以下の条件",
-    "以下の項目",
-    "以下を",
-    "以下に示",
-    "以下に掲げ",
-    "以下に定め",
-    "下記の",
-    "下記を",
-    "下記に",
-)  # not a bare 以下の: 十万円以下の罰金に処する。
-LEAD_IN_TAIL = 60
-# An English sentence ending in "." that does the same: the line ends with one of these
-LEAD_IN_ENDINGS = ("as follows.", "the following.")
 
 
 def is_lead_in_line(line: str) -> bool:
     """A line that introduces what follows it, so no chunk ends with it while more follows, as none ends
-    with a heading: one that ends with a colon (``日当の上限は次のとおりです：``, ``limits below:``, ``・対象者：``),
-    a question (``Q: パスワードを忘れました。どうすればよいですか？`` over its answer), or a sentence that
-    announces a list (``休日は、次のとおりとする。``, ``…次の各号のいずれかに該当したときは、解除できる。``, ``The
-    limits are as follows.``); with a letter or a digit in it. Any length, a bullet first too."""
-    if _LEAD_IN_LINE.match(line) is not None:
-        return True
-    body = line.rstrip()
-    if body.endswith("。"):
-        tail = body[-LEAD_IN_TAIL:]
-        return any(phrase in tail for phrase in LEAD_IN_PHRASES)
-    return body.endswith(LEAD_IN_ENDINGS)
+    with a heading: one that ends with a colon (``日当の上限は次のとおりです：``, ``limits below:``, ``・対象者：``)
+    or a question (``Q: パスワードを忘れました。どうすればよいですか？`` over its answer), with a letter or a
+    digit in it. Any length, a bullet first too. (A sentence announcing a list, ``次のとおりとする。``, was
+    tried as one too and left out: its words drew keyword searches to the table or code it went with.)"""
+    return _LEAD_IN_LINE.match(line) is not None
 
 
 def _ends_with_heading_python(text: str, pos: int) -> bool:
@@ -123,7 +94,7 @@ def _ends_with_heading_python(text: str, pos: int) -> bool:
     start = text.rfind("\n", 0, end) + 1
     if _HEADING_LINE.match(text, start, end) is not None:
         return True
-    return text[end - 1] in _LEAD_IN_MARKS and is_lead_in_line(text[start:end])
+    return text[end - 1] in _LEAD_IN_MARKS and _LEAD_IN_LINE.match(text, start, end) is not None
 
 
 ends_with_heading: Callable[[str, int], bool] = native("ends_with_heading") or _ends_with_heading_python
@@ -137,8 +108,7 @@ def at_line_edge(text: str, pos: int) -> bool:
 
 def colon_line_start(text: str, pos: int) -> int:
     """Where the line the text before ``pos`` ends with (trailing whitespace aside) starts, when it is a
-    lead-in (`is_lead_in_line`: a colon, a question mark or an announcing sentence at its end) and no ``#``
-    heading; -1 otherwise. Where `ends_with_heading` is true, such a line is a lead-in, not a heading: the
+    lead-in (`is_lead_in_line`: a colon or a question mark at its end) and no ``#`` heading; -1 otherwise. Where `ends_with_heading` is true, such a line is a lead-in, not a heading: the
     packer lets a lead-in end a chunk when what it introduces fits a chunk alone but not with it (a code
     block is not cut to go with its ``To check a claim:``); a heading never does."""
     end = pos

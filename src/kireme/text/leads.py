@@ -11,13 +11,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
-from kireme.text.headings import (
-    LEAD_IN_ENDINGS,
-    LEAD_IN_PHRASES,
-    LEAD_IN_TAIL,
-    is_heading_line,
-    is_lead_in_line,
-)
+from kireme.text.headings import is_heading_line, is_lead_in_line
 from kireme.text.markdown import Outline
 
 
@@ -25,17 +19,9 @@ from kireme.text.markdown import Outline
 # one pattern per colon, each starting with its literal (searched for at C speed; a class is tried at
 # every position, 3.5 times slower)
 def _lead_in_patterns(after: str) -> tuple[re.Pattern[str], ...]:
-    """Where a possible lead-in line ends (its last character in group ``mark``), then ``after``: a colon
-    or question mark; a "。" with one of `LEAD_IN_PHRASES` at most `LEAD_IN_TAIL` characters before it; an
-    English ending (``as follows.``). Only these are read in Python (`is_lead_in_line` decides): every
-    "。" at a line's end would be a Python step per paragraph."""
-    phrases = "|".join(map(re.escape, LEAD_IN_PHRASES))
-    endings = "|".join(re.escape(ending[:-1]) for ending in LEAD_IN_ENDINGS)
-    return (
-        re.compile(r"(?P<mark>[:：?？])" + after),
-        re.compile(rf"(?:{phrases})[^\n]{{0,{LEAD_IN_TAIL}}}?(?P<mark>。)" + after),
-        re.compile(rf"(?:{endings})(?P<mark>\.)" + after),
-    )
+    """Where a possible lead-in line ends (its last character in group ``mark``: a colon or a question
+    mark), then ``after``; `is_lead_in_line` decides."""
+    return tuple(re.compile(f"(?P<mark>{re.escape(mark)})" + after) for mark in ":：?？")
 
 
 _LEAD_IN_ENDS = _lead_in_patterns(r"[ \t]*\r?\n(?:[ \t]*\r?\n)*")
@@ -54,11 +40,10 @@ def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
     if not starts:
         return []
     labels = _label_lines(text, outline)
-    if not any(mark in text for mark in ":：?？。."):
+    if not any(mark in text for mark in ":：?？"):
         return labels
     headings: set[int] | None = None  # made at the first candidate
     blocks: set[int] = set()
-    code_heads: set[int] = set()
     out: list[tuple[int, int]] = []
     ends = sorted((m.start("mark"), m.end()) for pattern in _LEAD_IN_ENDS for m in pattern.finditer(text))
     for colon, after in ends:
@@ -68,7 +53,6 @@ def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
         if headings is None:
             headings = {h.start for h in outline.headings}
             blocks = {c.start for c in outline.code_blocks} | {t.start for t in outline.tables}
-            code_heads = {outline.opened_from(c.start) for c in outline.code_blocks}
         start = starts[i - 1]
         if after in headings or start in headings or start in blocks:
             continue  # a heading follows, or the block is a heading, code block or table
@@ -79,8 +63,6 @@ def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
             continue
         if not is_lead_in_line(line + text[colon]):  # a question, or a sentence announcing a list
             continue
-        if text[colon] in _SENTENCE_MARKS and (after in blocks or after in code_heads):
-            continue  # a sentence announcing a code block (or its opening tags): left as it is
         out.append((start, after))
     if labels:
         out = sorted(set(out).union(labels))
@@ -133,15 +115,12 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
     stops."""
     ends = {h.end for h in outline.headings}
     # searched only between the code blocks and tables (their "key:" lines are no lead-ins)
-    code_starts = {outline.opened_from(c.start) for c in outline.code_blocks}
     pos = outline.front_matter_end
     for start, stop in [*outline.protected(), (len(text), len(text))]:
         if start > pos:
             for pattern in _LEAD_IN_LINE_ENDS:
                 for found in pattern.finditer(text, pos, start):
                     end = found.start("mark") + 1
-                    if text[end - 1] in _SENTENCE_MARKS and _code_follows(text, end, code_starts):
-                        continue  # a sentence announcing a code block: it may end a chunk, as before
                     if is_lead_in_line(text[text.rfind("\n", 0, end) + 1 : end]):
                         ends.add(end)
         pos = max(pos, stop)
@@ -150,16 +129,3 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
 
 # The end of a possible lead-in line, only blanks after it on its line (`kept_line_ends`)
 _LEAD_IN_LINE_ENDS = _lead_in_patterns(r"(?=[ \t]*\r?(?:\n|\Z))")
-
-
-# Marks of a lead-in that is a whole sentence (``次のスクリプトで確認できる。``): one announcing a code block is
-# left as it was, free to end a chunk (the packer would cut the code to keep it with its first lines)
-_SENTENCE_MARKS = "。."
-
-
-def _code_follows(text: str, end: int, code_starts: set[int]) -> bool:
-    """Whether the next non-blank line after ``end`` starts a code block (or its opening-tag lines)."""
-    pos = end
-    while pos < len(text) and text[pos].isspace():
-        pos += 1
-    return text.rfind("\n", 0, pos) + 1 in code_starts
