@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -558,53 +558,47 @@ def index_command(
         sys.exit(EXIT_PARTIAL)
 
 
+def _same_content(entries: Mapping[str, DocumentEntry], added: Sequence[Path]) -> Iterator[tuple[Path, str]]:
+    """``(path, other)`` for each file this run added and each other entry of the index with its content."""
+    if not added:
+        return
+    by_content: dict[str, list[str]] = {}
+    for doc_id, entry in entries.items():
+        by_content.setdefault(entry.content_hash, []).append(doc_id)
+    for path in added:
+        mine = entries.get(path.as_posix())
+        if mine is not None:
+            yield from (
+                (path, other) for other in by_content.get(mine.content_hash, []) if other != path.as_posix()
+            )
+
+
 def _moved_here(
     entries: Mapping[str, DocumentEntry], added: Sequence[Path], told: set[str]
 ) -> list[tuple[str, str]]:
     """``(new, old)`` for each file this run added whose content the index holds under another path that no
     longer exists (outside the folders given: those are `Ingestor.missing`'s, in ``told``): a folder moved or
     renamed, indexed again under its new name while the old entries stay searchable."""
-    if not added:
-        return []
-    by_content: dict[str, list[str]] = {}
-    for doc_id, entry in entries.items():
-        by_content.setdefault(entry.content_hash, []).append(doc_id)
-    moved: list[tuple[str, str]] = []
-    for path in added:
+    moved: dict[str, str] = {}
+    for path, other in _same_content(entries, added):
         new = path.as_posix()
-        mine = entries.get(new)
-        if mine is None:
-            continue
-        for other in by_content.get(mine.content_hash, []):
-            source = entries[other].source
-            if other != new and other not in told and not os.path.lexists(source):
-                moved.append((new, other))
-                break
-    return moved
+        if new not in moved and other not in told and not os.path.lexists(entries[other].source):
+            moved[new] = other
+    return list(moved.items())
 
 
 def _indexed_twice(entries: Mapping[str, DocumentEntry], added: Sequence[Path]) -> list[tuple[Path, str]]:
     """Files this run added that the index already held under another spelling of their path
     (``docs/a.md`` and ``/home/me/docs/a.md``): same content, and the other entry's source is the same
     file on disk. ``entries``: the index's entries after the run (the ingestor's, as committed)."""
-    if not added:
-        return []
-    by_content: dict[str, list[str]] = {}
-    for doc_id, entry in entries.items():
-        by_content.setdefault(entry.content_hash, []).append(doc_id)
-    twice: list[tuple[Path, str]] = []
-    for path in added:
-        mine = entries.get(path.as_posix())
-        if mine is None:
+    twice: dict[Path, str] = {}
+    for path, other in _same_content(entries, added):
+        if path in twice:
             continue
-        for other in by_content.get(mine.content_hash, []):
-            if other == path.as_posix():
-                continue
-            with contextlib.suppress(OSError):  # the other file gone or unreadable: not this case
-                if os.path.samefile(entries[other].source, path):
-                    twice.append((path, entries[other].source))
-                    break
-    return twice
+        with contextlib.suppress(OSError):  # the other file gone or unreadable: not this case
+            if os.path.samefile(entries[other].source, path):
+                twice[path] = entries[other].source
+    return list(twice.items())
 
 
 def _storage_stop(
