@@ -980,9 +980,9 @@ static int at_line_edge(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos
     return j < n && PyUnicode_READ(kind, data, j) == '\n';
 }
 
-/* `kireme.text.headings.colon_line_start`: where the line the text before pos ends with (trailing whitespace
+/* `kireme.text.headings.lead_in_line_start`: where the line the text before pos ends with (trailing whitespace
  * aside) starts, when it ends with ":" or "：" and is no "#" heading; -1 otherwise */
-static Py_ssize_t colon_line_start(int kind, const void *data, Py_ssize_t pos) {
+static Py_ssize_t lead_in_line_start(int kind, const void *data, Py_ssize_t pos) {
     while (pos > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, pos - 1))) pos--;
     if (pos <= 0) return -1;
     Py_UCS4 last = PyUnicode_READ(kind, data, pos - 1);
@@ -1035,7 +1035,7 @@ static PyObject *merge_run(PyObject *self, PyObject *args) {
                                                       : heading_end_in(kind, data, end, heading_ends);
                 if (heading < 0) return NULL;
                 if (!heading) break;
-                Py_ssize_t line = colon_line_start(kind, data, end);
+                Py_ssize_t line = lead_in_line_start(kind, data, end);
                 if (line >= 0) { /* `_Packer.lead_in_stays` */
                     Py_ssize_t before, after;
                     if (bound_at(bounds, k - 1, &before) < 0 || bound_at(bounds, k + 1, &after) < 0) return NULL;

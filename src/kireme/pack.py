@@ -27,7 +27,7 @@ from kireme.boundaries.levels import Level
 from kireme.errors import ConfigError
 from kireme.length import SpanSizer, _CharSizer
 from kireme.text.graphemes import SIMPLE_CHARS, CutFilter, ceil_boundary, floor_boundary
-from kireme.text.headings import HeadingEnds, at_line_edge, colon_line_start, ends_with_heading
+from kireme.text.headings import HeadingEnds, at_line_edge, ends_with_heading, lead_in_line_start
 from kireme.text.sentences import sentence_index
 
 log = logging.getLogger(__name__)
@@ -250,13 +250,13 @@ class _Packer:
             i = k
 
     def lead_in_stays(self, bounds: list[int], k: int, budget: int) -> bool:
-        """Whether a chunk may end at ``bounds[k]`` after a lead-in line (`colon_line_start`; a heading
+        """Whether a chunk may end at ``bounds[k]`` after a lead-in line (`lead_in_line_start`; a heading
         never may): when the cut before would fall inside a line (``def f(a: int,`` | ``b: int) -> int:``
         of code cut into words), or the piece after it fits a chunk alone but not with the lead-in line —
         cutting that piece to keep them together (a code block, a table, one list item) would do more harm
         than the lead-in left at the end of the chunk before it."""
         text = self.text
-        line = colon_line_start(text, bounds[k])
+        line = lead_in_line_start(text, bounds[k])
         if line < 0:
             return False
         if not at_line_edge(text, bounds[k - 1]):
@@ -300,7 +300,7 @@ class _Packer:
         first_end = parts[0][1]
         if est(head, first_end) > budget:  # the body starts with something indivisible
             return self.split_and_absorb(bounds, i, h, j, budget, out)
-        if not at_line_edge(text, first_end) and colon_line_start(text, bounds[h]) >= 0:
+        if not at_line_edge(text, first_end) and lead_in_line_start(text, bounds[h]) >= 0:
             # a lead-in with what it introduces cut inside a line (code cut between its words): the
             # lead-in goes alone rather than cut what follows it there
             return self.split_and_absorb(bounds, i, h, j, budget, out)
@@ -573,9 +573,9 @@ class _OptimalPacker(_Packer):
     # ------------------------------------------------------------------------------ candidates
     def heading_before(self, position: int) -> bool:
         """Whether a cut at ``position`` leaves a heading line at the end of a chunk: a lead-in line
-        (`colon_line_start`) is not one here — weighed as a cost, keeping it with what follows cut code
+        (`lead_in_line_start`) is not one here — weighed as a cost, keeping it with what follows cut code
         blocks that fit whole (the greedy packer's `lead_in_stays` knows the piece after it)."""
-        return self.ends_with_heading(self.text, position) and colon_line_start(self.text, position) < 0
+        return self.ends_with_heading(self.text, position) and lead_in_line_start(self.text, position) < 0
 
     def collect(self, a: int, b: int, level: int, budget: int, bounds: list[int], ranks: list[int]) -> None:
         """Append the candidate cuts strictly inside the oversized span ``[a, b)`` with their ranks."""

@@ -117,11 +117,11 @@ def _before_headings(text: str, cuts: list[int]) -> list[int]:
     transcript or chat log of one unpunctuated utterance a line (``--sentences lines``) every line looks
     like one, and each topic cut walked back to the start of the text and was lost. A ``#`` heading
     always moves (a chapter heading goes with its first section's heading)."""
-    from kireme.text.headings import colon_line_start, ends_with_heading, is_heading_line
+    from kireme.text.headings import ends_with_heading, is_heading_line, lead_in_line_start
 
     moved: list[int] = []
     for cut in cuts:
-        while cut > 0 and ends_with_heading(text, cut) and colon_line_start(text, cut) < 0:
+        while cut > 0 and ends_with_heading(text, cut) and lead_in_line_start(text, cut) < 0:
             end = cut
             while end > 0 and text[end - 1].isspace():
                 end -= 1

@@ -106,11 +106,12 @@ def at_line_edge(text: str, pos: int) -> bool:
     return pos <= 0 or text[pos - 1] == "\n" or _ends_line(text, pos)
 
 
-def colon_line_start(text: str, pos: int) -> int:
+def lead_in_line_start(text: str, pos: int) -> int:
     """Where the line the text before ``pos`` ends with (trailing whitespace aside) starts, when it is a
-    lead-in (`is_lead_in_line`: a colon or a question mark at its end) and no ``#`` heading; -1 otherwise. Where `ends_with_heading` is true, such a line is a lead-in, not a heading: the
-    packer lets a lead-in end a chunk when what it introduces fits a chunk alone but not with it (a code
-    block is not cut to go with its ``To check a claim:``); a heading never does."""
+    lead-in (`is_lead_in_line`: a colon or a question mark at its end) and no ``#`` heading; -1 otherwise.
+    Where `ends_with_heading` is true, such a line is a lead-in, not a heading: the packer lets a lead-in
+    end a chunk when what it introduces fits a chunk alone but not with it (a code block is not cut to go
+    with its ``To check a claim:``); a heading never does."""
     end = pos
     while end > 0 and text[end - 1].isspace():
         end -= 1
@@ -126,7 +127,8 @@ def colon_line_start(text: str, pos: int) -> int:
 class HeadingEnds:
     """`ends_with_heading` for a text whose headings are known (parsed Markdown): a cut leaves a heading
     line at the end of a chunk when the text before it, trailing whitespace aside, ends where a heading
-    line ends (``ends``; the lead-in lines outside code and tables too, `kireme.text.leads.kept_line_ends`). A ``# comment`` in a code block is no heading. Callable as ``(text, pos)`` like
+    line ends (``ends``; the lead-in lines outside code and tables too, `kireme.text.leads.kept_line_ends`).
+    A ``# comment`` in a code block is no heading. Callable as ``(text, pos)`` like
     `ends_with_heading`; the packer's C loop reads ``ends`` itself (`kireme._speedups.merge_run`)."""
 
     __slots__ = ("ends", "text")
