@@ -791,17 +791,30 @@ static int lead_in_line(int kind, const void *data, Py_ssize_t start, Py_ssize_t
 
 static int is_lead_in_mark(Py_UCS4 c) { return c == ':' || c == 0xFF1A || c == '?' || c == 0xFF1F; }
 
+/* `kireme.text.headings.at_line_edge`: pos at the text's start, right after a line feed, or at a line's end
+ * (blanks before the line feed aside: `_ends_line`) */
+static int at_line_edge(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
+    if (pos <= 0 || PyUnicode_READ(kind, data, pos - 1) == '\n') return 1;
+    Py_ssize_t i = pos - 1, j = pos;
+    while (i >= 0 && is_line_pad(PyUnicode_READ(kind, data, i))) i--;
+    if (i >= 0 && PyUnicode_READ(kind, data, i) == '\n') return 1;
+    while (j < n && is_line_pad(PyUnicode_READ(kind, data, j))) j++;
+    return j < n && PyUnicode_READ(kind, data, j) == '\n';
+}
+
+/* whether the line text from i (its first non-space character) to end opens with a Markdown ATX heading
+ * mark: "#" to "######", then a space or tab */
+static int atx_heading(int kind, const void *data, Py_ssize_t i, Py_ssize_t end) {
+    Py_ssize_t j = i;
+    while (j < end && PyUnicode_READ(kind, data, j) == '#') j++;
+    if (j == i || j - i > 6 || j >= end) return 0;
+    Py_UCS4 d = PyUnicode_READ(kind, data, j);
+    return d == ' ' || d == '\t';
+}
+
 /* whether a cut at pos leaves a heading line at the end of a chunk (0 or 1) */
 static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
-    if (pos <= 0 || pos > n) return 0;
-    int at_break = PyUnicode_READ(kind, data, pos - 1) == '\n' || (pos < n && PyUnicode_READ(kind, data, pos) == '\n');
-    if (!at_break) { /* a line end after trailing spaces, or before them */
-        Py_ssize_t i = pos - 1, j = pos;
-        while (i >= 0 && is_line_pad(PyUnicode_READ(kind, data, i))) i--;
-        while (j < n && is_line_pad(PyUnicode_READ(kind, data, j))) j++;
-        if (!((i >= 0 && PyUnicode_READ(kind, data, i) == '\n') || (j < n && PyUnicode_READ(kind, data, j) == '\n')))
-            return 0;
-    }
+    if (pos <= 0 || pos > n || !at_line_edge(kind, data, n, pos)) return 0;
     Py_ssize_t end = pos;
     while (end > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, end - 1))) end--;
     if (end <= 0) return 0;
@@ -809,14 +822,7 @@ static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p
     while (i < end && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;
     if (i >= end) return 0;
     Py_UCS4 c = PyUnicode_READ(kind, data, i);
-    if (c == '#') {
-        Py_ssize_t j = i;
-        while (j < end && PyUnicode_READ(kind, data, j) == '#') j++;
-        if (j - i <= 6 && j < end) {
-            Py_UCS4 d = PyUnicode_READ(kind, data, j);
-            if (d == ' ' || d == '\t') return 1;
-        }
-    }
+    if (atx_heading(kind, data, i, end)) return 1;
     Py_UCS4 last = PyUnicode_READ(kind, data, end - 1);
     if (is_lead_in_mark(last)) /* a lead-in line: any length, a bullet first too; without a letter or digit
                                   no heading either */
@@ -969,19 +975,8 @@ static int heading_end_in(int kind, const void *data, Py_ssize_t pos, PyObject *
     return found;
 }
 
-/* `kireme.text.headings.at_line_edge`: pos at the text's start, right after a line feed, or at a line's end
- * (blanks before the line feed aside: `_ends_line`) */
-static int at_line_edge(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
-    if (pos <= 0 || PyUnicode_READ(kind, data, pos - 1) == '\n') return 1;
-    Py_ssize_t i = pos - 1, j = pos;
-    while (i >= 0 && is_line_pad(PyUnicode_READ(kind, data, i))) i--;
-    if (i >= 0 && PyUnicode_READ(kind, data, i) == '\n') return 1;
-    while (j < n && is_line_pad(PyUnicode_READ(kind, data, j))) j++;
-    return j < n && PyUnicode_READ(kind, data, j) == '\n';
-}
-
 /* `kireme.text.headings.lead_in_line_start`: where the line the text before pos ends with (trailing whitespace
- * aside) starts, when it ends with ":" or "：" and is no "#" heading; -1 otherwise */
+ * aside) starts, when it is a lead-in line (`lead_in_line`) and no "#" heading; -1 otherwise */
 static Py_ssize_t lead_in_line_start(int kind, const void *data, Py_ssize_t pos) {
     while (pos > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, pos - 1))) pos--;
     if (pos <= 0) return -1;
@@ -989,12 +984,7 @@ static Py_ssize_t lead_in_line_start(int kind, const void *data, Py_ssize_t pos)
     if (!is_lead_in_mark(last)) return -1;
     Py_ssize_t start = prev_newline(kind, data, 0, pos - 1) + 1, i = start;
     while (i < pos && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;
-    Py_ssize_t j = i;
-    while (j < pos && PyUnicode_READ(kind, data, j) == '#') j++;
-    if (j > i && j - i <= 6 && j < pos) {
-        Py_UCS4 d = PyUnicode_READ(kind, data, j);
-        if (d == ' ' || d == '\t') return -1;
-    }
+    if (atx_heading(kind, data, i, pos)) return -1;
     return lead_in_line(kind, data, start, pos) ? start : -1;
 }
 

@@ -376,18 +376,18 @@ def sentences_option(func: Callable[..., Any]) -> Callable[..., Any]:
     )(func)
 
 
+def on_command_line(name: str) -> bool:
+    """Whether the running command's parameter ``name`` was given on the command line (not a default)."""
+    return click.get_current_context().get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+
+
 def warn_unused_without_budget(given_budget: bool, names: Sequence[str]) -> None:
     """One warning naming the options of ``names`` (parameter names) given on the command line although
     only a context budget reads them, when no ``--budget`` was given: they changed nothing, and a user who
     tuned ``--widen`` or ``--assembly chunks`` should know."""
     if given_budget:
         return
-    ctx = click.get_current_context()
-    given = [
-        "--" + name.replace("_", "-")
-        for name in names
-        if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-    ]
+    given = ["--" + name.replace("_", "-") for name in names if on_command_line(name)]
     if given:
         click.echo(
             f"kireme: warning: {', '.join(given)} apply only with --budget; without it they change nothing",

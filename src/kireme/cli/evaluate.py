@@ -18,6 +18,7 @@ from kireme.cli.common import (
     expand_paths,
     known_encoding,
     load_documents,
+    on_command_line,
     packing_options,
     positive_budget,
     require_plot_extra,
@@ -277,8 +278,7 @@ def _check_keywords(keywords: str, retriever: str) -> None:
 def _warn_k_with_budgets(budgets: Sequence[int], shown: str) -> None:
     """``-k`` given with ``--budget``: the budget rows pass what fits the budget, however many hits that is;
     ``shown``: what -k still sets in this command's output."""
-    ctx = click.get_current_context()
-    if budgets and ctx.get_parameter_source("k") == click.core.ParameterSource.COMMANDLINE:
+    if budgets and on_command_line("k"):
         click.echo(
             f"kireme: warning: -k {shown}; a --budget row passes what fits the budget, from as many ranked "
             "chunks as it needs",

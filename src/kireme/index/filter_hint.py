@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from kireme.index.manifest import Manifest
-from kireme.index.store import split_filter
+from kireme.index.store import held_headings, split_filter
 
 if TYPE_CHECKING:
     from kireme.index.search import Searcher
@@ -80,8 +80,7 @@ def _heading_miss(
         for n, chunk in enumerate(searcher.store.chunks(dict(store_where) if store_where else None)):
             if n >= HEADINGS_READ:
                 break
-            headings.update(chunk.headings)
-            headings.update(chunk.metadata.get("subheadings") or ())
+            headings.update(held_headings(chunk))
     except Exception:
         return None
     if value in headings:

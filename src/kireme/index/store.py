@@ -156,12 +156,18 @@ def matches(chunk: StoredChunk, where: Mapping[str, str] | None) -> bool:
     if not where:
         return True
     for key, value in where.items():
-        if key == "heading":  # under it (its path), or holding it (a section inside the chunk)
-            if value not in chunk.headings and value not in (chunk.metadata.get("subheadings") or ()):
+        if key == "heading":
+            if value not in held_headings(chunk):
                 return False
         elif str(getattr(chunk, key)) != value:
             return False
     return True
+
+
+def held_headings(chunk: StoredChunk) -> tuple[str, ...]:
+    """The headings ``heading=`` finds a chunk by: those of its path (it lies under them) and those of the
+    sections it holds (its ``subheadings``)."""
+    return (*chunk.headings, *(chunk.metadata.get("subheadings") or ()))
 
 
 def check_rows(chunks: Sequence[StoredChunk], vectors: np.ndarray) -> np.ndarray:
@@ -206,8 +212,9 @@ def rows_digest(rows: Iterable[StoredChunk]) -> str:
 
 def store_state(store: VectorStore) -> dict[str, int | str]:
     """What the manifest records about the store after each commit: its row count and, where the store
-    has versions (LanceDB), its version and its data files (`LanceDBStore.data_files`). A store found in another state was changed behind the index's
-    back (rolled back, files removed) and is checked document by document."""
+    has versions (LanceDB), its version and its data files (`LanceDBStore.data_files`). A store found in
+    another state was changed behind the index's back (rolled back, files removed) and is checked document
+    by document."""
     state: dict[str, int | str] = {"rows": store.count()}
     version = getattr(store, "version", None)
     if callable(version):

@@ -256,8 +256,8 @@ _MARKDOWN_NUMBER = re.compile(r"[0-9]{1,9}[.)]")
 
 
 def _joined(marker: str, text: str) -> str:
-    """The number Word shows, then the text: a space after a Latin one (``1.1 Scope``), none after a
-    Japanese one (``（1）正当な理由``, ``第1条 目的`` keeps the space the text has)."""
+    """A list item's number as Word shows it, then its text: a space after a Latin one (``a. Scope``),
+    none after a Japanese one (``（1）正当な理由``)."""
     return marker + (" " if marker[-1:].isascii() and not text.startswith(" ") else "") + text
 
 

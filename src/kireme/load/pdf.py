@@ -2,9 +2,10 @@
 
 PDF has no paragraphs, only positioned lines: `load_pdf` keeps pypdf's extracted text as it is (line ends
 normalised, trailing spaces and blank lines dropped) so offsets stay exact, joins pages with a blank line
-(one line break where a sentence runs on to the next page: `_page_join`) and records a ``"page"`` region per page so chunks can cite ``{"page": n}``. Because every visual line
-ends in ``"\\n"`` although the paragraph goes on, `kireme.text.paragraphs.pdf_paragraph_starts` tells the
-chunker where the real paragraph breaks are, without changing the text.
+(one line break where a sentence runs on to the next page: `_page_join`) and records a ``"page"`` region
+per page so chunks can cite ``{"page": n}``. Because every visual line ends in ``"\\n"`` although the
+paragraph goes on, `kireme.text.paragraphs.pdf_paragraph_starts` tells the chunker where the real
+paragraph breaks are, without changing the text.
 
 Broken files fail as `LoadError` with a one-line reason; a page that fails on its own is skipped with one
 warning. pypdf's own log chatter about damaged files is silenced while reading.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, cast
 
@@ -61,19 +61,22 @@ class SemanticAnalysis:
     def applied_cut_gaps(self) -> list[int]:
         """The gaps the chunks are cut at: `cut_gaps`, with a cut right after a heading line moved to the
         gap before that heading (as `SemanticChunker.plan_analysis` does); what ``kireme inspect`` marks."""
-        moves = self.gap_moves
-        return sorted({moves[i] for i in self.cut_gaps if moves[i] >= 0})
+        return sorted({g for g in self._moved(self.cut_gaps) if g >= 0})
 
     @property
     def gap_moves(self) -> list[int]:
         """For each gap, the gap a topic cut there is applied at (`_before_headings`: before the heading
         line right above it), -1 where it moves to the text's start (no cut): what the page of ``kireme
         inspect --html`` applies to the cuts its slider makes, as the chunks do."""
+        return self._moved(range(len(self.units) - 1))
+
+    def _moved(self, gaps: Iterable[int]) -> list[int]:
+        """`gap_moves` of the given gaps only."""
         positions = self.gap_positions
         index = {p: i for i, p in enumerate(positions)}
         moves = []
-        for i, position in enumerate(positions):
-            moved = _before_headings(self.text, [position])  # [] when it moved to the text's start
+        for i in gaps:
+            moved = _before_headings(self.text, [positions[i]])  # [] when it moved to the text's start
             moves.append(index.get(moved[0], i) if moved else -1)
         return moves
 

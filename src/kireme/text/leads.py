@@ -15,12 +15,10 @@ from kireme.text.headings import is_heading_line, is_lead_in_line
 from kireme.text.markdown import Outline
 
 
-# A line that ends a block with a colon, then the blank lines after it: a lead-in's last line (`lead_ins`);
-# one pattern per colon, each starting with its literal (searched for at C speed; a class is tried at
-# every position, 3.5 times slower)
 def _lead_in_patterns(after: str) -> tuple[re.Pattern[str], ...]:
     """Where a possible lead-in line ends (its last character in group ``mark``: a colon or a question
-    mark), then ``after``; `is_lead_in_line` decides."""
+    mark), then ``after``; `is_lead_in_line` decides. One pattern per mark, each starting with its literal
+    (searched for at C speed; a class is tried at every position, 3.5 times slower)."""
     return tuple(re.compile(f"(?P<mark>{re.escape(mark)})" + after) for mark in ":：?？")
 
 
@@ -29,7 +27,8 @@ _LEAD_IN_ENDS = _lead_in_patterns(r"[ \t]*\r?\n(?:[ \t]*\r?\n)*")
 
 def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
     """``(start, after)`` of each lead-in: a top-level block (a paragraph or list; not a heading, code block,
-    table, comment or tag line) whose last line ends with a colon (``:`` or ``：``), followed by another
+    table, comment or tag line) whose last line ends with a colon or a question mark and holds a letter or
+    a digit (`is_lead_in_line`), followed by another
     block that is not a heading (after blank lines, or right on the next line: a list or fence may
     interrupt a paragraph); or a label of one line right above a code block or table (and the
     opening-tag lines before it), a short line without prose punctuation once its inline tags are left
@@ -46,7 +45,7 @@ def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
     blocks: set[int] = set()
     out: list[tuple[int, int]] = []
     ends = sorted((m.start("mark"), m.end()) for pattern in _LEAD_IN_ENDS for m in pattern.finditer(text))
-    for colon, after in ends:
+    for colon, after in ends:  # ``colon``: the mark's offset
         i = bisect_left(starts, after)
         if i == len(starts) or starts[i] != after or i == 0:
             continue  # not the end of a top-level block
@@ -61,7 +60,7 @@ def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
         line = text[max(start, text.rfind("\n", start, colon) + 1) : colon].strip()
         if not line or line[0] in "<|#":  # a tag line, a table row or an ATX line left as it is
             continue
-        if not is_lead_in_line(line + text[colon]):  # a question, or a sentence announcing a list
+        if not is_lead_in_line(line + text[colon]):  # a lone mark: no letter or digit
             continue
         out.append((start, after))
     if labels:

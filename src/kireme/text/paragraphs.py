@@ -71,8 +71,8 @@ def pdf_paragraph_starts(text: str) -> list[int]:
         previous = lines[i - 1].strip()
         if (
             not previous
-            or _MARKER.match(current)
-            or (_SENTENCE_END.search(previous) and (median is None or lengths[i - 1] < _SHORT_RATIO * median))
+            or starts_item(current)
+            or (ends_sentence(previous) and (median is None or lengths[i - 1] < _SHORT_RATIO * median))
         ):
             starts.append(offsets[i])
     return sorted({s for s in starts if 0 < s < len(text)})
