@@ -537,19 +537,14 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def _eval_bm25_jsonl(max_size: int) -> list[str]:
+    """``kireme eval`` of the corpus's questions, BM25, ``recursive`` at ``max_size``, JSONL rows."""
+    args = ["eval", "docs", "--questions", "qa.jsonl", "--retriever", "bm25", "--max-size", str(max_size)]
+    return [*args, "--format", "jsonl"]
+
+
 def test_eval_budget_reports_hit_at_budget_and_what_was_passed(corpus: Path) -> None:
-    args = [
-        "eval",
-        "docs",
-        "--questions",
-        "qa.jsonl",
-        "--retriever",
-        "bm25",
-        "--max-size",
-        "40",
-        "--format",
-        "jsonl",
-    ]
+    args = _eval_bm25_jsonl(40)
     result = run_cli(*args, "--budget", "60", "--budget", "400", cwd=corpus)
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in result.stdout.splitlines()]
@@ -760,18 +755,7 @@ def test_eval_measures_another_keywords_setting_before_it_is_indexed(corpus: Pat
 
 
 def test_widen_zero_passes_the_hits_without_their_surroundings(corpus: Path, index: Path) -> None:
-    args = [
-        "eval",
-        "docs",
-        "--questions",
-        "qa.jsonl",
-        "--retriever",
-        "bm25",
-        "--max-size",
-        "40",
-        "--format",
-        "jsonl",
-    ]
+    args = _eval_bm25_jsonl(40)
     never = run_cli(*args, "--budget", "600", "--widen", "0", cwd=corpus)
     assert never.returncode == 0, never.stderr
     assert json.loads(never.stdout.splitlines()[0])["budget"] == 600
@@ -1019,18 +1003,7 @@ def test_eval_counts_a_question_whose_best_hit_fits_no_budget_as_a_miss(corpus: 
 
 
 def test_an_eval_row_at_a_budget_does_not_depend_on_the_other_budgets(corpus: Path) -> None:
-    args = [
-        "eval",
-        "docs",
-        "--questions",
-        "qa.jsonl",
-        "--retriever",
-        "bm25",
-        "--max-size",
-        "20",
-        "--format",
-        "jsonl",
-    ]
+    args = _eval_bm25_jsonl(20)
     alone = json.loads(run_cli(*args, "--budget", "60", cwd=corpus).stdout.splitlines()[0])
     beside = json.loads(
         run_cli(*args, "--budget", "60", "--budget", "3000", cwd=corpus).stdout.splitlines()[0]
