@@ -596,6 +596,31 @@ def test_a_sentence_that_runs_on_to_the_next_pdf_page_is_one_sentence(tmp_path: 
         assert joined["metadata"].get("pages") == [1, 2]
 
 
+def test_pdf_running_heads_and_page_numbers_are_left_out(tmp_path: Path) -> None:
+    """A PDF's running head and ``- n -`` feet were read as text: between "approval of the" and
+    "department head", and at the start of the next article's chunk, which then cited the page before."""
+    bodies = [
+        [
+            "Article 1. Staff book rooms through the travel desk.",
+            "Article 2. A trip needs the approval of the",
+        ],
+        ["department head before it starts.", "Article 3. Receipts are kept for five years."],
+        ["Article 4. Claims are paid monthly."],
+    ]
+    pages = [["Sample Corp. Travel Rules", *body, f"- {n} -"] for n, body in enumerate(bodies, 1)]
+    path = write(tmp_path / "rules.pdf", pdf_bytes(pages))
+    text = loaded_text(path)
+    assert text.count("Sample Corp. Travel Rules") == 1 and "- 2 -" not in text
+    assert "approval of the\ndepartment head" in text
+    info = run("load", str(path), "--info")
+    assert info.returncode == 0
+    assert "running_lines=- 1 - | Sample Corp. Travel Rules" in info.stderr.decode()
+    rows = chunk_rows(str(path), "--max-size", "60", "--context", "none")
+    assert_contract(rows, text, 60)
+    article4 = next(r for r in rows if "Article 4" in r["text"])
+    assert article4["text"] == "Article 4. Claims are paid monthly." and article4["metadata"]["page"] == 3
+
+
 def test_pdf_chunks_carry_their_page_numbers(tmp_path: Path) -> None:
     path = make_file(tmp_path, "pdf")
     text = loaded_text(path)

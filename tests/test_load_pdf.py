@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
+from kireme import chunk
 from kireme.errors import LoadError
-from kireme.load.pdf import load_pdf
+from kireme.load.pdf import is_page_number, load_pdf, running_lines
 from kireme.text.paragraphs import pdf_paragraph_starts
 
 JA_FONT = "HeiseiKakuGo-W5"
@@ -249,3 +250,140 @@ def test_paragraph_starts_in_english_and_edge_cases() -> None:
     assert pdf_paragraph_starts("・one\n・two\n") == [5]  # never 0, even for a marker on the first line
     assert pdf_paragraph_starts("\n\n・only\n") == [2]
     assert pdf_paragraph_starts("end.\n\n") == []  # never len(text)
+
+
+# ------------------------------------------------------------------------ running heads and feet
+
+RULES = [  # a short rule book over four pages; the second article runs on to page 2
+    ["Article 1 (Purpose)", "These rules set the travel expenses of staff."],
+    ["Article 2 (Approval)", "A trip needs the written approval of the", "department head before it starts."],
+    ["Article 3 (Daily allowance)", "The daily allowance is 3,000 yen."],
+    ["Article 4 (Hotels)", "Hotels are paid at cost, up to 12,000 yen a night."],
+]
+
+
+def _with_running_lines(pages: list[list[str]]) -> list[list[str]]:
+    """The pages of a rule book as printed: its name at the top, ``- n -`` at the bottom of each page."""
+    return [["Sample Corp. Travel Rules", "", *body, "", f"- {n} -"] for n, body in enumerate(pages, 1)]
+
+
+def test_running_heads_and_page_numbers_are_left_out() -> None:
+    # Two pages joined: body, a blank line, the next page. Before, "- 1 -" and the company line stood
+    # between "written approval of the" and "department head", and started the next articles' chunks.
+    pages = [RULES[0] + RULES[1][:2], RULES[1][2:] + RULES[2], RULES[3]]
+    doc = load_pdf(_pdf(_with_running_lines(pages)), "rules.pdf")
+    assert doc.text == (
+        "Sample Corp. Travel Rules\n"  # kept once, where it stands first: the document says its name
+        "Article 1 (Purpose)\nThese rules set the travel expenses of staff.\n"
+        "Article 2 (Approval)\nA trip needs the written approval of the\n"
+        "department head before it starts.\n"  # one line break: the sentence runs on
+        "Article 3 (Daily allowance)\nThe daily allowance is 3,000 yen.\n\n"
+        "Article 4 (Hotels)\nHotels are paid at cost, up to 12,000 yen a night.\n"
+    )
+    assert doc.metadata["running_lines"] == ["- 1 -", "Sample Corp. Travel Rules"]
+    assert [r.metadata["page"] for r in doc.regions] == [1, 2, 3]
+    assert doc.text[doc.regions[2].start : doc.regions[2].end] == "\n".join(RULES[3])
+    texts = [c.text for c in chunk(doc, max_size=120)]
+    assert not any("- 1 -" in t or "- 2 -" in t for t in texts)
+    assert any("written approval of the\ndepartment head before it starts." in t for t in texts)
+
+
+def test_japanese_running_head_is_left_out() -> None:
+    pytest.importorskip("reportlab")
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+
+    pdfmetrics.registerFont(UnicodeCIDFont(JA_FONT))
+    bodies = [
+        [
+            "第1条（目的）",
+            "この規程は、出張の旅費について定める。",
+            "第2条（承認）",
+            "出張する社員は、事前に所属長の",
+        ],
+        ["承認を得なければならない。", "第3条（日当）", "日当は、一日につき3,000円とする。"],
+        ["第4条（宿泊料）", "宿泊料は、一泊12,000円を上限とする。"],
+    ]
+    pages = [["株式会社サンプル　出張旅費規程", *body, f"－{n}－"] for n, body in enumerate(bodies, 1)]
+    doc = load_pdf(_pdf(pages, font=JA_FONT), "規程.pdf")
+    if "第4条" not in doc.text:  # pragma: no cover - depends on the pypdf version
+        pytest.skip(f"this pypdf does not extract reportlab CID text: {doc.text!r}")
+    assert doc.text.count("株式会社サンプル") == 1
+    assert "－" not in doc.text
+    assert "所属長の\n承認を得なければならない。" in doc.text
+    pieces = chunk(doc, max_size=40)
+    assert [c.text for c in pieces if c.text.startswith("第4条")] == [
+        "第4条（宿泊料）\n宿泊料は、一泊12,000円を上限とする。"
+    ]
+    assert [c.metadata["page"] for c in pieces if c.text.startswith("第4条")] == [3]
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["7", "- 7 -", "－７－", "7 / 40", "Page 7 of 40", "p. 7", "7ページ", "(7)", "— 7 —", "[7]", "第7頁"],
+)
+def test_page_number_lines(line: str) -> None:
+    assert is_page_number(line)
+
+
+@pytest.mark.parametrize(
+    "line", ["第7条", "7.5%", "2025年4月1日", "Section 7", "7 items", "Chapter 7: Budgets", "", "- -"]
+)
+def test_not_page_number_lines(line: str) -> None:
+    assert not is_page_number(line)
+
+
+def test_running_lines_rules() -> None:
+    def pages(*bodies: str) -> list[str]:
+        return list(bodies)
+
+    # alternating heads (odd pages the book, even pages the chapter): each on half the pages, each kept
+    # where it stands first
+    words = ["Taxis", "Trains", "Hotels", "Meals", "Gifts", "Phones"]
+    alternating = [
+        f"{'Travel Rules' if n % 2 else 'Chapter 2'}\n{w} are paid.\n" for n, w in enumerate(words)
+    ]
+    assert running_lines(alternating) == [(0, 0), (0, 0), (1, 0), (1, 0), (1, 0), (1, 0)]
+    # fewer than three pages with text: a repeated line is no evidence
+    assert running_lines(pages("Head\nOne.\n1", "Head\nTwo.\n2", "")) == [(0, 0), (0, 0), (0, 0)]
+    # on 2 of 6 pages only (under 40%): body text that happens to repeat
+    six = [
+        f"{w} are paid.\nNote: see the appendix." if n < 2 else f"{w} are paid." for n, w in enumerate(words)
+    ]
+    assert running_lines(six) == [(0, 0)] * 6
+    # lines that differ in a number that is no page number are body text: one question a page
+    questions = [f"Q{q}.\n{w} are paid." for q, w in zip((1, 5, 6, 9), words, strict=False)]
+    assert running_lines(questions) == [(0, 0)] * 4
+    # a line over 80 characters is body text, however often it repeats
+    long = "x" * 81
+    assert running_lines([f"{long}\n{w} are paid." for w in words]) == [(0, 0)] * 6
+    # a page number goes on every page; a body line between two running lines stops the cut there
+    numbered = ["Head\nTaxis.\n3", "Head\nTrains.\nFootnote.\n4", "Head\nHotels.\n5", "Head\nMeals.\n6"]
+    assert running_lines(numbered) == [(0, 1), (1, 1), (1, 1), (1, 1)]
+    # a head with the page number in it: "Rules 3/12" on page 3
+    with_number = [f"Travel Rules {n + 3}/12\n{w} are paid." for n, w in enumerate(words)]
+    assert running_lines(with_number) == [(1, 0)] * 6
+    # a book: a cover, then pages numbered from 1; a chapter's first page shows its number alone, the
+    # next ones a head that changes with the chapter; "1 Introduction" under "1" is a heading, kept
+    book = [
+        "Travel Guide\nFor staff.",
+        "1\n1 Introduction\nTrips need approval.",
+        "Chapter 1: Introduction 2\nApproval comes first.",
+        "3\n2 Costs\nTaxis are paid.",
+        "Chapter 2: Costs 4\nHotels are paid.",
+        "Chapter 2: Costs 5\nMeals are paid up to 2",
+    ]
+    assert running_lines(book) == [(0, 0), (1, 0), (1, 0), (1, 0), (1, 0), (1, 0)]
+    # numbers that do not go up with the pages: nothing is left out
+    unnumbered = [
+        book[0],
+        "12\n1 Introduction\nTrips need approval.",
+        "Chapter 1: Introduction 30\nApproval comes first.",
+        "5\n2 Costs\nTaxis are paid.",
+        "Chapter 2: Costs 9\nHotels are paid.",
+        "Chapter 2: Costs 40\nMeals are paid up to 2",
+    ]
+    assert running_lines(unnumbered) == [(0, 0)] * 6
+    # a table header a long table repeats at the top of each page is kept once, where the table starts
+    table = ["Intro.\nItem Amount Note", *(f"Item Amount Note\n{w} 500 yen" for w in words[:4])]
+    assert running_lines(table) == [(0, 0), (1, 0), (1, 0), (1, 0), (1, 0)]

@@ -54,4 +54,6 @@ def load_command(
         if doc.title:
             details.append(f"title={doc.title}")
         details += [f"chars={len(doc.text)}", f"bytes={doc.metadata.get('bytes', '?')}"]
+        if doc.metadata.get("running_lines"):  # what a PDF's pages repeated and the text leaves out
+            details.append("running_lines=" + " | ".join(doc.metadata["running_lines"]))
         click.echo(f"{doc.id}: " + " ".join(details), err=True)
