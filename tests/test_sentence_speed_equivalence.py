@@ -73,6 +73,15 @@ def ref_period_ends(text: str, dot: int, after: int, caseless: bool = False) -> 
     at_line_start = all(ch.isspace() or ch in "#>" for ch in before_word)
     if word.isdigit() and len(word) <= 3 and at_line_start:
         return False
+    # AMENDED on 2026-12-06, deliberately: a single letter and a space after its dot at a line's start is
+    # a label or an item ("A. 十日です。" under "Q. …？", "b. Second item"), not a sentence of its own
+    if (
+        len(word) == 1
+        and word.isalpha()
+        and at_line_start
+        and text[dot + 1 : dot + 2] in (" ", "\t", "\r", "\n")
+    ):
+        return False
     if caseless:
         next_is_start = (
             _REF_NEXT_START.match(text, after) is not None or _REF_LOWER_NEXT.match(text, after) is not None

@@ -222,6 +222,32 @@ def test_a_numbered_heading_and_a_mark_in_code_span_end_no_sentence() -> None:
     assert sentences("Did you run `make`? Yes, twice.") == ["Did you run `make`?", "Yes, twice."]
 
 
+def test_a_letter_label_at_a_line_start_ends_no_sentence() -> None:
+    """``A.`` under a question line was a sentence of its own: the `sentence` strategy ended a chunk with
+    ``…\nA.`` and began the next with the answer (a ``Q.`` label alone after a blank line the same)."""
+    text = (
+        "Q. 有給休暇は何日目に付与されますか？ 半日でも取れますか？\n"
+        "A. 六か月後に十日を付与します。半日単位でも取れます。\n\n"
+        "Q. How many days are granted? Can I split them?\nA. Ten days. Yes, in halves.\n\n"
+        "Options:\na. Morning off"
+    )
+    assert sentences(text) == [
+        "Q. 有給休暇は何日目に付与されますか？",
+        "半日でも取れますか？",
+        "A. 六か月後に十日を付与します。",
+        "半日単位でも取れます。",
+        "Q. How many days are granted?",
+        "Can I split them?",
+        "A. Ten days.",
+        "Yes, in halves.",
+        "Options:",
+        "a. Morning off",  # was "a." | "Morning off"
+    ]
+    # a letter that ends a sentence stays an end: not at a line start, or no space after its dot
+    assert sentences("He got an A. Then he left.") == ["He got an A.", "Then he left."]
+    assert sentences("本文です。\n\nQ.\n残業は？") == ["本文です。", "Q.\n残業は？"]
+
+
 def test_a_straight_quote_after_a_full_stop_opens_the_next_sentence_unless_it_closes_one() -> None:
     """``"`` is both quotes: after ``。`` it was always taken for a closer, so ``"Star"`` lost its opening
     quote to the sentence before (``…あります。"`` | ``Star" を押すと…``)."""

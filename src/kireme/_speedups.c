@@ -1440,6 +1440,9 @@ static int word_in(PyObject *set, const char *word, Py_ssize_t length) {
 
 #define UNDECIDED 2
 
+/* `_LABEL_GAP`: what follows the dot of a letter label at a line start ("A. ", "Q.\n") */
+static int is_label_gap(Py_UCS4 c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
 /* `_period_ends` for the dot at `dot` (the candidate ends at `after`): 1, 0, UNDECIDED, or -1 on an error */
 static int period_ends(int kind, const void *data, Py_ssize_t n, Py_ssize_t dot, Py_ssize_t after, int caseless,
                        PyObject *abbreviations, PyObject *may_end) {
@@ -1473,6 +1476,10 @@ static int period_ends(int kind, const void *data, Py_ssize_t n, Py_ssize_t dot,
         }
     }
     if (digits && length <= 3 && at_line_start(kind, data, word_start)) return 0; /* "1. " list marker */
+    if (length == 1 && ascii_alpha(PyUnicode_READ(kind, data, word_start)) && dot + 1 < n &&
+        is_label_gap(PyUnicode_READ(kind, data, dot + 1)) &&
+        at_line_start(kind, data, word_start))
+        return 0; /* "A. " label, "b. " item */
     Py_UCS4 next = PyUnicode_READ(kind, data, ink);
     int starts, lower;
     if (next < 128) {

@@ -152,6 +152,7 @@ _CANDIDATE = lazy_re(
 _TOKENISED_DOT = lazy_regex(r"(?<=\w[ \t])\.(?=[ \t]+[\p{Lu}\"'“(\[])")  # "games . When"
 _WORD_BEFORE = lazy_regex(r"(?r)([\p{Latin}\p{N}.]+)\Z")  # searched backwards from the dot
 _SPACE_THEN_LOWER = lazy_regex(r"\s+\p{Ll}")
+_LABEL_GAP = (" ", "\t", "\r", "\n")  # after the dot of a letter label at a line start ("A. ", "Q.\n")
 # A line that is an item, a bracketed title or a "label: value" line ends its sentence even without a
 # terminator; any other single line break is a hard wrap inside a sentence.
 _ITEM_LINE = (
@@ -189,6 +190,13 @@ def _period_ends(text: str, dot: int, after: int, caseless: bool = False) -> boo
     word_start = m.start(1) if m else dot
     if word.isdigit() and len(word) <= 3 and _at_line_start(text, word_start):  # "1. " list marker
         return False
+    if (
+        len(word) == 1
+        and word.isalpha()
+        and text[dot + 1 : dot + 2] in _LABEL_GAP
+        and _at_line_start(text, word_start)
+    ):
+        return False  # "A. " label, "b. " item
     starts, lower = _next_kind(text[ink])
     if not ((starts or lower) if caseless else (starts and not lower)):
         return False
