@@ -107,6 +107,7 @@ def test_directories_are_walked_in_order(tmp_path: Path) -> None:
         (["--separators", "("], "invalid separator regex"),
         (["--max-size", str(2**63)], "max_size must be at most"),  # was an OverflowError in the packing
         (["--encoding", "bogus"], "unknown encoding 'bogus'"),  # once, not once per file
+        (["--encoding", "rot13"], "'rot13' is not a text encoding"),  # was a LookupError traceback
         (["--threshold", "absolute:0.3"], "--threshold applies to --strategy semantic"),
         (
             ["--strategy", "semantic", "--similarity", "bigram", "--threshold", "absolute:nan"],

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kireme import LoadError, load
+from kireme import LoadError, chunk, load
 from kireme.load import load_bytes
 
 TEXT = "経費精算の締め切りは毎月２５日です。\r\n遅れた場合は翌月に回ります。\r\n"
@@ -104,6 +104,65 @@ def test_explicit_encoding_overrides_and_fails_clearly(tmp_path: Path) -> None:
         load(path, encoding="utf-8")
     with pytest.raises(LoadError, match="unknown encoding 'klingon'"):
         load(path, encoding="klingon")
+
+
+def test_a_codec_that_is_no_text_encoding_is_a_load_error(tmp_path: Path) -> None:
+    """``encoding="rot13"`` raised a bare LookupError (a traceback from the command line)."""
+    path = tmp_path / "rules.txt"
+    path.write_bytes(TEXT.encode("utf-8"))
+    for codec in ("rot13", "base64", "hex"):
+        with pytest.raises(LoadError, match=rf"rules.txt: '{codec}' is not a text encoding"):
+            load(path, encoding=codec)
+
+
+@pytest.mark.parametrize(
+    ("bom", "encoding", "given"),
+    [
+        (codecs.BOM_UTF8, "utf-8", "utf-8"),
+        (codecs.BOM_UTF8, "utf-8", "UTF8"),
+        (codecs.BOM_UTF16_LE, "utf-16-le", "utf-16le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be", "utf_16_be"),
+    ],
+)
+def test_a_byte_order_mark_is_no_text_under_the_encoding_given(
+    tmp_path: Path, bom: bytes, encoding: str, given: str
+) -> None:
+    """``--encoding utf-8`` on a file Notepad saved with a BOM kept U+FEFF in front of ``# 経費精算``: the
+    heading was no heading, the title the file name."""
+    path = tmp_path / "manual.md"
+    path.write_bytes(bom + "# 経費精算マニュアル\n\n本文です。\n".encode(encoding))
+    doc = load(path, encoding=given)
+    assert doc.text == "# 経費精算マニュアル\n\n本文です。\n"
+    assert doc.title == "経費精算マニュアル"
+    # without a BOM nothing is taken away; a BOM of another encoding is not this one's to drop
+    path.write_bytes("本文です。\n".encode())
+    assert load(path, encoding="utf-8").text == "本文です。\n"
+    path.write_bytes(codecs.BOM_UTF8 + b"x\n")
+    assert load(path, encoding="latin-1").text == "\u00ef\u00bb\u00bfx\n"
+
+
+def test_a_dos_end_of_file_mark_is_no_text(tmp_path: Path) -> None:
+    """A trailing Ctrl-Z (``\\x1a``, written by DOS-era editors and old Excel) stayed in the last chunk and
+    made a CSV record of its own."""
+    rules = tmp_path / "rules.txt"
+    rules.write_bytes(TEXT.encode("cp932") + b"\x1a")
+    assert load(rules).text == TEXT
+    prices = tmp_path / "prices.csv"
+    prices.write_bytes("商品コード,単価\r\nA-001,1200\r\n".encode("cp932") + b"\x1a\x1a")
+    doc = load(prices)
+    assert doc.text == "商品コード,単価\r\nA-001,1200\r\n"
+    assert [c.text for c in chunk(doc, strategy="markdown", max_size=200) if "\x1a" in c.text] == []
+    inside = tmp_path / "inside.txt"  # only at the end: one inside the text is the text's own
+    inside.write_bytes(b"a\x1ab\n")
+    assert load(inside).text == "a\x1ab\n"
+
+
+def test_an_empty_file_is_said(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    with caplog.at_level("WARNING"):
+        assert load(empty).text == ""
+    assert "empty.txt: empty file (0 bytes): nothing to chunk" in caplog.text
 
 
 def test_binary_and_missing_files_are_refused_with_the_path(tmp_path: Path) -> None:

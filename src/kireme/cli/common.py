@@ -466,6 +466,14 @@ def known_encoding(ctx: click.Context, param: click.Parameter, value: str | None
             raise click.BadParameter(
                 f"unknown encoding {value!r} (e.g. utf-8, cp932, euc_jp)", ctx, param
             ) from None
+        try:
+            b"a".decode(value)
+        except UnicodeDecodeError:
+            pass  # a text encoding ("a" alone is half a UTF-16 character)
+        except LookupError:  # rot13, base64, hex: codecs, but not of text
+            raise click.BadParameter(
+                f"{value!r} is not a text encoding (e.g. utf-8, cp932, euc_jp)", ctx, param
+            ) from None
     return value
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kireme.errors import DecodeError
 
@@ -35,13 +35,15 @@ class DecodedText:
     encodings the detector rated nearly as well that decode the bytes into a *different* text (cp1252
     French read as cp1257 gives ``trčs`` for ``très``: only the reader can tell); for a short Japanese text
     valid as both CP932 and EUC-JP with nothing to tell them apart, the other one (``山田太郎`` in EUC-JP
-    reads as ``ｻｳﾅﾄﾂﾀﾏｺ`` in CP932), whose reading starts ``alternative_text``."""
+    reads as ``ｻｳﾅﾄﾂﾀﾏｺ`` in CP932), whose reading starts ``alternative_text``; ``eof_marks``: how many
+    DOS end-of-file marks (Ctrl-Z) ended the bytes and are not in ``text``."""
 
     text: str
     encoding: str
     bom: bool = False
     alternatives: tuple[str, ...] = ()
     alternative_text: str = ""
+    eof_marks: int = 0
 
     def guess_warning(self, name: str) -> str | None:
         """The warning for a loader to give about ``name``, or None when the encoding was no close call."""
@@ -95,18 +97,43 @@ def _japanese_score(text: str) -> float:
 
 
 def decode(data: bytes, encoding: str | None = None) -> DecodedText:
-    """Decode ``data``; raise `DecodeError` with a reason a person can act on."""
+    """Decode ``data``; raise `DecodeError` with a reason a person can act on.
+
+    DOS end-of-file marks (Ctrl-Z, ``\x1a``) at the end are no text and are left out (`eof_marks` counts
+    them); so is a byte-order mark under the encoding given that it marks (``--encoding utf-8`` on a file
+    Notepad saved with one)."""
+    decoded = _decode(data, encoding)
+    text = decoded.text.rstrip(_EOF)
+    if len(text) == len(decoded.text):
+        return decoded
+    return replace(decoded, text=text, eof_marks=len(decoded.text) - len(text))
+
+
+_EOF = "\x1a"  # Ctrl-Z: DOS editors and old Excel ended a text file with it
+
+
+def _decode_as(data: bytes, encoding: str) -> DecodedText:
+    """``data`` decoded as the ``encoding`` given (a BOM of that encoding is no text)."""
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        raise DecodeError(f"unknown encoding {encoding!r}") from None
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise DecodeError(
+            f"not valid {encoding} at byte {exc.start} (leave the encoding out to detect it)"
+        ) from None
+    except LookupError:  # a codec that is no text encoding: rot13, base64, hex
+        raise DecodeError(f"{encoding!r} is not a text encoding") from None
+    if text.startswith("\ufeff") and name.startswith("utf"):
+        return DecodedText(text[1:], name, bom=True)
+    return DecodedText(text, name)
+
+
+def _decode(data: bytes, encoding: str | None) -> DecodedText:
     if encoding:
-        try:
-            codecs.lookup(encoding)
-        except LookupError:
-            raise DecodeError(f"unknown encoding {encoding!r}") from None
-        try:
-            return DecodedText(data.decode(encoding), codecs.lookup(encoding).name)
-        except UnicodeDecodeError as exc:
-            raise DecodeError(
-                f"not valid {encoding} at byte {exc.start} (try without --encoding to detect it)"
-            ) from None
+        return _decode_as(data, encoding)
     for bom, name in _BOMS:
         if data.startswith(bom):
             text = _strict(data, name)

@@ -142,6 +142,8 @@ def load_bytes(
     doc = _load_bytes(data, id, encoding, format, outputs=outputs)
     if data.strip() and not doc.text.strip():  # never an empty result without a word
         logger.warning("%s: %d bytes of %s gave no text at all", id, len(data), format)
+    elif not data and format != "code":  # an empty __init__.py is normal; an empty rules.txt is news
+        logger.warning("%s: empty file (0 bytes): nothing to chunk", id)
     return titled(doc, title)
 
 
