@@ -227,6 +227,49 @@ def test_bad_bodies_and_content_types(client: TestClient) -> None:
     assert client.get("/nowhere").status_code == 404 and error_of(client.get("/nowhere"))
 
 
+def test_a_lone_surrogate_is_a_400_naming_the_field(client: TestClient) -> None:
+    """``"\\ud800"`` is valid JSON (a browser's JSON.stringify sends it for half an emoji) but no text: a
+    search failed in the store as a 503 that told the operator to rebuild a sound index, BM25 as a 500,
+    ``/chunk`` with such a title as a 500."""
+
+    def post(route: str, body: str) -> Any:
+        return client.post(route, content=body.encode(), headers={"content-type": "application/json"})
+
+    for route, body, field in (
+        ("/search", '{"query": "宿泊費\\ud800", "mode": "hybrid"}', "query"),
+        ("/search", '{"query": "宿泊費\\ud800", "mode": "bm25"}', "query"),
+        ("/search", '{"query": "宿泊費", "filters": {"title": "\\udc00"}}', "filters"),
+        ("/ask", '{"question": "宿泊費\\ud800"}', "question"),
+        ("/chunk", '{"text": "abc", "title": "\\ud800"}', "title"),
+        ("/chunk", '{"text": "a\\ud800b"}', "text"),
+    ):
+        answer = post(route, body)
+        assert answer.status_code == 400, (route, body, answer.text)
+        assert error_of(answer).startswith(f"{field}: holds a lone surrogate"), answer.text
+        assert "rebuild" not in error_of(answer)
+    # a whole pair, escaped, is one character: answered
+    assert post("/search", '{"query": "宿泊費\\ud83d\\ude00"}').status_code == 200
+    assert client.get("/health").json()["status"] == "ok"
+
+
+def test_a_filter_that_matches_nothing_is_hinted_as_on_the_command_line(client: TestClient) -> None:
+    """``/search`` answered a mistyped filter with empty hits and nothing more, where ``kireme search`` and
+    ``/ask`` say which value no document has and what the names look like."""
+    body = client.post("/search", json={"query": "日当", "filters": {"doc_id": "nope.md"}}).json()
+    assert body["hits"] == [] and body["context"] is None
+    assert body["hint"].startswith("no document has doc_id=nope.md")
+    found = client.post("/search", json={"query": "日当", "filters": {"format": "text"}}).json()
+    assert found["hits"] and "hint" not in found  # a filter that holds: nothing to hint
+    assert "hint" not in client.post("/search", json={"query": "日当"}).json()
+
+
+def test_a_budget_of_zero_is_a_400_on_search_and_ask(client: TestClient) -> None:
+    for route, body in (("/search", {"query": "日当"}), ("/ask", {"question": "日当は？"})):
+        for budget in (0, -1):
+            answer = client.post(route, json={**body, "budget": budget})
+            assert answer.status_code == 400 and error_of(answer) == f"budget must be > 0, got {budget}"
+
+
 def test_what_clients_get_wrong_most_is_answered_in_one_line(
     client: TestClient, chat: StreamServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
@@ -29,7 +30,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 from starlette.exceptions import HTTPException
 
 from kireme import __version__
@@ -79,11 +81,44 @@ class ChatSettings:
 
 # ------------------------------------------------------------------------------------- request bodies
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = "lone_surrogate"
 
-class ChunkRequest(BaseModel):
-    """``POST /chunk``: a text and the options of ``kireme chunk`` (underscores for dashes)."""
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first lone UTF-16 surrogate in a request value's strings (keys too), if any: JSON may escape
+    one (``"\\ud800"``, what a browser's ``JSON.stringify`` sends for half an emoji), but it is no text."""
+    if isinstance(value, str):
+        match = _SURROGATE.search(value)
+        return match.group() if match else None
+    if isinstance(value, dict):
+        return next((c for k, v in value.items() if (c := _lone_surrogate(k) or _lone_surrogate(v))), None)
+    if isinstance(value, list | tuple):
+        return next((c for v in value if (c := _lone_surrogate(v))), None)
+    return None
+
+
+class _Body(BaseModel):
+    """A request body: no unknown field, and no string that is not text (a lone surrogate would fail
+    deep inside the search or the store, as a 500 or a 503 that blamed the index)."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _text_only(cls, value: Any) -> Any:
+        found = _lone_surrogate(value)
+        if found is not None:
+            raise PydanticCustomError(
+                LONE_SURROGATE,
+                "holds a lone surrogate (\\u{code}), which is no Unicode text: send whole characters",
+                {"code": f"{ord(found):04x}"},
+            )
+        return value
+
+
+class ChunkRequest(_Body):
+    """``POST /chunk``: a text and the options of ``kireme chunk`` (underscores for dashes)."""
 
     text: str = Field(description="The document. Offsets in the answer index the text it is read as.")
     filename: str | None = Field(None, description="Names the document; its extension picks the format.")
@@ -115,10 +150,8 @@ class ChunkRequest(BaseModel):
     window: str | None = None
 
 
-class SearchRequest(BaseModel):
+class SearchRequest(_Body):
     """``POST /search``: what ``kireme search`` takes."""
-
-    model_config = ConfigDict(extra="forbid")
 
     query: str
     k: int = Field(5, ge=1, le=1000)
@@ -138,18 +171,16 @@ class SearchRequest(BaseModel):
     )
 
 
-class AskRequest(BaseModel):
+class AskRequest(_Body):
     """``POST /ask``: what ``kireme ask`` takes; ``stream`` (or ``Accept: text/event-stream``) sends the
     answer as server-sent events while it is written."""
-
-    model_config = ConfigDict(extra="forbid")
 
     question: str
     k: int = Field(5, ge=1, le=1000)
     mode: Literal["dense", "bm25", "hybrid"] = "hybrid"
     filters: dict[str, str] = Field(default_factory=dict)
     exact: bool = False
-    budget: int | None = Field(None, ge=1, description="Tokens of context (default: what the reader leaves).")
+    budget: int | None = Field(None, description="Tokens of context (default: what the reader leaves).")
     reader_tokens: int = Field(4096, ge=256)
     answer_reserve: int = Field(512, ge=0)
     language: Literal["ja", "en"] = "ja"
@@ -410,13 +441,14 @@ def create_app(
         first = errors[0] if errors else {}
         if first.get("type") == "json_invalid":
             return JSONResponse({"error": NOT_VALID_JSON}, status_code=400)
+        status = 400 if first.get("type") == LONE_SURROGATE else 422
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         message = first.get("msg", "invalid request")
         if first.get("type") == "extra_forbidden":
             message = "unknown option"
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         return JSONResponse(
-            {"error": one_line(f"{where}: {message}{more}" if where else message)}, status_code=422
+            {"error": one_line(f"{where}: {message}{more}" if where else message)}, status_code=status
         )
 
     @app.exception_handler(HTTPException)
@@ -515,7 +547,14 @@ def create_app(
             hit_row(rank, hit, body.around, text_of(hit.chunk.doc_id) if body.around else None)
             for rank, hit in enumerate(shown, start=1)
         ]
-        return {"query": body.query, "mode": body.mode, "hits": rows, "context": context}
+        out: dict[str, Any] = {"query": body.query, "mode": body.mode, "hits": rows, "context": context}
+        if not hits and where:  # a mistyped filter, told apart from a query that matched nothing
+            from kireme.index.filter_hint import filter_miss
+
+            hint = filter_miss(service.searcher(), where)
+            if hint:
+                out["hint"] = hint
+        return out
 
     @app.post("/ask", summary="Answer a question from the index (server-sent events with stream)")
     def ask_route(body: AskRequest, request: Request) -> Any:
@@ -527,6 +566,8 @@ def create_app(
         from kireme.index.search import parse_filters
 
         service = need_index()
+        if body.budget is not None and body.budget <= 0:  # as /search says it
+            raise ConfigError(f"budget must be > 0, got {body.budget}")
         settings = AskSettings(
             k=body.k,
             mode=body.mode,
