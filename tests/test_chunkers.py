@@ -458,3 +458,41 @@ def test_pack_takes_the_heading_test_apart_from_the_flag() -> None:
     assert cut(keep_headings=False, heading_end=head) == ["前書き。\nHEAD", "本文です。"]
     with pytest.raises(TypeError, match="heading_end"):
         cut(keep_headings=head)
+
+
+def test_a_chunk_of_two_sections_is_under_neither_of_them() -> None:
+    """`recursive` (and every strategy without an outline of its own) labelled a chunk by the path at its
+    start: ``## 4. Revenue impact`` and ``## 5. Next steps`` in one chunk were both "4. Revenue impact".
+    The path is the one all of the chunk shares now, the sections it holds text of its ``subheadings``, as
+    the `markdown` strategy gives them."""
+    text = (
+        "# Report\n\nThis report estimates monthly churn for the subscription product in the fourth quarter.\n\n"
+        "## 4. Revenue impact\n\nRevenue grew by 9.8% to $316,948.00 a month.\n\n"
+        "## 5. Next steps\n\nRepeat the analysis with January data.\n"
+    )
+    doc = Document(text, id="report.md", metadata={"format": "markdown"})
+    both = [c for c in make_chunker("recursive", max_size=150).chunk(doc) if "Next steps" in c.text]
+    assert [(c.headings, c.metadata.get("subheadings")) for c in both] == [
+        (("Report",), ["4. Revenue impact", "5. Next steps"])
+    ]
+    # a chunk that starts inside a section and runs on into the next keeps the one it starts in
+    rules = (
+        "# 規程\n\n## 第1条 目的\n\nこの規程は出張の旅費について定める。出張の範囲は国内とする。\n\n"
+        "## 第2条 日当\n\n日当は一日二千円とする。\n"
+    )
+    doc = Document(rules, id="rules.md", metadata={"format": "markdown"})
+    chunks = make_chunker("recursive", max_size=45).chunk(doc)
+    labels = [(c.text, c.headings, c.metadata.get("subheadings")) for c in chunks]
+    assert labels == [
+        ("# 規程\n\n## 第1条 目的\n\nこの規程は出張の旅費について定める。", ("規程",), ["第1条 目的"]),
+        (
+            "出張の範囲は国内とする。\n\n## 第2条 日当\n\n日当は一日二千円とする。",
+            ("規程",),
+            ["第1条 目的", "第2条 日当"],
+        ),
+    ]
+    # inside one section: its path, as before
+    one = make_chunker("recursive", max_size=20).chunk(doc)
+    assert [
+        (c.headings, c.metadata.get("subheadings")) for c in one if c.text == "出張の範囲は国内とする。"
+    ] == [(("規程", "第1条 目的"), None)]

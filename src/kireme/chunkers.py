@@ -412,9 +412,17 @@ def _labels(
     start: int,
     end: int,
 ) -> tuple[tuple[str, ...], dict[str, Any] | None]:
-    """A chunk's heading path and metadata (its regions', then the strategy's own), ``None`` for none."""
-    headings = paths.at(start) if paths is not None else ()
+    """A chunk's heading path and metadata (its regions', then the strategy's own), ``None`` for none.
+
+    Without the strategy's own, the path is the one all of the chunk shares and the headings of the
+    sections it holds text of below that are its ``subheadings`` (`HeadingPaths.sections`: a chunk holding
+    ``## 4.`` and ``## 5.`` is under neither), as the `markdown` strategy gives them."""
     metadata = regions.metadata(start, end) if regions is not None else None
+    headings: tuple[str, ...] = ()
+    if paths is not None and headings_of is None:
+        headings, inside = paths.sections(start, end)
+        if inside:
+            metadata = {**metadata, "subheadings": inside} if metadata else {"subheadings": inside}
     if headings_of is not None:
         headings, more = headings_of(start, end)
         if more:

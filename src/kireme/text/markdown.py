@@ -1268,6 +1268,16 @@ class HeadingPaths:
         span = self.span(start, end)
         return tuple(h.title for h in span.path), [h.title for h in span.inside]
 
+    def sections(self, start: int, end: int) -> tuple[tuple[str, ...], list[str]]:
+        """`titles`, where ``[start, end)`` may start inside a section and run on into the next (a chunk
+        cut by size, not by the outline): the path all of it shares, and below that the headings of every
+        section it holds text of — those open at its start, then those whose lines it holds."""
+        path, inside = self.titles(start, end)
+        if not inside:
+            return path, inside
+        opened = [h.title for h in self.chain(start)[len(path) :] if h.start < start]
+        return path, [*opened, *inside]
+
     def all_chains(self) -> list[tuple[Heading, ...]]:
         """Every distinct chain in the document (``()`` for text before the first heading included)."""
         return [(), *self._chains]
