@@ -1030,3 +1030,35 @@ def test_k_given_with_a_budget_is_said_not_to_apply(corpus: Path) -> None:
         "compare", *args[:-4], "--sizes", "40", "-s", "sentence", "--budget", "100", "-k", "2", cwd=corpus
     )
     assert compared.returncode == 0 and "-k sets the top-k table only" in compared.stderr
+
+
+@pytest.mark.parametrize("unit", ["chars", "tokens"])
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        # a heading line and the first word of the next sentence: no cut of it passes, only all of it
+        ("第1条（目的）\n本規程は定める。\n\n第2条（貸出期間）\n貸出期間は２週間とする。\n", 19, 31),
+        ("旅行の写真。👨‍👩‍👧‍👦👩🏿‍💻", 6, 17),  # no letter at all: was "the shortest is 0"
+        ("メモ\n\n👍🏽👩🏿‍💻", 4, 10),
+        ("日当は二千円とする。宿泊費は一泊一万円を上限とする。精算は月末に行う。", 0, 35),
+    ],
+)
+def test_the_budget_a_too_small_budget_names_passes_the_best_hit(
+    unit: str, text: str, start: int, end: int
+) -> None:
+    """The error named a budget that did not pass the best hit (a heading and a word: 5 tokens named,
+    16 needed; emoji alone: 0): the one it names passes a part of it, and one less does not."""
+    from kireme.errors import BudgetTooSmallError
+
+    measure = Tokens() if unit == "tokens" else len
+    assembler = Assembler({"d": text}.get, measure, unit=unit)
+    hit = [Ranked("d", start, end, text[start:end])]
+    with pytest.raises(BudgetTooSmallError) as info:
+        assembler.assemble(hit, 1, "")
+    needs = info.value.needs
+    assert needs >= 1 and f"the shortest that can be passed is {needs} {unit}" in str(info.value)
+    made = assembler.assemble(hit, needs, "")
+    assert made.spans and made.size <= needs
+    if needs > 1:
+        with pytest.raises(BudgetTooSmallError):
+            assembler.assemble(hit, needs - 1, "")

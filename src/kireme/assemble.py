@@ -631,17 +631,21 @@ class Assembler:
         return run
 
     def _shortest_sentence(self, unit: Ranked) -> int:
-        """The size of the shortest sentence of ``unit`` that can be passed alone: one with a letter or
-        digit that is not a heading line (`_best_run` never passes a heading line without its body)."""
-        text, _, bounds = self._unit_sentences(unit)
+        """The smallest budget that passes ``unit`` or a part of it: its own size, or less where `_best_run`
+        can cut it (a heading line never alone, markup never at either end, the heading path a cut part
+        is cited by counted too). Found by halving, since more room never passes less; only asked when a
+        budget fell short."""
         known = self._document(unit) is not None
-        is_heading = self.reading(unit.doc_id).is_heading if known else _Reading(text).is_heading
-        inked = [(s, e) for s, e in bounds if _has_ink(text, s, e)]
-        passable = [b for b in inked if not is_heading(b)] or inked
-        return min(
-            (self.size(unit.doc_id, unit.headings, text[s:e], s if known else None) for s, e in passable),
-            default=0,
-        )
+        # whole, it is passed as it is: its size with what the caller adds around it
+        hi = max(1, self.size(unit.doc_id, unit.headings, unit.text, unit.start if known else None))
+        lo = 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._best_run(unit, mid, "") is not None:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
 
     def _cut_best(self, unit: Ranked, budget: int, query: str) -> Context:
         """The best unit cut to ``budget`` (`_best_run`), or a `ConfigError` when no sentence of it fits."""

