@@ -1460,3 +1460,43 @@ def test_a_notebook_output_stays_with_the_code_that_printed_it() -> None:
     assert not any(c.text.startswith("```output") for c in chunks)
     [holder] = [c for c in chunks if "```output" in c.text]
     assert "len(splits)" in holder.text and "66" in holder.text, [c.text for c in chunks]
+
+
+def test_the_first_piece_of_a_section_takes_the_room_its_heading_line_leaves() -> None:
+    """A section's pieces were packed with the budget the deepest context left (``Handbook > 4. Security >
+    4.3 Reporting incidents`` in front of every piece after the first), the first one too, which holds the
+    heading line and so is not prefixed with it: a sentence that fit its chunk was cut before "it."."""
+    text = (
+        "# Handbook\n\n## 4. Security\n\nIntro text here.\n\n### 4.3 Reporting incidents\n\n"
+        "Report a security incident to security@northwind.example within one hour of noticing it. "
+        "Include what happened, when it happened (date and time, e.g. 2025-03-14 16:20 UTC), and which "
+        "systems are affected.\n"
+    )
+    first = "Report a security incident to security@northwind.example within one hour of noticing it."
+    for max_size in (145, 150, 155, 160):
+        chunks = make_chunker("markdown", max_size=max_size).chunk(doc(text, "markdown"))
+        check_invariants(text, chunks, max_size=max_size, unit="chars")
+        assert all(len(c.embed_text) <= max_size for c in chunks)
+        assert any(c.text.endswith(first) for c in chunks), [c.text for c in chunks]
+        assert not any(c.text == "it." or c.text.startswith("of noticing") for c in chunks)
+
+
+def test_front_matter_that_does_not_fit_with_the_first_section_is_its_own() -> None:
+    """Front matter went with the first section always; the section then started above the title's
+    heading line, was packed with room for the title in front, and its one paragraph was cut in two
+    though the chunk holding the heading line is not prefixed with the title."""
+    text = (
+        "---\ntitle: Employee Handbook\n---\n\n# Employee Handbook\n\n"
+        "Version 4.2, effective Jan. 5, 2025. This handbook applies to all employees working in the U.S. "
+        "and Canada.\n\n## 1. Hours\n\nCore hours are 10 a.m. to 3 p.m.\n"
+    )
+    for max_size in (130, 140):
+        chunks = make_chunker("markdown", max_size=max_size).chunk(doc(text, "markdown"))
+        check_invariants(text, chunks, max_size=max_size, unit="chars")
+        assert [c.text for c in chunks if "Version" in c.text] == [
+            "# Employee Handbook\n\nVersion 4.2, effective Jan. 5, 2025. This handbook applies to all "
+            "employees working in the U.S. and Canada."
+        ]
+    # front matter that fits with the first section still goes with it
+    small = make_chunker("markdown", max_size=400).chunk(doc(text, "markdown"))
+    assert small[0].text.startswith("---\ntitle: Employee Handbook\n---\n\n# Employee Handbook")

@@ -137,6 +137,20 @@ class StructureChunker(Chunker):
         mode = self.table_mode
         simple = self._sizes_add_up() and not (outline.tables and (mode.fills or mode.mode == "records"))
         floor = self._floor()
+
+        def measured(
+            section: Section, packed: list[PackedSpan], plain: bool
+        ) -> tuple[list[tuple[str, int, int]] | None, list[int], list[int]]:
+            """The pieces' embed_texts where they are made (else ``None``), the size of each as made and
+            with its whole context."""
+            if bare and plain:
+                sizes = [p.size for p in packed] if counts else []
+                return None, sizes, sizes
+            if plain and simple:  # sizes first; the strings only for the packing that is kept
+                return None, *self._plain_sizes(context, packed)
+            made = [self._embed_text(doc, outline, context, section, p.start, p.end, p.size) for p in packed]
+            return made, [size for _, size, _ in made], [full for _, _, full in made]
+
         for section in self._sections(doc, outline, paths, context, sizer, leads):
             budget = lowest = section.max_size
             plain = section.table is None and section.code is None
@@ -145,6 +159,7 @@ class StructureChunker(Chunker):
                 # is not prefixed with it); pieces whose context would not fit make the budget tighter,
                 # down to the budget that leaves room for any context of the section
                 budget = max(budget, self.max_size - context.measured(context.prefix(section.start)))
+            first_budget = budget
             while True:
                 span = (section.start, section.end)
                 packed = self._pack(doc, levels, sizer, budget, keep_headings, heading_end, span, cut_memo)
@@ -156,19 +171,7 @@ class StructureChunker(Chunker):
                     )
                     if len(even) <= len(packed):
                         packed = even
-                made: list[tuple[str, int, int]] | None = None
-                if bare and plain:
-                    sizes = [p.size for p in packed] if counts else []
-                    fulls = sizes
-                elif plain and simple:  # sizes first; the strings only for the packing that is kept
-                    sizes, fulls = self._plain_sizes(context, packed)
-                else:
-                    made = [
-                        self._embed_text(doc, outline, context, section, p.start, p.end, p.size)
-                        for p in packed
-                    ]
-                    sizes = [size for _, size, _ in made]
-                    fulls = [full for _, _, full in made]
+                made, sizes, fulls = measured(section, packed, plain)
                 # how far the largest embed_text is over max_size as made (`over`: the context may have
                 # given way) and as wanted (context and all); both negative when the context does not count
                 over = max(sizes, default=0) - self.max_size
@@ -179,6 +182,22 @@ class StructureChunker(Chunker):
                 if over <= 0 or budget <= floor:
                     break
                 budget = max(floor, budget - over)  # filled-in cells or a join took more: pack tighter
+            if plain and counts and budget < first_budget and len(packed) > 1 and self.packing == "greedy":
+                # the budget was tightened for the pieces under the whole heading path; the first piece,
+                # which holds the heading line and so is not prefixed with it, may still take what its own
+                # context leaves (a sentence was cut short of its end for room its chunk never used)
+                wider = self._pack(
+                    doc, levels, sizer, first_budget, keep_headings, heading_end, span, cut_memo
+                )
+                if wider and packed[0].end < wider[0].end < section.end:
+                    rest = (wider[0].end, section.end)
+                    candidate = [
+                        wider[0],
+                        *self._pack(doc, levels, sizer, budget, keep_headings, heading_end, rest, cut_memo),
+                    ]
+                    tried = measured(section, candidate, plain)
+                    if max(tried[2], default=0) <= self.max_size and len(candidate) <= len(packed):
+                        packed, (made, sizes, fulls) = candidate, tried
             if self.context_counts and over > 0 and not warned:
                 warned = True
                 log.warning(
@@ -297,8 +316,15 @@ class StructureChunker(Chunker):
         first = heads[0].start if heads else len(text)
         if text[outline.front_matter_end : first].strip() or (not heads and text.strip()):
             bounds.append((0, first))
-        elif outline.front_matter_end and heads:  # front matter alone goes with the first section
-            starts[0] = 0
+        elif outline.front_matter_end and heads:
+            # front matter alone goes with the first section when they fit one chunk; else it is a section
+            # of its own, so the first section starts at its heading (a chunk holding the title's heading
+            # line is not prefixed with the title: its text may take that room)
+            own_end = starts[1] if len(heads) > 1 else len(text)
+            if self._fits_whole(context, sizer, 0, own_end):
+                starts[0] = 0
+            else:
+                bounds.append((0, first))
         i = 0
         carry: int | None = None  # a heading with no text of its own goes with its first subsection
         while i < len(heads):
