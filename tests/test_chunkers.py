@@ -260,7 +260,8 @@ FAQ = (
 )
 
 
-# `sentence`: a question line of two sentences may still end a chunk (the closing note of 2026-12-05)
+# `sentence`: a question line of two sentences that starts a chunk still ends it when its answer fits a
+# chunk alone and only just not with it (the chunk's size counts the blank line before the question)
 @pytest.mark.parametrize("strategy", ["recursive", "paragraph"])
 def test_a_question_stays_with_its_answer(strategy: str) -> None:
     """A question (``…どうすればよいですか？``, ``**質問：** …？``) ended a chunk while its answer, the next
@@ -496,3 +497,39 @@ def test_a_chunk_of_two_sections_is_under_neither_of_them() -> None:
     assert [
         (c.headings, c.metadata.get("subheadings")) for c in one if c.text == "出張の範囲は国内とする。"
     ] == [(("規程", "第1条 目的"), None)]
+
+
+FAQ_QA = (
+    "よくある質問（勤怠）\n\n"
+    "Q. 有給休暇は入社してから何日目に付与されますか？ 半日単位で取得することもできますか？\n"
+    "A. 入社日から六か月を経過した日に十日を付与します。半日単位での取得も認めており、午前休と午後休のどちらも"
+    "申請できます。申請は前日までに勤怠システムから行ってください。\n\n"
+    "Q: Who can access my records?\n"
+    "A: Only you and the people you authorize. A parent or guardian can access the records of a child "
+    "under 13. For a teenager aged 13 to 17, access is limited to immunizations and billing.\n"
+)
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "markdown", "sentence", "paragraph"])
+@pytest.mark.parametrize("max_size", [100, 120, 150, 200])
+def test_a_question_keeps_the_first_sentences_of_its_answer(strategy: str, max_size: int) -> None:
+    """A question line ended a chunk and its answer began the next — when the answer did not fit a chunk
+    (it was cut at sentences, the question left alone) and when it fit alone but not with the question
+    (the lead-in rule's exception for code blocks and tables). A search for the question found a chunk
+    without its answer. A two-sentence question line is moved on whole."""
+    chunks = make_chunker(strategy, max_size=max_size).chunk(Document(FAQ_QA, id="faq.txt"))
+    check_invariants(FAQ_QA, chunks, max_size=max_size, unit="chars")
+    for c in chunks:
+        assert not c.text.rstrip().endswith(("？", "?")), (max_size, [x.text for x in chunks])
+        assert not c.text.startswith("半日単位で取得することもできますか"), [x.text for x in chunks]
+    for question, answer in (("Q. 有給休暇", "A. 入社日から"), ("Q: Who can", "A: Only you")):
+        (holder,) = [c for c in chunks if question in c.text]
+        assert answer in holder.text
+
+
+def test_a_colon_lead_in_still_leaves_a_block_that_fits_alone_whole() -> None:
+    """The exception the question rule narrows: a lead-in that ends with a colon stays behind when what it
+    introduces fits a chunk alone but not with it, rather than cut that in two."""
+    text = "手順は次のとおりです：\n" + "・申請書を印刷し、所属長の印をもらう。" * 3
+    chunks = make_chunker("recursive", max_size=60).chunk(Document(text, id="steps.txt"))
+    assert [c.text for c in chunks] == ["手順は次のとおりです：", text.split("\n", 1)[1]]

@@ -13,6 +13,7 @@ they skip, and kireme runs in pure Python.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import subprocess
 import sys
@@ -1092,3 +1093,34 @@ def test_cuts_dropped_inside_protected_spans_in_c_are_the_python_ones(case: tupl
     expected = levels._drop_inside_python(list(cuts), starts, ends)
     assert native.drop_inside(list(cuts), starts, ends) == expected
     assert native.drop_inside(list(cuts), list(starts), list(ends)) == expected
+
+
+_FAQ_LINES = [
+    "Q: パスワードを忘れました。どうすればよいですか？",
+    "Q: Who can see my records?",
+    "A: 申請画面から再発行できます。本人確認のあと、新しいパスワードをメールで送ります。",
+    "A: Only you. A parent can see a child's. Nobody else can.",
+    "日当の上限は次のとおりです：",
+    "・国内は二千円とする。",
+    "def f(a: int, b: int) -> int:",
+    "    return a + b",
+    "",
+]
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "sentence"])
+def test_questions_and_lead_ins_are_cut_the_same_either_way(strategy: str) -> None:
+    """The lead-in rule in C (`merge_run`) and in Python (`_Packer.cut_before_heading`): a question keeps
+    the first sentences of its answer, a lead-in line in several pieces moves on whole. Every sequence of
+    four of these lines, at sizes where each rule decides somewhere."""
+    differ = []
+    for combo in itertools.product(_FAQ_LINES[:6], repeat=4):
+        document = Document("\n".join(combo), id="faq.txt")
+        for size in (45, 60, 90):
+            chunker = make_chunker(strategy, max_size=size)
+            with scanner(c=False):
+                expected = chunker.chunk(document)
+            with scanner(c=True):
+                if chunker.chunk(document) != expected:
+                    differ.append((combo, size))
+    assert not differ, differ[:3]

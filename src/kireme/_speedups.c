@@ -975,6 +975,27 @@ static int heading_end_in(int kind, const void *data, Py_ssize_t pos, PyObject *
     return found;
 }
 
+/* `kireme.pack.answer_cut_inside`: whether the lead-in line ending at lead_end (whitespace after it aside) asks a
+ * question ("?", "？") and [a, b) holds a sentence end ("。！？", or ".!?" before whitespace) with more text after it
+ * before b: then the question keeps the first sentences of its answer */
+static int answer_cut_inside(int kind, const void *data, Py_ssize_t lead_end, Py_ssize_t a, Py_ssize_t b) {
+    Py_ssize_t end = lead_end;
+    while (end > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, end - 1))) end--;
+    if (end <= 0) return 0;
+    Py_UCS4 last = PyUnicode_READ(kind, data, end - 1);
+    if (last != '?' && last != 0xFF1F) return 0;
+    for (Py_ssize_t i = a; i < b - 1; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        int ends = c == 0x3002 || c == 0xFF01 || c == 0xFF1F;
+        if (!ends && (c == '.' || c == '!' || c == '?')) ends = Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i + 1));
+        if (!ends) continue;
+        for (Py_ssize_t j = i + 1; j < b; j++) {
+            if (!Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, j))) return 1;
+        }
+    }
+    return 0;
+}
+
 /* `kireme.text.headings.lead_in_line_start`: where the line the text before pos ends with (trailing whitespace
  * aside) starts, when it is a lead-in line (`lead_in_line`) and no "#" heading; -1 otherwise */
 static Py_ssize_t lead_in_line_start(int kind, const void *data, Py_ssize_t pos) {
@@ -1026,18 +1047,30 @@ static PyObject *merge_run(PyObject *self, PyObject *args) {
                 if (heading < 0) return NULL;
                 if (!heading) break;
                 Py_ssize_t line = lead_in_line_start(kind, data, end);
-                if (line >= 0) { /* `_Packer.lead_in_stays` */
+                Py_ssize_t back = k - 1;
+                if (line >= 0) { /* `_Packer.cut_before_heading` and `_Packer.lead_in_stays` */
                     Py_ssize_t before, after;
-                    if (bound_at(bounds, k - 1, &before) < 0 || bound_at(bounds, k + 1, &after) < 0) return NULL;
-                    if (!at_line_edge(kind, data, length, before)) break;
+                    if (bound_at(bounds, back, &before) < 0 || bound_at(bounds, k + 1, &after) < 0) return NULL;
+                    if (!at_line_edge(kind, data, length, before)) {
+                        /* a lead-in line in several pieces: the bound where it starts, after bounds[i] */
+                        back = k - 2;
+                        while (back > i) {
+                            if (bound_at(bounds, back, &before) < 0) return NULL;
+                            if (before <= line && at_line_edge(kind, data, length, before)) break;
+                            back--;
+                        }
+                        if (back <= i) break; /* the cut would fall inside a line */
+                    }
                     /* the sizes without the whitespace at either end */
                     Py_ssize_t first = before, from = end, to = after;
                     while (first < end && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, first))) first++;
                     while (from < after && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, from))) from++;
                     while (to > from && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, to - 1))) to--;
-                    if (to - from <= budget && budget < to - (first < line ? first : line)) break;
+                    int answer = answer_cut_inside(kind, data, end, from, to);
+                    if (answer < 0) return NULL;
+                    if (!answer && to - from <= budget && budget < to - (first < line ? first : line)) break;
                 }
-                k--;
+                k = back;
                 if (bound_at(bounds, k, &end) < 0) return NULL;
             }
             if (k == i) break;

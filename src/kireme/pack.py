@@ -28,6 +28,7 @@ from kireme.errors import ConfigError
 from kireme.length import SpanSizer, _CharSizer
 from kireme.text.graphemes import SIMPLE_CHARS, CutFilter, ceil_boundary, floor_boundary
 from kireme.text.headings import HeadingEnds, at_line_edge, ends_with_heading, lead_in_line_start
+from kireme.text.paragraphs import ends_sentence
 from kireme.text.sentences import sentence_index
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,27 @@ def _skip_space(text: str, a: int, b: int) -> int:
     while a < b and text[a].isspace():
         a += 1
     return a
+
+
+_QUESTION_MARKS = "?？"
+_FULL_WIDTH_ENDS = "。！？"
+_ASCII_ENDS = ".!?"
+
+
+def answer_cut_inside(text: str, lead_end: int, a: int, b: int) -> bool:
+    """Whether the lead-in line ending at ``lead_end`` (whitespace after it aside) asks a question and
+    ``[a, b)`` — what follows it, whitespace trimmed — can be cut at a sentence end inside it: then the
+    question keeps the first sentences of its answer rather than end a chunk alone. The C twin is in
+    `kireme._speedups` (`answer_cut_inside`); tests/test_speedups.py holds them equal."""
+    end = _back_space(text, 0, lead_end)
+    if end <= 0 or text[end - 1] not in _QUESTION_MARKS:
+        return False
+    for i in range(a, b - 1):
+        c = text[i]
+        ends = c in _FULL_WIDTH_ENDS or (c in _ASCII_ENDS and text[i + 1].isspace())
+        if ends and _skip_space(text, i + 1, b) < b:
+            return True
+    return False
 
 
 def _back_space(text: str, a: int, b: int) -> int:
@@ -238,9 +260,10 @@ class _Packer:
                 continue
             if k < n - 1:
                 while self.keep_headings and k > i and self.ends_with_heading(text, bounds[k]):
-                    if self.lead_in_stays(bounds, k, budget):
+                    back = self.cut_before_heading(bounds, i, k, budget)
+                    if back is None:
                         break
-                    k -= 1
+                    k = back
                 if k == i:
                     i = self.heading_with_body(bounds, i, j, budget, out)
                     continue
@@ -249,23 +272,41 @@ class _Packer:
                 out.append((s, e))
             i = k
 
-    def lead_in_stays(self, bounds: list[int], k: int, budget: int) -> bool:
-        """Whether a chunk may end at ``bounds[k]`` after a lead-in line (`lead_in_line_start`; a heading
-        never may): when the cut before would fall inside a line (``def f(a: int,`` | ``b: int) -> int:``
-        of code cut into words), or the piece after it fits a chunk alone but not with the lead-in line —
-        cutting that piece to keep them together (a code block, a table, one list item) would do more harm
-        than the lead-in left at the end of the chunk before it."""
+    def cut_before_heading(self, bounds: list[int], i: int, k: int, budget: int) -> int | None:
+        """Where a chunk ending at ``bounds[k]`` after a heading or lead-in line ends instead: ``k - 1`` (the
+        line goes on with what follows it), the bound where a lead-in line split into several pieces
+        starts (``Q: 忘れました。どうすればよいですか？`` is two sentences), or ``None`` — it ends there
+        (`lead_in_stays`). Only pieces after ``bounds[i]`` are stepped back over."""
         text = self.text
         line = lead_in_line_start(text, bounds[k])
         if line < 0:
-            return False
-        if not at_line_edge(text, bounds[k - 1]):
-            return True
-        # the lead-in moves on with the piece it ends (the whole of it), or with its line when a piece
+            return k - 1  # a heading never ends a chunk
+        before = k - 1
+        if not at_line_edge(text, bounds[before]):
+            before = k - 2  # the bound where the lead-in line starts, if a piece of this chunk starts there
+            while before > i and not (bounds[before] <= line and at_line_edge(text, bounds[before])):
+                before -= 1
+            if before <= i:
+                return None  # the cut would fall inside a line (``def f(a: int,`` | ``b: int) -> int:``)
+        return None if self.lead_in_stays(bounds, before, k, budget) else before
+
+    def lead_in_stays(self, bounds: list[int], before: int, k: int, budget: int) -> bool:
+        """Whether a chunk may end at ``bounds[k]`` after a lead-in line starting at or after
+        ``bounds[before]`` (a line edge): when the piece after it fits a chunk alone but not with the
+        lead-in line — cutting that piece to keep them together (a code block, a table, one list item)
+        would do more harm than the lead-in left at the end of the chunk before it. Not for a question
+        whose answer can be cut at a sentence end (`answer_cut_inside`): ``Q: …?`` alone at a chunk's end,
+        its answer in the next, is the cut that loses answers; the question goes on with the first
+        sentences of its answer."""
+        text = self.text
+        line = lead_in_line_start(text, bounds[k])
+        # the lead-in moves on with the pieces it ends (the whole of them), or with its line when a piece
         # starts inside that line; sizes without the whitespace at either end, as the chunks will be
-        start = min(line, _skip_space(text, bounds[k - 1], bounds[k]))
+        start = min(line, _skip_space(text, bounds[before], bounds[k]))
         after = _skip_space(text, bounds[k], bounds[k + 1])
         end = _back_space(text, after, bounds[k + 1])
+        if answer_cut_inside(text, bounds[k], after, end):
+            return False  # a question keeps the first sentences of its answer
         sizer = self.sizer
         if sizer.exact_estimates:
             return sizer.estimate(after, end) <= budget < sizer.estimate(start, end)
@@ -300,9 +341,14 @@ class _Packer:
         first_end = parts[0][1]
         if est(head, first_end) > budget:  # the body starts with something indivisible
             return self.split_and_absorb(bounds, i, h, j, budget, out)
-        if not at_line_edge(text, first_end) and lead_in_line_start(text, bounds[h]) >= 0:
-            # a lead-in with what it introduces cut inside a line (code cut between its words): the
-            # lead-in goes alone rather than cut what follows it there
+        if (
+            not at_line_edge(text, first_end)
+            and lead_in_line_start(text, bounds[h]) >= 0
+            and not ends_sentence(text[max(bounds[h], first_end - 64) : first_end])
+        ):
+            # a lead-in with what it introduces cut inside a line between words (code: ``def f(a: int,``):
+            # the lead-in goes alone rather than cut what follows it there; a question keeps the first
+            # sentences of its answer (``Q: Who can access my records?`` / ``A: Only you. …``)
             return self.split_and_absorb(bounds, i, h, j, budget, out)
         s, e = self.trim(bounds[i], first_end)
         out.append((s, e))
