@@ -533,3 +533,32 @@ def test_a_colon_lead_in_still_leaves_a_block_that_fits_alone_whole() -> None:
     text = "手順は次のとおりです：\n" + "・申請書を印刷し、所属長の印をもらう。" * 3
     chunks = make_chunker("recursive", max_size=60).chunk(Document(text, id="steps.txt"))
     assert [c.text for c in chunks] == ["手順は次のとおりです：", text.split("\n", 1)[1]]
+
+
+def test_a_csv_record_with_a_line_break_in_a_quoted_cell_is_never_cut_there() -> None:
+    """Excel writes a cell typed with Alt+Enter as a quoted cell holding a line break; `recursive` (the
+    default), `paragraph` and `sentence` cut there — ``"業務用、`` | ``５枚セット"`` — and the half cell
+    went to a chunk without the header. Every record that fits a chunk is whole now."""
+    from kireme.text.csvtable import record_spans
+
+    rows = [
+        "商品コード,商品名,区分,単価,備考",
+        'A-001,クリーナー５００ml,洗剤,"￥1,280","詰め替え用あり\n業務用は別売"',
+        "A-002,スポンジ（３個入り）,清掃用品,￥350,",
+        'B-101,マイクロファイバークロス,清掃用品,"￥1,200","業務用、\n５枚セット"',
+        'C-201,ゴミ袋４５Ｌ（１０枚）,消耗品,"￥12,000","ケース単位（１００袋）\nでの販売"',
+    ]
+    text = "\r\n".join(rows * 3) + "\r\n"
+    doc = Document(text, id="prices.csv", metadata={"format": "csv"})
+    records = record_spans(text)
+    starts = {s for s, _ in records}
+    ends = {e for _, e in records}
+    for strategy in ("recursive", "paragraph", "sentence"):
+        for max_size in (60, 90, 150, 300):
+            chunks = make_chunker(strategy, max_size=max_size).chunk(doc)
+            check_invariants(doc, chunks, max_size=max_size, unit="chars")
+            for c in chunks:
+                assert c.start in starts and c.end in ends, (strategy, max_size, c.text)
+    # a text file with the same lines is cut at its lines as before: only a CSV is read by records
+    plain = make_chunker("recursive", max_size=60).chunk(Document(text, id="prices.txt"))
+    assert any(c.start not in starts or c.end not in ends for c in plain)

@@ -21,6 +21,8 @@ from kireme.boundaries.levels import (
     SENTENCE,
     WORD,
     Level,
+    Outside,
+    PositionLevel,
     levels_for_separators,
     with_sentences,
 )
@@ -211,8 +213,21 @@ class Chunker:
         return self.levels()
 
     def sentence_levels(self, doc: Document, sizer: SpanSizer | None = None) -> list[Level]:
-        """`document_levels` in the chunker's sentence mode (``sentences``)."""
-        return with_sentences(self.document_levels(doc, sizer), self.sentences)
+        """`document_levels` in the chunker's sentence mode (``sentences``); in a CSV or TSV file none cuts
+        inside a record, a quoted cell's line breaks included (`kireme.text.csvtable.quoted_line_breaks`):
+        a record cut there loses half a cell to a chunk without the file's header."""
+        levels = with_sentences(self.document_levels(doc, sizer), self.sentences)
+        if doc.format in ("csv", "tsv"):
+            from kireme.text.csvtable import quoted_line_breaks, record_spans
+
+            records = quoted_line_breaks(doc.text)
+            if records:
+                starts = tuple(s for s, _ in records)
+                ends = tuple(e for _, e in records)
+                levels = [Outside(level, starts, ends, getattr(level, "name", "")) for level in levels]
+            # between records first, whatever the strategy's own levels (`paragraph` has no line level)
+            levels = [PositionLevel([s for s, _ in record_spans(doc.text)], "records"), *levels]
+        return levels
 
     @property
     def context_counts(self) -> bool:
@@ -258,7 +273,9 @@ class Chunker:
             min_size=self.min_size,
             overlap=self.overlap,
             merge=self.merges(),
-            keep_headings=self.keep_headings(),
+            # a CSV's short rows are no headings to hold with what follows (the header row would take
+            # the first record's start with it, cut inside the record)
+            keep_headings=self.keep_headings() and doc.format not in ("csv", "tsv"),
             heading_end=self.heading_end(doc),
             **self.packing_options(),
         )

@@ -63,3 +63,9 @@ def csv_outline(text: str, dialect: str = "csv", name: str = "") -> Outline:
         name=name,
     )
     return Outline(block_starts=(header[0],), tables=(table,), title=name)
+
+
+def quoted_line_breaks(text: str) -> list[tuple[int, int]]:
+    """The records of a CSV or TSV text that hold a line break inside quotes (Excel writes one for a cell
+    with Alt+Enter): no cut may fall inside them, or a cell is cut in two (``"業務用、`` | ``５枚セット"``)."""
+    return [(start, end) for start, end in record_spans(text) if "\n" in text[start:end]]
