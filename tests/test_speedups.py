@@ -432,7 +432,10 @@ def test_line_cuts_in_c_equal_the_regex_ones(case: tuple[str, int, int]) -> None
 # Every character the clause and word levels look at, their neighbours in number and code, and others.
 _CLAUSE_AND_WORD_CHARS = ["、", ";", "；", "，", ",", ":", "：", "1", "９", " ", "\t", "\u3000", "\xa0", "\n"]
 clause_and_word_texts = st.lists(
-    st.sampled_from([*_CLAUSE_AND_WORD_CHARS, "語", "a", "-", "<", "=", "𠮷", "。"]), max_size=40
+    st.sampled_from(
+        [*_CLAUSE_AND_WORD_CHARS, "語", "a", "-", "<", "=", "𠮷", "。", ", 2025", " 1999", "15", "2", "0"]
+    ),
+    max_size=40,
 ).map("".join)
 
 
@@ -451,6 +454,11 @@ def test_clause_and_word_cuts_in_c_equal_the_regex_ones(case: tuple[str, int, in
 def test_clause_and_word_cuts_on_written_text() -> None:
     text = "料金は１０，０００円、時刻は10:30です。Then, we  wait;\u3000next"
     assert [text[c - 1] for c in native.clause_cuts(text, 0, len(text))] == ["、", ",", ";"]
+    # a date's comma is no clause's (it left "1," alone between "Apr." and "2025"); a list's is
+    dates = "It starts on Apr. 1, 2025 and ends on January 15, 2026, as agreed; chapters 1, 2, 3."
+    cuts = native.clause_cuts(dates, 0, len(dates))
+    assert cuts == CLAUSE.reference.cuts(dates, 0, len(dates))
+    assert [dates[:c].rsplit(" ", 1)[-1] for c in cuts] == ["2026,", "agreed;", "1,", "2,"]
     assert [text[c : c + 2] for c in native.word_cuts(text, 0, len(text))] == [" w", "  ", "\u3000n"]
 
 

@@ -2333,6 +2333,28 @@ static int clause_separator(Py_UCS4 c) { return c == 0xFF0C || c == ',' || c == 
 static int any_digit(Py_UCS4 c) { return (c >= '0' && c <= '9') || (c >= 0xFF10 && c <= 0xFF19); }
 static int word_space(Py_UCS4 c) { return c == ' ' || c == '\t' || c == 0x3000; }
 
+/* `_YEAR` after the comma at p (within b) and a day of one or two ASCII digits before it: "Apr. 1, 2025" */
+static int date_comma(int kind, const void *data, Py_ssize_t p, Py_ssize_t b) {
+    if (p + 5 >= b) return 0; /* " 2025" must lie before b, as the regex's lookahead does */
+    Py_UCS4 space = PyUnicode_READ(kind, data, p + 1), first = PyUnicode_READ(kind, data, p + 2);
+    if ((space != ' ' && space != '\t') || (first != '1' && first != '2')) return 0;
+    for (Py_ssize_t q = p + 3; q <= p + 5; q++) {
+        Py_UCS4 d = PyUnicode_READ(kind, data, q);
+        if (d < '0' || d > '9') return 0;
+    }
+    if (p + 6 < b) {
+        Py_UCS4 after = PyUnicode_READ(kind, data, p + 6);
+        if (after >= '0' && after <= '9') return 0;
+    }
+    Py_ssize_t digits = 0;
+    while (p - digits > 0 && digits < 3) {
+        Py_UCS4 d = PyUnicode_READ(kind, data, p - digits - 1);
+        if (d < '0' || d > '9') break;
+        digits++;
+    }
+    return digits == 1 || digits == 2;
+}
+
 static PyObject *clause_cuts(PyObject *self, PyObject *args) {
     (void)self;
     LevelScan w;
@@ -2341,7 +2363,8 @@ static PyObject *clause_cuts(PyObject *self, PyObject *args) {
         Py_UCS4 c = PyUnicode_READ(w.kind, w.data, p);
         if (c < ',' || (c > ';' && c < 0x3001)) continue; /* the usual character: none of the marks */
         Py_UCS4 next = PyUnicode_READ(w.kind, w.data, p + 1);
-        if (clause_mark(c) || (clause_separator(c) && !any_digit(next) && !(c == ':' && (next == '/' || next == '\\')))) {
+        if (clause_mark(c) || (clause_separator(c) && !any_digit(next) && !(c == ':' && (next == '/' || next == '\\')) &&
+                               !(c == ',' && date_comma(w.kind, w.data, p, w.b)))) {
             if (append_index(w.out, p + 1) < 0) {
                 Py_DECREF(w.out);
                 return NULL;

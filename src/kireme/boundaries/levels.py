@@ -163,11 +163,15 @@ class LineLevel:
         return self.reference.cuts(text, a, b)
 
 
+_YEAR = r"[ \t][12][0-9]{3}(?![0-9])"  # a space and a year of four digits: what follows a date's comma
+
+
 @dataclass(frozen=True)
 class ClauseLevel:
     """Clause marks: a cut after each ``、;；``, and after each ``，,:：`` that is not followed by a digit
     (``１０，０００円``, ``10:30`` are numbers, not two clauses) — nor an ASCII ``:`` followed by ``/`` or
-    ``\\`` (``https://…``, ``C:\\Users``: a URL or a path, not two clauses).
+    ``\\`` (``https://…``, ``C:\\Users``: a URL or a path, not two clauses), nor an ASCII ``,`` between a
+    day of one or two digits and a year (``Apr. 1, 2025``, ``January 15, 2025``: a date).
 
     Asked for every sentence longer than the limit: a C scan (`kireme._speedups.clause_cuts`) finds the
     marks without a regex match object per cut; the regex (`reference`) stays the rule and the fallback.
@@ -175,7 +179,13 @@ class ClauseLevel:
 
     name: str = "clause"
     reference: RegexLevel = field(
-        default=RegexLevel(r"[、;；]|[，,：](?![0-9０-９])|:(?![0-9０-９/\\])", "clause", cut_after=True),
+        default=RegexLevel(
+            r"[、;；]|[，：](?![0-9０-９])|:(?![0-9０-９/\\])"
+            # a comma between a day and a year is a date's (``Apr. 1, 2025``), not a clause's
+            rf"|,(?![0-9０-９])(?!{_YEAR})|(?<![0-9]),(?={_YEAR})|(?<=[0-9]{{3}}),(?={_YEAR})",
+            "clause",
+            cut_after=True,
+        ),
         repr=False,
         compare=False,
     )
