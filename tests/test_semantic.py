@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from tests.invariants import check_invariants
 
-from kireme import SemanticChunker, chunk
+from kireme import Document, SemanticChunker, chunk, make_chunker
 from kireme.embed import CachedEmbedder, EmbeddingCache, KeywordEmbedder
 from kireme.embed.fake import BrokenEmbedder
 from kireme.errors import EmbeddingError
@@ -272,3 +272,28 @@ def test_a_topic_cut_never_leaves_a_heading_at_the_end_of_a_chunk() -> None:
         check_invariants(doc, chunks, max_size=150, chunker=chunker)
         for c in chunks:
             assert not is_heading_line(c.text.rstrip().splitlines()[-1]), (threshold, c.text)
+
+
+CHANGELOG_MD = (
+    "# Changelog\n\n## [2.2.1] - 2024-08-22\n\n### Fixed\n\n"
+    "- Fixed a regression in v2.2.0 where nested lists lost their indentation in HTML output.\n\n"
+    "## [2.2.0] - 2024-08-05\n\n### Added\n\n"
+    "- Cross-references: write `[@fig:architecture]` to link to a figure labelled `{#fig:architecture}`.\n"
+    "- Dark mode for the HTML theme, switched automatically by `prefers-color-scheme`.\n"
+)
+
+
+@pytest.mark.parametrize("max_size", [150, 200, 250, 300])
+def test_a_topic_over_the_limit_is_cut_before_its_headings_not_inside_an_item(max_size: int) -> None:
+    """A topic over ``max_size`` was cut at its strongest gaps, and the gap after a heading is among the
+    strongest (a heading is unlike the text before it): ``## [2.2.0]`` and ``### Added`` ended a chunk
+    while their items began the next; and the heading rule, holding a piece that ended with a heading
+    with what followed it, cut a list item that fit inside its code span (``write `[@fig:``)."""
+    doc = Document(CHANGELOG_MD, id="CHANGELOG.md", metadata={"format": "markdown"})
+    chunks = make_chunker("semantic", similarity="bigram", max_size=max_size).chunk(doc)
+    assert "".join(c.text for c in chunks).replace("\n", "") == CHANGELOG_MD.replace("\n", "")
+    for c in chunks:
+        assert len(c.text) <= max_size
+        last = c.text.rstrip().rsplit("\n", 1)[-1]
+        assert not last.startswith("#"), (max_size, [x.text for x in chunks])
+        assert c.text.count("`") % 2 == 0, (max_size, c.text)  # no code span cut in two

@@ -368,11 +368,20 @@ class SemanticChunker(Chunker):
         distances = analysis.distances.tolist()
         by_position = dict(zip(positions, distances, strict=True))
         topics = _before_headings(doc.text, [positions[i] for i in analysis.cut_gaps])
+        # a topic over max_size is cut at its strongest gaps, each moved before the heading lines right
+        # above it as the topic cuts are (a heading is unlike the text before it: the gap after it is
+        # among the strongest, and a cut there left it at the end of a chunk, its text in the next)
+        strongest: dict[int, float] = {}
+        for position, distance in zip(positions, distances, strict=True):
+            for moved in _before_headings(doc.text, [position]):
+                strongest[moved] = max(distance, strongest.get(moved, distance))
+        gaps = sorted(strongest)
+        gap_distances = [strongest[g] for g in gaps]
         levels: list[Level] = [
             PositionLevel(topics, "topic"),
-            _GapLevel(positions, distances, 0.25, "top quarter"),
-            _GapLevel(positions, distances, 0.5, "top half"),
-            _GapLevel(positions, distances, 1.0, "any unit gap"),
+            _GapLevel(gaps, gap_distances, 0.25, "top quarter"),
+            _GapLevel(gaps, gap_distances, 0.5, "top half"),
+            _GapLevel(gaps, gap_distances, 1.0, "any unit gap"),
             CLAUSE,
             WORD,
             SCRIPT,
