@@ -7,7 +7,7 @@ import logging
 import pytest
 from markdown_it import MarkdownIt
 
-from kireme import LoadError
+from kireme import LoadError, make_chunker
 from kireme.load.html import escape_line, load_html
 
 PAGE = """<!DOCTYPE html>
@@ -203,10 +203,37 @@ def test_pre_with_backticks_gets_a_longer_fence_and_nested_lists_indent() -> Non
         "<dl><dt>用語</dt><dd>説明文</dd></dl>"
     )
     doc = load_html(html.encode(), "misc.html")
-    assert doc.text == "````\n```\nraw\n```\n````\n\n9. 九\n10. 十\n    - 下位\n\n**用語**\n\n説明文\n"
+    assert doc.text == "````\n```\nraw\n```\n````\n\n9. 九\n10. 十\n    - 下位\n\n- **用語**: 説明文\n"
     tokens = _md().parse(doc.text)
     assert next(t.type for t in tokens if t.level == 0) == "fence"
-    assert sum(t.type == "bullet_list_open" for t in tokens) == 1
+    assert sum(t.type == "bullet_list_open" for t in tokens) == 2  # the nested one and the definitions
+
+
+def test_a_definition_list_keeps_each_term_with_its_definition() -> None:
+    """``<dt>`` became a bold paragraph and ``<dd>`` the next one: a term ended chunks while its
+    definition began the next (``**Retry-After**`` | ``How many seconds to wait…``), and the lead-in
+    above the list did not reach it. Each term and its definition are one list item now."""
+    html = (
+        "<main><h2>Rate limits</h2><p>The API answers 429 and includes the following headers:</p><dl>"
+        "<dt>X-RateLimit-Limit</dt><dd>The number of requests allowed per second for this workspace.</dd>"
+        "<dt>X-RateLimit-Remaining</dt><dd>The number of requests left in the current window.</dd>"
+        "<div><dt>Retry-After</dt><dt>Retry-In</dt><dd>How many seconds to wait before retrying.</dd></div>"
+        "<dt>Example</dt><dd><p>A client waits:</p><pre><code>sleep(retry_after)</code></pre></dd>"
+        "<dt>Notes</dt></dl></main>"
+    )
+    doc = load_html(html.encode(), "api.html")
+    assert doc.text == (
+        "## Rate limits\n\nThe API answers 429 and includes the following headers:\n\n"
+        "- **X-RateLimit-Limit**: The number of requests allowed per second for this workspace.\n"
+        "- **X-RateLimit-Remaining**: The number of requests left in the current window.\n"
+        "- **Retry-After** / **Retry-In**: How many seconds to wait before retrying.\n"
+        "- **Example**: A client waits:\n\n  ```\n  sleep(retry_after)\n  ```\n"
+        "- **Notes**\n"
+    )
+    for size in (60, 90, 120, 200):
+        for c in make_chunker("markdown", max_size=size).chunk(doc):
+            end = c.text.rstrip()
+            assert not end.endswith("**") or end.endswith("**Notes**"), (size, c.text)  # a term goes on
 
 
 def test_every_line_is_clean() -> None:

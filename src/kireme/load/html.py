@@ -32,6 +32,8 @@ logger = logging.getLogger(__name__)
 # A block: Markdown text plus the table spans inside it, relative to that text.
 Span = tuple[int, int, str]
 Block = tuple[str, list[Span]]
+# a block that is no paragraph: a fence, a table, a list, a quote, a heading
+_BLOCK_START = re.compile(r"(?:```|~~~|\||- |\d+\. |> |#)")
 
 _DROP = (
     "script",
@@ -594,6 +596,8 @@ class _Renderer:
             return [_prefixed(inner, "> ", "> ")] if inner else []
         if tag == "table":
             return self._table(el)
+        if tag == "dl":
+            return self._definitions(el)
         if tag == "dt":
             text = _squash(_inline_text(el))
             return [("**" + text.replace("*", "\\*") + "**", [])] if text else []
@@ -618,6 +622,27 @@ class _Renderer:
             marker = f"{number}. " if ordered else "- "
             number += 1
             items.append(_prefixed(inner, marker, " " * len(marker), tight_lists=True))
+        return [_join(items, "\n")] if items else []
+
+    def _definitions(self, el: Any) -> list[Block]:
+        """A definition list as a list whose items are ``**term**: definition``: a term on its own
+        paragraph was cut from its definition like a heading from its body, and a lead-in line above
+        the list (``includes the following headers:``) did not reach it. A definition of several blocks
+        (a paragraph and code) goes on under its term, indented; terms that share a definition are
+        joined with `` / ``."""
+        items: list[Block] = []
+        terms: list[str] = []
+        for child in _definition_children(el):
+            tag = _tag(child)
+            if tag == "dt":
+                text = _squash(_inline_text(child))
+                if text:
+                    terms.append(text)
+            elif tag == "dd":
+                inner = self.blocks(child) if _has_block(child) else self._inline_block(child)
+                items += _definition_item(terms, inner)
+                terms = []
+        items += _definition_item(terms, [])  # terms at the end with no definition
         return [_join(items, "\n")] if items else []
 
     def _inline_block(self, el: Any) -> list[Block]:
@@ -786,6 +811,31 @@ def _join(blocks: Sequence[Block], sep: str) -> Block:
         parts.append(text)
         pos += len(text)
     return "".join(parts), spans
+
+
+def _definition_children(el: Any) -> list[Any]:
+    """The ``dt`` and ``dd`` of a ``dl``, also those HTML lets a ``div`` group."""
+    out: list[Any] = []
+    for child in el:
+        tag = _tag(child)
+        if tag in ("dt", "dd"):
+            out.append(child)
+        elif tag == "div":
+            out.extend(c for c in child if _tag(c) in ("dt", "dd"))
+    return out
+
+
+def _definition_item(terms: list[str], definition: list[Block]) -> list[Block]:
+    """One item of a definition list: ``- **term**: its first paragraph``, the rest under it."""
+    head = " / ".join("**" + t.replace("*", "\\*") + "**" for t in terms)
+    if not head:
+        return [_prefixed(definition, "- ", "  ", tight_lists=True)] if definition else []
+    if definition and not _BLOCK_START.match(definition[0][0]):  # a paragraph: on the term's line
+        text, spans = definition[0]
+        shift = len(head) + 2
+        first = (f"{head}: {text}", [(a + shift, b + shift, label) for a, b, label in spans])
+        return [_prefixed([first, *definition[1:]], "- ", "  ", tight_lists=True)]
+    return [_prefixed([(head, []), *definition], "- ", "  ", tight_lists=True)]
 
 
 def _prefixed(blocks: list[Block], first: str, rest: str, tight_lists: bool = False) -> Block:
