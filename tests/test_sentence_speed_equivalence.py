@@ -73,6 +73,15 @@ def ref_period_ends(text: str, dot: int, after: int, caseless: bool = False) -> 
     at_line_start = all(ch.isspace() or ch in "#>" for ch in before_word)
     if word.isdigit() and len(word) <= 3 and at_line_start:
         return False
+    # AMENDED on 2026-12-06, deliberately: a heading's number after its label word ("ARTICLE 5.", "PART II.")
+    label_words = before_word.strip(" \t#>").split()
+    if (
+        ((word.isdigit() and len(word) <= 3) or re.fullmatch(r"[ivxlc]{1,6}", word))
+        and len(label_words) == 1
+        and re.search(r"[A-Za-z][ \t]$", before_word) is not None
+        and label_words[0].lower() in sentences._LABEL_WORDS
+    ):
+        return False
     # AMENDED on 2026-12-06, deliberately: a single letter and a space after its dot at a line's start is
     # a label or an item ("A. 十日です。" under "Q. …？", "b. Second item"), not a sentence of its own
     if (

@@ -329,3 +329,20 @@ def test_a_label_like_wrap_followed_by_an_item_still_ends_before_the_item() -> N
     got = sentences(text)
     assert got[-1] == "- restart with the service manager"
     assert got[0].endswith("sent to its process") and got[0].startswith("The configuration")
+
+
+def test_a_heading_number_after_its_label_word_ends_no_sentence() -> None:
+    """``ARTICLE 5. CONFIDENTIALITY`` was two sentences, so `sentence` ended a chunk with ``ARTICLE 5.``
+    and began the next with ``CONFIDENTIALITY``; ``PART II. DEFINITIONS`` the same."""
+    text = (
+        "ARTICLE 5. CONFIDENTIALITY\n\nEach party shall keep the other's information secret.\n\n"
+        "PART II. DEFINITIONS\n\nSection 2. Scope of the services\n\nIt costs 5. Then it is paid."
+    )
+    assert sentences(text) == [
+        "ARTICLE 5. CONFIDENTIALITY",
+        "Each party shall keep the other's information secret.",
+        "PART II. DEFINITIONS",
+        "Section 2. Scope of the services",
+        "It costs 5.",  # a number after two words, or after a word that labels nothing, still ends one
+        "Then it is paid.",
+    ]

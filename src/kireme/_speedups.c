@@ -1509,6 +1509,12 @@ static int period_ends(int kind, const void *data, Py_ssize_t n, Py_ssize_t dot,
         }
     }
     if (digits && length <= 3 && at_line_start(kind, data, word_start)) return 0; /* "1. " list marker */
+    if (word_start > 1 && (PyUnicode_READ(kind, data, word_start - 1) == ' ' || PyUnicode_READ(kind, data, word_start - 1) == '\t') &&
+        ascii_alpha(PyUnicode_READ(kind, data, word_start - 2))) {
+        int roman = length > 0 && length <= 6;
+        for (Py_ssize_t k = 0; k < length && roman; k++) roman = strchr("ivxlc", word[k]) != NULL;
+        if ((digits && length <= 3) || roman) return UNDECIDED; /* "ARTICLE 5.", "PART II.": `_numbered_label` */
+    }
     if (length == 1 && ascii_alpha(PyUnicode_READ(kind, data, word_start)) && dot + 1 < n &&
         is_label_gap(PyUnicode_READ(kind, data, dot + 1)) &&
         at_line_start(kind, data, word_start))

@@ -190,6 +190,8 @@ def _period_ends(text: str, dot: int, after: int, caseless: bool = False) -> boo
     word_start = m.start(1) if m else dot
     if word.isdigit() and len(word) <= 3 and _at_line_start(text, word_start):  # "1. " list marker
         return False
+    if ((word.isdigit() and len(word) <= 3) or _ROMAN.fullmatch(word)) and _numbered_label(text, word_start):
+        return False  # "ARTICLE 5. CONFIDENTIALITY", "PART II. DEFINITIONS": a heading's number
     if (
         len(word) == 1
         and word.isalpha()
@@ -261,6 +263,38 @@ def _in_code_span(text: str, s: int, e: int) -> bool:
 
 
 _CODE_SPAN_REACH = 400
+
+
+# the words that number a heading at a line's start: "ARTICLE 5.", "Section 2.", "PART II."
+_LABEL_WORDS = frozenset(
+    [
+        "article",
+        "section",
+        "part",
+        "chapter",
+        "appendix",
+        "annex",
+        "schedule",
+        "exhibit",
+        "clause",
+        "rule",
+        "item",
+        "step",
+        "book",
+        "title",
+    ]
+)
+_ROMAN = re.compile(r"[ivxlc]{1,6}")  # a lower-cased Roman numeral (the word is lower-cased)
+
+
+def _numbered_label(text: str, word_start: int) -> bool:
+    """Whether only a heading's label word (``ARTICLE``, ``Section``, ``PART``; after the marks of a Markdown
+    heading or quote) comes before the number at ``word_start`` on its line."""
+    line = text[text.rfind("\n", 0, word_start) + 1 : word_start]
+    if len(line) < 2 or line[-1] not in " \t" or not (line[-2].isascii() and line[-2].isalpha()):
+        return False  # one space or tab between the word and the number (the C scan asks only then)
+    words = line.strip(" \t#>").split()
+    return len(words) == 1 and words[0].lower() in _LABEL_WORDS
 
 
 def _at_line_start(text: str, position: int) -> bool:
