@@ -276,3 +276,22 @@ def test_a_folder_that_cannot_be_listed_is_said_not_skipped_silently(
         found = list(iter_paths(tmp_path))
     assert [p.name for p in found] == ["a.txt"]
     assert any("closed: cannot be read (Permission denied)" in r.getMessage() for r in caplog.records)
+
+
+def test_classic_mac_line_ends_are_read_as_line_ends(tmp_path: Path) -> None:
+    """A file with lone ``\\r`` line ends (classic Mac OS) had no line, paragraph or heading kireme could
+    see: 第2条 was cut mid-article and its title parted from its body. A lone ``\\r`` reads as ``\\n`` (one
+    character for one: offsets stay), ``\\r\\n`` as it is."""
+    rules = "第1条（目的）\r　この規則は、就業に関する事項を定める。\r\r第2条（適用範囲）\r　この規則は、正社員に適用する。\r"
+    path = tmp_path / "rules.txt"
+    path.write_bytes(rules.encode("cp932"))
+    doc = load(path)
+    assert doc.text == rules.replace("\r", "\n") and len(doc.text) == len(rules)
+    pieces = [c.text for c in chunk(doc, max_size=40)]
+    assert pieces == [
+        "第1条（目的）\n　この規則は、就業に関する事項を定める。",
+        "第2条（適用範囲）\n　この規則は、正社員に適用する。",
+    ]
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_bytes(b"a\r\nb\rc\n")
+    assert load(mixed).text == "a\r\nb\nc\n"

@@ -36,7 +36,8 @@ class DecodedText:
     French read as cp1257 gives ``trčs`` for ``très``: only the reader can tell); for a short Japanese text
     valid as both CP932 and EUC-JP with nothing to tell them apart, the other one (``山田太郎`` in EUC-JP
     reads as ``ｻｳﾅﾄﾂﾀﾏｺ`` in CP932), whose reading starts ``alternative_text``; ``eof_marks``: how many
-    DOS end-of-file marks (Ctrl-Z) ended the bytes and are not in ``text``."""
+    DOS end-of-file marks (Ctrl-Z) ended the bytes and are not in ``text``; ``cr_line_ends``: how many lone
+    ``\r`` line ends ``text`` reads as ``\n``."""
 
     text: str
     encoding: str
@@ -44,6 +45,7 @@ class DecodedText:
     alternatives: tuple[str, ...] = ()
     alternative_text: str = ""
     eof_marks: int = 0
+    cr_line_ends: int = 0
 
     def guess_warning(self, name: str) -> str | None:
         """The warning for a loader to give about ``name``, or None when the encoding was no close call."""
@@ -101,15 +103,22 @@ def decode(data: bytes, encoding: str | None = None) -> DecodedText:
 
     DOS end-of-file marks (Ctrl-Z, ``\x1a``) at the end are no text and are left out (`eof_marks` counts
     them); so is a byte-order mark under the encoding given that it marks (``--encoding utf-8`` on a file
-    Notepad saved with one)."""
+    Notepad saved with one). A line end of a lone ``\r`` (classic Mac OS) becomes ``\n`` — one character
+    for one, so offsets do not move — or no line, paragraph or heading of the file would be seen
+    (`cr_line_ends` counts them); ``\r\n`` stays as it is."""
     decoded = _decode(data, encoding)
     text = decoded.text.rstrip(_EOF)
-    if len(text) == len(decoded.text):
+    eof_marks = len(decoded.text) - len(text)
+    lone = len(_LONE_CR.findall(text)) if "\r" in text else 0
+    if lone:  # one character for one: every offset stays where it was
+        text = _LONE_CR.sub("\n", text)
+    if not eof_marks and not lone:
         return decoded
-    return replace(decoded, text=text, eof_marks=len(decoded.text) - len(text))
+    return replace(decoded, text=text, eof_marks=eof_marks, cr_line_ends=lone)
 
 
 _EOF = "\x1a"  # Ctrl-Z: DOS editors and old Excel ended a text file with it
+_LONE_CR = re.compile(r"\r(?!\n)")  # a classic Mac OS line end: read as the line end it is
 
 
 def _decode_as(data: bytes, encoding: str) -> DecodedText:
