@@ -1500,3 +1500,25 @@ def test_front_matter_that_does_not_fit_with_the_first_section_is_its_own() -> N
     # front matter that fits with the first section still goes with it
     small = make_chunker("markdown", max_size=400).chunk(doc(text, "markdown"))
     assert small[0].text.startswith("---\ntitle: Employee Handbook\n---\n\n# Employee Handbook")
+
+
+def test_an_excel_title_row_above_the_header_is_not_the_header() -> None:
+    """An Excel sheet saved as CSV with its title in A1 and a blank row under it: the title row was the
+    header, so every record read ``価格表（４月改定）: A-001 / 列2: …`` and the real column names appeared
+    nowhere; blank rows (``,,,``) were records of their own with nothing to embed."""
+    text = (
+        "価格表（４月改定）,,,\r\n,,,\r\n商品コード,商品名,単価,備考\r\n"
+        'A-001,クリーナー,"￥1,280",詰め替え用あり\r\n,,,\r\nB-101,スポンジ,￥350,\r\n'
+    )
+    doc = Document(text, id="prices.csv", metadata={"format": "csv"})
+    chunks = make_chunker("markdown", max_size=80, table="records").chunk(doc)
+    check_invariants(doc, chunks, max_size=80, unit="chars")
+    records = [c.embed_text for c in chunks if "コード" in c.embed_text]
+    assert any("商品コード: A-001\n商品名: クリーナー\n単価: ￥1,280" in e for e in records), records
+    assert any("商品コード: B-101\n商品名: スポンジ\n単価: ￥350" in e for e in records), records
+    assert not any("価格表（４月改定）: A-001" in c.embed_text for c in chunks)
+    assert not any(c.text.strip(",\r\n") == "" for c in chunks)  # no chunk of blank rows alone
+    # a header in the first row is the header, as before
+    plain = Document(text[text.index("商品コード") :], id="p.csv", metadata={"format": "csv"})
+    first = make_chunker("markdown", max_size=80, table="records").chunk(plain)
+    assert "商品コード: A-001" in first[0].embed_text

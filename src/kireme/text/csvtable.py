@@ -52,17 +52,37 @@ def csv_outline(text: str, dialect: str = "csv", name: str = "") -> Outline:
     spans = record_spans(text)
     if not spans:
         return Outline()
-    header, *body = spans
+    cells = [_cells(text[s:e], delimiter) for s, e in spans]
+    first = _header_index(cells)
+    header = spans[first]
+    rows = tuple(
+        TableRow(s, e, row)
+        for (s, e), row in zip(spans[first + 1 :], cells[first + 1 :], strict=True)
+        if any(row)  # a row of empty cells (``,,,``: Excel's blank row) is no record
+    )
     table = Table(
         start=header[0],
         end=spans[-1][1],
         header=header,
-        columns=_cells(text[header[0] : header[1]], delimiter),
-        rows=tuple(TableRow(s, e, _cells(text[s:e], delimiter)) for s, e in body),
+        columns=cells[first],
+        rows=rows,
         dialect=dialect,
         name=name,
     )
-    return Outline(block_starts=(header[0],), tables=(table,), title=name)
+    starts = (spans[0][0], header[0]) if first else (header[0],)  # a title above the table: its own block
+    return Outline(block_starts=starts, tables=(table,), title=name)
+
+
+def _header_index(cells: list[tuple[str, ...]]) -> int:
+    """Which record is the header: the first, unless it holds one filled cell at most (an Excel sheet's
+    title in A1, ``価格表（４月改定）,,,``, and blank rows under it) and a later one within the first five
+    holds two or more: then that one."""
+    if sum(1 for c in cells[0] if c) > 1:
+        return 0
+    for i, row in enumerate(cells[1:5], start=1):
+        if sum(1 for c in row if c) > 1:
+            return i
+    return 0
 
 
 def quoted_line_breaks(text: str) -> list[tuple[int, int]]:
