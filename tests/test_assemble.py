@@ -577,6 +577,30 @@ def test_compare_names_the_best_configuration_at_each_budget(corpus: Path) -> No
     assert "best at 300 characters: --strategy" in result.stdout
 
 
+def test_compare_with_budgets_writes_one_csv_table_and_names_no_best_that_answers_nothing(
+    corpus: Path,
+) -> None:
+    """``compare --budget --format csv`` wrote two tables, the second with its own header, which no CSV
+    reader takes; and at a budget that answers nothing it named a "best" configuration (hit rate 0)."""
+    import csv
+    import io
+
+    result = run_cli(
+        "compare", "docs", "--questions", "qa.jsonl", "-s", "recursive", "--sizes", "40,120", "--retriever",
+        "bm25", "--budget", "300", "--format", "csv", cwd=corpus,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [r["budget"] for r in rows] == ["", "", "300", "300"]
+    assert all(r["strategy"] == "recursive" for r in rows)  # no second header read as a row
+    tiny = run_cli(
+        "compare", "docs", "--questions", "qa.jsonl", "-s", "recursive", "--sizes", "40", "--retriever",
+        "bm25", "--budget", "2", cwd=corpus,
+    )  # fmt: skip
+    assert "no configuration answers any question within 2 characters" in tiny.stdout + tiny.stderr
+    assert "best at 2 characters" not in tiny.stdout + tiny.stderr
+
+
 @pytest.fixture(scope="module")
 def index(corpus: Path) -> Path:
     db = corpus / "idx"

@@ -344,3 +344,27 @@ def test_the_slider_cuts_where_the_chunks_are_cut_after_headings(browser, tmp_pa
         ).chunk(doc)
         expected = f"{len(rule)} chunk" + ("" if len(rule) == 1 else "s")
         assert shown == expected, (level, shown, [c.text for c in rule])
+
+
+def test_a_plot_named_with_no_image_suffix_is_refused_before_the_work(tmp_path):
+    """``compare --plot p.txt`` failed after all the work with matplotlib's traceback, ``inspect --plot
+    i.txt`` wrote PNG data under that name, ``compare --plot out`` said it wrote ``out`` and wrote
+    ``out.png``."""
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed")
+    from click.testing import CliRunner
+
+    from kireme.cli import cli
+    from kireme.report.compare_plot import save_pareto_plot
+
+    doc = tmp_path / "t.txt"
+    doc.write_text("猫が好きです。毎日なでます。\n\n車が好きです。週末に走ります。\n", encoding="utf-8")
+    refused = CliRunner().invoke(
+        cli, ["inspect", str(doc), "--similarity", "bigram", "--plot", str(tmp_path / "i.txt")]
+    )
+    assert refused.exit_code == 2 and ".txt is no image format" in refused.output
+    assert "Traceback" not in refused.output and not (tmp_path / "i.txt").exists()
+    from kireme.evaluate.runner import RetrievalRow  # a row as compare makes it
+
+    row = RetrievalRow("recursive", 200, "chars", 3, 20.0, 1, 2, 0.5, 40.0, 30.0, k=1, retriever="bm25")
+    save_pareto_plot([row], [row], tmp_path / "out")
+    assert (tmp_path / "out").read_bytes().startswith(b"\x89PNG") and not (tmp_path / "out.png").exists()

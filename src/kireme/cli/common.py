@@ -241,10 +241,19 @@ def require_plot_extra(ctx: click.Context, param: click.Parameter, value: Path |
     when the command line is read, before any document is loaded or embedded."""
     if value is not None:
         try:
-            import matplotlib  # noqa: F401
+            from matplotlib.backend_bases import FigureCanvasBase
         except ImportError:
             echo_err(f"kireme: error: {MissingExtraError('--plot', 'plot', 'matplotlib')}")
             sys.exit(EXIT_USAGE)
+        suffix = value.suffix.lstrip(".").lower()
+        kinds = FigureCanvasBase.get_supported_filetypes()
+        if suffix and suffix not in kinds:  # matplotlib refused it after the work, with a traceback
+            raise click.BadParameter(
+                f"{value.name}: .{suffix} is no image format a plot is written in; name the file "
+                ".png, .svg, .pdf, .jpg or .webp (or with no suffix: PNG)",
+                ctx,
+                param,
+            )
     return writable_output(ctx, param, value)
 
 

@@ -179,9 +179,10 @@ def _format_rows(rows: Sequence[RetrievalRow | SegmentationRow], columns: list[s
     dicts = [r.to_dict() for r in rows]
     if fmt == "jsonl":
         return "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dicts)
-    if fmt == "csv":
+    if fmt == "csv":  # one header for every row: the columns of all of them, in the order first seen
         buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(dicts[0]) if dicts else columns, lineterminator="\n")
+        fields = list(dict.fromkeys(key for d in dicts for key in d)) if dicts else columns
+        writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
         writer.writeheader()
         writer.writerows(dicts)
         return buf.getvalue()
@@ -598,7 +599,7 @@ def best_at_budget(rows: Sequence[RetrievalRow], budget: int, unit: str = "chars
     "plot_path",
     type=click.Path(dir_okay=False, path_type=Path),
     callback=require_plot_extra,
-    help="PNG: hit rate vs characters passed, Pareto front marked (pip install 'kireme[plot]').",
+    help="A plot of hit rate vs characters passed, the Pareto front marked: PNG, or SVG, PDF, JPEG, WebP by the file name's suffix (pip install 'kireme[plot]').",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "jsonl", "csv"]), default="table", show_default=True
@@ -680,7 +681,9 @@ def compare_command(
     at_budget = [r for r in rows if r.budget is not None]
     rows = [r for r in rows if r.budget is None]
     front = pareto_front(rows)
-    write(_format_rows(rows, RETRIEVAL_COLUMNS, fmt))
+    # CSV is one table: the budget rows go in it too (a second header made it unreadable to a spreadsheet)
+    one_table = fmt == "csv" and bool(at_budget)
+    write(_format_rows([*rows, *at_budget] if one_table else rows, RETRIEVAL_COLUMNS, fmt))
 
     def out(line: str) -> None:
         """The Pareto summary: on stderr when stdout carries machine-readable rows."""
@@ -698,6 +701,8 @@ def compare_command(
         best = best_within(rows, budget, measured)
         if best is None:
             out(f"no configuration passes at most {budget} {unit_name} per question at k={k}")
+        elif best.hits == 0:
+            out(f"no configuration within {budget} {unit_name} answers any question at k={k}")
         else:
             out(
                 f"best within {budget} {unit_name}: --strategy {best.strategy} --max-size {best.max_size} "
@@ -705,10 +710,13 @@ def compare_command(
             )
     if at_budget:
         out(f"\nAt each budget ({unit_name}; --assembly {assembly}):")
-        write(_format_rows(at_budget, BUDGET_COLUMNS, fmt))
+        if not one_table:
+            write(_format_rows(at_budget, BUDGET_COLUMNS, fmt))
         for budget in budget_list:
             best = best_at_budget(at_budget, budget, measured)
-            if best is not None:
+            if best is not None and best.hits == 0:
+                out(f"no configuration answers any question within {budget} {unit_name}")
+            elif best is not None:
                 out(
                     f"best at {budget} {unit_name}: --strategy {best.strategy} --max-size {best.max_size} "
                     f"(hit_at_budget {best.hit_rate:.3f}, {passed(best, measured):.1f} {unit_name} passed)"

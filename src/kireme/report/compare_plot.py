@@ -45,4 +45,7 @@ def save_pareto_plot(
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.fspath(path))
+    suffix = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
+    # the format the name asks for; PNG under a name with no suffix, written as named (savefig would
+    # add ".png" to it while the command said it wrote the name given)
+    fig.savefig(os.fspath(path), format=suffix if suffix in fig.canvas.get_supported_filetypes() else "png")
