@@ -19,6 +19,7 @@ from kireme.errors import ConfigError, DatasetError
 from kireme.evaluate.datasets import (
     QASet,
     SegmentedDocument,
+    answer_not_found,
     ink_span,
     join_articles,
     load_choi,
@@ -171,7 +172,38 @@ def test_an_answer_found_in_no_document_is_warned_about(
         questions = load_questions_jsonl(path, docs)
     assert len(questions) == 2
     [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert "1 of 2 answers appear in no document (q.jsonl:2)" in warning
+    assert "1 of 2 answers cannot be found as written" in warning
+    assert "q.jsonl:2 'どこにもない答え': in no document" in warning
+
+
+def test_an_answer_that_cannot_be_found_says_what_would_find_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every answer no document holds as written was one line of ids, the first three; and in
+    ``--show-misses`` "no chunk holds it whole", the words for a cut chunking made. Each is named now with
+    its answer and why: another document, full-width and half-width forms, a line break, or nowhere."""
+    docs = [
+        Document("日当は３，０００円とする。申請は\n月末までに行う。", id="rules.txt"),
+        Document("在宅勤務は１週につき３日までとする。", id="remote.txt"),
+    ]
+    rows = [
+        {"question": "日当は？", "answer": "3,000円"},
+        {"question": "申請は？", "answer": "申請は月末まで"},
+        {"question": "在宅は？", "answer": "１週につき３日まで", "doc": "rules.txt"},
+        {"question": "誰が？", "answer": "山田太郎"},
+        {"question": "いつ？", "answer": "月末までに行う"},
+    ]
+    path = _write(tmp_path / "q.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    with caplog.at_level("WARNING"):
+        questions = load_questions_jsonl(path, docs)
+    [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert "4 of 5 answers cannot be found as written" in warning
+    assert "q.jsonl:1 '3,000円': not as written; it matches with full-width and half-width forms" in warning
+    assert "q.jsonl:2 '申請は月末まで': not as written; it matches across a line break" in warning
+    assert "q.jsonl:3 '１週につき３日まで': not in rules.txt, but in remote.txt" in warning
+    assert "q.jsonl:4 '山田太郎': in no document" in warning
+    texts = {d.id: d.text for d in docs}
+    assert answer_not_found(questions[4], texts) is None
 
 
 def test_questions_jsonl_missing_and_undecodable_files(tmp_path: Path) -> None:

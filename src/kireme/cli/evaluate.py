@@ -339,11 +339,12 @@ def _show_misses(rows: Sequence[RetrievalRow]) -> None:
             click.echo(f"  Q: {miss.question}", err=True)
             click.echo(f"     expected: {miss.answer}", err=True)
             click.echo(f"     returned: {' '.join(miss.returned.split())[:160]}", err=True)
-            where = (
-                " ".join(miss.answer_chunk.split())[:160]
-                if miss.answer_chunk
-                else "(no chunk holds it whole)"
-            )
+            if miss.answer_chunk:
+                where = " ".join(miss.answer_chunk.split())[:160]
+            elif miss.not_found:  # no chunking could have held it: the question's answer or doc
+                where = f"(no chunk can hold it: {miss.not_found})"
+            else:
+                where = "(no chunk holds it whole)"
             click.echo(f"     answer is in: {where}", err=True)
 
 

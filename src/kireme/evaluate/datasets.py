@@ -26,6 +26,7 @@ import logging
 import os
 import random
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -221,27 +222,47 @@ class _DocumentIndex:
 # -------------------------------------------------------------------------------------------- QA loaders
 
 
+def answer_not_found(question: Question, texts: Mapping[str, str]) -> str | None:
+    """Why no chunk can hold ``question``'s answer — it is not in its ``doc`` (or any document) as written —
+    or ``None`` when it is (or the question gives offsets). The reason names what would find it: another
+    document, full-width and half-width forms read alike (``３，０００円`` for ``3,000円``), a line break."""
+    if question.references:
+        return None
+    answer = question.answer.strip() or question.answer
+    where = [question.doc_id] if question.doc_id is not None and question.doc_id in texts else list(texts)
+    if any(answer in texts[d] for d in where):
+        return None
+    if question.doc_id is not None:
+        elsewhere = [d for d in texts if d != question.doc_id and answer in texts[d]]
+        if elsewhere:
+            return f"not in {question.doc_id}, but in {elsewhere[0]}"
+    wide = unicodedata.normalize("NFKC", answer)
+    if any(wide in unicodedata.normalize("NFKC", texts[d]) for d in where):
+        return (
+            "not as written; it matches with full-width and half-width forms read alike (３，０００ = 3,000)"
+        )
+    spaced, joined = " ".join(answer.split()), "".join(answer.split())  # English words, Japanese text
+    if any(spaced in " ".join(texts[d].split()) or joined in "".join(texts[d].split()) for d in where):
+        return "not as written; it matches across a line break"
+    return "in no document"
+
+
 def _warn_unfindable(path: Path, questions: Sequence[Question], texts: Mapping[str, str]) -> None:
     """Warn about answers that appear in no document (in their ``doc`` when named): no chunk can hold them,
-    so they count as misses whatever the chunking — a typo, or another spelling than the text's."""
-    missing = [
-        q.id
-        for q in questions
-        if not q.references
-        and not any(
-            (q.answer.strip() or q.answer) in texts[d]
-            for d in ([q.doc_id] if q.doc_id is not None else texts)
-        )
-    ]
+    so they count as misses whatever the chunking — a typo, or another spelling than the text's. Each is
+    named with its answer and what would find it (`answer_not_found`)."""
+    missing = [(q, why) for q in questions if (why := answer_not_found(q, texts)) is not None]
     if missing:
-        shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+        shown = "; ".join(f"{q.id} {q.answer[:40]!r}: {why}" for q, why in missing[:10])
+        more = f"; and {len(missing) - 10} more" if len(missing) > 10 else ""
         log.warning(
-            "%s: %d of %d answers appear in no document (%s): they count as misses; check their spelling "
-            "against the text (kireme load shows it)",
+            "%s: %d of %d answers cannot be found as written, so they count as misses whatever the "
+            "chunking (%s%s); check them against the text (kireme load shows it)",
             path,
             len(missing),
             len(questions),
             shown,
+            more,
         )
 
 

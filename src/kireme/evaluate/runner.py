@@ -11,7 +11,7 @@ from kireme.assemble import Assembler, Context, Ranked
 from kireme.chunkers import Chunker
 from kireme.document import Chunk, Document
 from kireme.errors import ConfigError
-from kireme.evaluate.datasets import Question, SegmentedDocument
+from kireme.evaluate.datasets import Question, SegmentedDocument, answer_not_found
 from kireme.evaluate.metrics import (
     Intrinsic,
     answer_ink,
@@ -37,6 +37,7 @@ class Miss:
     answer: str
     returned: str
     answer_chunk: str | None  # the chunk that does hold the answer, if any (where it went)
+    not_found: str | None = None  # why no chunk can hold it (`answer_not_found`): not chunking's fault
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ def evaluate_retrieval(
     fitted = fitted or fit_corpus(chunker, documents, retriever_factory)
     chunks, retriever = fitted.chunks, fitted.retriever
     counter = token_counter(chunker)
+    texts = {doc.id: doc.text for doc in documents}
     hits = 0
     chars = tokens = 0
     recalls: list[float] = []
@@ -140,7 +142,8 @@ def evaluate_retrieval(
             hits += 1
         else:
             holder = next((c.text for c in chunks if contains_answer(q, c)), None)
-            misses.append(Miss(q.question, q.answer, top[0].text if top else "", holder))
+            why = answer_not_found(q, texts) if holder is None else None
+            misses.append(Miss(q.question, q.answer, top[0].text if top else "", holder, why))
         if q.references and q.doc_id is not None:
             scores = span_scores(top, q.references, q.doc_id)
             recalls.append(scores.recall)
@@ -294,7 +297,8 @@ def evaluate_budgets(
                 hits += 1
             else:
                 holder = next((c.text for c in chunks if contains_answer(q, c)), None)
-                misses.append(Miss(q.question, q.answer, passed, holder))
+                why = answer_not_found(q, texts) if holder is None else None
+                misses.append(Miss(q.question, q.answer, passed, holder, why))
         rows.append(
             _row(
                 chunker,
