@@ -368,3 +368,21 @@ def test_a_plot_named_with_no_image_suffix_is_refused_before_the_work(tmp_path):
     row = RetrievalRow("recursive", 200, "chars", 3, 20.0, 1, 2, 0.5, 40.0, 30.0, k=1, retriever="bm25")
     save_pareto_plot([row], [row], tmp_path / "out")
     assert (tmp_path / "out").read_bytes().startswith(b"\x89PNG") and not (tmp_path / "out.png").exists()
+
+
+@pytest.mark.slow  # a headless browser
+def test_the_page_says_which_of_its_groups_the_size_limit_cuts_further(browser, tmp_path):
+    """The page grouped sentences by the threshold alone and called the groups chunks: "7 chunks, max 521"
+    where `kireme chunk` at max_size 512 made 8. It says now how many are over max_size."""
+    from selenium.webdriver.common.by import By
+
+    analysis = analyze()
+    whole = len(analysis.text.strip())
+    open_page(browser, tmp_path, render_inspection_html(analysis, title="t.txt", max_size=whole - 5))
+    set_slider(browser, "max")  # one group: the whole text, over the limit
+    sizes = browser.find_element(By.ID, "chunk-sizes").text
+    assert f"1 over max_size {whole - 5}: kireme chunk cuts it further" in sizes
+    open_page(browser, tmp_path, render_inspection_html(analysis, title="t.txt", max_size=100_000))
+    assert "over max_size" not in browser.find_element(By.ID, "chunk-sizes").text
+    open_page(browser, tmp_path, render_inspection_html(analysis, title="t.txt", max_size=64, unit="tokens"))
+    assert "within max_size 64 tokens besides" in browser.find_element(By.ID, "chunk-sizes").text

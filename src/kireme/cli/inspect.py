@@ -158,7 +158,10 @@ def inspect_command(
 
             levels = {name: level for name, (_, _, level, _) in rules.items() if level is not None}
             html_path.write_text(
-                render_inspection_html(analysis, title=doc.id, thresholds=levels), encoding="utf-8"
+                render_inspection_html(
+                    analysis, title=doc.id, thresholds=levels, max_size=max_size, unit=chunker.measure.name
+                ),
+                encoding="utf-8",
             )
             click.echo(f"kireme: wrote {html_path}", err=True)
     except KiremeError as exc:

@@ -28,14 +28,24 @@ _JSON_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
 
 
 def render_inspection_html(
-    analysis: SemanticAnalysis, *, title: str = "", thresholds: dict[str, float] | None = None
+    analysis: SemanticAnalysis,
+    *,
+    title: str = "",
+    thresholds: dict[str, float] | None = None,
+    max_size: int | None = None,
+    unit: str = "chars",
 ) -> str:
     """The inspection page for one analysed document, as a complete HTML string.
 
     ``title`` names the document (e.g. its path). ``thresholds`` maps rule names to distance levels
-    (``{"percentile:95": 0.41}``); each becomes a button that moves the slider there.
+    (``{"percentile:95": 0.41}``); each becomes a button that moves the slider there. ``max_size`` (in
+    ``unit``): the chunks' limit — the page groups sentences by the threshold alone, and says how many of
+    its groups are over the limit in characters (`kireme chunk` cuts those further), or that a limit in
+    tokens applies besides.
     """
     data = _page_data(analysis, title, thresholds or {})
+    data["max_size"] = max_size
+    data["unit"] = unit
     lo, hi = _slider_range(data["distances"])
     start = _slider_start(analysis, lo, hi)
     heading = html.escape(title or "kireme inspect")
@@ -337,6 +347,16 @@ _JS = r"""
     var sorted = sizes.slice().sort(function (a, b) { return a - b; });
     sizesOut.textContent = sorted.length ? "chars per chunk: min " + sorted[0] + " · median " +
       sorted[Math.floor((sorted.length - 1) / 2)] + " · max " + sorted[sorted.length - 1] : "";
+    // the groups are the threshold's alone; the chunks are cut within max_size besides
+    if (data.max_size && data.unit === "chars") {
+      var over = sizes.filter(function (s) { return s > data.max_size; }).length;
+      if (over) {
+        sizesOut.textContent += " · " + over + " over max_size " + data.max_size +
+          ": kireme chunk cuts " + (over === 1 ? "it" : "each") + " further";
+      }
+    } else if (data.max_size) {
+      sizesOut.textContent += " · chunks are cut within max_size " + data.max_size + " " + data.unit + " besides";
+    }
     var shown = mode === "rule" ? data.level : (t < hi ? t : null);
     if (mode === "rule") {
       valueOut.textContent = "rule " + data.threshold +
