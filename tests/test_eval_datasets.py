@@ -209,9 +209,19 @@ def test_an_answer_that_cannot_be_found_says_what_would_find_it(
 def test_questions_jsonl_missing_and_undecodable_files(tmp_path: Path) -> None:
     missing = tmp_path / "none.jsonl"
     _error(missing, None, "no such file", lambda: load_questions_jsonl(missing, []))
-    latin = tmp_path / "latin.jsonl"
-    latin.write_bytes('{"question": "caf\xe9", "answer": "x"}\n'.encode("latin-1"))
-    _error(latin, None, "not valid utf-8", lambda: load_questions_jsonl(latin, []))
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b'{"question": "a"}\x00\x00\xff\xfe\x00\x01')
+    _error(binary, None, "binary file", lambda: load_questions_jsonl(binary, []))
+
+
+def test_a_questions_file_in_shift_jis_is_read_as_documents_are(tmp_path: Path) -> None:
+    """A questions file saved from Excel or Notepad in Shift_JIS failed with "not valid utf-8-sig text";
+    the documents beside it were read in any Japanese encoding. It is read the same way now."""
+    docs = [Document("日当は二千円とする。\n", id="rules.txt")]
+    path = tmp_path / "q.jsonl"
+    path.write_bytes('{"question": "日当はいくら？", "answer": "二千円"}\r\n'.encode("cp932"))
+    [question] = load_questions_jsonl(path, docs)
+    assert (question.question, question.answer) == ("日当はいくら？", "二千円")
 
 
 # ---------------------------------------------------------------------------------------------- SQuAD

@@ -150,10 +150,30 @@ def _read_text(path: Path, encoding: str = "utf-8-sig", newline: str | None = No
         raise DatasetError(path, exc.strerror or str(exc)) from None
 
 
+def _read_detected(path: Path) -> str:
+    """A file you wrote (questions): UTF-8, or whichever encoding `kireme.load.encoding.decode` finds —
+    a questions file saved from Excel or Notepad in Shift_JIS is read as the documents are."""
+    from kireme.errors import DecodeError
+    from kireme.load.encoding import decode
+
+    if not path.exists():
+        raise DatasetError(path, "no such file")
+    if path.is_dir():
+        raise DatasetError(path, "is a directory, expected a file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DatasetError(path, exc.strerror or str(exc)) from None
+    try:
+        return decode(data).text
+    except DecodeError as exc:
+        raise DatasetError(path, f"{exc} (save it as UTF-8)") from None
+
+
 def _jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-blank line of a JSONL file."""
+    """(line number, object) for every non-blank line of a JSONL file (UTF-8, or Shift_JIS, EUC-JP…)."""
     # split on "\n" only: str.splitlines would also split at U+2028 and friends, which JSON strings may hold
-    for lineno, line in enumerate(_read_text(path).split("\n"), start=1):
+    for lineno, line in enumerate(_read_detected(path).split("\n"), start=1):
         if not line.strip():
             continue
         try:
