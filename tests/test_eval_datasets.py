@@ -643,3 +643,15 @@ def test_real_choi_segments() -> None:
     assert {len(sd.segments) for sd in docs} == {9, 10}
     for sd in docs[:50]:
         _covers(sd)
+
+
+def test_a_question_asked_twice_is_said(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A question pasted twice without an id counted twice in every rate without a word."""
+    docs = [Document("日当は二千円とする。\n", id="rules.txt")]
+    row = json.dumps({"question": "日当は？", "answer": "二千円"}, ensure_ascii=False) + "\n"
+    other = json.dumps({"question": "日当は？", "answer": "日当"}, ensure_ascii=False) + "\n"
+    path = _write(tmp_path / "q.jsonl", row + other + row)
+    with caplog.at_level("WARNING"):
+        assert len(load_questions_jsonl(path, docs)) == 3  # still read: the user decides
+    [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert "1 question(s) asked again with the same answer (q.jsonl:3 repeats q.jsonl:1)" in warning

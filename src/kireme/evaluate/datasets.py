@@ -372,7 +372,30 @@ def load_questions_jsonl(path: PathLike, documents: Sequence[Document]) -> list[
             p, 'no questions in this file (one JSON object a line: {"question": ..., "answer": ...})'
         )
     _warn_unfindable(p, questions, texts)
+    _warn_repeated(p, questions)
     return questions
+
+
+def _warn_repeated(path: Path, questions: Sequence[Question]) -> None:
+    """Warn about questions asked twice (the same question, answer and document): each counts, so a copy
+    pasted twice weighs twice in every rate."""
+    first: dict[tuple[str, str, str | None], str] = {}
+    repeated: list[str] = []
+    for q in questions:
+        key = (" ".join(q.question.split()), q.answer, q.doc_id)
+        if key in first:
+            repeated.append(f"{q.id} repeats {first[key]}")
+        else:
+            first[key] = q.id
+    if repeated:
+        shown = "; ".join(repeated[:5]) + (f"; and {len(repeated) - 5} more" if len(repeated) > 5 else "")
+        log.warning(
+            "%s: %d question(s) asked again with the same answer (%s): each counts in every rate; remove "
+            "the copies, or give them another answer or doc",
+            path,
+            len(repeated),
+            shown,
+        )
 
 
 def _strip_prefix(context: str, title: str) -> str:
