@@ -418,6 +418,29 @@ def test_uploaded_markdown_shows_heading_paths(browser, server, tmp_path):
     assert not severe_logs(browser)
 
 
+@pytest.mark.slow  # a server process and a headless browser
+def test_pasted_markdown_and_html_are_read_as_what_they_are(browser, server):
+    """The box says "Paste text, Markdown or HTML here", but with Format "auto" a pasted text went to the
+    server with no name and was read as plain text: no heading path for pasted Markdown, HTML chunked with
+    its tags. The page tells them apart now."""
+    open_page(browser, server)
+    choose(browser, "#strategy", "markdown")
+    retype(browser, "#max-size", "80")
+    retype(browser, "#overlap", "0")
+    paste(browser, MANUAL_MD)
+    find(browser, "#chunk-button").click()
+    answer = chunk_api(server["base"], MANUAL_MD, format="markdown", strategy="markdown", max_size=80)
+    assert any(c["headings"] for c in answer["chunks"])
+    wait_view(browser, answer, "pasted Markdown was not chunked as Markdown")
+    page = "<!DOCTYPE html><html><body><h1>出張</h1><p>日当は二千円とする。</p></body></html>"
+    paste(browser, page)
+    find(browser, "#chunk-button").click()
+    html = chunk_api(server["base"], page, format="html", strategy="markdown", max_size=80)
+    assert html["text"].startswith("# 出張")
+    wait_view(browser, html, "pasted HTML was not read as HTML")
+    assert not severe_logs(browser)
+
+
 def set_slider(driver, end: str) -> None:
     driver.execute_script(
         "var s = document.getElementById('threshold'); s.value = s[arguments[0]];"

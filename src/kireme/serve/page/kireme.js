@@ -244,6 +244,14 @@
     return options;
   }
 
+  // What a pasted text is when the format is "auto": HTML by its opening tags, Markdown by a heading,
+  // a code fence or a table row, else plain text (the server reads a text with no name as plain text).
+  function pastedFormat(text) {
+    if (/^\s*(<!doctype html|<html[\s>]|<head[\s>]|<body[\s>])/i.test(text)) return "html";
+    if (/^(#{1,6} \S|```|~~~|\|.*\|\s*$)/m.test(text)) return "markdown";
+    return "text";
+  }
+
   function runChunk() {
     scheduleChunk.cancel();
     var seq = ++state.seq;
@@ -265,7 +273,9 @@
         clearDocument();
         return Promise.resolve();
       }
-      body = Object.assign({ text: text, filename: null, format: null, title: null }, options);
+      // "auto" for a pasted text: the page tells HTML and Markdown from plain text, as a file's name would
+      var pasted = { text: text, filename: null, format: options.format ? null : pastedFormat(text), title: null };
+      body = Object.assign(pasted, options);
     }
     setBusy(true);
     return api("POST", "/chunk", body, runChunk)
