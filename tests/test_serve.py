@@ -268,6 +268,16 @@ def test_a_budget_of_zero_is_a_400_on_search_and_ask(client: TestClient) -> None
         for budget in (0, -1):
             answer = client.post(route, json={**body, "budget": budget})
             assert answer.status_code == 400 and error_of(answer) == f"budget must be > 0, got {budget}"
+        # JSON true is no number (it was read as a budget of 1, "smaller than one sentence")
+        answer = client.post(route, json={**body, "budget": True})
+        assert (
+            answer.status_code == 422
+            and error_of(answer) == "budget: a number is expected, not true or false"
+        )
+    assert error_of(client.post("/chunk", json={"text": "本文。", "max_size": True})).startswith(
+        "max_size: a number"
+    )
+    assert client.post("/search", json={"query": "日当", "exact": True}).status_code == 200  # a real flag
 
 
 def test_what_clients_get_wrong_most_is_answered_in_one_line(

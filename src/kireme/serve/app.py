@@ -30,7 +30,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 from starlette.exceptions import HTTPException
 
@@ -106,7 +106,11 @@ class _Body(BaseModel):
 
     @field_validator("*", mode="before")
     @classmethod
-    def _text_only(cls, value: Any) -> Any:
+    def _text_only(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, bool) and info.field_name is not None:
+            annotation = cls.model_fields[info.field_name].annotation
+            if annotation is not bool and annotation != (bool | None):  # JSON true is no number: was 1
+                raise PydanticCustomError("bool_type_not_allowed", "a number is expected, not true or false")
         found = _lone_surrogate(value)
         if found is not None:
             raise PydanticCustomError(
