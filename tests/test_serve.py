@@ -537,6 +537,7 @@ def test_ask_answers_and_streams(
     with TestClient(create_app(company[1])) as unconfigured:
         plain = unconfigured.post("/ask", json={"question": question, "budget": 300}).json()
     assert plain["answer"] is None and plain["configured"] is False
+    assert plain["hint"].startswith("no chat model configured: start kireme serve with --chat-base-url")
     assert "1,000円" in plain["context"] and plain["tokens"] <= 300 == plain["budget"]
     assert plain["best_left_out"] is False and plain["best_needs"] == 0 and "cut" in plain
     assert plain["sources"] and plain["sources"][0]["label"].startswith("[1] ")

@@ -606,6 +606,11 @@ def create_app(
                 filter_miss(searcher, settings.where)  # None without a filter
                 or "no chunk matched: nothing to pass the model, so nothing was asked"
             )
+        elif not client.configured():  # the context is the answer; say how to get one from a model
+            out["hint"] = (
+                "no chat model configured: start kireme serve with --chat-base-url URL and --chat-model "
+                "NAME (or set KIREME_CHAT_BASE_URL and KIREME_CHAT_MODEL) to have the context answered"
+            )
         wants_stream = body.stream or "text/event-stream" in request.headers.get("accept", "")
         max_tokens = body.answer_reserve or None
         asks = client.configured() and bool(prepared.context.used)  # never a question without context
