@@ -757,3 +757,20 @@ def test_real_server_stops_on_ctrl_c_and_refuses_unsafe_starts(
         gated.send_signal(signal.SIGTERM)
         assert gated.wait(timeout=20) == 0
     assert time.monotonic() - started < 120
+
+
+def test_the_schema_describes_the_errors_the_server_sends(client: TestClient) -> None:
+    """``/openapi.json`` declared a 422 as FastAPI's ``{"detail": [{loc, msg, type}]}`` and no other error,
+    while every error is ``{"error": "one line"}``: a generated client misread them all."""
+    spec = client.get("/openapi.json").json()
+    assert spec["components"]["schemas"]["ErrorBody"]["properties"] == {
+        "error": {"type": "string", "title": "Error", "description": "One line, never a traceback."}
+    }
+    assert "HTTPValidationError" not in spec["components"]["schemas"]
+    for route in ("/chunk", "/search", "/ask"):
+        responses = spec["paths"][route]["post"]["responses"]
+        for status in ("400", "401", "409", "413", "415", "422", "500", "502", "503"):
+            schema = responses[status]["content"]["application/json"]["schema"]
+            assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (route, status)
+    sent = client.post("/search", json={"k": 3})  # what a 422 really is
+    assert sent.status_code == 422 and set(sent.json()) == {"error"}

@@ -196,6 +196,31 @@ class AskRequest(_Body):
     stream: bool = False
 
 
+class ErrorBody(BaseModel):
+    """Every error of every route: one line that says what went wrong and, where it can, what to do."""
+
+    error: str = Field(description="One line, never a traceback.")
+
+
+# the statuses every route may answer, each with the one error body the server sends (the OpenAPI schema
+# said FastAPI's {"detail": [...]} for a 422 and named no other error, so generated clients misread them)
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": description}
+    for status, description in (
+        (400, "Not valid JSON, a bad option or value, a file that cannot be read, a budget too small"),
+        (401, "A token is set and the request has none, or another"),
+        (409, "The server has no index yet"),
+        (413, "The body is larger than --max-request-size"),
+        (415, "A body that is not JSON (or, for /chunk, multipart)"),
+        (422, "A field is missing, unknown, of the wrong type or out of range"),
+        (500, "A bug: the server's log has its traceback"),
+        (501, "A missing extra"),
+        (502, "The chat model or the embedding server failed"),
+        (503, "The index is busy, damaged, or built with another embedder"),
+    )
+}
+
+
 # ----------------------------------------------------------------------------------------- ASGI layers
 
 
@@ -422,6 +447,7 @@ def create_app(
     app = FastAPIOffline(
         title="kireme",
         version=__version__,
+        responses=ERROR_RESPONSES,
         description="Cut documents into chunks at the right places, search them, and pass a reader the "
         'context within a budget. Errors are `{"error": "one line"}`.',
     )
