@@ -398,8 +398,9 @@ def warn_unused_without_budget(given_budget: bool, names: Sequence[str]) -> None
         return
     given = ["--" + name.replace("_", "-") for name in names if on_command_line(name)]
     if given:
+        verb, they = ("applies", "it changes") if len(given) == 1 else ("apply", "they change")
         click.echo(
-            f"kireme: warning: {', '.join(given)} apply only with --budget; without it they change nothing",
+            f"kireme: warning: {', '.join(given)} {verb} only with --budget; without it {they} nothing",
             err=True,
         )
 

@@ -219,7 +219,7 @@ def _write_table(name: str, analysis: SemanticAnalysis) -> None:
     text, units = analysis.text, analysis.units
     cuts = set(analysis.applied_cut_gaps)
     write(
-        f"{name}: {len(units)} sentences, similarity {analysis.similarity_name}, threshold {analysis.threshold}\n"
+        f"{name}: {len(units)} sentence{'' if len(units) == 1 else 's'}, similarity {analysis.similarity_name}, threshold {analysis.threshold}\n"
     )
     write(f"{'gap':>5}  {'sim':>6}  {'dist':>6}  {'cut':3}  {'left':<24} → {'right':<24}  distance\n")
     top = max(analysis.distances, default=0.0) or 1.0
@@ -258,7 +258,9 @@ def _summary(
         level_text = "the rule's own choice: no single distance level gives these cuts"
     else:
         level_text = "no cut"
-    out(f"\nthreshold {current}: {cuts} topic cuts ({level_text}) -> {chunks} chunks within the size limit")
+    out(
+        f"\nthreshold {current}: {cuts} topic cuts ({level_text}) -> {chunks} chunk{'' if chunks == 1 else 's'} within the size limit"
+    )
     auto_cuts, _, _, auto_shown = rules["auto:depth"]
     if auto_shown is not None:
         out(
