@@ -313,40 +313,16 @@ class _Packer:
         alone, together = sizer.exact([(after, end), (start, end)])  # a token estimate may be off by a few
         return alone <= budget < together
 
-    def headings_only(self, a: int, b: int) -> bool:
-        """Whether every line of ``[a, b)`` with text on it is a heading or lead-in line (`ends_with_heading`
-        at its end): a piece the heading rule may hold with the text after it as a whole."""
-        text = self.text
-        end = b
-        while end > a:
-            while end > a and text[end - 1].isspace():
-                end -= 1
-            if end <= a:
-                break
-            if not self.ends_with_heading(text, end):
-                return False
-            end = text.rfind("\n", a, end)
-            if end < 0:
-                break
-        return True
-
     def heading_with_body(self, bounds: list[int], i: int, j: int, budget: int, out: list[Span]) -> int:
         """Pieces from ``i`` are heading lines whose body does not fit with them: emit the headings
         together with the first part of the body (cut with the budget the headings leave)."""
         text = self.text
         n = len(bounds)
         est = self.sizer.estimate
-        if not self.headings_only(bounds[i], bounds[i + 1]) and j + 1 < len(self.levels):
-            # a piece of text that ends with a heading line (a topic's units: ``- item`` then ``## 2.2.0``):
-            # cut it finer, so that its heading lines go with the text after them and its text stays
-            return self.split_and_absorb(bounds, i, i + 1, j, budget, out)
         h = i + 1  # the heading block is bounds[i]..bounds[h]
         head = _skip_space(text, bounds[i], bounds[h])  # where the chunk will start
         while (
-            h < n - 1
-            and self.ends_with_heading(text, bounds[h + 1])
-            and est(head, bounds[h + 1]) <= budget
-            and self.headings_only(bounds[h], bounds[h + 1])
+            h < n - 1 and self.ends_with_heading(text, bounds[h + 1]) and est(head, bounds[h + 1]) <= budget
         ):
             h += 1
         if h >= n - 1:  # the text ends with headings
