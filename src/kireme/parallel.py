@@ -152,6 +152,7 @@ def ordered_map(
     )
     pending: deque[Future[list[_Outcome[R]]]] = deque()
     batches = make_batches(items, weigh, batch_weight, max(1, batch_items))
+    broken = False
     try:
         for batch in batches:
             pending.append(pool.submit(_call, fn, batch))
@@ -162,6 +163,7 @@ def ordered_map(
             try:
                 outcomes = future.result()
             except BrokenProcessPool:
+                broken = True
                 raise KiremeError(
                     "a worker process stopped abruptly (killed, out of memory, or a script that starts "
                     "workers without an 'if __name__ == \"__main__\":' guard); run again with fewer jobs "
@@ -176,7 +178,9 @@ def ordered_map(
                     raise error
                 yield cast(R, result)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        # a pool whose worker was killed (a signal sent to the whole process group) may never hear back
+        # from the others: waiting for them hung the caller, holding the index's lock
+        pool.shutdown(wait=not broken, cancel_futures=True)
 
 
 def make_batches(

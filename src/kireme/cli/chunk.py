@@ -279,7 +279,10 @@ def chunk(
         with contextlib.suppress(OSError):
             sys.stdout.flush()
     except KiremeError as exc:  # a worker process died (killed, out of memory): the rest is not chunked
-        failures.report(str(exc), usage=False)
+        if stop.signum is not None:  # the signal reached the workers too (a process group's): it is the cause
+            interrupted = Interrupted(stop.signum)
+        else:
+            failures.report(str(exc), usage=False)
     except BrokenPipeError:
         exit_quietly_on_broken_pipe(failures.exit_code)
     except OSError as exc:  # the output folder (or standard output: a full disk, /dev/full) cannot be written

@@ -457,6 +457,10 @@ def index_command(
     except KiremeError as exc:  # an embedder that fails or cannot be reached: nothing more was committed
         from kireme.index.media import disk_failure
 
+        if stop.signum is not None:  # the signal reached the workers too (a process group's): it is the cause
+            _interrupted(
+                Interrupted(stop.signum), summary, db, staged=ingestor is not None and ingestor.staged
+            )
         full = disk_failure(exc, db) if isinstance(exc, StoreError) else None  # milvus-lite's own words
         if full is not None:
             _storage_stop(full, summary, replacing, db)
