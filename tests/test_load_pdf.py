@@ -38,6 +38,15 @@ def _pdf(pages: list[list[str]], *, title: str = "", font: str = "Helvetica") ->
     return buf.getvalue()
 
 
+def _register_japanese_font() -> None:
+    """The CID font reportlab draws Japanese with (built in: nothing to download)."""
+    pytest.importorskip("reportlab")
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+
+    pdfmetrics.registerFont(UnicodeCIDFont(JA_FONT))
+
+
 EN_PAGES = [
     ["Chunking guide", "Split documents at paragraph ends.", "Keep offsets exact."],
     ["Second page starts here.", "It has two lines."],
@@ -69,11 +78,7 @@ def test_title_is_empty_when_not_set() -> None:
 
 
 def test_japanese_text_from_a_cid_font() -> None:
-    pytest.importorskip("reportlab")
-    from reportlab.pdfbase import pdfmetrics
-    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
-
-    pdfmetrics.registerFont(UnicodeCIDFont(JA_FONT))
+    _register_japanese_font()
     pages = [
         [
             "第1章　概要",
@@ -289,11 +294,7 @@ def test_running_heads_and_page_numbers_are_left_out() -> None:
 
 
 def test_japanese_running_head_is_left_out() -> None:
-    pytest.importorskip("reportlab")
-    from reportlab.pdfbase import pdfmetrics
-    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
-
-    pdfmetrics.registerFont(UnicodeCIDFont(JA_FONT))
+    _register_japanese_font()
     bodies = [
         [
             "第1条（目的）",
