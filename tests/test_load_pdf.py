@@ -7,6 +7,8 @@ import logging
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kireme import chunk
 from kireme.errors import LoadError
@@ -388,3 +390,23 @@ def test_running_lines_rules() -> None:
     # a table header a long table repeats at the top of each page is kept once, where the table starts
     table = ["Intro.\nItem Amount Note", *(f"Item Amount Note\n{w} 500 yen" for w in words[:4])]
     assert running_lines(table) == [(0, 0), (1, 0), (1, 0), (1, 0), (1, 0)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.sampled_from(
+                ["", " ", "Head", "- 3 -", "7", "本文です。", "1" * 5000, "Ch 2 9", "社外秘", "x\u3000y"]
+            ),
+            max_size=7,
+        ).map("\n".join),
+        max_size=8,
+    )
+)
+def test_running_lines_never_fail_and_stay_at_the_edges(pages: list[str]) -> None:
+    cuts = running_lines(pages)
+    assert len(cuts) == len(pages)
+    for page, (head, foot) in zip(pages, cuts, strict=True):
+        lines = page.split("\n") if page else []
+        assert 0 <= head <= 3 and 0 <= foot <= 3 and head + foot <= len(lines)

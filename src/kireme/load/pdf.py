@@ -99,6 +99,11 @@ _PAGE_NUMBER = re.compile(
 )
 
 
+def _number(digits: str) -> int:
+    """A run of digits as a number, -1 when it is too long to be a page's (Python refuses over 4,300)."""
+    return int(digits) if len(digits) <= 9 else -1
+
+
 def _running_key(line: str) -> str:
     """A line as it repeats from page to page: spaces collapsed, every run of digits one ``#``."""
     return _DIGITS.sub("#", " ".join(line.split()))
@@ -124,7 +129,7 @@ def _repeated(edges: dict[int, list[str]], need: int) -> dict[str, bool]:
     for key, found in seen.items():
         if len(found) < need:
             continue
-        numbers = [[int(d) for d in _DIGITS.findall(line)] for _, line in found]
+        numbers = [[_number(d) for d in _DIGITS.findall(line)] for _, line in found]
         for j in range(len(numbers[0])):  # the same count of numbers in every line of one key
             offsets = Counter(n[j] - page for n, (page, _) in zip(numbers, found, strict=True))
             if len({n[j] for n in numbers}) > 1 and max(offsets.values()) >= need:
@@ -144,9 +149,9 @@ def _printed_number(line: str) -> int | None:
     """The page number a line would print: the first number of a page-number line (``- 3 -``,
     ``3 / 12``), else a number that ends a line (``Chapter 4: Function reference 9``)."""
     if is_page_number(line):
-        return int(_DIGITS.findall(line)[0])
+        return _number(_DIGITS.findall(line)[0])
     found = _TRAILING_NUMBER.search(line)
-    return int(found.group(1)) if found and len(line.strip()) <= _RUNNING_MAX_CHARS else None
+    return _number(found.group(1)) if found and len(line.strip()) <= _RUNNING_MAX_CHARS else None
 
 
 def _page_offset(lines: list[list[str]], shown: list[int]) -> int | None:
@@ -155,6 +160,8 @@ def _page_offset(lines: list[list[str]], shown: list[int]) -> int | None:
     votes: Counter[int] = Counter()
     for i in shown:
         edges = [x for x in lines[i] if x.strip()]
+        if not edges:
+            continue
         found = {n - i for n in (_printed_number(edges[0]), _printed_number(edges[-1])) if n is not None}
         votes.update(found)
     if not votes:
