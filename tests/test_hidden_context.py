@@ -66,7 +66,14 @@ Restored files keep their original permissions.
 """
 
 
-ORIGINALS = ("Backups", "backup job", "Restoring a folder", "operations team", "Restored files")
+ORIGINALS = (
+    "Backups",
+    "backup job",
+    "Restoring a folder",
+    "To restore a folder",
+    "operations team",
+    "Restored files",
+)
 
 
 def _holds_an_original(text: str) -> bool:
