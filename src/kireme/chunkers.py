@@ -220,13 +220,14 @@ class Chunker:
         if doc.format in ("csv", "tsv"):
             from kireme.text.csvtable import quoted_line_breaks, record_spans
 
-            records = quoted_line_breaks(doc.text)
-            if records:
-                starts = tuple(s for s, _ in records)
-                ends = tuple(e for _, e in records)
+            records = record_spans(doc.text)
+            quoted = quoted_line_breaks(doc.text, records)
+            if quoted:
+                starts = tuple(s for s, _ in quoted)
+                ends = tuple(e for _, e in quoted)
                 levels = [Outside(level, starts, ends, getattr(level, "name", "")) for level in levels]
             # between records first, whatever the strategy's own levels (`paragraph` has no line level)
-            levels = [PositionLevel([s for s, _ in record_spans(doc.text)], "records"), *levels]
+            levels = [PositionLevel([s for s, _ in records], "records"), *levels]
         return levels
 
     @property

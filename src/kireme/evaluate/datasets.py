@@ -135,12 +135,17 @@ class SegmentedDocument:
 # ----------------------------------------------------------------------------------------------- helpers
 
 
-def _read_text(path: Path, encoding: str = "utf-8-sig", newline: str | None = None) -> str:
-    """The whole file as text, or a `DatasetError` saying why not."""
+def _check_file(path: Path) -> None:
+    """A `DatasetError` unless ``path`` names a file."""
     if not path.exists():
         raise DatasetError(path, "no such file")
     if path.is_dir():
         raise DatasetError(path, "is a directory, expected a file")
+
+
+def _read_text(path: Path, encoding: str = "utf-8-sig", newline: str | None = None) -> str:
+    """The whole file as text, or a `DatasetError` saying why not."""
+    _check_file(path)
     try:
         with path.open(encoding=encoding, newline=newline) as handle:
             return handle.read()
@@ -156,10 +161,7 @@ def _read_detected(path: Path) -> str:
     from kireme.errors import DecodeError
     from kireme.load.encoding import decode
 
-    if not path.exists():
-        raise DatasetError(path, "no such file")
-    if path.is_dir():
-        raise DatasetError(path, "is a directory, expected a file")
+    _check_file(path)
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -109,9 +109,9 @@ def decode(data: bytes, encoding: str | None = None) -> DecodedText:
     decoded = _decode(data, encoding)
     text = decoded.text.rstrip(_EOF)
     eof_marks = len(decoded.text) - len(text)
-    lone = len(_LONE_CR.findall(text)) if "\r" in text else 0
-    if lone:  # one character for one: every offset stays where it was
-        text = _LONE_CR.sub("\n", text)
+    lone = 0
+    if "\r" in text:  # one character for one: every offset stays where it was
+        text, lone = _LONE_CR.subn("\n", text)
     if not eof_marks and not lone:
         return decoded
     return replace(decoded, text=text, eof_marks=eof_marks, cr_line_ends=lone)

@@ -600,7 +600,7 @@ class _Renderer:
             return self._definitions(el)
         if tag == "dt":
             text = _squash(_inline_text(el))
-            return [("**" + text.replace("*", "\\*") + "**", [])] if text else []
+            return [(_bold(text), [])] if text else []
         if tag == "hr":
             return []
         return self.blocks(el)
@@ -813,6 +813,11 @@ def _join(blocks: Sequence[Block], sep: str) -> Block:
     return "".join(parts), spans
 
 
+def _bold(term: str) -> str:
+    """A definition term as Markdown bold, its own asterisks escaped."""
+    return "**" + term.replace("*", "\\*") + "**"
+
+
 def _definition_children(el: Any) -> list[Any]:
     """The ``dt`` and ``dd`` of a ``dl``, also those HTML lets a ``div`` group."""
     out: list[Any] = []
@@ -827,7 +832,7 @@ def _definition_children(el: Any) -> list[Any]:
 
 def _definition_item(terms: list[str], definition: list[Block]) -> list[Block]:
     """One item of a definition list: ``- **term**: its first paragraph``, the rest under it."""
-    head = " / ".join("**" + t.replace("*", "\\*") + "**" for t in terms)
+    head = " / ".join(_bold(t) for t in terms)
     if not head:
         return [_prefixed(definition, "- ", "  ", tight_lists=True)] if definition else []
     if definition and not _BLOCK_START.match(definition[0][0]):  # a paragraph: on the term's line

@@ -85,7 +85,9 @@ def _header_index(cells: list[tuple[str, ...]]) -> int:
     return 0
 
 
-def quoted_line_breaks(text: str) -> list[tuple[int, int]]:
+def quoted_line_breaks(text: str, records: list[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
     """The records of a CSV or TSV text that hold a line break inside quotes (Excel writes one for a cell
-    with Alt+Enter): no cut may fall inside them, or a cell is cut in two (``"業務用、`` | ``５枚セット"``)."""
-    return [(start, end) for start, end in record_spans(text) if "\n" in text[start:end]]
+    with Alt+Enter): no cut may fall inside them, or a cell is cut in two (``"業務用、`` | ``５枚セット"``).
+    ``records``: the text's `record_spans`, when the caller has them."""
+    spans = record_spans(text) if records is None else records
+    return [(start, end) for start, end in spans if "\n" in text[start:end]]
