@@ -312,3 +312,34 @@ def test_header_rows_of_a_table_become_one_header_that_names_every_column() -> N
         "| --- | --- | --- | --- |",
         "| 営業部 | 3日 | 5日 | 繁忙期を除く |",
     ]
+
+
+def test_text_after_the_end_of_the_page_is_kept_as_a_browser_shows_it() -> None:
+    """libxml2 dropped everything after ``</html>`` (a notice pasted below a saved page, two pages in one
+    file) without a word; a browser shows it at the end of the body."""
+    page = """<html><head><title>経費精算</title></head><body><h1>経費精算</h1>
+<p>領収書は月末までに提出します。</p></body></html>
+<p>追記：十二月は二十日締めです。</p>
+Plain words after the page.
+<!-- a comment only -->"""
+    document = load_html(page.encode("utf-8"), "after.html")
+    assert document.text.splitlines() == [
+        "# 経費精算",
+        "",
+        "領収書は月末までに提出します。",
+        "",
+        "追記：十二月は二十日締めです。",
+        "",
+        "Plain words after the page.",
+    ]
+    assert document.metadata["title"] == "経費精算"
+    two = """<html><head><title>一月</title></head><body><h1>一月の予定</h1><p>棚卸し。</p></body></html>
+<html><head><title>二月</title></head><body><h1>二月の予定</h1><p>監査。</p></body></html>"""
+    text = load_html(two.encode("utf-8"), "two.html").text
+    assert "# 一月の予定" in text and "# 二月の予定" in text and "監査。" in text
+    assert "二月\n" not in text  # the second page's <title> is not shown, as in a browser
+
+
+def test_a_page_with_only_blanks_and_comments_after_its_end_is_read_as_before() -> None:
+    page = "<html><body><p>本文。</p></body></html>\n<!-- saved 2026-12-01 -->\n\n"
+    assert load_html(page.encode("utf-8"), "p.html").text == "本文。\n"

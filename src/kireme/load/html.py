@@ -51,6 +51,7 @@ _DROP = (
     "rt",  # ruby readings: <ruby>漢字<rt>かんじ</rt></ruby> reads as 漢字, not 漢字かんじ
     "rp",
     "head",
+    "title",  # also one in the body (a second page pasted after the first): browsers never show it
 )
 _BLOCK = frozenset(
     [
@@ -119,6 +120,9 @@ _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
 _NOISE = re.compile(r"<!--.*?-->|<(script|style)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
 _ANY_TAG = re.compile(r"<[A-Za-z!?/]")
+# The page's end tags: libxml2 drops whatever follows `</body>` or `</html>`, where a browser (HTML5)
+# shows it at the end of the body
+_PAGE_END = re.compile(r"</(?:body|html)\s*>", re.IGNORECASE)
 _LANG_CLASS = re.compile(r"(?:^|\s)(?:language|lang)-([\w+#.-]+)")
 _BACKTICKS = re.compile(r"`+")
 _LEAD = re.compile(r"^(?:[#>+*=|<-]|`{3}|~{3}|(?:_[ \t]*){3,}$)")
@@ -143,6 +147,7 @@ def load_html(data: bytes, id: str, *, encoding: str | None = None) -> Document:
         raise LoadError(id, "no HTML markup found")
     text = _XML_DECL.sub("", text, count=1)
     _warn_if_truncated(text, id)
+    text = _past_the_end_kept(text)
 
     try:
         import lxml.etree
@@ -212,6 +217,16 @@ def _warn_if_truncated(text: str, id: str) -> None:
         if opened > closed:
             logger.warning("%s: HTML is not well-formed (unclosed <%s>); parsed leniently", id, tag)
             return
+
+
+def _past_the_end_kept(text: str) -> str:
+    """``text`` without its ``</body>`` and ``</html>`` tags when something other than blanks and
+    comments follows the first of them (a footer pasted after the page, two pages concatenated): the
+    parser keeps it in the body then, as a browser shows it, instead of dropping it."""
+    end = _PAGE_END.search(text)
+    if end is None or not _PAGE_END.sub("", _NOISE.sub("", text[end.end() :])).strip():
+        return text
+    return _PAGE_END.sub("", text)
 
 
 # libxml2 stops building the tree at 256 levels (2,048 with its "huge" option) and, in recovery mode,
