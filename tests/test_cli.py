@@ -386,3 +386,23 @@ def test_a_file_given_and_found_in_a_folder_given_is_chunked_once(tmp_path: Path
     assert result.returncode == 0
     ids = [json.loads(line)["id"] for line in result.stdout.decode().splitlines()]
     assert len(ids) == len(set(ids)) == 2
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("fmt", ["jsonl", "text"])
+def test_chunk_to_a_full_disk_exits_4_and_says_the_output_is_incomplete(rules: Path, fmt: str) -> None:
+    """``kireme chunk > /dev/full`` exited 1 where the docs promise 4 (a full disk, as `kireme index`), and
+    its closing line counted chunks that were never written as if they had been."""
+    with open("/dev/full", "w", encoding="utf-8") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "kireme.cli", "chunk", str(rules), "--max-size", "30", "--format", fmt],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 4, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[0] == "kireme: error: writing the output: No space left on device"
+    assert lines[-1].endswith("; the output stopped at the error: not all of it was written"), lines
+    assert "Traceback" not in result.stderr

@@ -7,7 +7,6 @@ Exit codes: 0 success; 1 some input could not be read, decoded or embedded (the 
 from __future__ import annotations
 
 import contextlib
-import errno
 import importlib
 import logging
 import sys
@@ -61,12 +60,12 @@ class LazyGroup(click.Group):
 
             exit_quietly_on_broken_pipe(0)
         except OSError as exc:
-            from kireme.cli.common import EXIT_FAILURE, EXIT_STORAGE
+            from kireme.cli.common import EXIT_FAILURE, EXIT_STORAGE, STORAGE_ERRNOS
             from kireme.cli.progress import echo_err
 
             what = exc.filename if exc.filename is not None else "writing the output"
             echo_err(f"kireme: error: {what}: {exc.strerror or exc}")
-            sys.exit(EXIT_STORAGE if exc.errno in (errno.ENOSPC, errno.EDQUOT) else EXIT_FAILURE)
+            sys.exit(EXIT_STORAGE if exc.errno in STORAGE_ERRNOS else EXIT_FAILURE)
         return None
 
 

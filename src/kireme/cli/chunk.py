@@ -286,15 +286,17 @@ def chunk(
     except BrokenPipeError:
         exit_quietly_on_broken_pipe(failures.exit_code)
     except OSError as exc:  # the output folder (or standard output: a full disk, /dev/full) cannot be written
-        failures.report(f"{output or 'writing the output'}: {exc.strerror or exc}", usage=False)
+        failures.output_failed(output, exc)
     if shards is not None and output is not None:
         try:
             shards.close()  # what was chunked before an error is kept, as on standard output
         except OSError as exc:
-            failures.report(f"{output}: {exc.strerror or exc}", usage=False)
-        echo_err(f"{tally.summary(chunker.measure.name)} → {output} ({shards.shards} {fmt} shard(s))")
-    elif fmt == "text" or tally.documents > 1:
-        echo_err(tally.summary(chunker.measure.name))
+            failures.output_failed(output, exc)
+        echo_err(
+            f"{tally.summary(chunker.measure.name)} → {output} ({shards.shards} {fmt} shard(s)){unwritten(failures)}"
+        )
+    elif fmt == "text" or tally.documents > 1 or failures.output_broken:
+        echo_err(tally.summary(chunker.measure.name) + unwritten(failures))
     if interrupted is not None:
         echo_err(
             f"kireme: interrupted: {tally.documents} of {len(files)} file(s) chunked and written; the output "
@@ -323,6 +325,12 @@ class Tally:
     def summary(self, unit: str) -> str:
         avg = self.total / self.chunks if self.chunks else 0
         return f"{self.documents} document(s), {self.chunks} chunks, average {avg:.1f} {unit}, max {self.largest} {unit}"
+
+
+def unwritten(failures: Failures) -> str:
+    """What the closing line adds when the output failed: it counts what was chunked, not what was
+    written (the output stopped at the error)."""
+    return "; the output stopped at the error: not all of it was written" if failures.output_broken else ""
 
 
 def failed(failures: Failures, source: str, loaded: bool, error: Exception | None) -> bool:
@@ -372,7 +380,9 @@ def _chunk_on_ray(
     except KiremeError as exc:
         failures.report(str(exc), usage=False)
     except OSError as exc:  # the output folder (or standard output: a full disk, /dev/full) cannot be written
-        failures.report(f"{output or 'writing the output'}: {exc.strerror or exc}", usage=False)
+        failures.output_failed(output, exc)
     shards = len(list(output.glob(f"part-*.{fmt}"))) if output.is_dir() else 0
-    echo_err(f"{tally.summary(chunker.measure.name)} → {output} ({shards} {fmt} shard(s))")
+    echo_err(
+        f"{tally.summary(chunker.measure.name)} → {output} ({shards} {fmt} shard(s)){unwritten(failures)}"
+    )
     sys.exit(failures.exit_code)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Callable, Collection, Generator, Iterable, Sequence
@@ -28,6 +29,8 @@ STDIN = "-"
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_STORAGE = 4  # the disk is full or read-only: nothing is damaged
+# what an OSError of writing says when the disk is full (or over quota) or read-only: exit `EXIT_STORAGE`
+STORAGE_ERRNOS = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EROFS))
 
 
 class Failures:
@@ -36,6 +39,8 @@ class Failures:
     def __init__(self) -> None:
         self.usage = 0
         self.failed = 0
+        self.storage = 0
+        self.output_broken = False  # the output failed: the summary counts more than was written
 
     def report(self, message: str, *, usage: bool) -> None:
         echo_err(f"kireme: error: {message}")
@@ -44,10 +49,20 @@ class Failures:
         else:
             self.failed += 1
 
+    def output_failed(self, output: object, exc: OSError) -> None:
+        """The output (a file, a folder, standard output) could not be written: one line naming it, and
+        exit `EXIT_STORAGE` when the disk is full or read-only (`STORAGE_ERRNOS`), as the docs promise."""
+        self.report(f"{output or 'writing the output'}: {exc.strerror or exc}", usage=False)
+        self.output_broken = True
+        if exc.errno in STORAGE_ERRNOS:
+            self.storage += 1
+
     @property
     def exit_code(self) -> int:
         if self.usage:
             return EXIT_USAGE
+        if self.storage:
+            return EXIT_STORAGE
         if self.failed:
             return EXIT_FAILURE
         return 0
