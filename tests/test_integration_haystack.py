@@ -461,3 +461,18 @@ def test_the_inputs_own_metadata_keys_stay_its_own() -> None:
     source = Document(content="営業部の出張は部長が承認する。", meta={"file_path": "a.txt", "unit": "営業部"})
     [doc] = KiremeDocumentSplitter("sentence").run(documents=[source])["documents"]
     assert doc.meta["unit"] == "営業部" and len(doc.meta["chunk_id"]) == 32
+
+
+def test_the_same_text_under_other_metadata_gets_other_chunk_ids() -> None:
+    """Two documents with one wording for two branches shared their ``chunk_id``: a store keyed by it kept
+    one of them."""
+    notice = "返品は購入日から30日以内に受け付けます。レシートをお持ちください。"
+    splitter = KiremeDocumentSplitter("recursive", max_size=200)
+
+    def ids(*shops: str) -> list[str]:
+        docs = [Document(content=notice, meta={"shop": shop}) for shop in shops]
+        return [d.meta["chunk_id"] for d in splitter.run(documents=docs)["documents"]]
+
+    tokyo, osaka = ids("東京店", "大阪店")
+    assert tokyo != osaka
+    assert ids("東京店") == [tokyo]

@@ -609,3 +609,25 @@ def test_a_none_or_a_single_string_to_embed_is_a_clear_type_error() -> None:
             call()
     with pytest.raises(TypeError, match="not one str"):
         embeddings.embed_documents("経費の精算")  # type: ignore[arg-type]
+
+
+def test_the_same_text_in_two_documents_is_two_sets_of_chunks_in_a_vector_store() -> None:
+    """Two notices with one wording for two branches had the same chunk ids (the document id was the
+    content hash), so a vector store kept one and dropped the other without a word."""
+    notice = "返品は購入日から30日以内に受け付けます。レシートをお持ちください。"
+    docs = [
+        LCDocument(page_content=notice, metadata={"shop": "東京店"}),
+        LCDocument(page_content=notice, metadata={"shop": "大阪店"}),
+    ]
+    splitter = KiremeTextSplitter("recursive", max_size=200)
+    chunks = splitter.split_documents(docs)
+    store = InMemoryVectorStore(KiremeEmbeddings(HashedNgramEmbedder(64)))
+    store.add_documents(chunks)
+    assert len(chunks) == 2 and len(store.store) == 2
+    assert sorted(entry["metadata"]["shop"] for entry in store.store.values()) == ["大阪店", "東京店"]
+    again = splitter.split_documents(docs)  # the same documents again: the same ids (updated, not doubled)
+    assert [c.id for c in again] == [c.id for c in chunks]
+    # an id the user gave each document tells them apart too; without metadata or id, one text is one document
+    given = splitter.split_documents([LCDocument(page_content=notice, id=n) for n in ("n-1", "n-2")])
+    assert given[0].id != given[1].id
+    assert splitter.create_documents([notice])[0].id == splitter.create_documents([notice], [{}])[0].id

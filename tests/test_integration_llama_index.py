@@ -538,3 +538,18 @@ def test_a_notebooks_language_cell_count_and_cell_type_are_hidden_from_the_embed
     seen = node.get_content(MetadataMode.EMBED)
     assert "cell: 0" in seen and "title: 経費分析" in seen
     assert not any(key in seen for key in ("language:", "cells:", "cell_type:"))
+
+
+def test_the_same_text_under_other_metadata_gets_other_chunk_ids() -> None:
+    """Two documents with one wording (a notice for two branches) shared their ``chunk_id`` (the document
+    id was the content hash): a store keyed by it kept one of them."""
+    notice = "返品は購入日から30日以内に受け付けます。レシートをお持ちください。"
+    parser = KiremeNodeParser("recursive", max_size=200)
+
+    def ids(*shops: str) -> list[str]:
+        docs = [Document(text=notice, metadata={"shop": shop}) for shop in shops]
+        return [n.metadata["chunk_id"] for n in parser.get_nodes_from_documents(docs)]
+
+    tokyo, osaka = ids("東京店", "大阪店")
+    assert tokyo != osaka
+    assert ids("東京店") == [tokyo]  # the same document on another run: the same id

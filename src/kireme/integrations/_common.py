@@ -8,7 +8,10 @@ Four rules hold in every adapter:
 - offsets come from kireme's chunks (``chunk.start``/``chunk.end``), never from searching the text, so a
   repeated sentence gets the offset of the place it was cut from;
 - a framework document's metadata names its source (``source``, ``file_path``...): that path is the
-  kireme document id (chunk ids stay the same across runs) and its suffix says whether the text is
+  kireme document id (chunk ids stay the same across runs); without one, the id the user gave the
+  framework document (LangChain's ``Document.id``), else a hash of its text and its metadata — two
+  documents with the same text and other metadata (one notice for two branches) are two documents whose
+  chunks a vector store keeps apart, never one overwriting the other. The source's suffix says whether the text is
   Markdown; a ``format`` that is one of kireme's (what kireme's loaders write) says what the text is, and
   the adapter's ``format`` overrides both; ``title`` in the metadata is the document title;
 - a document read by kireme's loader adapters carries where its pages, notebook cells and tables lie
@@ -19,6 +22,7 @@ Four rules hold in every adapter:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -128,6 +132,37 @@ def source_of(metadata: Mapping[str, Any] | None) -> str:
     return ""
 
 
+def identity_without_source(text: str, metadata: Mapping[str, Any]) -> str:
+    """The document id of a framework document that names no source and was given no id: ``""`` (the
+    content hash, `Document`'s own) when it has no metadata of its own, else ``"sha256:"`` and 16 hex
+    digits of its text and its metadata — the same text under other metadata is another document, and
+    the same document gets the same id on every run. Only values that read the same on every run count
+    (strings, numbers, booleans, ``None``, lists of them): an object's ``str`` may hold its address."""
+    own = {str(key): value for key, value in metadata.items() if key not in _NOT_IDENTITY and _stable(value)}
+    if not own:
+        return ""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass"))
+    digest.update(
+        b"\x1f" + json.dumps(own, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    )
+    return "sha256:" + digest.hexdigest()[:16]
+
+
+# what kireme's own adapters write or read back (the regions, the format) is not the user's metadata
+_NOT_IDENTITY = frozenset(("kireme_regions", "format"))
+
+
+def _stable(value: Any) -> bool:
+    """Whether ``value`` is JSON that reads the same on every run (no arbitrary object, no NaN)."""
+    if value is None or isinstance(value, str | bool | int):
+        return True
+    if isinstance(value, float):
+        return value == value and value not in (float("inf"), float("-inf"))
+    if isinstance(value, list | tuple):
+        return all(_stable(v) for v in value)
+    return False
+
+
 def format_of(source: str, strategy: str) -> str:
     """The kireme format of a framework document's text: from its source suffix, else Markdown for the
     structure strategies (the caller asked for headings), else plain text."""
@@ -172,9 +207,14 @@ class Splitting:
         object.__setattr__(self, "options", kireme_options(self.options))
         object.__setattr__(self, "chunker", make_chunker(self.strategy, **self.options))
 
-    def document(self, text: str, metadata: Mapping[str, Any] | None = None) -> Document:
+    def document(
+        self, text: str, metadata: Mapping[str, Any] | None = None, given_id: str | None = None
+    ) -> Document:
         """A framework document's text and metadata as a kireme `Document` (id, format, title, and the
-        regions a kireme loader adapter recorded, when the text is still the one it loaded)."""
+        regions a kireme loader adapter recorded, when the text is still the one it loaded).
+
+        The id: the source the metadata names, else ``given_id`` (an id the user set on the framework
+        document), else one made of the text and the metadata (`identity_without_source`)."""
         if not isinstance(text, str):
             raise TypeError(f"expected the document text as str, not {type(text).__name__}")
         metadata = metadata or {}
@@ -183,7 +223,7 @@ class Splitting:
         given = metadata.get("format")
         doc = Document(
             text=text,
-            id=source,
+            id=source or (given_id or "").strip() or identity_without_source(text, metadata),
             metadata={
                 "source": source,
                 "format": self.format
@@ -200,9 +240,11 @@ class Splitting:
                 return Document(text=doc.text, id=doc.id, metadata=doc.metadata, regions=regions)
         return doc
 
-    def chunks(self, text: str, metadata: Mapping[str, Any] | None = None) -> tuple[Document, list[Chunk]]:
+    def chunks(
+        self, text: str, metadata: Mapping[str, Any] | None = None, given_id: str | None = None
+    ) -> tuple[Document, list[Chunk]]:
         """The kireme document for a framework document, and its chunks."""
-        doc = self.document(text, metadata)
+        doc = self.document(text, metadata, given_id)
         return doc, self.chunker.chunk(doc)
 
 

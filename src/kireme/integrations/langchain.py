@@ -166,13 +166,22 @@ class KiremeTextSplitter(TextSplitter):
         self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
     ) -> list[LCDocument]:
         """One LangChain ``Document`` per chunk of each text, with that text's metadata (copied) and
-        kireme's (see the module docstring); offsets come from the chunks, never from a search."""
+        kireme's (see the module docstring); offsets come from the chunks, never from a search.
+
+        Each text's kireme document id, which every chunk id is made from: the source its metadata names
+        (``source``, ``file_path``...), else a hash of the text and its metadata — the same text with other
+        metadata gets other chunk ids, so a vector store keeps both."""
+        return self._created(texts, metadatas, None)
+
+    def _created(
+        self, texts: list[str], metadatas: list[dict[Any, Any]] | None, ids: list[str | None] | None
+    ) -> list[LCDocument]:
         if metadatas is not None and len(metadatas) != len(texts):
             raise ConfigError(f"got {len(texts)} texts but {len(metadatas)} metadatas")
         out: list[LCDocument] = []
         for i, text in enumerate(texts):
             base = (metadatas[i] if metadatas is not None else None) or {}  # None: no metadata
-            _, chunks = self._splitting.chunks(text, base)
+            _, chunks = self._splitting.chunks(text, base, ids[i] if ids is not None else None)
             for chunk in chunks:
                 metadata = copy.deepcopy(base)
                 metadata.pop(REGIONS_KEY, None)  # read into the chunks' page/cell: not copied to each
@@ -189,9 +198,10 @@ class KiremeTextSplitter(TextSplitter):
         return out
 
     def split_documents(self, documents: Iterable[LCDocument]) -> list[LCDocument]:
-        """Split LangChain documents; each chunk keeps its document's metadata."""
+        """Split LangChain documents; each chunk keeps its document's metadata. A document's ``id``, when
+        set, is the kireme document id unless its metadata names a source (see `create_documents`)."""
         docs = list(documents)
-        return self.create_documents([d.page_content for d in docs], [d.metadata for d in docs])
+        return self._created([d.page_content for d in docs], [d.metadata for d in docs], [d.id for d in docs])
 
     def transform_documents(self, documents: Sequence[LCDocument], **kwargs: Any) -> Sequence[LCDocument]:
         """``BaseDocumentTransformer`` entry point: the same as `split_documents`."""
