@@ -960,3 +960,25 @@ def test_a_moved_folder_indexed_again_says_the_old_entries_stay_and_how_to_remov
     assert pruned.returncode == 0 and "1 removed" in pruned.stderr, pruned.stderr
     again = index("manuals")
     assert again.returncode == 0 and "warning" not in again.stderr, again.stderr
+
+
+def test_prune_keeps_the_files_another_strategys_run_indexed(tmp_path: Path) -> None:
+    """A folder indexed in two runs (its JSON with ``--strategy json``, its documents by the default): a
+    ``--prune`` on either run removed the other run's files, which were still there and unchanged."""
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    (folder / "README.md").write_text("# 在庫API\n\n在庫数は毎朝六時に更新されます。\n", encoding="utf-8")
+    (folder / "stock.json").write_text('{"item": "ボルト", "count": 120}\n', encoding="utf-8")
+    env, db = clean_env(tmp_path), str(tmp_path / "db")
+    base = ("index", str(folder), "--db", db, "--embedder", "hash", "--format", "json")
+    assert kireme(*base, "--strategy", "json", env=env).returncode == 0
+    assert kireme(*base, env=env).returncode == 0
+    for strategy in ((), ("--strategy", "json")):
+        pruned = kireme(*base, *strategy, "--prune", env=env)
+        assert pruned.returncode == 0, pruned.stderr
+        assert json.loads(pruned.stdout)["removed"] == 0, pruned.stdout
+    found = kireme("search", "ボルト", "--db", db, "--mode", "bm25", "--format", "jsonl", env=env)
+    assert any(json.loads(line)["doc_id"].endswith("stock.json") for line in found.stdout.splitlines())
+    (folder / "stock.json").unlink()  # gone: pruned, by either run
+    pruned = kireme(*base, "--prune", env=env)
+    assert json.loads(pruned.stdout)["removed"] == 1

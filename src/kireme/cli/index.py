@@ -146,7 +146,10 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
 @packing_options
 @input_options
 @click.option(
-    "--prune", is_flag=True, help="Remove documents whose file was deleted (or is no longer under PATH)."
+    "--prune",
+    is_flag=True,
+    help="Remove documents whose file was deleted (or is no longer under PATH); files still there that "
+    "another run indexed (--strategy code, json) are kept.",
 )
 @click.option("--fail-fast", is_flag=True, help="Stop at the first file that cannot be indexed.")
 @click.option(

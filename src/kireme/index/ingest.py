@@ -705,15 +705,24 @@ class Ingestor:
         return out
 
     def prune(self, roots: Sequence[Path]) -> list[str]:
-        """Remove documents not seen in this run whose file is gone or lies under one of ``roots``."""
+        """Remove documents not seen in this run whose file is gone, or that name, under one of ``roots``,
+        a file this run read under another spelling of its path (``docs/a.md`` and ``./docs/a.md``).
+
+        A file still there that this run did not read is kept: another strategy's files (source code
+        indexed with ``--strategy code`` in a run of its own, Markdown by the default run) share an index,
+        and each run's walk reads only its own kinds of file."""
         self.flush()
         dirs = [r.resolve() for r in roots if r.is_dir()]
+        unseen = [doc_id for doc_id in sorted(self.entries) if doc_id not in self._seen]
+        read_here = {_resolved(doc_id) for doc_id in self._seen} if unseen else set()
         gone = []
-        for doc_id in sorted(self.entries):
-            if doc_id in self._seen:
-                continue
+        for doc_id in unseen:
             path = Path(doc_id)
-            if not path.exists() or any(_under(path.resolve(), d) for d in dirs):
+            if not path.exists():
+                gone.append(doc_id)
+                continue
+            resolved = path.resolve()
+            if resolved in read_here and any(_under(resolved, d) for d in dirs):
                 gone.append(doc_id)
         if gone:
             self.manifest.remove(gone)
@@ -750,6 +759,14 @@ def _remove_tree(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
     elif path.exists() or path.is_symlink():
         path.unlink(missing_ok=True)
+
+
+def _resolved(doc_id: str) -> Path | None:
+    """The file a document id names, with links and ``..`` resolved; ``None`` when that fails."""
+    try:
+        return Path(doc_id).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
 
 
 def _under(path: Path, directory: Path) -> bool:
