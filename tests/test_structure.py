@@ -984,6 +984,21 @@ def test_a_code_block_that_fits_alone_is_not_cut_to_keep_its_tag_with_it() -> No
     assert any(c.start <= start and end <= c.end for c in chunks)  # whole; the tag goes where it may
 
 
+@pytest.mark.parametrize("context", ["none", "headings"])
+@pytest.mark.parametrize("extra", [0, 5])
+def test_a_code_block_that_fits_alone_is_not_cut_to_keep_the_heading_above_it(
+    context: str, extra: int
+) -> None:
+    """A section that is a heading and a code block that fits a chunk alone but not with the heading: the
+    packer would not end a chunk with the heading, so it cut the block one line before its end."""
+    block = "```python\n" + "".join(f"合計{i} = 集計({i})\n" for i in range(8)) + "```"
+    text = "## 使い方\n\n" + block + "\n\n本文に戻ります。\n"
+    start, end = _code_span(text)
+    chunks = chunk(text, max_size=end - start + extra, context=context)
+    assert any(c.start <= start and end <= c.end for c in chunks), [c.text for c in chunks]
+    assert all(c.headings == ("使い方",) for c in chunks)
+
+
 def test_a_code_block_too_large_for_a_chunk_takes_its_tag_into_its_first_piece() -> None:
     start, end = _code_span(COMPONENT_DOC)
     chunks = chunk(COMPONENT_DOC, max_size=90, context="none")

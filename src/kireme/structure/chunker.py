@@ -464,7 +464,12 @@ class StructureChunker(Chunker):
             # then it is one piece with them, as a block that alone fits max_size and not the budget
             front = outline.opened_from(code.start)
             front = max(a, leads.get(front, front))
-            if sizer.estimate(front, code.end) > budget:
+            if sizer.estimate(front, code.end) > budget or (
+                front > a  # under headings only, which do not fit with it: carved, it goes whole
+                and sizer.estimate(a, code.end) > budget
+                and sizer.estimate(front, code.end) <= self.max_size
+                and _only_headings(text, outline, a, front)
+            ):
                 # a code block that fits max_size is never cut to make room for the context (the
                 # context gives way), nor a code line for the context and the fences
                 whole = sizer.estimate(code.start, code.end)
@@ -521,7 +526,17 @@ class StructureChunker(Chunker):
                 if lead < start:
                     own = rebuild(lead)
             elif text[pos:start].strip():
-                own = rebuild(pos)  # "料金は次のとおり。" goes with the header and first rows
+                if (
+                    own[0].code is not None
+                    and len(own) == 1
+                    and sizer.estimate(lead, end) <= self.max_size < sizer.estimate(pos, end)
+                    and text[pos:lead].strip()
+                ):  # a code block that fits is never cut to keep the heading above it: that goes before it
+                    out.append(Section(pos, lead, budget))
+                    if lead < start:
+                        own = rebuild(lead)
+                else:
+                    own = rebuild(pos)  # "料金は次のとおり。" goes with the header and first rows
             # the closing-tag lines right after the block (`</Sandpack>`) go with its last piece, unless
             # the block fits whole and not with them (it is not cut for them)
             trail = min(outline.closed_to(end), b)
