@@ -315,3 +315,38 @@ def test_the_word_closing_a_notices_block_stays_with_it() -> None:
         for size in range(len(block) + 4, len(block) + 40, 5):  # the blank line before 記 counts
             texts = [c.text for c in make_chunker(strategy, max_size=size).chunk(text)]
             assert not any(t.startswith("以上") for t in texts), (strategy, size, texts)
+
+
+def test_a_speakers_short_turn_is_no_heading_and_the_next_speaker_keeps_their_words() -> None:
+    """A chat line without a full stop (``[10:17] Yamada: thanks``, ``田中：了解です``) looked like a heading:
+    no chunk ended with it, so the next speaker's name was pulled in and cut from what they said, though
+    their whole turn fitted a chunk."""
+    from kireme import make_chunker
+    from kireme.text import headings
+
+    for turn in ("田中：了解です", "[10:17] Yamada: thanks", "mike.chen: ok 👍", "Kobayashi Ken: 確認します"):
+        assert not headings.is_heading_line(turn), turn
+        assert headings.speaker_turn(turn), turn
+    for title in (
+        "第1条：目的",
+        "第一条：目的",
+        "Step 1: Install",
+        "Chapter 2: Results",
+        "[10:02] 田中",
+        "yamada  10:17 AM",
+    ):
+        assert headings.is_heading_line(title), title  # a name on its own line still opens what they say
+    chat = (
+        "[10:17] Yamada: thanks\n"
+        "[10:31] Kobayashi: found it. the rebuild job failed halfway and left old segments. rebuilding now\n"
+    )
+    minutes = "田中：了解です\n佐藤：原因がわかりました。再構築のジョブが途中で失敗して、古いセグメントが残っていました。\n"
+    # `sentence` and `paragraph` read a line without a full stop as wrapped, unless told each line is one
+    for strategy, options in (
+        ("recursive", {}),
+        ("sentence", {"sentences": "lines"}),
+        ("paragraph", {"sentences": "lines"}),
+    ):
+        for text, size in ((chat, 110), (minutes, 50)):
+            texts = [c.text for c in make_chunker(strategy, max_size=size, **options).chunk(text)]
+            assert texts == text.strip().split("\n"), (strategy, texts)

@@ -767,7 +767,7 @@ static PyObject *line_break_cuts(PyObject *self, PyObject *args) {
  * the end of a chunk. At a line end, the line before the cut (trailing whitespace dropped) is a heading when
  * it is a Markdown heading (`#` to `######`, then a space or tab) or, with at most 40 characters after its
  * indentation, no bullet nor "</" first and a letter or digit in it, does not end in prose punctuation
- * (closing brackets looked through); or a lead-in line (`is_lead_in_line`): it ends with ":", "：", "?" or
+ * (closing brackets looked through) and is no speaker's turn (`speaker_turn`); or a lead-in line (`is_lead_in_line`): it ends with ":", "：", "?" or
  * "？" and holds a letter or digit.
  */
 #define MAX_HEADING_CHARS 40
@@ -812,6 +812,33 @@ static int atx_heading(int kind, const void *data, Py_ssize_t i, Py_ssize_t end)
     return d == ' ' || d == '\t';
 }
 
+/* `kireme.text.headings.speaker_turn` for the line [i, end) (its first and after its last non-space
+ * character): a colon after a letter, a letter or digit after the colon, and the word before the colon (back
+ * to a space or one of "])】）」>") holding no digit and not starting with 第: a chat or transcript turn
+ * ("田中：了解です", "[10:17] Yamada: thanks"), no heading */
+static const Py_UCS4 NAME_BOUNDS[] = {']', ')', 0x3011, 0xFF09, 0x300D, '>'}; /* ] ) 】 ） 」 > */
+
+static int speaker_turn(int kind, const void *data, Py_ssize_t i, Py_ssize_t end) {
+    for (Py_ssize_t p = i + 1; p < end; p++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        if ((c != ':' && c != 0xFF1A) || !Py_UNICODE_ISALPHA(PyUnicode_READ(kind, data, p - 1))) continue;
+        int said = 0;
+        for (Py_ssize_t k = p + 1; k < end && !said; k++) said = Py_UNICODE_ISALNUM(PyUnicode_READ(kind, data, k));
+        if (!said) continue;
+        Py_ssize_t s = p;
+        while (s > i) {
+            Py_UCS4 b = PyUnicode_READ(kind, data, s - 1);
+            if (Py_UNICODE_ISSPACE(b) || in_set(b, NAME_BOUNDS, COUNT(NAME_BOUNDS))) break;
+            s--;
+        }
+        if (PyUnicode_READ(kind, data, s) == 0x7B2C) continue; /* 第 */
+        int digit = 0;
+        for (Py_ssize_t k = s; k < p && !digit; k++) digit = Py_UNICODE_ISDIGIT(PyUnicode_READ(kind, data, k));
+        if (!digit) return 1;
+    }
+    return 0;
+}
+
 /* whether a cut at pos leaves a heading line at the end of a chunk (0 or 1) */
 static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
     if (pos <= 0 || pos > n || !at_line_edge(kind, data, n, pos)) return 0;
@@ -849,7 +876,8 @@ static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p
     if (!alnum) return 0;
     Py_ssize_t r = end;
     while (r > i && is_closer(PyUnicode_READ(kind, data, r - 1))) r--;
-    return r == i || !is_prose_end(PyUnicode_READ(kind, data, r - 1));
+    if (r > i && is_prose_end(PyUnicode_READ(kind, data, r - 1))) return 0;
+    return !speaker_turn(kind, data, i, end);
 }
 
 static PyObject *ends_with_heading(PyObject *self, PyObject *args) {
