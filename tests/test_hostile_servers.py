@@ -851,3 +851,23 @@ def test_a_whole_run_never_shows_or_stores_a_key(
         data = path.read_bytes()
         for secret in SECRETS:
             assert secret.encode() not in data, path
+
+
+def silent_then_answer(h: Handler, path: str, body: Any) -> None:
+    """A local model on a CPU: nothing at all until it has read the prompt, then the whole answer."""
+    if not h.server.stopping.wait(1.2):
+        h.reply(completion("宿泊費は12,000円です。"))
+
+
+def test_a_chat_model_silent_until_it_has_read_the_prompt_is_waited_for_up_to_the_deadline(serve) -> None:
+    """Each read of a chat answer was bounded by 60 s whatever `--http-deadline` said, and the message
+    said to "raise the timeout", which no option sets: a local model reading a long prompt for more than
+    a minute could never answer. One read may now take the whole deadline."""
+    server = serve(silent_then_answer)
+    assert chat(server, deadline=300).timeout == 300  # no longer 60
+    assert chat(server).timeout == 120  # the default deadline
+    assert chat(server, deadline=3).complete("宿泊費は？").strip() == "宿泊費は12,000円です。"
+    with pytest.raises(ChatError) as err:
+        chat(server, deadline=3, timeout=0.3).complete("宿泊費は？")  # a read limit asked for is kept
+    message = one_line(str(err.value))
+    assert "did not answer within 0.3s" in message and "--http-deadline" in message

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kireme.errors import ChatError, ConfigError
-from kireme.httpjson import Hints, JsonEndpoint, env, env_name, parse_base_url
+from kireme.httpjson import Hints, JsonEndpoint, deadline_seconds, env, env_name, parse_base_url
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,8 @@ class ChatClient:
 
     ``max_retries`` is how many times a 429/5xx answer is retried (waits ``backoff * 2**n`` seconds, or
     the server's ``Retry-After``, at most 10 s each); ``sleep`` is injectable for tests. ``timeout`` is
-    the longest wait for one read, ``deadline`` for all of an answer, retries included, and
+    the longest wait for one read (by default the deadline: a local model may send nothing until it has
+    read the whole prompt), ``deadline`` for all of an answer, retries included, and
     ``max_response_bytes`` its size (see `kireme.httpjson.JsonEndpoint`). ``url`` is the endpoint as
     messages show it (`kireme.httpjson.redact_url`).
     """
@@ -59,7 +60,7 @@ class ChatClient:
         base_url: str | None = None,
         api_key: str | None = None,
         model: str | None = None,
-        timeout: float = 60,
+        timeout: float | None = None,
         *,
         max_retries: int = 3,
         backoff: float = 0.5,
@@ -75,6 +76,9 @@ class ChatClient:
         self._has_url = bool(explicit_url)
         self.base_url = (explicit_url or DEFAULT_BASE_URL).rstrip("/")
         self.model = model or env("KIREME_CHAT_MODEL", "OPENAI_MODEL") or DEFAULT_MODEL
+        # a model's first byte may come only after it read the whole prompt (minutes for a local model on a
+        # CPU): one read may take as long as the answer's deadline, unless told otherwise
+        timeout = deadline_seconds(deadline) if timeout is None else timeout
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff = backoff
@@ -92,7 +96,7 @@ class ChatClient:
             hints=Hints(
                 unreachable="is the server running? set KIREME_CHAT_BASE_URL (e.g. http://localhost:8000/v1)",
                 key=_KEY_HINT,
-                timeout="raise the timeout or use a faster model",
+                timeout="give it more time (--http-deadline, KIREME_HTTP_DEADLINE) or use a faster model",
                 not_found=f"has no chat completions endpoint or no model {self.model!r}",
                 not_found_hint="check the URL (it usually ends in /v1) and KIREME_CHAT_MODEL",
                 api="a chat completions API",
