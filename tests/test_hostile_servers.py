@@ -871,3 +871,15 @@ def test_a_chat_model_silent_until_it_has_read_the_prompt_is_waited_for_up_to_th
         chat(server, deadline=3, timeout=0.3).complete("宿泊費は？")  # a read limit asked for is kept
     message = one_line(str(err.value))
     assert "did not answer within 0.3s" in message and "--http-deadline" in message
+
+
+def test_kireme_ask_prints_no_terminal_escape_the_model_sent(serve, hash_index: Path, monkeypatch) -> None:
+    """A model's answer went to the terminal as it came: a document that asked it for escape sequences
+    could set the terminal's title or write to its clipboard (OSC 52) through `kireme ask`."""
+    said = "上限は\x1b[31m12,000円\x1b[0mです。\x1b]0;pwned\x07\x1b]52;c;aGk=\x1b\\\r\n以上\x00"
+    server = serve(lambda h, path, body: h.reply(completion(said)))
+    monkeypatch.setenv("KIREME_CHAT_BASE_URL", server.base_url)
+    result = invoke("ask", "宿泊費の上限は？", "--db", str(hash_index))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[:2] == ["上限は12,000円です。", "以上"]
+    assert "\x1b" not in result.stdout and "\x00" not in result.stdout and "\r" not in result.stdout

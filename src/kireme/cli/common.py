@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 from collections.abc import Callable, Collection, Generator, Iterable, Sequence
 from pathlib import Path
@@ -31,6 +32,21 @@ EXIT_USAGE = 2
 EXIT_STORAGE = 4  # the disk is full or read-only: nothing is damaged
 # what an OSError of writing says when the disk is full (or over quota) or read-only: exit `EXIT_STORAGE`
 STORAGE_ERRNOS = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EROFS))
+
+
+# What a terminal would act on in text from elsewhere (a model's answer): escape sequences whole (CSI,
+# OSC up to its terminator, the two-character ones), then any other control character but line feed and tab
+_TERMINAL_CONTROLS = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+
+
+def without_controls(text: str) -> str:
+    """``text`` without terminal escape sequences and control characters (line feeds and tabs kept;
+    ``\\r\\n`` read as a line feed): a model's answer printed as it came could set the terminal's title,
+    write to its clipboard (OSC 52) or overwrite lines, at the bidding of a document it read."""
+    return _TERMINAL_CONTROLS.sub("", text.replace("\r\n", "\n"))
 
 
 class Failures:

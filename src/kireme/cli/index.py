@@ -31,6 +31,7 @@ from kireme.cli.common import (
     positive_budget,
     warn_unused_without_budget,
     widen_option,
+    without_controls,
 )
 from kireme.cli.interrupt import Interrupted, Stopper
 from kireme.cli.progress import ProgressDisplay, quiet_option
@@ -1117,7 +1118,7 @@ def ask_command(
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(1)
-    click.echo(answer.strip())
+    click.echo(without_controls(answer).strip())  # a document it read may have asked it for escapes
     if context.sources:
         click.echo("")
         for source in context.sources:
