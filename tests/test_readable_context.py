@@ -298,19 +298,24 @@ def test_the_prompt_of_ask_names_the_columns_of_a_csv_files_rows() -> None:
     assert tight.tokens <= 20 and "社員27,部署0,127" in tight.text and "氏名" not in tight.text
 
 
-def test_a_table_is_read_by_rows_its_header_with_the_first() -> None:
+def test_a_table_is_read_by_rows_its_header_as_a_heading_of_them() -> None:
+    """The header is one unit read as a heading (never passed alone, never a passage's end); it was glued to
+    the first row, which then weighed more than the others when a row was chosen to fit a budget: "役員が
+    東京に…" got the 大阪 row, which fitted, instead of the 東京 one under the header, which did not."""
     (table,) = markdown_outline(ALLOWANCE, warn=False).tables
     reading = _Reading(ALLOWANCE, (), [(table.start, table.end, table.header[1])])
     units = [ALLOWANCE[s:e] for s, e in reading.units(0, len(ALLOWANCE))]
-    assert units[2:7] == [
-        "| 区分 | 地域 | 日当 | 備考 |\n| --- | --- | --- | --- |\n| 部長 | 国内 | 3,000円 | 半日は半額 |",
+    assert units[2:8] == [
+        "| 区分 | 地域 | 日当 | 備考 |\n| --- | --- | --- | --- |",
+        "| 部長 | 国内 | 3,000円 | 半日は半額 |",
         "| 部長 | 海外 | 6,000円 | 現地通貨で支給 |",
         "| 一般社員 | 国内 | 2,000円 | 半日は半額 |",
         "| 一般社員 | 海外 | 4,500円 | 現地通貨で支給 |",
         "日当は出張の日数に応じて支給する。",
     ]
     spans = reading.units(0, len(ALLOWANCE))
-    assert not any(reading.is_heading(u) for u in spans[2:6])  # a short row is no heading line
+    assert reading.is_heading(spans[2])  # the header names the rows
+    assert not any(reading.is_heading(u) for u in spans[3:7])  # a short row is no heading line
     # a stretch from inside the table: its rows
     row = ALLOWANCE.index("| 部長 | 海外")
     assert ALLOWANCE[slice(*reading.units(row, table.end)[0])] == "| 部長 | 海外 | 6,000円 | 現地通貨で支給 |"
@@ -357,3 +362,25 @@ def test_kireme_search_budget_passes_a_csv_row(tmp_path: Path) -> None:
     assert any("社員27,部署0,内線127" in p["text"] for p in passages)
     assert all(text[p["start"] : p["end"]] == p["text"] for p in passages)
     assert sum(p["size"] for p in passages) <= 30
+
+
+def test_a_hit_cut_to_one_row_takes_the_row_that_answers_though_it_is_the_first() -> None:
+    """Room for one row: the first row (役員, 東京) was glued to the header and did not fit, so the row of
+    役員 and 大阪 — half of the question's words — was passed, and a reader would answer 15,000円."""
+    text = (
+        "## 宿泊費\n\n宿泊費の上限は次の表のとおりとする。\n\n"
+        "| 区分 | 地域 | 上限額 |\n| --- | --- | --- |\n"
+        "| 役員 | 東京 | 18,000円 |\n| 役員 | 大阪 | 15,000円 |\n| 一般 | 東京 | 12,000円 |\n"
+    )
+    (table,) = markdown_outline(text, warn=False).tables
+    rows = {"d": [(table.start, table.end, table.header[1])]}
+    assembler = Assembler({"d": text}.get, tables=lambda doc_id: rows[doc_id])
+    hit = Ranked("d", table.start, table.end, text[table.start : table.end])
+    made = assembler.assemble(
+        [hit], len("| 役員 | 東京 | 18,000円 |") + 2, "役員が東京に泊まるときの宿泊費の上限は？"
+    )
+    assert [s.text for s in made.spans] == ["| 役員 | 東京 | 18,000円 |"]
+    # the header is never passed alone, nor as a passage's end
+    assert all(
+        not s.text.endswith("| --- | --- | --- |") for s in assembler.assemble([hit], 30, "区分").spans
+    )

@@ -1081,8 +1081,8 @@ class _Reading:
     """How the assembly steps through a text: by its sentences, and by its lines inside ``code`` (spans of
     fenced code blocks, where a ``!`` or ``.`` ends no sentence; a block's fence lines joined to its first
     and last line of code) and ``tables`` (``(start, end, header end)``: a table's rows, its header lines
-    joined to its first row); which of its units are heading lines (a short line without closing
-    punctuation: `is_heading_line`; never a line of code nor a table row)."""
+    one unit); which of its units are heading lines (a short line without closing punctuation:
+    `is_heading_line`, and a table's header; never a line of code nor a table row)."""
 
     def __init__(
         self, text: str, code: Sequence[tuple[int, int]] = (), tables: Sequence[tuple[int, int, int]] = ()
@@ -1091,6 +1091,7 @@ class _Reading:
         # (start, end, where the header ends: 0 for a code block)
         self.regions = sorted([(a, b, 0) for a, b in code] + [(a, b, h) for a, b, h in tables])
         self._ends = [b for _, b, _ in self.regions]
+        self._headers: set[tuple[int, int]] = set()  # the header units of tables (`units`)
 
     def _in_lines(self, pos: int) -> bool:
         """Whether ``pos`` is inside a code block or a table (read by lines)."""
@@ -1120,10 +1121,14 @@ class _Reading:
                     s += 1
                 if s < e:
                     lines.append((s, e))
-            if header_end:  # a table: its header lines go with its first row (a header alone names nothing)
+            if header_end:  # a table: its header lines are one unit, read as a heading line (`is_heading`):
+                # never passed alone nor at a run's end, and not glued to the first row, which would then
+                # weigh more than the other rows when a row is chosen to fit (`Assembler._best_run`)
                 if a == rs and lines:
-                    k = min(len(lines), 1 + sum(1 for s, _ in lines if s < header_end))
-                    lines[:k] = [(lines[0][0], lines[k - 1][1])]
+                    k = sum(1 for s, _ in lines if s < header_end)
+                    if k:
+                        lines[:k] = [(lines[0][0], lines[k - 1][1])]
+                        self._headers.add(lines[0])
             else:
                 # a fence line goes with the line of code next to it: a passage never holds a fence alone
                 # ("```css", nothing to read) nor starts at a closing or ends at an opening fence
@@ -1139,7 +1144,7 @@ class _Reading:
 
     def is_heading(self, span: tuple[int, int]) -> bool:
         if self.regions and self._in_lines(span[0]):
-            return False
+            return span in self._headers  # a table's header: it names its rows, as a heading its body
         line = _line_of(self.text, *span)
         return bool(line) and is_heading_line(line)
 
