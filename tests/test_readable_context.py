@@ -384,3 +384,24 @@ def test_a_hit_cut_to_one_row_takes_the_row_that_answers_though_it_is_the_first(
     assert all(
         not s.text.endswith("| --- | --- | --- |") for s in assembler.assemble([hit], 30, "区分").spans
     )
+
+
+def test_a_passage_grows_into_a_table_by_its_header_and_first_row_together() -> None:
+    """With the header a unit of its own, growth stopped at it as at another section's heading: the
+    sentence announcing the table was passed without any row, though the header and a row fitted."""
+    from kireme.assemble import grow_span
+
+    text = (
+        "## 宿泊費\n\n宿泊費の上限は次の表のとおりとする。\n\n"
+        "| 区分 | 地域 | 上限額 |\n| --- | --- | --- |\n"
+        "| 役員 | 東京 | 18,000円 |\n| 役員 | 大阪 | 15,000円 |\n\n## 日当\n\n日当は三千円とする。\n"
+    )
+    (table,) = markdown_outline(text, warn=False).tables
+    reading = _Reading(text, (), [(table.start, table.end, table.header[1])])
+    start = text.index("宿泊費の上限")
+    end = text.index("。", start) + 1
+    first_row = text.index("| 役員 | 東京 | 18,000円 |") + len("| 役員 | 東京 | 18,000円 |")
+    s, e = grow_span(text, start, end, first_row - start + 3, lambda a, b: b - a, reading=reading)
+    assert text[s:e].endswith("| 役員 | 東京 | 18,000円 |"), text[s:e]
+    s, e = grow_span(text, start, end, len(text), lambda a, b: b - a, reading=reading)
+    assert text[s:e].endswith("| 役員 | 大阪 | 15,000円 |")  # the whole table, not the next section

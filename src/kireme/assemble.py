@@ -926,9 +926,26 @@ class _Around:
         return i >= 0 and self.sentences[i][0] == self.s and self.reading.is_heading(self.sentences[i])
 
     def next(self) -> tuple[int, int] | None:
-        """The sentence after the span, if offered."""
+        """The sentence after the span, if offered; a table's header with the row after it (a passage
+        never ends with a header), taken together by `take_next`."""
         j, n = self.j, len(self.sentences)
-        return self.sentences[j] if j < n and (self.hi == len(self.text) or j < n - 1) else None
+        if not (j < n and (self.hi == len(self.text) or j < n - 1)):
+            return None
+        unit = self.sentences[j]
+        if self.reading.is_table_header(unit):
+            if not (j + 1 < n and (self.hi == len(self.text) or j + 1 < n - 1)):
+                return None
+            return unit[0], self.sentences[j + 1][1]
+        return unit
+
+    def take_next(self) -> None:
+        """Count the sentence(s) `next` offered as the span's."""
+        self.j += 2 if self.reading.is_table_header(self.sentences[self.j]) else 1
+
+    def section_start(self, unit: tuple[int, int]) -> bool:
+        """Whether ``unit`` is a heading line the span does not grow across (a table's header is none: it
+        names the rows below it, inside the section)."""
+        return self.reading.is_heading(unit) and not self.reading.is_table_header(unit)
 
     def prev(self) -> tuple[int, int] | None:
         """The sentence before the span, if offered."""
@@ -982,11 +999,11 @@ def grow_span(
         moved = False
         nxt = None if down_blocked else around.next()
         if nxt is not None:
-            if reading.is_heading(nxt):
+            if around.section_start(nxt):
                 down_blocked = True
             elif size(s, nxt[1]) <= limit:
                 e = nxt[1]
-                around.j += 1
+                around.take_next()
                 moved = True
             else:
                 down_blocked = True
@@ -996,7 +1013,7 @@ def grow_span(
                 s = prev[0]
                 around.i -= 1
                 moved = True
-                if reading.is_heading(prev):  # the section's own heading: taken, and no further up
+                if around.section_start(prev):  # the section's own heading: taken, and no further up
                     up_blocked = True
             else:
                 up_blocked = True
@@ -1035,7 +1052,7 @@ def guided_span(
         ] = []  # (gain, after first, terms, sentence)
         nxt = None if down_blocked else around.next()
         if nxt is not None:
-            if reading.is_heading(nxt):
+            if around.section_start(nxt):
                 down_blocked = True
             else:
                 new = wanted.intersection(tokenize(text[slice(*nxt)])) - held
@@ -1054,14 +1071,14 @@ def guided_span(
                 down_blocked = True
                 continue
             e = b
-            around.j += 1
+            around.take_next()
         else:
             if size(a, e) > limit:
                 up_blocked = True
                 continue
             s = a
             around.i -= 1
-            up_blocked = reading.is_heading((a, b))  # the section's own heading: no further up
+            up_blocked = around.section_start((a, b))  # the section's own heading: no further up
         held |= new
     return s, e
 
@@ -1141,6 +1158,10 @@ class _Reading:
         if pos < hi:
             out += sentence_spans_in(text, pos, hi)
         return out
+
+    def is_table_header(self, span: tuple[int, int]) -> bool:
+        """Whether ``span`` is a table's header unit (`units`)."""
+        return span in self._headers
 
     def is_heading(self, span: tuple[int, int]) -> bool:
         if self.regions and self._in_lines(span[0]):
