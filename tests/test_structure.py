@@ -1537,3 +1537,18 @@ def test_an_excel_title_row_above_the_header_is_not_the_header() -> None:
     plain = Document(text[text.index("商品コード") :], id="p.csv", metadata={"format": "csv"})
     first = make_chunker("markdown", max_size=80, table="records").chunk(plain)
     assert "商品コード: A-001" in first[0].embed_text
+
+
+def test_a_string_given_to_the_markdown_strategy_is_read_as_markdown() -> None:
+    """``chunk("# …", strategy="markdown")`` read the string as plain text: no heading path, no context,
+    the cuts by the plain-text rules — though the strategy named says what the string is."""
+    from kireme import chunk as chunk_it
+
+    text = "# 就業規則\n\n## 第1章 総則\n\n本文です。これは規則の本文です。\n\n## 第2章 賃金\n\n賃金は月末に支払う。\n"
+    chunks = chunk_it(text, strategy="markdown", max_size=40)
+    assert [c.headings for c in chunks] == [
+        c.headings for c in chunk(text, max_size=40)
+    ]  # as a Markdown document's
+    assert ("就業規則", "第2章 賃金") in [c.headings for c in chunks]
+    assert all("就業規則" in c.embed_text for c in chunks)  # the heading path as context
+    assert chunk_it(text, strategy="recursive", max_size=40)[0].headings == ()  # other strategies: text

@@ -128,6 +128,9 @@ class Chunker:
     tokenizer: str | None = None
     sentences: str = "auto"
     strategy: ClassVar[str] = ""
+    # what a plain string handed to `chunk` is read as: plain text, unless the strategy says it reads
+    # something else (``markdown``: a string given to it is Markdown, its headings parsed and named)
+    string_format: ClassVar[str | None] = None
     measure: Measure = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -330,7 +333,12 @@ class Chunker:
 
     def chunk(self, document: Document | str) -> list[Chunk]:
         """Cut one document (or a plain string) into chunks; ``""`` gives ``[]``."""
-        doc = document if isinstance(document, Document) else text_document(_require_str(document))
+        if isinstance(document, Document):
+            doc = document
+        elif self.string_format is None:
+            doc = text_document(_require_str(document))
+        else:
+            doc = Document(_require_str(document), metadata={"format": self.string_format})
         if not doc.text or doc.text.isspace():
             return []
         chunker = self.for_document(doc)

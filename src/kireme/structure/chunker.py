@@ -78,6 +78,7 @@ class StructureChunker(Chunker):
     context: str = "headings"
     table: str = "rows"
     strategy: ClassVar[str] = "markdown"
+    string_format: ClassVar[str | None] = "markdown"  # `chunk("# 見出し…")`: a string given to it is Markdown
 
     def __post_init__(self) -> None:
         super().__post_init__()
