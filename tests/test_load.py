@@ -196,6 +196,11 @@ def test_a_plain_text_file_is_titled_by_its_name(tmp_path: Path) -> None:
         load_bytes("# 在宅勤務規程\n\n本文。\n".encode(), "<stdin>", format="markdown").title
         == "在宅勤務規程"
     )
+    # bytes given without a name (an upload, a framework's byte stream): no title, not their content hash,
+    # which was put in front of every chunk's embed_text as if it named the document
+    for fmt in ("text", "markdown"):
+        nameless = load_bytes("## 第1章\n\n本文です。\n".encode(), "", format=fmt)
+        assert nameless.title == "" and nameless.id.startswith("sha256:")
 
 
 REMOTE_WORK = """\

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 import stat
 from collections.abc import Collection, Iterator
 from pathlib import Path
@@ -89,12 +90,17 @@ def load_text(text: str, id: str = "", **metadata: object) -> Document:
     return Document(text=text, id=id, metadata=metadata)
 
 
+# `Document.id` of a document made without one (`kireme.document`): a hash, not a name
+_CONTENT_ID = re.compile(r"sha256:[0-9a-f]{16}")
+
+
 def file_title(id: str) -> str:
     """The title a file's name gives: its name without the extension (``出張旅費規程`` for
-    ``規程/出張旅費規程.txt``); ``""`` for a stream such as ``<stdin>``. A name that is not valid UTF-8
+    ``規程/出張旅費規程.txt``); ``""`` for a stream such as ``<stdin>`` and for bytes given without a name
+    (whose id is their content hash, ``sha256:…``: no title to read). A name that is not valid UTF-8
     (kept as surrogate escapes in the id) gives its bytes decoded with U+FFFD for what cannot be read: a
     title is text for a reader and a store, and every store keeps UTF-8 only."""
-    if not id or id.startswith("<"):
+    if not id or id.startswith("<") or _CONTENT_ID.fullmatch(id) is not None:
         return ""
     stem = Path(id).stem.strip()
     try:
