@@ -1086,3 +1086,37 @@ def test_the_budget_a_too_small_budget_names_passes_the_best_hit(
     if needs > 1:
         with pytest.raises(BudgetTooSmallError):
             assembler.assemble(hit, needs - 1, "")
+
+
+def test_unit_tokens_counts_tokens_and_a_measure_that_does_not_is_refused() -> None:
+    """``Assembler(text_of, unit="tokens")`` counted characters (``measure`` defaulted to ``len``) and called
+    them tokens: a 46-token budget passed 48 cl100k tokens."""
+    from kireme.length import Tokens
+
+    text = "東京の宿泊費の上限は一泊一万八千円とする。大阪の宿泊費の上限は一泊一万五千円とする。" * 3
+    hit = Ranked("d", 0, len(text), text)
+    tokens = Tokens()
+    for budget in (30, 46):
+        made = Assembler({"d": text}.get, unit="tokens").assemble([hit], budget, "東京")
+        assert made.unit == "tokens" and sum(tokens(s.text) for s in made.spans) <= budget
+    with pytest.raises(ConfigError, match="measure=len counts characters"):
+        Assembler({"d": text}.get, len, unit="tokens")
+    with pytest.raises(ConfigError, match="needs a measure"):
+        Assembler({"d": text}.get, unit="words")
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "text", "said"),
+    [
+        (0, 999, None, "not end - start"),  # the whole text with an end past it: an IndexError deep inside
+        (10, 5, "", "0 <= start <= end"),  # was "a budget of 60 chars is smaller than one sentence"
+        (-1, 4, "第1条", "0 <= start <= end"),
+    ],
+)
+def test_a_hit_whose_offsets_cannot_be_its_texts_is_refused_by_name(
+    start: int, end: int, text: str | None, said: str
+) -> None:
+    document = "第1条 宿泊費は一泊一万円とする。第2条 日当は三千円とする。"
+    hit = Ranked("規程", start, end, document if text is None else text)
+    with pytest.raises(ConfigError, match=rf"hit '規程' \[{start}:{end}\].*{re.escape(said)}"):
+        Assembler({"規程": document}.get).assemble([hit], 60)

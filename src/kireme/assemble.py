@@ -203,11 +203,26 @@ class _Piece:
     known: bool = True  # the document's text holds the piece (else its text is the unit's own)
 
 
+def _measure_of(unit: str) -> Callable[[str], int]:
+    """The measure a budget ``unit`` names when none is given: ``len`` for ``"chars"``, cl100k_base for
+    ``"tokens"`` (`kireme.length.Tokens`); any other unit needs its measure."""
+    if unit == "chars":
+        return len
+    if unit == "tokens":
+        from kireme.length import Tokens
+
+        return Tokens()
+    raise ConfigError(
+        f"unit={unit!r} needs a measure that counts it (measure=...); chars and tokens have one"
+    )
+
+
 class Assembler:
     """Builds `Context` objects from ranked units; one per document collection and measure.
 
     ``text_of(doc_id)`` gives a document's text (``None`` when unknown: its hits are passed whole, not
-    grown); ``measure`` counts the budget's unit (``len`` for characters, `kireme.length.Tokens`);
+    grown); ``measure`` counts the budget's unit (``len`` for characters, `kireme.length.Tokens`; by
+    default the one ``unit`` names: ``"chars"`` or ``"tokens"``, cl100k_base);
     ``widen``: the hit at rank r grows when the budget holds ``widen × r`` mean units (0: never);
     ``cut``: ``"all"`` hits that do not fit whole give their best sentences that fit, ``"best"`` only the
     best hit when nothing else fits;
@@ -242,7 +257,7 @@ class Assembler:
     def __init__(
         self,
         text_of: TextOf,
-        measure: Callable[[str], int] = len,
+        measure: Callable[[str], int] | None = None,
         *,
         unit: str = "chars",
         policy: str = "spans",
@@ -265,6 +280,12 @@ class Assembler:
         if cut not in CUTS:
             raise ConfigError(f"cut must be one of {', '.join(CUTS)}, got {cut!r}")
         self._text_of = text_of
+        measure = _measure_of(unit) if measure is None else measure
+        if measure is len and unit != "chars":
+            raise ConfigError(
+                f"unit={unit!r} with measure=len counts characters and calls them {unit}: pass a measure "
+                "that counts them (kireme.length.Tokens() for cl100k_base tokens), or unit='chars'"
+            )
         self._texts: dict[str, str | None] = {}
         self.measure = measure
         self.unit = unit
@@ -295,6 +316,8 @@ class Assembler:
         """
         if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
             raise ConfigError(f"the context budget must be a whole number of {self.unit} > 0, got {budget!r}")
+        for unit in ranked:
+            self._check(unit)
         state = _State(self, budget)
         wanted = frozenset(tokenize(query)) if query else frozenset()
         head = [self._as_read(u) for u in ranked[:20]] if self.hidden is not None else ranked[:20]
@@ -498,6 +521,24 @@ class Assembler:
         if finer is not None and len(finer) > len(own) and tuple(finer[: len(own)]) == own:
             return [tuple(finer), own]
         return [own]
+
+    def _check(self, unit: Ranked) -> None:
+        """A `ConfigError` naming a hit whose offsets cannot be its text's: before its start, an end before
+        its start or past its document's text, a text of another length (`Ranked`'s contract)."""
+        where = f"hit {unit.doc_id!r} [{unit.start}:{unit.end}]"
+        if (
+            not isinstance(unit.start, int)
+            or not isinstance(unit.end, int)
+            or not 0 <= unit.start <= unit.end
+        ):
+            raise ConfigError(f"{where}: start and end must be whole numbers with 0 <= start <= end")
+        if len(unit.text) != unit.end - unit.start:
+            raise ConfigError(
+                f"{where}: its text has {len(unit.text)} characters, not end - start = {unit.end - unit.start}"
+            )
+        text = self.text(unit.doc_id)
+        if text is not None and unit.end > len(text):
+            raise ConfigError(f"{where}: ends past its document's text ({len(text)} characters)")
 
     def _document(self, unit: Ranked) -> str | None:
         """The unit's document text when it is known and agrees with the unit (else ``None``)."""
