@@ -562,3 +562,22 @@ def test_a_csv_record_with_a_line_break_in_a_quoted_cell_is_never_cut_there() ->
     # a text file with the same lines is cut at its lines as before: only a CSV is read by records
     plain = make_chunker("recursive", max_size=60).chunk(Document(text, id="prices.txt"))
     assert any(c.start not in starts or c.end not in ends for c in plain)
+
+
+def test_an_option_declared_bool_takes_only_true_or_false() -> None:
+    """``merge_paragraphs="no"`` was taken as true (a non-empty string) and merged the paragraphs."""
+    with pytest.raises(ConfigError, match="merge_paragraphs must be True or False, not 'no'"):
+        make_chunker("paragraph", merge_paragraphs="no")
+    texts = [
+        c.text for c in make_chunker("paragraph", merge_paragraphs=False).chunk("一段落目。\n\n二段落目。")
+    ]
+    assert texts == ["一段落目。", "二段落目。"]
+
+
+def test_chunks_go_in_sets_and_dict_keys_by_their_id() -> None:
+    """`Chunk` is a frozen dataclass, yet ``{chunk}`` raised "unhashable type: 'mappingproxy'"."""
+    text = "宿泊費は一泊一万円とする。日当は三千円とする。"
+    first = make_chunker("sentence", max_size=14).chunk(text)
+    again = make_chunker("sentence", max_size=14).chunk(text)
+    assert len(first) == 2 and set(first) == set(again) and len({*first, *again}) == 2
+    assert {c: c.text for c in first}[again[1]] == "日当は三千円とする。"

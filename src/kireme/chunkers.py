@@ -6,6 +6,8 @@ where to cut (step 2). That is why every strategy obeys the same size, offset an
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -141,6 +143,10 @@ class Chunker:
             raise ConfigError(
                 f"context_in_budget must be True, False or None, not {self.context_in_budget!r}"
             )
+        for option in _bool_fields(type(self)):  # "no" is a true string: merge_paragraphs="no" merged
+            value = getattr(self, option)
+            if not isinstance(value, bool):
+                raise ConfigError(f"{option} must be True or False, not {value!r}")
         for name in ("max_size", "min_size", "overlap"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
@@ -579,6 +585,12 @@ class SentenceChunker(Chunker):
 
     def levels(self) -> list[Level]:
         return [SENTENCE, CLAUSE, WORD, SCRIPT]
+
+
+@functools.cache
+def _bool_fields(cls: type) -> tuple[str, ...]:
+    """The options of a chunker class declared ``bool`` (annotations are strings here)."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.type in ("bool", bool))
 
 
 @dataclass(frozen=True)

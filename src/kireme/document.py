@@ -241,6 +241,11 @@ class Chunk:
         if self.embed_text is None:
             object.__setattr__(self, "embed_text", self.text)
 
+    def __hash__(self) -> int:
+        """By its id, which names it (its document, the configuration and its span): chunks go in sets and
+        dict keys (the generated hash failed on the read-only ``metadata``); equal chunks share an id."""
+        return hash(self.id)
+
     def __getstate__(self) -> dict[str, Any]:
         if "_ids" in self.__dict__:
             _ = self.id  # the id and doc_id travel, not the document they are worked out from

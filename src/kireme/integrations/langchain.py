@@ -107,6 +107,8 @@ class KiremeTextSplitter(TextSplitter):
         format: str | None = None,
         **options: Any,
     ) -> None:
+        if not isinstance(add_start_index, bool):  # "no" would have added them
+            raise ConfigError(f"add_start_index must be True or False, not {add_start_index!r}")
         self._splitting = Splitting(strategy, options, format)
         self._page_content = check_page_content(page_content)
         chunker = self._splitting.chunker
@@ -115,7 +117,7 @@ class KiremeTextSplitter(TextSplitter):
             chunk_size=chunker.max_size,
             chunk_overlap=chunker.overlap,
             length_function=length,
-            add_start_index=bool(add_start_index),
+            add_start_index=add_start_index,
             strip_whitespace=False,
         )
 
