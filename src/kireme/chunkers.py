@@ -7,7 +7,6 @@ where to cut (step 2). That is why every strategy obeys the same size, offset an
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -587,10 +586,15 @@ class SentenceChunker(Chunker):
         return [SENTENCE, CLAUSE, WORD, SCRIPT]
 
 
-@functools.cache
+_BOOL_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _bool_fields(cls: type) -> tuple[str, ...]:
-    """The options of a chunker class declared ``bool`` (annotations are strings here)."""
-    return tuple(f.name for f in dataclasses.fields(cls) if f.type in ("bool", bool))
+    """The options of a chunker class declared ``bool`` (annotations are strings here), found once."""
+    found = _BOOL_FIELDS.get(cls)
+    if found is None:
+        found = _BOOL_FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.type in ("bool", bool))
+    return found
 
 
 @dataclass(frozen=True)
