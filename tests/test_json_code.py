@@ -688,3 +688,30 @@ def test_load_reads_json_and_code_as_text(project: Path) -> None:
     assert load(project / "data" / "events.jsonl").format == "jsonl"
     assert load(project / "data" / "orders.json").text == ORDERS
     assert format_of("x.tsx") == "code" and language_of("x.tsx") == "tsx" and format_of("x.unknown") == "text"
+
+
+def test_an_overlap_of_code_starts_at_a_line_never_inside_one() -> None:
+    """With ``--overlap`` a code chunk began at a word inside a line (``helper.\"\"\"``, ``deco(fn):``, and
+    ``deco`` of the previous function glued in front of the next one's ``def``)."""
+    source = (
+        "def outer(times):\n"
+        '    """Retry helper."""\n'
+        "    def deco(fn):\n"
+        "        def wrapper(*args):\n"
+        "            return fn(*args)\n"
+        "        return wrapper\n"
+        "    return deco\n\n\n"
+        "def other():\n"
+        "    return 1\n"
+    )
+    overlapped = 0
+    for max_size, overlap in ((80, 20), (80, 40), (120, 40), (100, 50)):
+        doc = code_doc(source, "ov.py")
+        chunker = make_chunker("code", max_size=max_size, overlap=overlap)
+        chunks = chunker.chunk(doc)
+        check_invariants(doc, chunks, max_size=max_size, overlap=overlap, chunker=chunker)
+        for c in chunks:
+            line_start = source.rfind("\n", 0, c.start) + 1
+            assert not source[line_start : c.start].strip(), (max_size, overlap, c.text)  # indentation only
+        overlapped += sum(c.start < p.end for p, c in itertools.pairwise(chunks))
+    assert overlapped  # whole lines still overlap where they fit

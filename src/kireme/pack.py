@@ -148,6 +148,7 @@ class _Packer:
         span: Span | None = None,
         hard_max_size: int | None = None,
         cut_memo: dict[tuple[int, int, int], tuple[int, list[int]]] | None = None,
+        overlap_levels: int | None = None,
     ) -> None:
         if not isinstance(keep_headings, bool):
             raise TypeError(
@@ -163,6 +164,9 @@ class _Packer:
         self.max_size = max_size
         self.min_size = min_size
         self.overlap = overlap
+        # how many of the levels (strongest first) an overlap may start at: all, or (code, JSON) those
+        # between lines, never inside one
+        self.overlap_levels = self.levels if overlap_levels is None else self.levels[:overlap_levels]
         self.merge = merge
         self.budget = max_size - overlap
         # a grapheme cluster up to this size is never split, even when it is over ``max_size`` (a caller's
@@ -532,7 +536,7 @@ class _Packer:
         if earliest >= prev_end:
             return start
         quotes = sentence_index(self.text)  # an overlap never starts inside 「…」 the rules protect
-        for level in self.levels:
+        for level in self.overlap_levels:
             cuts = self.cut_filter.keep(level.cuts(self.text, max(0, earliest - 1), prev_end))
             cuts = [c for c in cuts if c >= earliest and not quotes.inside_quote(c)]
             if cuts:
@@ -873,6 +877,7 @@ def pack(
     packing: str = "greedy",
     target_size: int | None = None,
     cut_memo: dict[tuple[int, int, int], tuple[int, list[int]]] | None = None,
+    overlap_levels: int | None = None,
 ) -> list[PackedSpan]:
     """Cut ``text`` at the strongest available boundaries into spans of at most ``max_size``.
 
@@ -888,6 +893,8 @@ def pack(
     (`_OptimalPacker`), aiming at chunks of ``target_size`` (default: the largest a chunk may be).
     ``cut_memo``: a dict the caller keeps for several packings of the same ``text`` with the same
     ``levels`` (sections of one document, packed again tighter): the cuts found in a span are reused.
+    ``overlap_levels``: how many of ``levels`` (strongest first) an overlap may start at (default all;
+    code and JSON: those between lines, so that no overlap starts inside a line).
     """
     if packing not in PACKINGS:
         raise ConfigError(f"packing must be one of {', '.join(PACKINGS)}, not {packing!r}")
@@ -922,5 +929,6 @@ def pack(
         span=span,
         hard_max_size=hard_max_size,
         cut_memo=cut_memo,
+        overlap_levels=overlap_levels,
         **extra,
     ).run()

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kireme.boundaries.levels import Level
+from kireme.boundaries.levels import SCRIPT, WORD, Level
 from kireme.chunkers import ChunkPlan
 from kireme.document import Document
 from kireme.pack import PackedSpan, pack
@@ -48,6 +48,11 @@ def plan_with_paths(chunker: Chunker, doc: Document, levels: Sequence[Level], la
     counts = chunker.context_counts
     floor = min(max_size, overlap + max(1, (max_size - overlap) // 2))
     budget = max(floor, max_size - context.largest()) if counts else max_size
+    # an overlap starts at a line (or a definition, a statement), never at a word inside one: code read
+    # from the middle of a line (`helper."""`, `deco(fn):`) is no context
+    inside_lines = next(
+        (i for i, level in enumerate(levels) if level is WORD or level is SCRIPT), len(levels)
+    )
     tries = 0
     while True:
         spans: list[PackedSpan] = pack(
@@ -59,6 +64,7 @@ def plan_with_paths(chunker: Chunker, doc: Document, levels: Sequence[Level], la
             overlap=overlap,
             keep_headings=False,
             hard_max_size=max_size,
+            overlap_levels=inside_lines,
             **chunker.packing_options(),
         )
         if not counts or budget <= floor:
