@@ -406,3 +406,24 @@ def test_chunk_to_a_full_disk_exits_4_and_says_the_output_is_incomplete(rules: P
     assert lines[0] == "kireme: error: writing the output: No space left on device"
     assert lines[-1].endswith("; the output stopped at the error: not all of it was written"), lines
     assert "Traceback" not in result.stderr
+
+
+def test_a_folder_walk_says_what_it_left_out_that_could_be_read(tmp_path: Path) -> None:
+    """`kireme chunk repo/` read the README and said nothing of the source, JSON, YAML and subtitles it
+    left out; the user learned it from a sentence in the docs."""
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "README.md").write_text("# 在庫API\n\n在庫数は毎朝更新されます。\n", encoding="utf-8")
+    (repo / "src" / "stock.py").write_text("def count():\n    return 120\n", encoding="utf-8")
+    (repo / "config.yaml").write_text("shipping:\n  free_threshold: 5000\n", encoding="utf-8")
+    (repo / "talk.srt").write_text("1\n00:00:01,000 --> 00:00:02,000\nこんにちは\n", encoding="utf-8")
+    (repo / "logo.png").write_bytes(b"\x89PNG\r\n")
+    result = run("chunk", str(repo))
+    assert result.returncode == 0, result.stderr
+    notes = [line for line in result.stderr.decode().splitlines() if "left out" in line]
+    assert len(notes) == 1
+    note = notes[0]
+    assert "3 file(s) left out" in note and ".py ×1" in note and "--strategy code" in note
+    assert ".srt, .yaml: name the files to read them as text" in note and ".png" not in note
+    quiet = run("chunk", str(repo / "README.md"), str(repo / "config.yaml"))
+    assert "left out" not in quiet.stderr.decode()  # files named are read, nothing left out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import errno
 import os
 import re
@@ -84,6 +85,59 @@ class Failures:
         return 0
 
 
+# Files a walk leaves out that hold text a user may have meant to index: said in one line (images,
+# archives and the like are left out without a word)
+_TEXT_SUFFIXES = frozenset(
+    [
+        ".srt",
+        ".vtt",
+        ".yaml",
+        ".yml",
+        ".toml",
+        ".ini",
+        ".cfg",
+        ".conf",
+        ".log",
+        ".rst",
+        ".adoc",
+        ".org",
+        ".tex",
+        ".xml",
+        ".sql",
+        ".env",
+    ]
+)
+
+
+def _left_out_note(folder: str, left_out: collections.Counter[str], suffixes: Collection[str] | None) -> str:
+    """One line for the files of ``folder`` the walk left out that another strategy reads (source code,
+    JSON, documents) or that hold text (subtitles, YAML...), with how to read them; ``""`` when none."""
+    from kireme.load.registry import CODE_SUFFIXES, JSON_SUFFIXES
+
+    documents = frozenset(SUPPORTED_SUFFIXES) - frozenset(JSON_SUFFIXES)
+    groups = (
+        ("--strategy code", CODE_SUFFIXES),
+        ("--strategy json", JSON_SUFFIXES),
+        ("a text strategy", documents),
+        ("name the files to read them as text", _TEXT_SUFFIXES),
+    )
+    counts: list[str] = []
+    hints: list[str] = []
+    total = 0
+    for hint, readable in groups:
+        kinds = sorted(k for k in left_out if k in readable)
+        if kinds:
+            counts += [f"{k} ×{left_out[k]}" for k in kinds]
+            hints.append(f"{', '.join(kinds)}: {hint}")
+            total += sum(left_out[k] for k in kinds)
+    if not total:
+        return ""
+    return (
+        f"kireme: note: {folder}: {total} file(s) left out that this strategy does not read "
+        f"({', '.join(counts)}; {'; '.join(hints)})"
+    )
+
+
 def _other_strategy(folder: Path, suffixes: Collection[str] | None) -> str:
     """For a folder with nothing this strategy reads: the strategy that reads what it holds (source code,
     JSON, documents), as ``"; it holds 3 .py file(s): use --strategy code"``, or ``""``."""
@@ -136,7 +190,10 @@ def expand_paths(
                 continue
             failures.report(f"{raw}: no such file or directory", usage=True)
             continue
-        found = list(iter_paths(p, suffixes))
+        left_out: collections.Counter[str] = collections.Counter()
+        found = list(iter_paths(p, suffixes, left_out))
+        if found and (note := _left_out_note(raw, left_out, suffixes)):
+            echo_err(note)
         if p.is_dir() and not found:
             if pruning:
                 echo_err(f"kireme: warning: {raw}: no files to read; what was indexed from it is pruned")

@@ -15,6 +15,7 @@ notebook's metadata or first heading), else the file name without its extension.
 
 from __future__ import annotations
 
+import collections
 import io
 import logging
 import os
@@ -263,10 +264,15 @@ def load(
     return load_bytes(data, shown, encoding, fmt, outputs=outputs, title=title)
 
 
-def iter_paths(path: str | os.PathLike[str], suffixes: Collection[str] | None = None) -> Iterator[Path]:
+def iter_paths(
+    path: str | os.PathLike[str],
+    suffixes: Collection[str] | None = None,
+    left_out: collections.Counter[str] | None = None,
+) -> Iterator[Path]:
     """A file as itself; a directory as its files with one of ``suffixes`` (default: the documents of
     `SUPPORTED_SUFFIXES`; JSON and source files only when asked for: `walked_suffixes`), recursively, in
-    sorted order."""
+    sorted order, folders whose name starts with ``.`` left out. ``left_out`` counts the files of the walk
+    it did not yield, by extension (``""`` for none)."""
     p = Path(path)
     wanted = SUPPORTED_SUFFIXES if suffixes is None else suffixes
     if p.is_dir():
@@ -275,6 +281,8 @@ def iter_paths(path: str | os.PathLike[str], suffixes: Collection[str] | None = 
             for name in sorted(filenames):
                 child = Path(dirpath) / name
                 if child.suffix.lower() not in wanted:
+                    if left_out is not None and not name.startswith("."):
+                        left_out[child.suffix.lower()] += 1
                     continue
                 try:
                     regular = stat.S_ISREG(child.stat().st_mode)
