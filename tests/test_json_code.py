@@ -715,3 +715,13 @@ def test_an_overlap_of_code_starts_at_a_line_never_inside_one() -> None:
             assert not source[line_start : c.start].strip(), (max_size, overlap, c.text)  # indentation only
         overlapped += sum(c.start < p.end for p, c in itertools.pairwise(chunks))
     assert overlapped  # whole lines still overlap where they fit
+
+
+def test_a_line_too_long_for_a_chunk_is_cut_after_its_items_not_between_a_key_and_its_value() -> None:
+    """A literal of a hundred pairs on one line was cut at any space: chunks ended with ``"key_10":``
+    and the next began with its ``"value_10",``."""
+    source = "CONFIG = {" + ", ".join(f'"key_{i}": "value_{i}"' for i in range(1, 101)) + "}\n"
+    chunks = chunk_code(source, "cfg.py", 200)
+    assert len(chunks) > 5
+    for c in chunks[:-1]:
+        assert c.text.endswith(","), c.text[-30:]

@@ -47,7 +47,10 @@ MAX_NESTING = 64
 MAX_SIGNATURE = 160
 
 _BLANK_LINE = RegexLevel(r"\r?\n[ \t]*\r?\n", "blank line")
-TAIL_LEVELS: list[Level] = [_BLANK_LINE, LINE, WORD, SCRIPT]
+# Inside a line too long for a chunk (a literal of a hundred pairs, minified code): after a comma or a
+# semicolon first, so that an item stays whole (``"key_10": "value_10",``), never cut from its value
+_ITEM_END = RegexLevel(r"[,;][ \t]+", "after a comma or semicolon", cut_after=True)
+TAIL_LEVELS: list[Level] = [_BLANK_LINE, LINE, _ITEM_END, WORD, SCRIPT]
 
 _C_COMMENTS = (b"//", b"/*", b"*")
 
