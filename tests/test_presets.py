@@ -423,3 +423,27 @@ code_texts = st.lists(st.sampled_from(_CODE_ATOMS), max_size=60).map("".join)
 def test_invariants_on_code_like_text(preset: str, text: str, max_size: int) -> None:
     chunker = make_chunker("recursive", preset=preset, max_size=max_size)
     check_chunks(text, chunker.chunk(text), max_size, chunker)
+
+
+def test_recursive_auto_reads_a_source_file_with_its_languages_preset(tmp_path) -> None:
+    """`kireme chunk models.py` (no strategy, preset auto) cut Python with the prose rules: a class's
+    docstring cut in the middle, ``class LineItem:`` left with the first line of it."""
+    from kireme import load, make_chunker
+
+    source = tmp_path / "models.py"
+    source.write_text(
+        "import decimal\n\n\n"
+        "class LineItem:\n"
+        '    """注文の明細行。\n\n    Attributes:\n        sku: 商品コード。\n        quantity: 数量。\n    """\n\n'
+        "    sku: str\n    quantity: int\n\n"
+        "    def subtotal(self, price: decimal.Decimal) -> decimal.Decimal:\n"
+        "        return price * self.quantity\n",
+        encoding="utf-8",
+    )
+    doc = load(source)
+    auto = make_chunker("recursive", max_size=120)
+    python = make_chunker("recursive", max_size=120, preset="python")
+    assert [c.text for c in auto.chunk(doc)] == [c.text for c in python.chunk(doc)]
+    assert auto.for_document(doc).preset == "python"
+    text_doc = load(source, format="text")  # read as text: the prose rules, as before
+    assert auto.for_document(text_doc).preset == "default"

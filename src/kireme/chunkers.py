@@ -484,6 +484,16 @@ class FixedChunker(Chunker):
         return []
 
 
+# The preset `RecursiveChunker`'s ``auto`` gives a source file, by the language its loader names
+_CODE_PRESETS = {
+    "python": "python",
+    "javascript": "javascript",
+    "typescript": "javascript",
+    "tsx": "javascript",
+    "sql": "sql",
+}
+
+
 @dataclass(frozen=True)
 class RecursiveChunker(Chunker):
     """Separators tried strongest first; pieces merged up to ``max_size``. The general-purpose default.
@@ -509,11 +519,17 @@ class RecursiveChunker(Chunker):
         object.__setattr__(self, "preset", PRESET_ALIASES.get(self.preset, self.preset))
 
     def for_document(self, doc: Document) -> Chunker:
-        """``preset="auto"``: Markdown files get the markdown preset, everything else the prose one (each
-        made once per chunker)."""
+        """``preset="auto"``: Markdown files get the markdown preset, source files of a language with a
+        preset theirs (Python, JavaScript/TypeScript, SQL: a docstring is not cut as prose), everything
+        else the prose one (each made once per chunker)."""
         if self.separators is not None or self.preset != "auto":
             return self
-        preset = "markdown" if doc.format in MARKDOWN_FORMATS else "default"
+        if doc.format in MARKDOWN_FORMATS:
+            preset = "markdown"
+        elif doc.format == "code":
+            preset = _CODE_PRESETS.get(str(doc.metadata.get("language", "")), "default")
+        else:
+            preset = "default"
         variants: dict[str, Chunker] | None = self.__dict__.get("_variants")
         if variants is None:
             variants = {}
