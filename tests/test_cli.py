@@ -418,12 +418,14 @@ def test_a_folder_walk_says_what_it_left_out_that_could_be_read(tmp_path: Path) 
     (repo / "config.yaml").write_text("shipping:\n  free_threshold: 5000\n", encoding="utf-8")
     (repo / "talk.srt").write_text("1\n00:00:01,000 --> 00:00:02,000\nこんにちは\n", encoding="utf-8")
     (repo / "logo.png").write_bytes(b"\x89PNG\r\n")
+    (repo / "questions.jsonl").write_text('{"question": "在庫数は？"}\n', encoding="utf-8")  # data: silent
     result = run("chunk", str(repo))
     assert result.returncode == 0, result.stderr
     notes = [line for line in result.stderr.decode().splitlines() if "left out" in line]
     assert len(notes) == 1
     note = notes[0]
     assert "3 file(s) left out" in note and ".py ×1" in note and "--strategy code" in note
-    assert ".srt, .yaml: name the files to read them as text" in note and ".png" not in note
+    assert ".srt, .yaml: name the files to read them as text" in note
+    assert ".png" not in note and ".jsonl" not in note
     quiet = run("chunk", str(repo / "README.md"), str(repo / "config.yaml"))
     assert "left out" not in quiet.stderr.decode()  # files named are read, nothing left out

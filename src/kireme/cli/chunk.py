@@ -235,7 +235,7 @@ def chunk(
         **semantic,
     )
     failures = Failures()
-    files = expand_paths(paths, failures, walked_suffixes(strategy, language))
+    files = expand_paths(paths, failures, walked_suffixes(strategy, language), note_left_out=True)
     if engine == "ray":
         assert output is not None
         from kireme.stream import ReadOptions

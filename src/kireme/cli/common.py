@@ -111,13 +111,12 @@ _TEXT_SUFFIXES = frozenset(
 
 def _left_out_note(folder: str, left_out: collections.Counter[str], suffixes: Collection[str] | None) -> str:
     """One line for the files of ``folder`` the walk left out that another strategy reads (source code,
-    JSON, documents) or that hold text (subtitles, YAML...), with how to read them; ``""`` when none."""
+    documents) or that hold text (subtitles, YAML...), with how to read them; ``""`` when none."""
     from kireme.load.registry import CODE_SUFFIXES, JSON_SUFFIXES
 
     documents = frozenset(SUPPORTED_SUFFIXES) - frozenset(JSON_SUFFIXES)
-    groups = (
+    groups = (  # JSON beside documents is mostly data (questions, settings): not noted
         ("--strategy code", CODE_SUFFIXES),
-        ("--strategy json", JSON_SUFFIXES),
         ("a text strategy", documents),
         ("name the files to read them as text", _TEXT_SUFFIXES),
     )
@@ -171,11 +170,14 @@ def expand_paths(
     suffixes: Collection[str] | None = None,
     *,
     pruning: bool = False,
+    note_left_out: bool = False,
 ) -> list[Path]:
     """Files as given, directories as their readable files (those with one of ``suffixes``, default
     the documents: `kireme.load.registry.walked_suffixes` gives a strategy's); missing ones reported as
     usage errors. ``pruning`` (``kireme index --prune``): a path that is gone, or a folder left empty, is
-    what the run removes from the index, so it is said, not refused."""
+    what the run removes from the index, so it is said, not refused. ``note_left_out`` (`kireme chunk`,
+    `kireme index`): one note per folder naming the files it left out that could be read
+    (`_left_out_note`)."""
     files: list[Path] = []
     for raw in paths:
         if raw == STDIN:
@@ -192,7 +194,7 @@ def expand_paths(
             continue
         left_out: collections.Counter[str] = collections.Counter()
         found = list(iter_paths(p, suffixes, left_out))
-        if found and (note := _left_out_note(raw, left_out, suffixes)):
+        if note_left_out and found and (note := _left_out_note(raw, left_out, suffixes)):
             echo_err(note)
         if p.is_dir() and not found:
             if pruning:

@@ -380,7 +380,9 @@ def index_command(
     except (ConfigError, EmbeddingError) as exc:  # EmbeddingError: a malformed URL or API key
         raise click.UsageError(str(exc)) from None
     failures = Failures()
-    files = expand_paths(paths, failures, walked_suffixes(strategy, language), pruning=prune)
+    files = expand_paths(
+        paths, failures, walked_suffixes(strategy, language), pruning=prune, note_left_out=True
+    )
     if failures.usage and not files:
         sys.exit(EXIT_USAGE)
     prepare = _ray_engine(embedder, ray_address, ray_actors, ray_gpus) if engine == "ray" else None
