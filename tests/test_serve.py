@@ -774,3 +774,28 @@ def test_the_schema_describes_the_errors_the_server_sends(client: TestClient) ->
             assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (route, status)
     sent = client.post("/search", json={"k": 3})  # what a 422 really is
     assert sent.status_code == 422 and set(sent.json()) == {"error"}
+
+
+def test_ask_says_an_answer_was_cut_at_the_token_limit_and_where_its_passages_lie(
+    company: tuple[Path, Path], chat: StreamServer
+) -> None:
+    """A model that stopped at the token limit (``finish_reason: "length"``) gave a client no sign of it
+    (only the server's log did), and the sources had no offsets to show their passages in place."""
+    question = "日帰り出張の日当はいくら？"
+    cut = {"choices": [{"message": {"content": "日帰り出張の日当は"}, "finish_reason": "length"}]}
+    chat.scripts.append(lambda wire: Wire.whole(wire, 200, cut))
+    app = create_app(company[1], chat=ChatSettings(base_url=chat.base_url, model="local-test"))
+    with TestClient(app) as configured:
+        answered = configured.post("/ask", json={"question": question, "budget": 300}).json()
+        assert answered["answer"] == "日帰り出張の日当は" and answered["finish_reason"] == "length"
+        for source in answered["sources"]:
+            assert source["spans"], source
+            text = Path(source["doc_id"]).read_text(encoding="utf-8")
+            for span in source["spans"]:  # exact: each passage is in the context the model read
+                assert text[span["start"] : span["end"]].strip() in answered["context"]
+        with configured.stream(
+            "POST", "/ask", json={"question": question, "budget": 300, "stream": True}
+        ) as events:
+            raw = "".join(events.iter_text())
+    done = json.loads(raw.strip().split("\n\n")[-1].split("\n")[1].removeprefix("data: "))
+    assert set(done) == {"answer", "finish_reason"}

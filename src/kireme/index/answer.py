@@ -64,7 +64,7 @@ class PreparedQuestion:
     def to_dict(self) -> dict[str, Any]:
         """The JSON of ``POST /ask`` (without the answer): the context text, its size and budget, whether
         the best hit was cut to fit or left out (no sentence of it fitted; ``best_needs``: the budget that
-        passes a part of it), and the sources cited in it."""
+        passes a part of it), and the sources cited in it (each with the offsets of its passages)."""
         return {
             "question": self.question,
             "context": self.context.text,
@@ -82,6 +82,7 @@ class PreparedQuestion:
                     "title": s.title,
                     "headings": [list(path) for path in s.headings],
                     "pages": list(s.pages),
+                    "spans": [{"start": a, "end": b} for a, b in s.spans],
                 }
                 for s in self.context.sources
             ],

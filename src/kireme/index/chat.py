@@ -80,6 +80,8 @@ class ChatClient:
         # CPU): one read may take as long as the answer's deadline, unless told otherwise
         timeout = deadline_seconds(deadline) if timeout is None else timeout
         self.timeout = timeout
+        # why the last answer ended, as the server said (``"stop"``, ``"length"``: cut at the token limit)
+        self.finish_reason: str | None = None
         self.max_retries = max_retries
         self.backoff = backoff
         parts = parse_base_url(
@@ -138,6 +140,7 @@ class ChatClient:
         """
         payload = self._payload(messages, temperature, max_tokens)
         payload["stream"] = True
+        self.finish_reason = None
         return self._stream(payload)
 
     def _payload(self, messages: Messages, temperature: float, max_tokens: int | None) -> dict[str, Any]:
@@ -197,6 +200,7 @@ class ChatClient:
                     sent += len(text)
                     yield text
                 if choice.get("finish_reason") is not None:
+                    self.finish_reason = str(choice["finish_reason"])
                     if choice["finish_reason"] == "length":
                         logger.warning("the answer from %s was cut at the token limit", self.url)
                     return
@@ -217,7 +221,9 @@ class ChatClient:
             content = _parts_text(content)
         if not isinstance(content, str):
             raise ChatError(f"{self.url} answered with a choice that has no message content")
-        if isinstance(choice, dict) and choice.get("finish_reason") == "length":
+        reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+        self.finish_reason = None if reason is None else str(reason)
+        if reason == "length":
             logger.warning("the answer from %s was cut at the token limit", self.url)
         return content
 

@@ -34,7 +34,8 @@ class Source:
     """One cited document: its number in the context and what of it the reader was shown.
 
     ``headings`` holds the heading path of every rendered chunk of the document (document order, each
-    path once); ``pages`` the sorted page numbers they came from (empty for formats without pages).
+    path once); ``pages`` the sorted page numbers they came from (empty for formats without pages);
+    ``spans`` the exact offsets of the passages passed from it.
     """
 
     number: int
@@ -43,6 +44,9 @@ class Source:
     title: str = ""
     headings: tuple[tuple[str, ...], ...] = ()
     pages: tuple[Any, ...] = ()
+    # where each passage passed from it lies in the document, ``(start, end)`` in document order: a page can
+    # show them in place
+    spans: tuple[tuple[int, int], ...] = ()
 
     @property
     def label(self) -> str:

@@ -374,6 +374,7 @@ def _render(
     for number, (doc_id, spans) in enumerate(by_doc.items(), start=1):
         paths: list[tuple[str, ...]] = []
         pages: list[Any] = []
+        offsets = sorted({(span.start, span.end) for span in spans})
         first: StoredChunk | None = None
         for k, span in enumerate(spans):
             text = span.text.strip(chr(13) + chr(10))
@@ -400,6 +401,7 @@ def _render(
                     title=first.title,
                     headings=tuple(paths),
                     pages=tuple(sorted(set(pages), key=_page_key)),
+                    spans=tuple(offsets),
                 )
             )
     return separator.join(blocks), used, sources

@@ -589,8 +589,10 @@ def create_app(
     @app.post("/ask", summary="Answer a question from the index (server-sent events with stream)")
     def ask_route(body: AskRequest, request: Request) -> Any:
         """The context is assembled as for ``kireme ask``; without a configured chat model the answer is
-        ``null`` and ``configured`` false. Streaming events: ``context`` (the JSON below without the
-        answer), ``delta`` (``{"text"}``) as the answer is written, ``done`` (``{"answer"}``), ``error``."""
+        ``null`` and ``configured`` false. ``finish_reason`` is the model's (``"length"``: the answer was
+        cut at the token limit; raise ``answer_reserve``). Streaming events: ``context`` (the JSON below
+        without the answer), ``delta`` (``{"text"}``) as the answer is written, ``done`` (``{"answer",
+        "finish_reason"}``), ``error``."""
         from kireme.index.answer import AskSettings, prepare_question
         from kireme.index.chat import ChatClient
         from kireme.index.search import parse_filters
@@ -642,6 +644,7 @@ def create_app(
         asks = client.configured() and bool(prepared.context.used)  # never a question without context
         if not wants_stream:
             out["answer"] = client.complete(prepared.prompt, max_tokens=max_tokens) if asks else None
+            out["finish_reason"] = client.finish_reason if asks else None  # "length": cut at the limit
             return out
         return StreamingResponse(
             _events(out, client if asks else None, prepared.prompt, max_tokens),
@@ -707,7 +710,7 @@ def _events(out: dict[str, Any], client: Any, prompt: str, max_tokens: int | Non
     except KiremeError as exc:
         yield _sse("error", {"error": one_line(str(exc)), "status": status_of(exc)})
         return
-    yield _sse("done", {"answer": "".join(parts)})
+    yield _sse("done", {"answer": "".join(parts), "finish_reason": client.finish_reason})
 
 
 def _validated(model: type[BaseModel], body: dict[str, Any]) -> Any:
