@@ -256,6 +256,14 @@ def test_load_template(tmp_path: Path) -> None:
     latin.write_bytes("{context} {question} é".encode("latin-1"))
     with pytest.raises(ConfigError, match="not UTF-8"):
         load_template(latin)
+    # the context twice was sent twice while its budget counted it once: the prompt outgrew the reader
+    twice = tmp_path / "twice.txt"
+    twice.write_text("{context}\n質問: {question}\n念のため再掲: {context}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"holds \{context\} 2 times; put it once"):
+        load_template(twice)
+    assert (
+        build_prompt("Q", "C", "{question}? {context} ({question})") == "Q? C (Q)"
+    )  # a question twice is counted
 
 
 def test_context_budget_leaves_room_for_the_answer() -> None:

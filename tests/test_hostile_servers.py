@@ -883,3 +883,26 @@ def test_kireme_ask_prints_no_terminal_escape_the_model_sent(serve, hash_index: 
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[:2] == ["上限は12,000円です。", "以上"]
     assert "\x1b" not in result.stdout and "\x00" not in result.stdout and "\r" not in result.stdout
+
+
+def test_kireme_ask_says_when_the_model_answered_with_no_text(serve, hash_index: Path, monkeypatch) -> None:
+    """An empty answer printed a blank line and the sources, exit 0, without a word."""
+    server = serve(lambda h, path, body: h.reply(completion("")))
+    monkeypatch.setenv("KIREME_CHAT_BASE_URL", server.base_url)
+    result = invoke("ask", "宿泊費の上限は？", "--db", str(hash_index))
+    assert result.exit_code == 0
+    assert f"kireme: warning: {server.base_url}/chat/completions answered with no text" in result.stderr
+
+
+def test_kireme_ask_help_describes_every_option_and_the_exit_codes() -> None:
+    result = invoke("ask", "--help")
+    text = " ".join(result.output.split())
+    for described in (
+        "--reader-tokens INTEGER RANGE The chat model's context window",
+        "--answer-reserve INTEGER RANGE Tokens kept for the answer",
+        "--template FILE A UTF-8 prompt file",
+        "--language [ja|en] The language of the built-in prompt",
+        "130 interrupted",
+        "--http-deadline 600",
+    ):
+        assert described in text, described

@@ -991,7 +991,13 @@ Examples:
 
 \b
 Chat settings: --base-url/--model/--api-key, else KIREME_CHAT_BASE_URL, KIREME_CHAT_MODEL,
-KIREME_CHAT_API_KEY, else OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY.
+KIREME_CHAT_API_KEY, else OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY. A slow local model may send
+nothing until it has read the prompt: --http-deadline 600 gives it ten minutes.
+
+\b
+The answer goes to standard output, then the sources ([1] file ...); everything else to standard error.
+Exit codes: 0 answered (or the context printed when no model is set), 1 no chunk matched or the model
+failed, 2 a usage error, 130 interrupted.
 """
 
 
@@ -1005,10 +1011,33 @@ KIREME_CHAT_API_KEY, else OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY.
     callback=positive_budget,
     help="Tokens of context [default: what a --reader-tokens window leaves].",
 )
-@click.option("--reader-tokens", type=click.IntRange(min=256), default=4096, show_default=True)
-@click.option("--answer-reserve", type=click.IntRange(min=0), default=512, show_default=True)
-@click.option("--template", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option("--language", type=click.Choice(["ja", "en"]), default="ja", show_default=True)
+@click.option(
+    "--reader-tokens",
+    type=click.IntRange(min=256),
+    default=4096,
+    show_default=True,
+    help="The chat model's context window in tokens: the prompt and the answer must fit in it.",
+)
+@click.option(
+    "--answer-reserve",
+    type=click.IntRange(min=0),
+    default=512,
+    show_default=True,
+    help="Tokens kept for the answer (sent as max_tokens; 0: none sent): the context gets what is left.",
+)
+@click.option(
+    "--template",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A UTF-8 prompt file with {context} (once) and {question} [default: the built-in one for --language].",
+)
+@click.option(
+    "--language",
+    type=click.Choice(["ja", "en"]),
+    default="ja",
+    show_default=True,
+    help="The language of the built-in prompt (and of its instructions to answer from the context only).",
+)
 @click.option("--model", default=None, help="Chat model name.")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
 @click.option("--api-key", default=None, help="API key (better: KIREME_CHAT_API_KEY).")
@@ -1120,6 +1149,11 @@ def ask_command(
     except KiremeError as exc:
         click.echo(f"kireme: error: {exc}", err=True)
         sys.exit(1)
+    except KeyboardInterrupt:  # Ctrl-C while the model writes: nothing half-printed, the usual 130
+        click.echo("kireme: interrupted: no answer (the model was still writing)", err=True)
+        sys.exit(130)
+    if not answer.strip():
+        click.echo(f"kireme: warning: {client.url} answered with no text", err=True)
     click.echo(without_controls(answer).strip())  # a document it read may have asked it for escapes
     if context.sources:
         click.echo("")

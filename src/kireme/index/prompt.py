@@ -72,12 +72,18 @@ def default_template(language: str = "ja") -> str:
 
 
 def check_template(template: str, origin: str = "prompt template") -> str:
-    """``template`` itself, or `ConfigError` naming each placeholder it lacks."""
+    """``template`` itself, or `ConfigError` naming each placeholder it lacks, or a ``{context}`` it holds
+    more than once (the budget counts the context once: twice, the prompt would outgrow the reader)."""
     missing = [p for p in PLACEHOLDERS if p not in template]
     if missing:
         raise ConfigError(
             f"{origin} has no {' or '.join(missing)} placeholder; "
             "a template needs both {context} and {question}"
+        )
+    times = len(re.findall(r"\{context\}", template))
+    if times > 1:
+        raise ConfigError(
+            f"{origin} holds {{context}} {times} times; put it once (the context's budget counts it once)"
         )
     return template
 
