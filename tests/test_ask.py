@@ -418,6 +418,8 @@ def test_429_gives_up_after_three_retries(server: Server) -> None:
         (b'{"object": "chat.completion"}', "without 'choices'"),
         (b'{"choices": []}', "without 'choices'"),
         (b'{"choices": [{"message": {"role": "assistant"}}]}', "no message content"),
+        # a gateway's error sent with status 200: its own words, not "is it an OpenAI-compatible API?"
+        (b'{"error": {"message": "upstream failed"}}', "answered with an error: upstream failed"),
     ],
 )
 def test_unusable_answers(server: Server, raw: bytes, match: str) -> None:

@@ -212,6 +212,9 @@ class ChatClient:
     def _answer(self, data: Any) -> str:
         """The text of the first choice of a decoded chat completions response."""
         choices = data.get("choices") if isinstance(data, dict) else None
+        if isinstance(data, dict) and "error" in data and not choices:  # a gateway's error with status 200
+            said = self._endpoint.server_message(data)
+            raise ChatError(f"{self.url} answered with an error: {said}")
         if not isinstance(choices, list) or not choices:
             raise ChatError(f"{self.url} answered without 'choices'; is it an OpenAI-compatible API?")
         choice = choices[0]
