@@ -657,6 +657,7 @@ def test_cli_json_and_what_a_directory_gives_each_strategy(project: Path) -> Non
 def test_cli_errors_are_one_line_and_exit_2(project: Path) -> None:
     code, _, err = run("chunk", str(project / "notes.txt"), "--strategy", "code")
     assert code == 2 and "cannot tell the programming language" in err and "Traceback" not in err
+    assert err.count("notes.txt") == 1, err  # the file named once, not "notes.txt: notes.txt: ..."
     code, _, err = run(
         "chunk", str(project / "src" / "invoice.py"), "--strategy", "code", "--language", "cobol"
     )

@@ -347,7 +347,9 @@ def failed(failures: Failures, source: str, loaded: bool, error: Exception | Non
         raise click.UsageError(f"{source}: {error}") from None
     if error is not None:  # an embedder that cannot be reached, a model that is missing
         # a ConfigError is the options' (a code file whose language no option or extension names)
-        failures.report(f"{source}: {error}", usage=isinstance(error, ConfigError))
+        said = str(error)
+        named = said if said.startswith(f"{source}: ") else f"{source}: {said}"  # the file named once
+        failures.report(named, usage=isinstance(error, ConfigError))
         return True
     return False
 
