@@ -182,3 +182,25 @@ def test_explicit_encoding_and_bom() -> None:
     assert doc.title == "データ前処理"
     with pytest.raises(LoadError):
         load_notebook(b"\xff\xfe\x00garbage\x00\x00", "bin.ipynb", encoding="utf-8")
+
+
+def test_an_image_pasted_into_a_markdown_cell_keeps_its_type_not_its_bytes() -> None:
+    """``![plot](data:image/png;base64,…)`` in a Markdown cell became a dozen chunks of base64."""
+    payload = "iVBORw0KGgoAAAANSUhEUgAA" * 200
+    cell = f"## 売上の推移\n\n![月別の売上](data:image/png;base64,{payload})\n\n三月に売上が伸びた。"
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [{"cell_type": "markdown", "metadata": {}, "source": cell}],
+    }
+    text = _load(nb).text
+    assert "![月別の売上](data:image/png;base64,…)" in text and payload[:64] not in text
+    assert "三月に売上が伸びた。" in text
+    short = {
+        **nb,
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": "![dot](data:image/gif;base64,R0lGOD==)"}
+        ],
+    }
+    assert "R0lGOD==" in _load(short).text  # a tiny one is left as it is

@@ -123,7 +123,14 @@ def _render_cell(cell: dict[str, Any], language: str, outputs: str) -> str:
         level = level if isinstance(level, int) and 1 <= level <= 6 else 1
         return "#" * level + " " + source
     source = _joined(cell.get("source")).rstrip()
+    if "data:" in source:
+        source = _DATA_URI.sub(r"\1…", source)
     return source if source.strip() else ""
+
+
+# An image pasted into a Markdown cell (``![plot](data:image/png;base64,iVBOR…)``): its bytes as text
+# are no words — they filled a dozen chunks of base64 — so the URI keeps its type and loses its payload
+_DATA_URI = re.compile(r"(data:[\w/+.-]+(?:;[\w=.-]+)*;base64,)[A-Za-z0-9+/=]{64,}")
 
 
 def load_notebook(data: bytes, id: str, *, outputs: str = "none", encoding: str | None = None) -> Document:
