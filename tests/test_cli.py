@@ -424,8 +424,8 @@ def test_a_folder_walk_says_what_it_left_out_that_could_be_read(tmp_path: Path) 
     notes = [line for line in result.stderr.decode().splitlines() if "left out" in line]
     assert len(notes) == 1
     note = notes[0]
-    assert "3 file(s) left out" in note and ".py ×1" in note and "--strategy code" in note
-    assert ".srt, .yaml: name the files to read them as text" in note
+    assert "2 file(s) left out" in note and ".py ×1" in note and "--strategy code" in note
+    assert ".yaml: name the files to read them as text" in note and ".srt" not in note  # subtitles are read
     assert ".png" not in note and ".jsonl" not in note
     quiet = run("chunk", str(repo / "README.md"), str(repo / "config.yaml"))
     assert "left out" not in quiet.stderr.decode()  # files named are read, nothing left out

@@ -187,9 +187,10 @@ def chunk(
 
     A directory gives the files the strategy reads: documents by default, source files with --strategy
     code, JSON with --strategy json; folders starting with "." are skipped. A note names what was left
-    out that could be read (name a .yaml or .srt file to read it as text).
+    out that could be read (name a .yaml file to read it as text).
 
-    Reads text, Markdown, HTML, Jupyter notebooks, PDF, Word .docx, CSV/TSV, JSON/JSON Lines and source
+    Reads text, Markdown, HTML, Jupyter notebooks, PDF, Word .docx, CSV/TSV, subtitles and transcripts
+    (.srt, .vtt: what was said, with each chunk's start time), JSON/JSON Lines and source
     code. Every JSONL row has the exact text with its offsets, and embed_text: the text to embed (with
     --context, table headers...).
     """

@@ -89,8 +89,6 @@ class Failures:
 # archives and the like are left out without a word)
 _TEXT_SUFFIXES = frozenset(
     [
-        ".srt",
-        ".vtt",
         ".yaml",
         ".yml",
         ".toml",

@@ -44,12 +44,28 @@ SUPPORTED_SUFFIXES: dict[str, str] = {
     ".csv": "csv",
     ".tsv": "tsv",
     ".tab": "tsv",
+    ".srt": "srt",
+    ".vtt": "vtt",
 }
 # Read when a file is named (by `load` and on the command line), never picked up by a directory walk
 # unless asked for (`iter_paths(suffixes=...)`): a folder of documents often holds data and scripts too.
 JSON_SUFFIXES: dict[str, str] = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 CODE_SUFFIXES: dict[str, str] = {suffix: "code" for suffix in SUFFIX_LANGUAGES}
-FORMATS = ("text", "markdown", "html", "ipynb", "pdf", "docx", "csv", "tsv", "json", "jsonl", "code")
+FORMATS = (
+    "text",
+    "markdown",
+    "html",
+    "ipynb",
+    "pdf",
+    "docx",
+    "csv",
+    "tsv",
+    "json",
+    "jsonl",
+    "code",
+    "srt",
+    "vtt",
+)
 
 logger = logging.getLogger(__name__)
 
@@ -196,6 +212,10 @@ def _load_bytes(data: bytes, id: str, encoding: str | None, format: str, *, outp
         return load_notebook(data, id, outputs=outputs, encoding=encoding)
     if format in ("csv", "tsv"):
         return _table(data, id, encoding, format)
+    if format in ("srt", "vtt"):
+        from kireme.load.subtitles import load_subtitles
+
+        return load_subtitles(data, id, format, encoding=encoding)
     if format == "code":
         language = language_of(id) if id and not id.startswith("<") else None
         return _decoded(data, id, encoding, format, **({"language": language} if language else {}))
