@@ -126,7 +126,10 @@ class ChunkRequest(_Body):
 
     text: str = Field(description="The document. Offsets in the answer index the text it is read as.")
     filename: str | None = Field(None, description="Names the document; its extension picks the format.")
-    format: str | None = Field(None, description="text, markdown, html, ipynb, pdf, docx, csv or tsv.")
+    format: str | None = Field(
+        None,
+        description="text, markdown, html, ipynb, pdf, docx, csv, tsv, srt or vtt (json, jsonl, code too).",
+    )
     title: str | None = None
     encoding: str | None = None
     outputs: str = "none"
