@@ -429,3 +429,12 @@ def test_a_folder_walk_says_what_it_left_out_that_could_be_read(tmp_path: Path) 
     assert ".png" not in note and ".jsonl" not in note
     quiet = run("chunk", str(repo / "README.md"), str(repo / "config.yaml"))
     assert "left out" not in quiet.stderr.decode()  # files named are read, nothing left out
+
+
+def test_a_run_that_read_nothing_says_why_without_a_zero_summary(tmp_path: Path) -> None:
+    """``kireme chunk nosuch.srt --format text`` printed its error and then "0 document(s), 0 chunks"."""
+    result = run("chunk", str(tmp_path / "nosuch.txt"), "--format", "text")
+    assert result.returncode == 2
+    assert result.stderr.decode().splitlines() == [
+        f"kireme: error: {tmp_path / 'nosuch.txt'}: no such file or directory"
+    ]

@@ -300,7 +300,9 @@ def chunk(
         echo_err(
             f"{tally.summary(chunker.measure.name)} → {output} ({shards.shards} {fmt} shard(s)){unwritten(failures)}"
         )
-    elif fmt == "text" or tally.documents > 1 or failures.output_broken:
+    elif (fmt == "text" and (tally.documents or not failures.failed + failures.usage)) or (
+        tally.documents > 1 or failures.output_broken
+    ):  # not "0 document(s)" under the error that says why
         echo_err(tally.summary(chunker.measure.name) + unwritten(failures))
     if interrupted is not None:
         echo_err(
