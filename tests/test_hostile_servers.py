@@ -906,3 +906,16 @@ def test_kireme_ask_help_describes_every_option_and_the_exit_codes() -> None:
         "--http-deadline 600",
     ):
         assert described in text, described
+
+
+def test_kireme_ask_cites_where_in_each_document_its_passages_lie(
+    serve, hash_index: Path, monkeypatch
+) -> None:
+    """The sources under an answer were bare file names (``[1] docs/規程.md``): the heading paths of the
+    passages passed from each now follow it."""
+    server = serve(lambda h, path, body: h.reply(completion("上限は一泊一万円です [1]。")))
+    monkeypatch.setenv("KIREME_CHAT_BASE_URL", server.base_url)
+    result = invoke("ask", "宿泊費の上限は？", "--db", str(hash_index))
+    assert result.exit_code == 0, result.output
+    cited = [line for line in result.stdout.splitlines() if line.startswith("[")]
+    assert cited and any(" — " in line for line in cited), result.stdout

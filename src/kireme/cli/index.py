@@ -1157,5 +1157,7 @@ def ask_command(
     click.echo(without_controls(answer).strip())  # a document it read may have asked it for escapes
     if context.sources:
         click.echo("")
-        for source in context.sources:
-            click.echo(source.label)
+        for source in context.sources:  # where in each document: the heading paths of its passages
+            paths = [" > ".join(path) for path in source.headings if path]
+            shown = "; ".join(paths[:3]) + ("; …" if len(paths) > 3 else "")
+            click.echo(source.label + (f" — {shown}" if shown else ""))
