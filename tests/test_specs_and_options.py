@@ -350,3 +350,22 @@ def test_a_speakers_short_turn_is_no_heading_and_the_next_speaker_keeps_their_wo
         for text, size in ((chat, 110), (minutes, 50)):
             texts = [c.text for c in make_chunker(strategy, max_size=size, **options).chunk(text)]
             assert texts == text.strip().split("\n"), (strategy, texts)
+
+
+def test_in_a_dialogue_the_other_speakers_answer_is_not_cut_to_go_with_the_question() -> None:
+    """``Bob: …?`` then ``Alice: Sure. …``: the FAQ rule kept ``Alice: Sure.`` with Bob's question and cut
+    the rest of her turn, which fitted a chunk alone. A FAQ (``Q:`` / ``A:``) still keeps its answer's start."""
+    from kireme import make_chunker
+
+    talk = (
+        "Bob: Can you give us a concrete number for that?\n\n"
+        "Alice: Sure. A brute-force scan of one billion vectors takes minutes.\n\n"
+        "質問者：在宅勤務の申請は誰にしますか？\n\n佐藤：課長です。前日までにメールで送ってください。\n"
+    )
+    texts = [c.text for c in make_chunker("recursive", max_size=100).chunk(talk)]
+    parts = [part.strip() for part in talk.split("\n\n")]
+    assert texts == [parts[0], parts[1], parts[2] + "\n\n" + parts[3]], texts  # 質問者 and 佐藤 fit together
+    faq = (
+        "Q: Who can access my records?\n\nA: Only your manager. HR can see them when you ask for a review.\n"
+    )
+    assert make_chunker("recursive", max_size=60).chunk(faq)[0].text.endswith("A: Only your manager.")

@@ -1140,3 +1140,31 @@ def test_questions_and_lead_ins_are_cut_the_same_either_way(strategy: str) -> No
                 if chunker.chunk(document) != expected:
                     differ.append((combo, size))
     assert not differ, differ[:3]
+
+
+_DIALOGUE_LINES = [
+    "Bob: Can you give us a number for that?",
+    "Alice: Sure. A scan of a billion vectors takes minutes. An index makes it milliseconds.",
+    "質問：在宅勤務の申請は誰にしますか？",
+    "佐藤：課長です。前日までにメールで送ってください。",
+    "Q: Who approves it?",
+    "A: Your manager. Then HR records it in the system.",
+    "",
+]
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "sentence"])
+def test_a_dialogues_answer_is_cut_the_same_either_way(strategy: str) -> None:
+    """`_dialogue` (another speaker's whole turn answers a question: not cut to keep its first sentence
+    with it) in C and in Python, over every sequence of three of these lines."""
+    differ = []
+    for combo in itertools.product(_DIALOGUE_LINES, repeat=3):
+        document = Document("\n".join(combo), id="talk.txt")
+        for size in (50, 70, 100):
+            chunker = make_chunker(strategy, max_size=size)
+            with scanner(c=False):
+                expected = chunker.chunk(document)
+            with scanner(c=True):
+                if chunker.chunk(document) != expected:
+                    differ.append((combo, size))
+    assert not differ, differ[:3]

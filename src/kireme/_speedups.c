@@ -818,7 +818,8 @@ static int atx_heading(int kind, const void *data, Py_ssize_t i, Py_ssize_t end)
  * ("田中：了解です", "[10:17] Yamada: thanks"), no heading */
 static const Py_UCS4 NAME_BOUNDS[] = {']', ')', 0x3011, 0xFF09, 0x300D, '>'}; /* ] ) 】 ） 」 > */
 
-static int speaker_turn(int kind, const void *data, Py_ssize_t i, Py_ssize_t end) {
+/* `kireme.text.headings.speaker_name`: 1 and the name's bounds in *ns, *ne when [i, end) is a speaker's turn */
+static int speaker_name(int kind, const void *data, Py_ssize_t i, Py_ssize_t end, Py_ssize_t *ns, Py_ssize_t *ne) {
     for (Py_ssize_t p = i + 1; p < end; p++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, p);
         if ((c != ':' && c != 0xFF1A) || !Py_UNICODE_ISALPHA(PyUnicode_READ(kind, data, p - 1))) continue;
@@ -834,9 +835,18 @@ static int speaker_turn(int kind, const void *data, Py_ssize_t i, Py_ssize_t end
         if (PyUnicode_READ(kind, data, s) == 0x7B2C) continue; /* 第 */
         int digit = 0;
         for (Py_ssize_t k = s; k < p && !digit; k++) digit = Py_UNICODE_ISDIGIT(PyUnicode_READ(kind, data, k));
-        if (!digit) return 1;
+        if (!digit) {
+            *ns = s;
+            *ne = p;
+            return 1;
+        }
     }
     return 0;
+}
+
+static int speaker_turn(int kind, const void *data, Py_ssize_t i, Py_ssize_t end) {
+    Py_ssize_t ns, ne;
+    return speaker_name(kind, data, i, end, &ns, &ne);
 }
 
 /* whether a cut at pos leaves a heading line at the end of a chunk (0 or 1) */
@@ -1006,12 +1016,50 @@ static int heading_end_in(int kind, const void *data, Py_ssize_t pos, PyObject *
 /* `kireme.pack.answer_cut_inside`: whether the lead-in line ending at lead_end (whitespace after it aside) asks a
  * question ("?", "？") and [a, b) holds a sentence end ("。！？", or ".!?" before whitespace) with more text after it
  * before b: then the question keeps the first sentences of its answer */
+/* kireme/pack.py `FAQ_LABELS`: the labels of a FAQ's questions and answers */
+static const Py_UCS4 FAQ_LABELS[][9] = {
+    {'Q', 0}, {'A', 0}, {'q', 0}, {'a', 0}, {0xFF31, 0}, {0xFF21, 0},
+    {'Q', 'u', 'e', 's', 't', 'i', 'o', 'n', 0}, {'A', 'n', 's', 'w', 'e', 'r', 0},
+    {'Q', 'U', 'E', 'S', 'T', 'I', 'O', 'N', 0}, {'A', 'N', 'S', 'W', 'E', 'R', 0},
+    {0x8CEA, 0x554F, 0}, {0x56DE, 0x7B54, 0}, {0x554F, 0}, {0x554F, 0x3044, 0}, {0x7B54, 0}, {0x7B54, 0x3048, 0},
+};
+
+static int faq_label(int kind, const void *data, Py_ssize_t s, Py_ssize_t e) {
+    for (size_t k = 0; k < COUNT(FAQ_LABELS); k++) {
+        Py_ssize_t n = 0;
+        while (FAQ_LABELS[k][n] != 0) n++;
+        if (n != e - s) continue;
+        Py_ssize_t j = 0;
+        while (j < n && PyUnicode_READ(kind, data, s + j) == FAQ_LABELS[k][j]) j++;
+        if (j == n) return 1;
+    }
+    return 0;
+}
+
+/* the speaker's name of the stripped part of [a, b): 1 and its bounds, else 0 */
+static int stripped_speaker(int kind, const void *data, Py_ssize_t a, Py_ssize_t b, Py_ssize_t *ns, Py_ssize_t *ne) {
+    while (a < b && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, a))) a++;
+    while (b > a && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, b - 1))) b--;
+    return a < b && speaker_name(kind, data, a, b, ns, ne);
+}
+
+/* kireme/pack.py `_dialogue`: the question line ending at end and the line starting at a (before b) are two
+ * speakers' turns, neither labelled as a FAQ's */
+static int dialogue(int kind, const void *data, Py_ssize_t end, Py_ssize_t a, Py_ssize_t b) {
+    Py_ssize_t ns, ne;
+    Py_ssize_t start = prev_newline(kind, data, 0, end - 1) + 1;
+    if (!stripped_speaker(kind, data, start, end, &ns, &ne) || faq_label(kind, data, ns, ne)) return 0;
+    Py_ssize_t stop = next_newline(kind, data, a, b);
+    return stripped_speaker(kind, data, a, stop, &ns, &ne) && !faq_label(kind, data, ns, ne);
+}
+
 static int answer_cut_inside(int kind, const void *data, Py_ssize_t lead_end, Py_ssize_t a, Py_ssize_t b) {
     Py_ssize_t end = lead_end;
     while (end > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, end - 1))) end--;
     if (end <= 0) return 0;
     Py_UCS4 last = PyUnicode_READ(kind, data, end - 1);
     if (last != '?' && last != 0xFF1F) return 0;
+    if (dialogue(kind, data, end, a, b)) return 0;
     for (Py_ssize_t i = a; i < b - 1; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         int ends = c == 0x3002 || c == 0xFF01 || c == 0xFF1F;

@@ -27,7 +27,13 @@ from kireme.boundaries.levels import Level
 from kireme.errors import ConfigError
 from kireme.length import SpanSizer, _CharSizer
 from kireme.text.graphemes import SIMPLE_CHARS, CutFilter, ceil_boundary, floor_boundary
-from kireme.text.headings import HeadingEnds, at_line_edge, ends_with_heading, lead_in_line_start
+from kireme.text.headings import (
+    HeadingEnds,
+    at_line_edge,
+    ends_with_heading,
+    lead_in_line_start,
+    speaker_name,
+)
 from kireme.text.paragraphs import ends_sentence
 from kireme.text.sentences import sentence_index
 
@@ -88,12 +94,51 @@ def answer_cut_inside(text: str, lead_end: int, a: int, b: int) -> bool:
     end = _back_space(text, 0, lead_end)
     if end <= 0 or text[end - 1] not in _QUESTION_MARKS:
         return False
+    if _dialogue(text, end, a, b):
+        return False
     for i in range(a, b - 1):
         c = text[i]
         ends = c in _FULL_WIDTH_ENDS or (c in _ASCII_ENDS and text[i + 1].isspace())
         if ends and _skip_space(text, i + 1, b) < b:
             return True
     return False
+
+
+# The labels of a FAQ's questions and answers (``Q: …?`` / ``A: …``): a question so labelled is a FAQ's,
+# whose answer starts right below it, not one speaker's turn in a conversation
+FAQ_LABELS = frozenset(
+    [
+        "Q",
+        "A",
+        "q",
+        "a",
+        "Ｑ",
+        "Ａ",
+        "Question",
+        "Answer",
+        "QUESTION",
+        "ANSWER",
+        "質問",
+        "回答",
+        "問",
+        "問い",
+        "答",
+        "答え",
+    ]
+)
+
+
+def _dialogue(text: str, end: int, a: int, b: int) -> bool:
+    """Whether the question line ending at ``end`` and the line starting at ``a`` (before ``b``) are two
+    speakers' turns (``Bob: …?`` then ``Alice: Sure. …``), neither labelled as a FAQ's: the answer is
+    the other speaker's whole turn, not cut to keep its first sentence with the question."""
+    start = text.rfind("\n", 0, end) + 1
+    asker = speaker_name(text[start:end].strip())
+    if asker is None or asker in FAQ_LABELS:
+        return False
+    stop = text.find("\n", a, b)
+    answerer = speaker_name(text[a : b if stop < 0 else stop].strip())
+    return answerer is not None and answerer not in FAQ_LABELS
 
 
 def _back_space(text: str, a: int, b: int) -> int:

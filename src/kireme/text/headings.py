@@ -55,6 +55,13 @@ def speaker_turn(line: str) -> bool:
     looked like a heading, so no chunk ended with it and the next speaker's name was pulled in, cut from
     what they said. ``第1条：目的``, ``Step 1: Install`` and ``Chapter 2: Results`` stay headings.
     (`kireme._speedups` has the same rule in C: `speaker_turn`.)"""
+    return speaker_name(line) is not None
+
+
+def speaker_name(line: str) -> str | None:
+    """The name of the speaker whose whole turn a (stripped) line is (`speaker_turn`): the word right
+    before the colon (``Yamada`` of ``[10:17] Yamada: thanks``); ``None`` when the line is no turn.
+    (`kireme._speedups` has the same rule in C: `speaker_name`.)"""
     for p, char in enumerate(line):
         if char not in ":：" or p == 0 or not line[p - 1].isalpha():
             continue
@@ -65,8 +72,8 @@ def speaker_turn(line: str) -> bool:
             s -= 1
         name = line[s:p]
         if not name.startswith("第") and not any(c.isdigit() for c in name):
-            return True
-    return False
+            return name
+    return None
 
 
 def is_heading_line(line: str, *, turns: bool = True) -> bool:
