@@ -256,8 +256,10 @@ def test_overlap_example_from_the_issue() -> None:
 )
 def test_fast_heading_test_agrees_with_the_line_rule(pieces: list[str], data) -> None:
     from kireme.text.headings import (
+        _MARKDOWN_HEADING,
         _ends_line,
         ends_with_heading,
+        in_dialogue,
         is_heading_line,
         is_lead_in_line,
         line_before,
@@ -267,7 +269,13 @@ def test_fast_heading_test_agrees_with_the_line_rule(pieces: list[str], data) ->
     pos = data.draw(st.integers(-1, len(text) + 1))
     at_line_end = 0 < pos <= len(text) and ("\n" in text[pos - 1 : pos + 1] or _ends_line(text, pos))
     line = line_before(text, pos) if at_line_end else ""
-    assert ends_with_heading(text, pos) == (at_line_end and (is_heading_line(line) or is_lead_in_line(line)))
+    heading = is_heading_line(line)
+    if heading and _MARKDOWN_HEADING.match(line.strip()) is None:  # a speaker's turn next to another: none
+        end = pos
+        while end > 0 and text[end - 1].isspace():
+            end -= 1
+        heading = not in_dialogue(text, text.rfind("\n", 0, end) + 1, end)
+    assert ends_with_heading(text, pos) == (at_line_end and (heading or is_lead_in_line(line)))
 
 
 # ------------------------------------------------------------------------------------ token offsets

@@ -325,17 +325,25 @@ def test_a_speakers_short_turn_is_no_heading_and_the_next_speaker_keeps_their_wo
     from kireme.text import headings
 
     for turn in ("田中：了解です", "[10:17] Yamada: thanks", "mike.chen: ok 👍", "Kobayashi Ken: 確認します"):
-        assert not headings.is_heading_line(turn), turn
         assert headings.speaker_turn(turn), turn
+        talk = f"{turn}\n佐藤：はい\n"  # next to another turn: a dialogue, no heading
+        assert headings.in_dialogue(talk, 0, len(turn)) and not headings.ends_with_heading(talk, len(turn))
+        alone = f"{turn}\n本文が続きます。ここは普通の段落です。\n"  # alone over a body: read as a heading
+        assert not headings.in_dialogue(alone, 0, len(turn)) and headings.ends_with_heading(alone, len(turn))
     for title in (
         "第1条：目的",
         "第一条：目的",
         "Step 1: Install",
         "Chapter 2: Results",
+        "Chapter Three: The Return",
+        "はじめに：本書について",
         "[10:02] 田中",
         "yamada  10:17 AM",
     ):
         assert headings.is_heading_line(title), title  # a name on its own line still opens what they say
+    # a FAQ's labels are no speakers: a question without "?" over its answer still keeps its start
+    faq = "Q: How do I reset my password\nA: Open Settings, choose Account, then press Reset.\n"
+    assert headings.ends_with_heading(faq, faq.index("\n"))
     chat = (
         "[10:17] Yamada: thanks\n"
         "[10:31] Kobayashi: found it. the rebuild job failed halfway and left old segments. rebuilding now\n"

@@ -767,7 +767,7 @@ static PyObject *line_break_cuts(PyObject *self, PyObject *args) {
  * the end of a chunk. At a line end, the line before the cut (trailing whitespace dropped) is a heading when
  * it is a Markdown heading (`#` to `######`, then a space or tab) or, with at most 40 characters after its
  * indentation, no bullet nor "</" first and a letter or digit in it, does not end in prose punctuation
- * (closing brackets looked through) and is no speaker's turn (`speaker_turn`); or a lead-in line (`is_lead_in_line`): it ends with ":", "：", "?" or
+ * (closing brackets looked through) and is no speaker's turn in a dialogue (`in_dialogue`); or a lead-in line (`is_lead_in_line`): it ends with ":", "：", "?" or
  * "？" and holds a letter or digit.
  */
 #define MAX_HEADING_CHARS 40
@@ -812,10 +812,10 @@ static int atx_heading(int kind, const void *data, Py_ssize_t i, Py_ssize_t end)
     return d == ' ' || d == '\t';
 }
 
-/* `kireme.text.headings.speaker_turn` for the line [i, end) (its first and after its last non-space
+/* `kireme.text.headings.speaker_name` for the line [i, end) (its first and after its last non-space
  * character): a colon after a letter, a letter or digit after the colon, and the word before the colon (back
  * to a space or one of "])】）」>") holding no digit and not starting with 第: a chat or transcript turn
- * ("田中：了解です", "[10:17] Yamada: thanks"), no heading */
+ * ("田中：了解です", "[10:17] Yamada: thanks"); next to another one (`in_dialogue`), no heading */
 static const Py_UCS4 NAME_BOUNDS[] = {']', ')', 0x3011, 0xFF09, 0x300D, '>'}; /* ] ) 】 ） 」 > */
 
 /* `kireme.text.headings.speaker_name`: 1 and the name's bounds in *ns, *ne when [i, end) is a speaker's turn */
@@ -844,9 +844,49 @@ static int speaker_name(int kind, const void *data, Py_ssize_t i, Py_ssize_t end
     return 0;
 }
 
-static int speaker_turn(int kind, const void *data, Py_ssize_t i, Py_ssize_t end) {
+/* kireme/text/headings.py `FAQ_LABELS`: the labels of a FAQ's questions and answers */
+static const Py_UCS4 FAQ_LABELS[][9] = {
+    {'Q', 0}, {'A', 0}, {'q', 0}, {'a', 0}, {0xFF31, 0}, {0xFF21, 0},
+    {'Q', 'u', 'e', 's', 't', 'i', 'o', 'n', 0}, {'A', 'n', 's', 'w', 'e', 'r', 0},
+    {'Q', 'U', 'E', 'S', 'T', 'I', 'O', 'N', 0}, {'A', 'N', 'S', 'W', 'E', 'R', 0},
+    {0x8CEA, 0x554F, 0}, {0x56DE, 0x7B54, 0}, {0x554F, 0}, {0x554F, 0x3044, 0}, {0x7B54, 0}, {0x7B54, 0x3048, 0},
+};
+
+static int faq_label(int kind, const void *data, Py_ssize_t s, Py_ssize_t e) {
+    for (size_t k = 0; k < COUNT(FAQ_LABELS); k++) {
+        Py_ssize_t n = 0;
+        while (FAQ_LABELS[k][n] != 0) n++;
+        if (n != e - s) continue;
+        Py_ssize_t j = 0;
+        while (j < n && PyUnicode_READ(kind, data, s + j) == FAQ_LABELS[k][j]) j++;
+        if (j == n) return 1;
+    }
+    return 0;
+}
+
+/* the speaker's name of the stripped part of [a, b): 1 and its bounds, else 0 */
+static int stripped_speaker(int kind, const void *data, Py_ssize_t a, Py_ssize_t b, Py_ssize_t *ns, Py_ssize_t *ne) {
+    while (a < b && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, a))) a++;
+    while (b > a && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, b - 1))) b--;
+    return a < b && speaker_name(kind, data, a, b, ns, ne);
+}
+
+/* kireme/text/headings.py `_speaker_line` for the stripped part of [a, b): a turn whose name is no FAQ label */
+static int speaker_line(int kind, const void *data, Py_ssize_t a, Py_ssize_t b) {
     Py_ssize_t ns, ne;
-    return speaker_name(kind, data, i, end, &ns, &ne);
+    return stripped_speaker(kind, data, a, b, &ns, &ne) && !faq_label(kind, data, ns, ne);
+}
+
+/* kireme/text/headings.py `in_dialogue`: the line [start, end) is a turn next to another one (the nearest
+ * non-blank line above or below it) */
+static int in_dialogue(int kind, const void *data, Py_ssize_t n, Py_ssize_t start, Py_ssize_t end) {
+    if (!speaker_line(kind, data, start, end)) return 0;
+    Py_ssize_t above = start;
+    while (above > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, above - 1))) above--;
+    if (above > 0 && speaker_line(kind, data, prev_newline(kind, data, 0, above - 1) + 1, above)) return 1;
+    Py_ssize_t below = end;
+    while (below < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, below))) below++;
+    return below < n && speaker_line(kind, data, below, next_newline(kind, data, below, n));
 }
 
 /* whether a cut at pos leaves a heading line at the end of a chunk (0 or 1) */
@@ -887,7 +927,7 @@ static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p
     Py_ssize_t r = end;
     while (r > i && is_closer(PyUnicode_READ(kind, data, r - 1))) r--;
     if (r > i && is_prose_end(PyUnicode_READ(kind, data, r - 1))) return 0;
-    return !speaker_turn(kind, data, i, end);
+    return !in_dialogue(kind, data, n, line_start, end);
 }
 
 static PyObject *ends_with_heading(PyObject *self, PyObject *args) {
@@ -1016,33 +1056,6 @@ static int heading_end_in(int kind, const void *data, Py_ssize_t pos, PyObject *
 /* `kireme.pack.answer_cut_inside`: whether the lead-in line ending at lead_end (whitespace after it aside) asks a
  * question ("?", "？") and [a, b) holds a sentence end ("。！？", or ".!?" before whitespace) with more text after it
  * before b: then the question keeps the first sentences of its answer */
-/* kireme/pack.py `FAQ_LABELS`: the labels of a FAQ's questions and answers */
-static const Py_UCS4 FAQ_LABELS[][9] = {
-    {'Q', 0}, {'A', 0}, {'q', 0}, {'a', 0}, {0xFF31, 0}, {0xFF21, 0},
-    {'Q', 'u', 'e', 's', 't', 'i', 'o', 'n', 0}, {'A', 'n', 's', 'w', 'e', 'r', 0},
-    {'Q', 'U', 'E', 'S', 'T', 'I', 'O', 'N', 0}, {'A', 'N', 'S', 'W', 'E', 'R', 0},
-    {0x8CEA, 0x554F, 0}, {0x56DE, 0x7B54, 0}, {0x554F, 0}, {0x554F, 0x3044, 0}, {0x7B54, 0}, {0x7B54, 0x3048, 0},
-};
-
-static int faq_label(int kind, const void *data, Py_ssize_t s, Py_ssize_t e) {
-    for (size_t k = 0; k < COUNT(FAQ_LABELS); k++) {
-        Py_ssize_t n = 0;
-        while (FAQ_LABELS[k][n] != 0) n++;
-        if (n != e - s) continue;
-        Py_ssize_t j = 0;
-        while (j < n && PyUnicode_READ(kind, data, s + j) == FAQ_LABELS[k][j]) j++;
-        if (j == n) return 1;
-    }
-    return 0;
-}
-
-/* the speaker's name of the stripped part of [a, b): 1 and its bounds, else 0 */
-static int stripped_speaker(int kind, const void *data, Py_ssize_t a, Py_ssize_t b, Py_ssize_t *ns, Py_ssize_t *ne) {
-    while (a < b && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, a))) a++;
-    while (b > a && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, b - 1))) b--;
-    return a < b && speaker_name(kind, data, a, b, ns, ne);
-}
-
 /* kireme/pack.py `_dialogue`: the question line ending at end and the line starting at a (before b) are two
  * speakers' turns, neither labelled as a FAQ's */
 static int dialogue(int kind, const void *data, Py_ssize_t end, Py_ssize_t a, Py_ssize_t b) {

@@ -28,6 +28,7 @@ from kireme.errors import ConfigError
 from kireme.length import SpanSizer, _CharSizer
 from kireme.text.graphemes import SIMPLE_CHARS, CutFilter, ceil_boundary, floor_boundary
 from kireme.text.headings import (
+    FAQ_LABELS,
     HeadingEnds,
     at_line_edge,
     ends_with_heading,
@@ -102,30 +103,6 @@ def answer_cut_inside(text: str, lead_end: int, a: int, b: int) -> bool:
         if ends and _skip_space(text, i + 1, b) < b:
             return True
     return False
-
-
-# The labels of a FAQ's questions and answers (``Q: …?`` / ``A: …``): a question so labelled is a FAQ's,
-# whose answer starts right below it, not one speaker's turn in a conversation
-FAQ_LABELS = frozenset(
-    [
-        "Q",
-        "A",
-        "q",
-        "a",
-        "Ｑ",
-        "Ａ",
-        "Question",
-        "Answer",
-        "QUESTION",
-        "ANSWER",
-        "質問",
-        "回答",
-        "問",
-        "問い",
-        "答",
-        "答え",
-    ]
-)
 
 
 def _dialogue(text: str, end: int, a: int, b: int) -> bool:

@@ -76,10 +76,59 @@ def speaker_name(line: str) -> str | None:
     return None
 
 
-def is_heading_line(line: str, *, turns: bool = True) -> bool:
+# The labels of a FAQ's questions and answers (``Q: …?`` / ``A: …``): no speaker's name
+FAQ_LABELS = frozenset(
+    [
+        "Q",
+        "A",
+        "q",
+        "a",
+        "Ｑ",
+        "Ａ",
+        "Question",
+        "Answer",
+        "QUESTION",
+        "ANSWER",
+        "質問",
+        "回答",
+        "問",
+        "問い",
+        "答",
+        "答え",
+    ]
+)
+
+
+def _speaker_line(line: str) -> bool:
+    """A (stripped) line that is a speaker's turn whose name is no FAQ label."""
+    name = speaker_name(line)
+    return name is not None and name not in FAQ_LABELS
+
+
+def in_dialogue(text: str, start: int, end: int) -> bool:
+    """Whether the line ``text[start:end]`` is a speaker's whole turn in a dialogue: a turn
+    (`speaker_name`, no FAQ label) next to another one — the nearest non-blank line above or below it
+    is a turn too (``[10:17] Yamada: thanks`` over ``[10:31] Kobayashi: found it…``). Short and without a
+    full stop, such a line looks like a heading; one alone is read as one (``Chapter Three: The Return``,
+    ``はじめに：本書について`` over their body). (`kireme._speedups` has the same rule in C.)"""
+    if not _speaker_line(text[start:end].strip()):
+        return False
+    above = start
+    while above > 0 and text[above - 1].isspace():
+        above -= 1
+    if above > 0 and _speaker_line(text[text.rfind("\n", 0, above) + 1 : above].strip()):
+        return True
+    below = end
+    while below < len(text) and text[below].isspace():
+        below += 1
+    stop = text.find("\n", below)
+    return below < len(text) and _speaker_line(text[below : len(text) if stop < 0 else stop].strip())
+
+
+def is_heading_line(line: str) -> bool:
     """Markdown ``#`` headings, and short lines without closing punctuation (``第2条（宿泊費）``) that hold a
-    letter or a digit and are no closing tag, nor a bullet or numbered item (``①　…``, ``一　嘱託社員``),
-    nor (with ``turns``) a speaker's whole turn (`speaker_turn`: ``田中：了解です``)."""
+    letter or a digit and are no closing tag, nor a bullet or numbered item (``①　…``, ``一　嘱託社員``).
+    (In a text, a speaker's turn in a dialogue is none either: `in_dialogue`, asked by `ends_with_heading`.)"""
     line = line.strip()
     if not line:
         return False
@@ -92,7 +141,7 @@ def is_heading_line(line: str, *, turns: bool = True) -> bool:
     body = line.rstrip(CLOSERS) or line  # 「はい。」 ends in a full stop inside its quote: prose
     if body[-1] in _PROSE_END:
         return False
-    return not _BULLET.match(line) and not (turns and speaker_turn(line))
+    return not _BULLET.match(line)
 
 
 # A lead-in line (`is_lead_in_line`) ends with one of these (the line test decides)
@@ -127,7 +176,7 @@ def _ends_with_heading_python(text: str, pos: int) -> bool:
     start = text.rfind("\n", 0, end) + 1
     if _HEADING_LINE.match(text, start, end) is not None:
         line = text[start:end].strip()
-        return _MARKDOWN_HEADING.match(line) is not None or not speaker_turn(line)
+        return _MARKDOWN_HEADING.match(line) is not None or not in_dialogue(text, start, end)
     return text[end - 1] in _LEAD_IN_MARKS and _LEAD_IN_LINE.match(text, start, end) is not None
 
 

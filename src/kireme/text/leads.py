@@ -101,7 +101,7 @@ def _label_lines(text: str, outline: Outline) -> list[tuple[int, int]]:
         if start in headings:
             continue
         label = _INLINE_TAG.sub("", line).strip()
-        if label and not label.endswith((":", "：")) and is_heading_line(label, turns=False):
+        if label and not label.endswith((":", "：")) and is_heading_line(label):
             out.append((start, after))
     return out
 
