@@ -93,7 +93,9 @@ doc.text[start:end] == text, where doc.text is what `kireme load PATH` prints (H
 
 
 def format_text_chunk(chunk: Chunk) -> str:
-    header = f"── {chunk.doc_id} #{chunk.index} [{chunk.start}:{chunk.end}] {chunk.size} {chunk.unit} "
+    time = chunk.metadata.get("time")  # a transcript's chunk: where it starts
+    at = f"@ {time} " if isinstance(time, str) else ""
+    header = f"── {chunk.doc_id} #{chunk.index} [{chunk.start}:{chunk.end}] {at}{chunk.size} {chunk.unit} "
     if chunk.headings:
         header += "· " + " > ".join(chunk.headings) + " "
     return header + "─" * max(3, 72 - len(header)) + "\n" + chunk.text + "\n"

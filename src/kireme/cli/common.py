@@ -122,10 +122,11 @@ def _left_out_note(folder: str, left_out: collections.Counter[str], suffixes: Co
     hints: list[str] = []
     total = 0
     for hint, readable in groups:
-        kinds = sorted(k for k in left_out if k in readable)
+        kinds = sorted(k for k in left_out if k in readable or (not k and readable is _TEXT_SUFFIXES))
         if kinds:
-            counts += [f"{k} ×{left_out[k]}" for k in kinds]
-            hints.append(f"{', '.join(kinds)}: {hint}")
+            shown = [k or "no extension" for k in kinds]  # README, LICENSE, Makefile
+            counts += [f"{name} ×{left_out[k]}" for name, k in zip(shown, kinds, strict=True)]
+            hints.append(f"{', '.join(shown)}: {hint}")
             total += sum(left_out[k] for k in kinds)
     if not total:
         return ""

@@ -905,7 +905,10 @@ def search_command(
             click.echo(json.dumps(hit.to_dict(), ensure_ascii=False))
         else:
             where_from = " > ".join(c.headings)
-            click.echo(f"── {rank}. {hit.score:.4f}  {c.source} [{c.start}:{c.end}] {where_from}")
+            at = (
+                f" @ {c.metadata['time']}" if isinstance(c.metadata.get("time"), str) else ""
+            )  # a transcript's
+            click.echo(f"── {rank}. {hit.score:.4f}  {c.source}{at} [{c.start}:{c.end}] {where_from}")
             click.echo(c.text)
     if not hits:
         click.echo("kireme: no chunk matched", err=True)
@@ -943,8 +946,9 @@ def _print_passages(made: Any, fmt: str, miss: str | None = None) -> None:
             number += 1
             where_from = " > ".join(span.headings)
             ranks = ",".join(str(r) for r in span.ranks)
+            at = f" @ {passage.time}" if passage.time else ""
             click.echo(
-                f"── {number}. {passage.source} [{span.start}:{span.end}] {where_from}  "
+                f"── {number}. {passage.source}{at} [{span.start}:{span.end}] {where_from}  "
                 f"({'hit' if len(span.ranks) == 1 else 'hits'} ranked {ranks}; {span.size} {context.unit})"
             )
         else:  # a further part of the same passage, after what was left out (an HTML comment)

@@ -47,19 +47,25 @@ UNITS = ("chars", "tokens")
 @dataclass(frozen=True)
 class Passage:
     """One span of the context with where it came from: the `ContextSpan` and its document's source
-    path and title (from the best hit it holds) and the pages of the hits it holds."""
+    path and title (from the best hit it holds), the pages of the hits it holds and, for a transcript
+    (`.srt`, `.vtt`), the time its earliest hit starts at."""
 
     span: ContextSpan
     source: str
     title: str
     pages: tuple[Any, ...] = ()
+    time: str | None = None  # a transcript's: the start of the earliest hit it holds (``00:01:02.500``)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON row of ``kireme search --budget``: doc_id, source, title, start, end, headings, ranks
-        (1-based ranks of the hits it holds), size (in the budget's unit), cut, text, pages."""
+        (1-based ranks of the hits it holds), size (in the budget's unit), cut, pages, time (transcripts
+        only), text."""
         row = self.span.to_dict()
         text = row.pop("text")
-        row.update({"source": self.source, "title": self.title, "pages": list(self.pages), "text": text})
+        row.update({"source": self.source, "title": self.title, "pages": list(self.pages)})
+        if self.time is not None:
+            row["time"] = self.time
+        row["text"] = text
         return row
 
 
@@ -176,12 +182,14 @@ def passages_from(hits: Sequence[Hit], made: Context) -> tuple[Passage, ...]:
         pages: list[Any] = []
         for chunk in held:
             pages.extend(_pages(chunk.metadata))
+        times = [t for t in (chunk.metadata.get("time") for chunk in held) if isinstance(t, str)]
         out.append(
             Passage(
                 span=span,
                 source=best.source if best else "",
                 title=best.title if best else "",
                 pages=tuple(sorted(set(pages), key=_page_key)),
+                time=min(times) if times else None,
             )
         )
     return tuple(out)

@@ -15,18 +15,32 @@ WebVTT's ``NOTE``, ``STYLE`` and ``REGION`` blocks and cue settings are left out
 from __future__ import annotations
 
 import html
+import logging
 import re
 
 from kireme.document import Document, Region
 from kireme.errors import DecodeError, LoadError
 from kireme.load.encoding import decode
-from kireme.text.headings import speaker_turn
 
-# A timing line: a start, the arrow, an end (SubRip uses a comma before the milliseconds, WebVTT a dot;
-# hours are optional in WebVTT), then WebVTT's cue settings
+logger = logging.getLogger(__name__)
+
+# A timing line: a start, the arrow (``->`` too, a common slip), an end (SubRip uses a comma before the
+# milliseconds, WebVTT a dot; hours are optional in WebVTT, milliseconds in hand-written files), then
+# WebVTT's cue settings
 _TIMING = re.compile(
-    r"^\s*((?:\d+:)?\d{1,2}:\d{2}[,.]\d{1,3})\s*-->\s*((?:\d+:)?\d{1,2}:\d{2}[,.]\d{1,3})(?:[ \t].*)?$"
+    r"^\s*((?:\d+:)?\d{1,2}:\d{2}(?:[,.]\d{1,3})?)\s*-{1,2}>\s*((?:\d+:)?\d{1,2}:\d{2}(?:[,.]\d{1,3})?)(?:[ \t].*)?$"
 )
+# WebVTT's blocks that hold no cue text: a comment, a style sheet, a region definition (after a blank line)
+_NON_CUE_BLOCK = re.compile(
+    r"(?:\A|\n[ \t]*\n)(?:NOTE|STYLE|REGION)(?=[ \t\n]|\Z)[^\n]*(?:\n[^\n]*\S[^\n]*)*"
+)
+# SubRip's override tags of ASS renderers (``{\an8}``, ``{\i1}``): no text
+_ASS_TAG = re.compile(r"\{\\[^}]*\}")
+# A speaker's name at the start of a cue: up to three words before a colon, no sentence mark in them
+_NAME_AT_START = re.compile(r"([^\s:：。、，,.!?！？][^:：。、，,!?！？\n]{0,29}?)[ \t]*[:：][ \t]*(?=\S)")
+_NAME_WORDS = 3
+_CJK = "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+_CJK_SEAM = re.compile(rf"(?<=[{_CJK}]) (?=[{_CJK}])")
 _VOICE = re.compile(r"<v(?:\.[^ \t>]*)?[ \t]+([^>]*)>")
 _TAG = re.compile(r"</?[A-Za-z0-9.:_-]+(?:[ \t][^>]*)?>|<\d+:\d{2}(?::\d{2})?[.,]\d{3}>")
 _BLOCK_BREAK = re.compile(r"\n[ \t]*\n")
@@ -39,8 +53,11 @@ def load_subtitles(data: bytes, id: str, format: str, *, encoding: str | None = 
         decoded = decode(data, encoding)
     except DecodeError as exc:
         raise LoadError(id, str(exc)) from None
-    cues = _cues(decoded.text.replace("\r\n", "\n").replace("\r", "\n"))
-    if not cues and decoded.text.strip():
+    if (warning := decoded.guess_warning(id)) is not None:
+        logger.warning("%s", warning)
+    raw = decoded.text.replace("\r\n", "\n").replace("\r", "\n")
+    cues = _cues(raw)
+    if not cues and raw.strip() and not (format == "vtt" and raw.lstrip().startswith("WEBVTT")):
         raise LoadError(id, f"no subtitle cue (no 'start --> end' timing line): not {format.upper()}")
     parts: list[str] = []
     regions: list[Region] = []
@@ -70,38 +87,48 @@ def load_subtitles(data: bytes, id: str, format: str, *, encoding: str | None = 
 
 
 def _cues(text: str) -> list[tuple[str, str]]:
-    """``(start, text)`` of each cue, in the file's order; blocks without a timing line (a WebVTT header,
-    ``NOTE``, ``STYLE``, ``REGION``) and cues with no text are left out."""
+    """``(start, text)`` of each cue, in the file's order. A cue is the lines after its timing line up to
+    the next cue: its identifier (the line right before that timing, when it is a number or stands after a
+    blank line) and WebVTT's ``NOTE``/``STYLE``/``REGION`` blocks are left out, and so are cues with no
+    text; a blank line inside a cue or a missing one between two cues loses no word. A line a cue repeats
+    from the end of the cue before (captions that roll up, as video sites write them) is read once."""
+    lines = _NON_CUE_BLOCK.sub("\n", text).split("\n")
+    timings = [k for k, line in enumerate(lines) if _TIMING.match(line)]
     out: list[tuple[str, str]] = []
-    for block in _BLOCK_BREAK.split(text):
-        lines = block.strip("\n").split("\n")
-        timing = next((k for k, line in enumerate(lines) if _TIMING.match(line)), None)
-        if timing is None or timing > 1:  # a cue's timing is its first line, or the second after its id
-            continue
-        match = _TIMING.match(lines[timing])
-        assert match is not None
-        said = " ".join(_plain(line) for line in lines[timing + 1 :] if _plain(line))
+    shown: list[str] = []  # the previous cue's lines
+    for n, k in enumerate(timings):
+        body = lines[k + 1 : timings[n + 1] if n + 1 < len(timings) else len(lines)]
+        if n + 1 < len(timings) and body and body[-1].strip():  # right above the next timing: its id?
+            last = body[-1].strip()
+            if last.isdigit() or (len(body) > 1 and not body[-2].strip()):
+                body.pop()
+        said = [line for line in (_plain(line) for line in body) if line]
+        while said and shown and said[0] == shown[-1]:
+            said.pop(0)
         if said:
-            out.append((match.group(1), said))
+            shown = said
+            match = _TIMING.match(lines[k])
+            assert match is not None
+            out.append((match.group(1), _CJK_SEAM.sub("", " ".join(said))))
     return out
 
 
 def _plain(line: str) -> str:
     """A cue line without its tags (a voice tag becomes ``Name: ``), entities read, spaces squeezed."""
-    line = _VOICE.sub(lambda m: m.group(1).strip() + ": ", line)
+    line = _VOICE.sub(lambda m: m.group(1).strip() + ": ", _ASS_TAG.sub("", line))
     return " ".join(html.unescape(_TAG.sub("", line)).split())
 
 
 def _speaker(said: str) -> tuple[str | None, str]:
-    """The speaker a cue names at its start (``Bob: …``, ``佐藤：…``), and the cue."""
-    if not speaker_turn(said):
+    """The speaker a cue names at its start (``Bob: …``, ``佐藤：…``, ``Speaker 1: …``, ``田中（司会）：…``;
+    up to three words, no sentence mark), and the cue."""
+    match = _NAME_AT_START.match(said)
+    if match is None:
         return None, said
-    colon = min((i for i in (said.find(":"), said.find("：")) if i > 0), default=-1)
-    name = said[:colon].strip() if colon > 0 else ""
-    return (name if 0 < len(name) <= _NAME_CHARS else None), said
-
-
-_NAME_CHARS = 30  # a longer "name" before a colon is a sentence, not a speaker
+    name = match.group(1).strip()
+    if len(name.split()) > _NAME_WORDS or name.lower().startswith(("http", "ftp", "www")):
+        return None, said
+    return name, said
 
 
 def _clock(stamp: str) -> str:
