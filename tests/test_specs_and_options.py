@@ -377,3 +377,21 @@ def test_in_a_dialogue_the_other_speakers_answer_is_not_cut_to_go_with_the_quest
         "Q: Who can access my records?\n\nA: Only your manager. HR can see them when you ask for a review.\n"
     )
     assert make_chunker("recursive", max_size=60).chunk(faq)[0].text.endswith("A: Only your manager.")
+
+
+def test_a_speakers_name_is_never_a_chunk_alone_when_their_turn_is_cut() -> None:
+    """A turn longer than a chunk was cut first after the name's colon (a clause mark): ``Bob Lee:`` was a
+    chunk of its own, cut from everything he said."""
+    from kireme import make_chunker
+    from kireme.text.headings import after_speaker_label
+
+    text = (
+        "Alice: thanks\n\nBob Lee: yes\nWe should revisit the hiring plan before the board meeting in March, "
+        "otherwise\nwe will run out of budget by Q3.\n\n佐藤：はい、承知しました。来週までに見積もりを出して、課長に確認します。\n"
+    )
+    assert after_speaker_label(text, text.index("Bob Lee:") + len("Bob Lee:"))
+    assert not after_speaker_label("時刻は10:30です。", 3) and not after_speaker_label("https://x", 6)
+    for strategy in ("recursive", "sentence", "paragraph"):
+        for size in (30, 50, 80):
+            for c in make_chunker(strategy, max_size=size).chunk(text):
+                assert c.text not in ("Bob Lee:", "佐藤：", "Alice:"), (strategy, size)

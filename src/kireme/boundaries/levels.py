@@ -13,6 +13,7 @@ import regex
 
 from kireme._native import native
 from kireme.errors import ConfigError, PatternTimeoutError
+from kireme.text.headings import after_speaker_label
 from kireme.text.marks import CLOSERS, FULL_STOPS, TERMINATORS
 from kireme.text.patterns import compile_pattern
 from kireme.text.sentences import check_sentence_mode, paragraph_cuts, sentence_cuts
@@ -171,7 +172,8 @@ class ClauseLevel:
     """Clause marks: a cut after each ``、;；``, and after each ``，,:：`` that is not followed by a digit
     (``１０，０００円``, ``10:30`` are numbers, not two clauses) — nor an ASCII ``:`` followed by ``/`` or
     ``\\`` (``https://…``, ``C:\\Users``: a URL or a path, not two clauses), nor an ASCII ``,`` between a
-    day of one or two digits and a year (``Apr. 1, 2025``, ``January 15, 2025``: a date).
+    day of one or two digits and a year (``Apr. 1, 2025``, ``January 15, 2025``: a date), nor the colon
+    after a speaker's name at a line's start (``Bob Lee: yes, …``: the name would be a chunk alone).
 
     Asked for every sentence longer than the limit: a C scan (`kireme._speedups.clause_cuts`) finds the
     marks without a regex match object per cut; the regex (`reference`) stays the rule and the fallback.
@@ -191,9 +193,15 @@ class ClauseLevel:
     )
 
     def cuts(self, text: str, a: int, b: int) -> list[int]:
-        if _NATIVE_CLAUSE_CUTS is not None:
-            return _NATIVE_CLAUSE_CUTS(text, a, b)
-        return self.reference.cuts(text, a, b)
+        found = (
+            _NATIVE_CLAUSE_CUTS(text, a, b)
+            if _NATIVE_CLAUSE_CUTS is not None
+            else self.reference.cuts(text, a, b)
+        )
+        # no cut right after a speaker's name at a line's start (``Bob Lee:`` alone in a chunk)
+        if (":" in text[a:b] or "：" in text[a:b]) and any(text[c - 1] in ":：" for c in found):
+            found = [c for c in found if not after_speaker_label(text, c)]
+        return found
 
 
 @dataclass(frozen=True)

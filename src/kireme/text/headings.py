@@ -62,6 +62,17 @@ def speaker_name(line: str) -> str | None:
     """The name of the speaker whose whole turn a (stripped) line is (`speaker_turn`): the word right
     before the colon (``Yamada`` of ``[10:17] Yamada: thanks``); ``None`` when the line is no turn.
     (`kireme._speedups` has the same rule in C: `speaker_name`.)"""
+    colon = speaker_colon(line)
+    if colon is None:
+        return None
+    s = colon
+    while s > 0 and not line[s - 1].isspace() and line[s - 1] not in _NAME_BOUNDS:
+        s -= 1
+    return line[s:colon]
+
+
+def speaker_colon(line: str) -> int | None:
+    """Where in a (stripped) line the colon after a speaker's name stands (`speaker_name`), else ``None``."""
     for p, char in enumerate(line):
         if char not in ":：" or p == 0 or not line[p - 1].isalpha():
             continue
@@ -72,8 +83,24 @@ def speaker_name(line: str) -> str | None:
             s -= 1
         name = line[s:p]
         if not name.startswith("第") and not any(c.isdigit() for c in name):
-            return name
+            return p
     return None
+
+
+def after_speaker_label(text: str, pos: int) -> bool:
+    """Whether ``pos`` is right after the colon that ends a speaker's name at the start of its line, in a
+    dialogue (`in_dialogue`: ``Bob Lee:|`` of ``Bob Lee: yes, and…`` under ``Alice: thanks``): a cut there
+    leaves the name alone in a chunk."""
+    if pos <= 0 or text[pos - 1] not in ":：":
+        return False
+    start = text.rfind("\n", 0, pos) + 1
+    while start < pos and text[start].isspace():
+        start += 1
+    stop = text.find("\n", pos)
+    end = len(text) if stop < 0 else stop
+    line = text[start:end].rstrip()
+    # in a dialogue only: ``Note: …`` alone over a body may be cut there as any clause
+    return speaker_colon(line) == pos - 1 - start and in_dialogue(text, start, end)
 
 
 # The labels of a FAQ's questions and answers (``Q: …?`` / ``A: …``): no speaker's name
