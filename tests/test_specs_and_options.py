@@ -395,3 +395,29 @@ def test_a_speakers_name_is_never_a_chunk_alone_when_their_turn_is_cut() -> None
         for size in (30, 50, 80):
             for c in make_chunker(strategy, max_size=size).chunk(text):
                 assert c.text not in ("Bob Lee:", "佐藤：", "Alice:"), (strategy, size)
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("東京駅です。", 5),
+        ("価格は12,345,678円です。", 16),
+        ("会议定于2026年12月6日下午3点召开。", 20),
+        ("我們明天早上八點在學校門口集合然後一起去博物館參觀！」", 26),
+        ("彼は「今日は会社を休みます」と言った", 3),
+    ],
+)
+def test_a_last_resort_cut_leaves_no_closing_mark_to_start_a_chunk(text: str, size: int) -> None:
+    """When a sentence has no cut within reach, the window was cut where it filled: ``東京駅です`` | ``。``,
+    ``…參觀！`` | ``」`` (the line-breaking rule of Japanese and Chinese text, 禁則, says never)."""
+    from kireme import make_chunker
+    from kireme.text.marks import CLOSERS, TERMINATORS
+
+    for strategy in ("recursive", "sentence", "paragraph"):
+        chunks = make_chunker(strategy, max_size=size).chunk(text)
+        assert "".join(c.text for c in chunks) == text
+        for c in chunks:
+            assert c.text[0] not in TERMINATORS + CLOSERS + "、，" and c.text[-1] not in "「『（", (
+                strategy,
+                c.text,
+            )

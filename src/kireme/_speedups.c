@@ -1371,7 +1371,8 @@ done:
  * sizes are characters: windows of `budget` characters from `start`, each cut where it fills the budget and
  * trimmed, appended to `out`. A cut is taken here only between two characters of `simple` (then no cluster
  * is split and `floor_boundary` answers the same position) and, with `numbers` (the packer has levels, so
- * `_outside_number` may move it), not after a digit or a number separator. Returns -1 when the span is done,
+ * `_outside_number` and `_kinsoku` may move it), not after a digit or a number separator, nor before closing
+ * punctuation or after an opening bracket. Returns -1 when the span is done,
  * else the window start Python must go on from (a cut or a trim that needs the grapheme rules or the number
  * rule).
  */
@@ -1386,6 +1387,14 @@ static int near_number(Py_UCS4 c) {
     static const Py_UCS4 OTHERS[] = {'/', '-', ':', 0xFF0F, 0xFF0D, 0xFF1A, 0xA5, 0xFFE5, '$', 0xFF04, 0x20AC, 0xA3};
     return is_number_char(c) || in_set(c, OTHERS, COUNT(OTHERS));
 }
+
+/* kireme/pack.py `_NO_LINE_START` / `_NO_LINE_END`: a cut before these or after those is `_kinsoku`'s to move */
+static const Py_UCS4 NO_LINE_START[] = {
+    0x3002, 0xff01, 0xff1f, 0x21, 0x3f, 0xff61, 0x203c, 0x2047, 0x2048, 0x2049, 0xff0e, 0x2e, 0x300d, 0x300f,
+    0xff09, 0x29, 0x3011, 0x3009, 0x300b, 0x3015, 0xff3d, 0x5d, 0xff5d, 0x7d, 0x3019, 0x3017, 0x22, 0x27,
+    0x201d, 0x2019, 0xbb, 0x203a, 0x3001, 0xff0c, 0x2c, 0x3b, 0xff1b, 0x3a, 0xff1a, 0x2026, 0x2025, 0x30fc};
+static const Py_UCS4 NO_LINE_END[] = {0x300c, 0x300e, 0xff08, 0x28, 0x3010, 0x3008, 0x300a, 0x3014, 0xff3b,
+                                      0x5b, 0xff5b, 0x7b, 0x3018, 0x3016, 0x201c, 0x2018, 0xab, 0x2039};
 
 static PyObject *char_windows(PyObject *self, PyObject *args) {
     (void)self;
@@ -1415,7 +1424,13 @@ static PyObject *char_windows(PyObject *self, PyObject *args) {
         Py_ssize_t cut = start + budget;
         ok = both_simple(kind, data, cut, simple);
         if (ok < 0) return NULL;
-        if (ok == 0 || (numbers && near_number(PyUnicode_READ(kind, data, cut - 1)))) break;
+        if (ok == 0) break;
+        if (numbers) { /* a cut `_outside_number` or `_kinsoku` may move: Python's */
+            Py_UCS4 before = PyUnicode_READ(kind, data, cut - 1), after = PyUnicode_READ(kind, data, cut);
+            if (near_number(before) || in_set(after, NO_LINE_START, COUNT(NO_LINE_START)) ||
+                in_set(before, NO_LINE_END, COUNT(NO_LINE_END)))
+                break;
+        }
         ok = trim_core(kind, data, start, cut, simple, &s, &e);
         if (ok < 0) return NULL;
         if (ok == 0) break;

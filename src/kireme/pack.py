@@ -35,6 +35,7 @@ from kireme.text.headings import (
     lead_in_line_start,
     speaker_name,
 )
+from kireme.text.marks import CLAUSE_MARKS, CLOSERS, FULL_STOPS, TERMINATORS
 from kireme.text.paragraphs import ends_sentence
 from kireme.text.sentences import sentence_index
 
@@ -461,7 +462,7 @@ class _Packer:
                     )
                 cut = max(start + 1, e)
         if self.levels:
-            cut = _outside_number(text, cut, start)
+            cut = _kinsoku(text, _outside_number(text, cut, start), start)
         return cut
 
     # ------------------------------------------------------------------------------ min size
@@ -837,6 +838,28 @@ _NUMBER_CHARS = frozenset("0123456789０１２３４５６７８９,.，．")
 _DIGITS = frozenset("0123456789０１２３４５６７８９")
 _NUMBER_JOINERS = frozenset("/-:／－：")  # one number when between digits: 2024/04/01, 10:30, 03-1234-5678
 _CURRENCY = frozenset("¥￥$＄€£")  # a sign written before its amount
+
+
+# A fallback cut never leaves these to start a chunk (``。``, ``」`` alone) nor an opening bracket to end
+# one (the line-breaking rule of Japanese and Chinese typesetting, 禁則)
+_NO_LINE_START = frozenset(TERMINATORS + FULL_STOPS + CLOSERS + CLAUSE_MARKS + "…‥ー")
+_NO_LINE_END = frozenset("「『（(【〈《〔［[｛{〘〖“‘«‹")
+_KINSOKU_STEPS = 4  # how far (in clusters) a fallback cut moves back for it
+
+
+def _kinsoku(text: str, cut: int, start: int) -> int:
+    """A fallback cut moved back, a cluster at a time (a few at most), until the chunk it ends neither
+    ends with an opening bracket nor leaves closing punctuation to start the next (``東京駅です|。`` →
+    ``東京駅で|す。``); where no such place is near, the cut stays."""
+    c = cut
+    for _ in range(_KINSOKU_STEPS):
+        if c >= len(text) or (text[c] not in _NO_LINE_START and text[c - 1] not in _NO_LINE_END):
+            return c
+        back = floor_boundary(text, c - 1, start)
+        if back <= start:
+            break
+        c = back
+    return c if c < len(text) and text[c] not in _NO_LINE_START and text[c - 1] not in _NO_LINE_END else cut
 
 
 def _outside_number(text: str, cut: int, start: int) -> int:
