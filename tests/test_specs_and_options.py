@@ -421,3 +421,27 @@ def test_a_last_resort_cut_leaves_no_closing_mark_to_start_a_chunk(text: str, si
                 strategy,
                 c.text,
             )
+
+
+@pytest.mark.parametrize(
+    ("text", "size", "pieces"),
+    [
+        ("Contact us at john.doe@example.com today.", 15, ["john.doe@", "example.com"]),
+        ("Upgrade from v1.2.3 to v10.20.30-rc.1 now.", 12, ["v10.20.30-", "rc.1 now."]),
+        (
+            "See https://docs.example.com/v2.3/guide/index.html?lang=ja&page=3 for details.",
+            40,
+            ["https://docs.example.com/v2.3/guide/"],
+        ),
+    ],
+)
+def test_a_last_resort_cut_in_a_url_address_or_version_falls_at_its_joints(
+    text: str, size: int, pieces: list[str]
+) -> None:
+    """A run of ASCII letters and digits with no space was cut where the window filled: ``john.doe@exampl``
+    | ``e.com``, ``…/guide/inde`` | ``x.html``; it is cut after a ``@``, ``/``, ``.`` or ``-`` within reach."""
+    from kireme import make_chunker
+
+    texts = [c.text for c in make_chunker("recursive", max_size=size).chunk(text)]
+    for piece in pieces:
+        assert piece in texts, texts

@@ -1388,7 +1388,8 @@ static int near_number(Py_UCS4 c) {
     return is_number_char(c) || in_set(c, OTHERS, COUNT(OTHERS));
 }
 
-/* kireme/pack.py `_NO_LINE_START` / `_NO_LINE_END`: a cut before these or after those is `_kinsoku`'s to move */
+/* kireme/pack.py `_NO_LINE_START` / `_NO_LINE_END`: a cut before these or after those is `_kinsoku`'s to move
+ * (and one between two ASCII letters or digits `_word_edge`'s) */
 static const Py_UCS4 NO_LINE_START[] = {
     0x3002, 0xff01, 0xff1f, 0x21, 0x3f, 0xff61, 0x203c, 0x2047, 0x2048, 0x2049, 0xff0e, 0x2e, 0x300d, 0x300f,
     0xff09, 0x29, 0x3011, 0x3009, 0x300b, 0x3015, 0xff3d, 0x5d, 0xff5d, 0x7d, 0x3019, 0x3017, 0x22, 0x27,
@@ -1427,7 +1428,8 @@ static PyObject *char_windows(PyObject *self, PyObject *args) {
         if (ok == 0) break;
         if (numbers) { /* a cut `_outside_number` or `_kinsoku` may move: Python's */
             Py_UCS4 before = PyUnicode_READ(kind, data, cut - 1), after = PyUnicode_READ(kind, data, cut);
-            if (near_number(before) || in_set(after, NO_LINE_START, COUNT(NO_LINE_START)) ||
+            int inside_word = before < 128 && after < 128 && Py_UNICODE_ISALNUM(before) && Py_UNICODE_ISALNUM(after);
+            if (near_number(before) || inside_word || in_set(after, NO_LINE_START, COUNT(NO_LINE_START)) ||
                 in_set(before, NO_LINE_END, COUNT(NO_LINE_END)))
                 break;
         }

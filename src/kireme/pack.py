@@ -462,7 +462,7 @@ class _Packer:
                     )
                 cut = max(start + 1, e)
         if self.levels:
-            cut = _kinsoku(text, _outside_number(text, cut, start), start)
+            cut = _word_edge(text, _kinsoku(text, _outside_number(text, cut, start), start), start)
         return cut
 
     # ------------------------------------------------------------------------------ min size
@@ -845,6 +845,25 @@ _CURRENCY = frozenset("¥￥$＄€£")  # a sign written before its amount
 _NO_LINE_START = frozenset(TERMINATORS + FULL_STOPS + CLOSERS + CLAUSE_MARKS + "…‥ー")
 _NO_LINE_END = frozenset("「『（(【〈《〔［[｛{〘〖“‘«‹")
 _KINSOKU_STEPS = 4  # how far (in clusters) a fallback cut moves back for it
+
+
+_WORD_REACH = 24  # how far back a fallback cut inside a run of ASCII letters and digits looks for its edge
+
+
+def _ascii_alnum(c: str) -> bool:
+    return c.isascii() and c.isalnum()
+
+
+def _word_edge(text: str, cut: int, start: int) -> int:
+    """A fallback cut inside a run of ASCII letters and digits moved back to where the run began or to
+    the last separator in it within reach (``john.doe@|example.com``, ``/config.d/|10-main.conf``,
+    ``v10.20.|30``): a URL, a path, an address or a word is cut at its own joints, not mid-word."""
+    if cut >= len(text) or not (_ascii_alnum(text[cut - 1]) and _ascii_alnum(text[cut])):
+        return cut
+    c = cut - 1
+    while c > start and cut - c < _WORD_REACH and _ascii_alnum(text[c - 1]):
+        c -= 1
+    return c if c > start and not _ascii_alnum(text[c - 1]) else cut
 
 
 def _kinsoku(text: str, cut: int, start: int) -> int:
