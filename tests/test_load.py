@@ -300,3 +300,24 @@ def test_classic_mac_line_ends_are_read_as_line_ends(tmp_path: Path) -> None:
     mixed = tmp_path / "mixed.txt"
     mixed.write_bytes(b"a\r\nb\rc\n")
     assert load(mixed).text == "a\r\nb\nc\n"
+
+
+def test_korean_and_chinese_bytes_are_not_read_as_japanese_without_a_word(caplog) -> None:
+    """EUC-KR, GBK and Big5 bytes are valid CP932 or EUC-JP too: a Korean file was loaded as strings of
+    kanji (``神潅精 劾松亜…``) without a warning. Korean is now read as Korean when the bytes say so
+    plainly; a short or Chinese text keeps the Japanese reading with a warning that shows the others."""
+    korean = "오늘은 날씨가 좋습니다. 우리는 공원에 갔습니다! 가격은 12,500원입니다.\n"
+    doc = load_bytes(korean.encode("euc-kr"), "ko.txt")
+    assert doc.text == korean and doc.metadata["encoding"] == "euc_kr"
+    for text, codec, reading in (
+        ("今天天气很好。", "gbk", "as gb18030 it reads '今天天气很好。'"),
+        ("今天天氣很好。", "big5", "as big5 it reads '今天天氣很好。'"),
+    ):
+        caplog.clear()
+        with caplog.at_level("WARNING"):
+            load_bytes(text.encode(codec), f"{codec}.txt")
+        assert any(reading in r.getMessage() for r in caplog.records), caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert load_bytes("今日は晴れです。".encode("euc_jp"), "ja.txt").text == "今日は晴れです。"
+    assert not caplog.records  # Japanese with kana: no doubt

@@ -46,16 +46,22 @@ class DecodedText:
     alternative_text: str = ""
     eof_marks: int = 0
     cr_line_ends: int = 0
+    # a kana-less reading of Korean or Chinese bytes as Japanese: what they read as in those (`_OTHER_CJK`),
+    # the likeliest first, as (encoding, the reading's start)
+    readings: tuple[tuple[str, str], ...] = ()
 
     def guess_warning(self, name: str) -> str | None:
         """The warning for a loader to give about ``name``, or None when the encoding was no close call."""
         if not self.alternatives:
             return None
         if self.encoding in _JAPANESE_LEGACY:  # a short text both read as Japanese: 山田太郎 or ｻｳﾅﾄﾂﾀﾏｺ
+            others = [(self.alternatives[0], self.alternative_text)] + [
+                r for r in self.readings if r[0] != self.alternatives[0]
+            ]
+            said = "; ".join(f"as {enc} it reads {text!r}" for enc, text in others[:3])
             return (
-                f"{name}: decoded as {self.encoding} ({self.text[:20].strip()!r}), a guess: as "
-                f"{self.alternatives[0]} it reads {self.alternative_text!r}; check the text (kireme load) or "
-                f"pass --encoding {self.alternatives[0]}"
+                f"{name}: decoded as {self.encoding} ({self.text[:20].strip()!r}), a guess: {said}; check the "
+                f"text (kireme load) or pass --encoding {'/'.join(enc for enc, _ in others[:3])}"
             )
         return (
             f"{name}: decoded as {self.encoding}, a guess: {', '.join(self.alternatives)} would read its "
@@ -164,7 +170,7 @@ def _decode(data: bytes, encoding: str | None) -> DecodedText:
     candidates = {enc: t for enc in _JAPANESE_LEGACY if (t := _strict(data, enc)) is not None}
     if len(candidates) == 1:
         ((enc, t),) = candidates.items()
-        return DecodedText(t, enc)
+        return _not_japanese_after_all(data, DecodedText(t, enc))
     if len(candidates) > 1:
         # prose has hiragana: EUC-JP text read as CP932 has none (its bytes become half-width kana and
         # kanji), while CP932 prose with hiragana is no valid EUC-JP at all
@@ -177,8 +183,60 @@ def _decode(data: bytes, encoding: str | None) -> DecodedText:
             e for e in candidates if e != best and rank(e) == rank(best) and candidates[e] != candidates[best]
         )
         other = candidates[close[0]][:20].strip() if close else ""
-        return DecodedText(candidates[best], best, alternatives=close, alternative_text=other)
+        return _not_japanese_after_all(
+            data, DecodedText(candidates[best], best, alternatives=close, alternative_text=other)
+        )
     return _guess_other(data)
+
+
+# Kana a Japanese text holds (half-width katakana aside: Korean or Chinese bytes read as CP932 give those)
+_KANA = re.compile("[\u3041-\u309f\u30a1-\u30ff]")
+_HANGUL = re.compile("[\uac00-\ud7a3]")
+_OTHER_CJK = ("euc_kr", "gb18030", "big5")  # what a legacy CJK file that is not Japanese may be
+_KOREAN_MIN = 8  # Hangul syllables enough to take a file for Korean (with charset-normalizer agreeing)
+
+
+def _not_japanese_after_all(data: bytes, decoded: DecodedText) -> DecodedText:
+    """A CP932 or EUC-JP reading without a single kana is suspect: Korean (EUC-KR) and Chinese (GBK,
+    Big5) bytes are valid Japanese too, and read as strings of kanji. Korean is taken when the bytes read
+    as mostly Hangul and charset-normalizer agrees; otherwise, for a text with several non-ASCII
+    characters, the Japanese reading stays with a warning naming what it reads as in the others."""
+    text = decoded.text
+    foreign = [ch for ch in text if ord(ch) > 0x7F and not ch.isspace()]
+    if _KANA.search(text) is not None or len(foreign) < 4:
+        return decoded
+    readings = {enc: t for enc in _OTHER_CJK if (t := _strict(data, enc)) is not None and t != text}
+    korean = readings.get("euc_kr")
+    if korean is not None:
+        hangul = len(_HANGUL.findall(korean))
+        letters = sum(1 for ch in korean if ord(ch) > 0x7F and not ch.isspace())
+        if hangul >= _KOREAN_MIN and hangul >= 0.5 * letters:
+            from charset_normalizer import from_bytes
+
+            match = from_bytes(data).best()
+            if match is not None and match.encoding in ("cp949", "euc_kr", "johab"):
+                return DecodedText(korean, "euc_kr")
+    if not readings:
+        return decoded
+    ranked = sorted(readings, key=lambda enc: _cjk_share(readings[enc]), reverse=True)  # the likeliest first
+    found = tuple((enc, readings[enc][:20].strip()) for enc in ranked)
+    if decoded.alternatives:  # the Japanese close call (CP932 or EUC-JP) stays first
+        return replace(decoded, readings=found)
+    return replace(decoded, alternatives=tuple(ranked), alternative_text=found[0][1], readings=found)
+
+
+def _cjk_share(text: str) -> float:
+    """How much of a reading is one script — Chinese characters or Hangul, with CJK punctuation — less
+    what is private-use (bytes of another encoding land there): Korean or Chinese read right is the one,
+    not a mix of the two."""
+    letters = [ch for ch in text if ord(ch) > 0x7F and not ch.isspace()]
+    if not letters:
+        return 0.0
+    punct = sum(1 for ch in letters if "\u3000" <= ch <= "\u303f" or "\uff00" <= ch <= "\uffef")
+    han = sum(1 for ch in letters if "\u4e00" <= ch <= "\u9fff")
+    hangul = sum(1 for ch in letters if "\uac00" <= ch <= "\ud7a3")
+    private = sum(1 for ch in letters if "\ue000" <= ch <= "\uf8ff")
+    return (max(han, hangul) + punct - private) / len(letters)
 
 
 def _guess_other(data: bytes) -> DecodedText:
