@@ -10,10 +10,11 @@ binary and is refused.
 from __future__ import annotations
 
 import codecs
+import logging
 import re
 from dataclasses import dataclass, replace
 
-from kireme.errors import DecodeError
+from kireme.errors import DecodeError, LoadError
 
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32"),
@@ -102,6 +103,18 @@ def _japanese_score(text: str) -> float:
         if o < 0x80 or 0x3000 <= o <= 0x30FF or 0x4E00 <= o <= 0x9FFF or 0xFF00 <= o <= 0xFFEF:
             good += 1
     return good / len(text)
+
+
+def decode_file(data: bytes, id: str, encoding: str | None, log: logging.Logger) -> DecodedText:
+    """`decode` for a loader: a `LoadError` naming ``id`` when the bytes do not decode, and the warning of
+    a guess (`DecodedText.guess_warning`) given to ``log`` (the loader's logger)."""
+    try:
+        decoded = decode(data, encoding)
+    except DecodeError as exc:
+        raise LoadError(id, str(exc)) from None
+    if (warning := decoded.guess_warning(id)) is not None:
+        log.warning("%s", warning)
+    return decoded
 
 
 def decode(data: bytes, encoding: str | None = None) -> DecodedText:

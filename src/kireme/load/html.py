@@ -22,8 +22,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kireme.document import Document, Region
-from kireme.errors import DecodeError, LoadError, MissingExtraError
-from kireme.load.encoding import DecodedText, decode
+from kireme.errors import LoadError, MissingExtraError
+from kireme.load.encoding import DecodedText, decode_file
 
 __all__ = ["load_html"]
 
@@ -199,13 +199,7 @@ def _decode(data: bytes, id: str, encoding: str | None) -> DecodedText:
                 return DecodedText(data.decode(name), name)
             except (LookupError, UnicodeDecodeError):
                 pass  # a wrong or unknown declaration: detect instead
-    try:
-        decoded = decode(data, encoding)
-    except DecodeError as exc:
-        raise LoadError(id, str(exc)) from None
-    if (warning := decoded.guess_warning(id)) is not None:
-        logger.warning("%s", warning)
-    return decoded
+    return decode_file(data, id, encoding, logger)
 
 
 def _warn_if_truncated(text: str, id: str) -> None:

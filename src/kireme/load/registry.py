@@ -25,8 +25,8 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from kireme.document import Document
-from kireme.errors import ConfigError, DecodeError, LoadError
-from kireme.load.encoding import decode
+from kireme.errors import ConfigError, LoadError
+from kireme.load.encoding import decode_file
 from kireme.text.languages import LANGUAGE_SUFFIXES, SUFFIX_LANGUAGES, check_language, language_of
 
 SUPPORTED_SUFFIXES: dict[str, str] = {
@@ -128,12 +128,7 @@ def file_title(id: str) -> str:
 
 
 def _decoded(data: bytes, id: str, encoding: str | None, format: str, **extra: object) -> Document:
-    try:
-        decoded = decode(data, encoding)
-    except DecodeError as exc:
-        raise LoadError(id, str(exc)) from None
-    if (warning := decoded.guess_warning(id)) is not None:
-        logger.warning("%s", warning)
+    decoded = decode_file(data, id, encoding, logger)
     return Document(
         text=decoded.text,
         id=id,

@@ -19,8 +19,8 @@ import logging
 import re
 
 from kireme.document import Document, Region
-from kireme.errors import DecodeError, LoadError
-from kireme.load.encoding import decode
+from kireme.errors import LoadError
+from kireme.load.encoding import decode_file
 
 logger = logging.getLogger(__name__)
 
@@ -49,12 +49,7 @@ _BLOCK_BREAK = re.compile(r"\n[ \t]*\n")
 def load_subtitles(data: bytes, id: str, format: str, *, encoding: str | None = None) -> Document:
     """A ``.srt`` or ``.vtt`` file (``format``: ``"srt"`` or ``"vtt"``) as what was said (above), with a
     ``"time"`` region per cue. A file without a single timing line is a `LoadError`: it is not subtitles."""
-    try:
-        decoded = decode(data, encoding)
-    except DecodeError as exc:
-        raise LoadError(id, str(exc)) from None
-    if (warning := decoded.guess_warning(id)) is not None:
-        logger.warning("%s", warning)
+    decoded = decode_file(data, id, encoding, logger)
     raw = decoded.text.replace("\r\n", "\n").replace("\r", "\n")
     cues = _cues(raw)
     if not cues and raw.strip() and not (format == "vtt" and raw.lstrip().startswith("WEBVTT")):
