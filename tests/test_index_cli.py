@@ -584,7 +584,8 @@ def test_ask_a_local_chat_server(company: tuple[Path, Path, dict[str, str]], cha
     assert answer == ANSWER
     lines = sources.splitlines()
     assert lines and all(line.startswith(f"[{i}] ") for i, line in enumerate(lines, start=1))
-    assert lines[0].endswith("旅費規程.md")
+    source, where = lines[0].split(" — ")  # the file, then where in it its passages lie
+    assert source.endswith("旅費規程.md") and where == "旅費規程"
     # a filter no document matches: nothing to pass, so nothing is asked (it sent an empty context)
     missed = kireme("ask", question, "--db", str(db), "--filter", "source=旅費.md", env=env)
     assert missed.returncode == 1 and "nothing was asked" in missed.stderr
