@@ -871,7 +871,7 @@ static int stripped_speaker(int kind, const void *data, Py_ssize_t a, Py_ssize_t
     return a < b && speaker_name(kind, data, a, b, ns, ne);
 }
 
-/* kireme/text/headings.py `_speaker_line` for the stripped part of [a, b): a turn whose name is no FAQ label */
+/* kireme/text/headings.py `speaker_line` for the stripped part of [a, b): a turn whose name is no FAQ label */
 static int speaker_line(int kind, const void *data, Py_ssize_t a, Py_ssize_t b) {
     Py_ssize_t ns, ne;
     return stripped_speaker(kind, data, a, b, &ns, &ne) && !faq_label(kind, data, ns, ne);
@@ -1056,14 +1056,11 @@ static int heading_end_in(int kind, const void *data, Py_ssize_t pos, PyObject *
 /* `kireme.pack.answer_cut_inside`: whether the lead-in line ending at lead_end (whitespace after it aside) asks a
  * question ("?", "？") and [a, b) holds a sentence end ("。！？", or ".!?" before whitespace) with more text after it
  * before b: then the question keeps the first sentences of its answer */
-/* kireme/pack.py `_dialogue`: the question line ending at end and the line starting at a (before b) are two
+/* kireme/pack.py `_dialogue` (two `speaker_line`s): the question line ending at end and the line starting at a (before b) are two
  * speakers' turns, neither labelled as a FAQ's */
 static int dialogue(int kind, const void *data, Py_ssize_t end, Py_ssize_t a, Py_ssize_t b) {
-    Py_ssize_t ns, ne;
-    Py_ssize_t start = prev_newline(kind, data, 0, end - 1) + 1;
-    if (!stripped_speaker(kind, data, start, end, &ns, &ne) || faq_label(kind, data, ns, ne)) return 0;
-    Py_ssize_t stop = next_newline(kind, data, a, b);
-    return stripped_speaker(kind, data, a, stop, &ns, &ne) && !faq_label(kind, data, ns, ne);
+    return speaker_line(kind, data, prev_newline(kind, data, 0, end - 1) + 1, end) &&
+           speaker_line(kind, data, a, next_newline(kind, data, a, b));
 }
 
 static int answer_cut_inside(int kind, const void *data, Py_ssize_t lead_end, Py_ssize_t a, Py_ssize_t b) {

@@ -203,7 +203,7 @@ class _Piece:
     known: bool = True  # the document's text holds the piece (else its text is the unit's own)
 
 
-def _measure_of(unit: str) -> Callable[[str], int]:
+def measure_of(unit: str) -> Callable[[str], int]:
     """The measure a budget ``unit`` names when none is given: ``len`` for ``"chars"``, cl100k_base for
     ``"tokens"`` (`kireme.length.Tokens`); any other unit needs its measure."""
     if unit == "chars":
@@ -280,7 +280,7 @@ class Assembler:
         if cut not in CUTS:
             raise ConfigError(f"cut must be one of {', '.join(CUTS)}, got {cut!r}")
         self._text_of = text_of
-        measure = _measure_of(unit) if measure is None else measure
+        measure = measure_of(unit) if measure is None else measure
         if measure is len and unit != "chars":
             raise ConfigError(
                 f"unit={unit!r} with measure=len counts characters and calls them {unit}: pass a measure "
@@ -524,7 +524,8 @@ class Assembler:
 
     def _check(self, unit: Ranked) -> None:
         """A `ConfigError` naming a hit whose offsets cannot be its text's: before its start, an end before
-        its start or past its document's text, a text of another length (`Ranked`'s contract)."""
+        its start, a text of another length (`Ranked`'s contract; an end past its document's text is
+        `_document`'s to find, where that text is read)."""
         where = f"hit {unit.doc_id!r} [{unit.start}:{unit.end}]"
         if (
             not isinstance(unit.start, int)
@@ -536,13 +537,17 @@ class Assembler:
             raise ConfigError(
                 f"{where}: its text has {len(unit.text)} characters, not end - start = {unit.end - unit.start}"
             )
-        text = self.text(unit.doc_id)
-        if text is not None and unit.end > len(text):
-            raise ConfigError(f"{where}: ends past its document's text ({len(text)} characters)")
 
     def _document(self, unit: Ranked) -> str | None:
-        """The unit's document text when it is known and agrees with the unit (else ``None``)."""
+        """The unit's document text when it is known and agrees with the unit (else ``None``); a
+        `ConfigError` naming a unit that ends past that text (checked here, where the text is read, not
+        for every ranked hit up front)."""
         text = self.text(unit.doc_id)
+        if text is not None and unit.end > len(text):
+            raise ConfigError(
+                f"hit {unit.doc_id!r} [{unit.start}:{unit.end}]: ends past its document's text "
+                f"({len(text)} characters)"
+            )
         if text is None or text[unit.start : unit.end] != unit.text:
             return None
         return text

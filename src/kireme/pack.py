@@ -28,12 +28,11 @@ from kireme.errors import ConfigError
 from kireme.length import SpanSizer, _CharSizer
 from kireme.text.graphemes import SIMPLE_CHARS, CutFilter, ceil_boundary, floor_boundary
 from kireme.text.headings import (
-    FAQ_LABELS,
     HeadingEnds,
     at_line_edge,
     ends_with_heading,
     lead_in_line_start,
-    speaker_name,
+    speaker_line,
 )
 from kireme.text.marks import CLAUSE_MARKS, CLOSERS, FULL_STOPS, TERMINATORS
 from kireme.text.paragraphs import ends_sentence
@@ -110,13 +109,10 @@ def _dialogue(text: str, end: int, a: int, b: int) -> bool:
     """Whether the question line ending at ``end`` and the line starting at ``a`` (before ``b``) are two
     speakers' turns (``Bob: …?`` then ``Alice: Sure. …``), neither labelled as a FAQ's: the answer is
     the other speaker's whole turn, not cut to keep its first sentence with the question."""
-    start = text.rfind("\n", 0, end) + 1
-    asker = speaker_name(text[start:end].strip())
-    if asker is None or asker in FAQ_LABELS:
-        return False
     stop = text.find("\n", a, b)
-    answerer = speaker_name(text[a : b if stop < 0 else stop].strip())
-    return answerer is not None and answerer not in FAQ_LABELS
+    return speaker_line(text[text.rfind("\n", 0, end) + 1 : end].strip()) and speaker_line(
+        text[a : b if stop < 0 else stop].strip()
+    )
 
 
 def _back_space(text: str, a: int, b: int) -> int:
@@ -871,14 +867,13 @@ def _kinsoku(text: str, cut: int, start: int) -> int:
     ends with an opening bracket nor leaves closing punctuation to start the next (``東京駅です|。`` →
     ``東京駅で|す。``); where no such place is near, the cut stays."""
     c = cut
-    for _ in range(_KINSOKU_STEPS):
+    for _ in range(_KINSOKU_STEPS + 1):  # the cut, then up to `_KINSOKU_STEPS` clusters back
         if c >= len(text) or (text[c] not in _NO_LINE_START and text[c - 1] not in _NO_LINE_END):
             return c
-        back = floor_boundary(text, c - 1, start)
-        if back <= start:
+        c = floor_boundary(text, c - 1, start)
+        if c <= start:
             break
-        c = back
-    return c if c < len(text) and text[c] not in _NO_LINE_START and text[c - 1] not in _NO_LINE_END else cut
+    return cut
 
 
 def _outside_number(text: str, cut: int, start: int) -> int:

@@ -199,7 +199,7 @@ class ClauseLevel:
             else self.reference.cuts(text, a, b)
         )
         # no cut right after a speaker's name at a line's start (``Bob Lee:`` alone in a chunk)
-        if (":" in text[a:b] or "：" in text[a:b]) and any(text[c - 1] in ":：" for c in found):
+        if any(text[c - 1] in ":：" for c in found):
             found = [c for c in found if not after_speaker_label(text, c)]
         return found
 

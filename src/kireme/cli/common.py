@@ -116,15 +116,15 @@ def _left_out_note(folder: str, left_out: collections.Counter[str], suffixes: Co
     groups = (  # JSON beside documents is mostly data (questions, settings): not noted
         ("--strategy code", CODE_SUFFIXES),
         ("a text strategy", documents),
-        ("name the files to read them as text", _TEXT_SUFFIXES),
+        ("name the files to read them as text", _TEXT_SUFFIXES | {""}),  # "": README, LICENSE, Makefile
     )
     counts: list[str] = []
     hints: list[str] = []
     total = 0
     for hint, readable in groups:
-        kinds = sorted(k for k in left_out if k in readable or (not k and readable is _TEXT_SUFFIXES))
+        kinds = sorted(k for k in left_out if k in readable)
         if kinds:
-            shown = [k or "no extension" for k in kinds]  # README, LICENSE, Makefile
+            shown = [k or "no extension" for k in kinds]
             counts += [f"{name} ×{left_out[k]}" for name, k in zip(shown, kinds, strict=True)]
             hints.append(f"{', '.join(shown)}: {hint}")
             total += sum(left_out[k] for k in kinds)

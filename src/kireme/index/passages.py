@@ -25,6 +25,7 @@ from kireme.assemble import (
     HiddenOf,
     PathOf,
     Ranked,
+    measure_of,
     same_passage,
 )
 from kireme.errors import BudgetTooSmallError, ConfigError
@@ -149,7 +150,7 @@ def measure_for(unit: str) -> Callable[[str], int]:
     """``len`` for ``"chars"``, cl100k_base tokens (offline) for ``"tokens"``."""
     if unit not in UNITS:
         raise ConfigError(f"unknown budget unit {unit!r}: choose chars or tokens")
-    return len if unit == "chars" else Tokens()
+    return measure_of(unit)
 
 
 def candidates_for(budget: int, unit: str, k: int = 5) -> int:

@@ -215,15 +215,13 @@ def _not_japanese_after_all(data: bytes, decoded: DecodedText) -> DecodedText:
     as mostly Hangul and charset-normalizer agrees; otherwise, for a text with several non-ASCII
     characters, the Japanese reading stays with a warning naming what it reads as in the others."""
     text = decoded.text
-    foreign = [ch for ch in text if ord(ch) > 0x7F and not ch.isspace()]
-    if _KANA.search(text) is not None or len(foreign) < 4:
+    if _KANA.search(text) is not None or len(_letters(text)) < 4:  # kana first: most files stop there
         return decoded
     readings = {enc: t for enc in _OTHER_CJK if (t := _strict(data, enc)) is not None and t != text}
     korean = readings.get("euc_kr")
     if korean is not None:
         hangul = len(_HANGUL.findall(korean))
-        letters = sum(1 for ch in korean if ord(ch) > 0x7F and not ch.isspace())
-        if hangul >= _KOREAN_MIN and hangul >= 0.5 * letters:
+        if hangul >= _KOREAN_MIN and hangul >= 0.5 * len(_letters(korean)):
             from charset_normalizer import from_bytes
 
             match = from_bytes(data).best()
@@ -238,11 +236,16 @@ def _not_japanese_after_all(data: bytes, decoded: DecodedText) -> DecodedText:
     return replace(decoded, alternatives=tuple(ranked), alternative_text=found[0][1], readings=found)
 
 
+def _letters(text: str) -> list[str]:
+    """The characters of ``text`` outside ASCII, white space aside."""
+    return [ch for ch in text if ord(ch) > 0x7F and not ch.isspace()]
+
+
 def _cjk_share(text: str) -> float:
     """How much of a reading is one script — Chinese characters or Hangul, with CJK punctuation — less
     what is private-use (bytes of another encoding land there): Korean or Chinese read right is the one,
     not a mix of the two."""
-    letters = [ch for ch in text if ord(ch) > 0x7F and not ch.isspace()]
+    letters = _letters(text)
     if not letters:
         return 0.0
     punct = sum(1 for ch in letters if "\u3000" <= ch <= "\u303f" or "\uff00" <= ch <= "\uffef")

@@ -63,12 +63,15 @@ def speaker_name(line: str) -> str | None:
     before the colon (``Yamada`` of ``[10:17] Yamada: thanks``); ``None`` when the line is no turn.
     (`kireme._speedups` has the same rule in C: `speaker_name`.)"""
     colon = speaker_colon(line)
-    if colon is None:
-        return None
+    return None if colon is None else line[_name_start(line, colon) : colon]
+
+
+def _name_start(line: str, colon: int) -> int:
+    """Where the word right before the colon at ``colon`` starts (after a space or one of `_NAME_BOUNDS`)."""
     s = colon
     while s > 0 and not line[s - 1].isspace() and line[s - 1] not in _NAME_BOUNDS:
         s -= 1
-    return line[s:colon]
+    return s
 
 
 def speaker_colon(line: str) -> int | None:
@@ -78,10 +81,7 @@ def speaker_colon(line: str) -> int | None:
             continue
         if not any(c.isalnum() for c in line[p + 1 :]):
             continue
-        s = p
-        while s > 0 and not line[s - 1].isspace() and line[s - 1] not in _NAME_BOUNDS:
-            s -= 1
-        name = line[s:p]
+        name = line[_name_start(line, p) : p]
         if not name.startswith("第") and not any(c.isdigit() for c in name):
             return p
     return None
@@ -126,7 +126,7 @@ FAQ_LABELS = frozenset(
 )
 
 
-def _speaker_line(line: str) -> bool:
+def speaker_line(line: str) -> bool:
     """A (stripped) line that is a speaker's turn whose name is no FAQ label."""
     name = speaker_name(line)
     return name is not None and name not in FAQ_LABELS
@@ -138,18 +138,15 @@ def in_dialogue(text: str, start: int, end: int) -> bool:
     is a turn too (``[10:17] Yamada: thanks`` over ``[10:31] Kobayashi: found it…``). Short and without a
     full stop, such a line looks like a heading; one alone is read as one (``Chapter Three: The Return``,
     ``はじめに：本書について`` over their body). (`kireme._speedups` has the same rule in C.)"""
-    if not _speaker_line(text[start:end].strip()):
+    if not speaker_line(text[start:end].strip()):
         return False
-    above = start
-    while above > 0 and text[above - 1].isspace():
-        above -= 1
-    if above > 0 and _speaker_line(text[text.rfind("\n", 0, above) + 1 : above].strip()):
+    if speaker_line(line_before(text, start).strip()):
         return True
     below = end
     while below < len(text) and text[below].isspace():
         below += 1
     stop = text.find("\n", below)
-    return below < len(text) and _speaker_line(text[below : len(text) if stop < 0 else stop].strip())
+    return below < len(text) and speaker_line(text[below : len(text) if stop < 0 else stop].strip())
 
 
 def is_heading_line(line: str) -> bool:
