@@ -71,6 +71,55 @@ def test_dates_times_and_prefixed_amounts_are_never_cut_when_they_fit(strategy: 
         assert any(whole in c.text for c in chunks), (whole, texts(chunks))
 
 
+UNITS_UNPUNCTUATED = "次回定例会議2026年12月6日午前10時30分本社開催予定予算総額1万2千円以内交通費別途精算"
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "sentence", "paragraph", "markdown"])
+@pytest.mark.parametrize("max_size", range(10, 30))
+def test_japanese_dates_times_and_amounts_with_units_are_never_cut_when_they_fit(
+    strategy: str, max_size: int
+) -> None:
+    """A last-resort cut went between ``2026年12月`` and ``6日``, ``10時`` and ``30分``, ``1万2千`` and ``円``:
+    a unit between digits (or ``円`` after one) is part of the number, so the cut goes before it."""
+    chunks = chunk(UNITS_UNPUNCTUATED, strategy=strategy, max_size=max_size)
+    for whole in ["2026年12月6日", "10時30分", "1万2千円"]:
+        assert any(whole in c.text for c in chunks), (whole, texts(chunks))
+
+
+def test_a_date_longer_than_the_window_is_cut_at_its_last_unit() -> None:
+    """When the whole window is one date, the cut still falls at one of its joints, not inside a number."""
+    chunks = chunk("2026年12月16日開催", strategy="recursive", max_size=9)
+    assert texts(chunks)[0] == "2026年12月"
+
+
+SPEECH = (
+    "部長は会議の冒頭でこう述べた。"
+    "「今年度は売上が伸びた。しかし利益率は下がっている。来年度は原価の見直しを最優先で進めたい。"
+    "各部門は来月末までに計画を出してほしい！」その後、議題に入った。"
+)
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "sentence", "paragraph", "markdown", "semantic"])
+@pytest.mark.parametrize("max_size", [28, 36, 45, 60])
+def test_a_quotation_too_long_for_a_chunk_is_cut_between_its_own_sentences(
+    strategy: str, max_size: int
+) -> None:
+    """The sentence rules keep ``「…」`` whole; a speech longer than the limit was cut at a comma or inside a
+    word (``来年度は|原価``) though each of its sentences fits: it is cut after its own ``。`` / ``！``."""
+    options = {"similarity": "bigram"} if strategy == "semantic" else {}
+    chunks = chunk(SPEECH, strategy=strategy, max_size=max_size, **options)
+    assert "".join(texts(chunks)) == SPEECH
+    for c in chunks[:-1]:
+        assert c.text.endswith(("。", "！", "」")), (max_size, texts(chunks))
+    assert not any(c.text.startswith("」") for c in chunks)
+
+
+def test_a_short_quotation_that_the_sentence_goes_on_after_is_not_cut() -> None:
+    text = "課長は「行こう。」と言って席を立った。部長は「待て。」と止めた。"
+    chunks = chunk(text, strategy="sentence", max_size=20)
+    assert texts(chunks) == ["課長は「行こう。」と言って席を立った。", "部長は「待て。」と止めた。"]
+
+
 def test_fixed_is_a_plain_window_baseline() -> None:
     chunks = chunk("あいうえおかきくけこさしすせそ", strategy="fixed", max_size=4)
     assert texts(chunks) == ["あいうえ", "おかきく", "けこさし", "すせそ"]

@@ -101,17 +101,42 @@ def parse_blocks(markdown: str) -> list[Block]:
     return blocks
 
 
+# A score printed with four decimals (a search hit's, a similarity): the embedder's 4-bit kernels round
+# differently on different CPUs (AVX2 or AVX-512), so such a number matches within `SCORE_TOLERANCE`.
+SCORE = re.compile(r"-?[0-9]+\.[0-9]{4}(?![0-9])")
+SCORE_TOLERANCE = 0.005
+
+
 def matches(expected: str, actual: str) -> bool:
-    """Line-by-line equality, trailing spaces ignored; an expected line ``...`` matches any lines."""
+    """Line-by-line equality, trailing spaces ignored; an expected line ``...`` matches any lines; a score
+    of four decimals matches one within `SCORE_TOLERANCE` of it."""
     want = [s.rstrip() for s in expected.rstrip("\n").splitlines()]
     got = [s.rstrip() for s in actual.rstrip("\n").splitlines()]
-    pattern = "\n".join(".*?" if w == "..." else re.escape(w) for w in want)
+    scores: list[float] = []
+
+    def line_pattern(line: str) -> str:
+        parts = SCORE.split(line)
+        scores.extend(float(m) for m in SCORE.findall(line))
+        return r"(-?[0-9]+\.[0-9]{4})".join(re.escape(p) for p in parts)
+
+    pattern = "\n".join(".*?" if w == "..." else line_pattern(w) for w in want)
     pattern = pattern.replace("\n.*?\n", "(?:\n.*?)?\n")
     if pattern.startswith(".*?\n"):
         pattern = "(?:.*?\n)?" + pattern[4:]
     if pattern.endswith("\n.*?"):
         pattern = pattern[:-4] + "(?:\n.*)?"
-    return re.fullmatch(pattern, "\n".join(got), flags=re.DOTALL) is not None
+    found = re.fullmatch(pattern, "\n".join(got), flags=re.DOTALL)
+    if found is None:
+        return False
+    return all(abs(float(g) - w) <= SCORE_TOLERANCE for g, w in zip(found.groups(), scores, strict=True))
+
+
+def test_matches_takes_a_score_within_the_tolerance() -> None:
+    page = "── 1. 1.6991  examples/a.md [160:462]\n..."
+    assert matches(page, "── 1. 1.6975  examples/a.md [160:462]\nmore")
+    assert not matches(page, "── 1. 1.7100  examples/a.md [160:462]\nmore")
+    assert not matches(page, "── 1. 1.6991  examples/b.md [160:462]\nmore")
+    assert matches("a 12 b", "a 12 b") and not matches("a 12 b", "a 13 b")
 
 
 def console_commands(code: str) -> list[tuple[str, str | None, int]]:

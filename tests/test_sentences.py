@@ -346,3 +346,16 @@ def test_a_heading_number_after_its_label_word_ends_no_sentence() -> None:
         "It costs 5.",  # a number after two words, or after a word that labels nothing, still ends one
         "Then it is paid.",
     ]
+
+
+def test_full_stops_of_other_scripts_end_sentences() -> None:
+    """``।`` (Hindi), ``؟`` (Arabic), ``۔`` (Urdu), ``።`` (Amharic) and ``။`` (Burmese) end a sentence as
+    ``。`` does; they were read as letters, so a long sentence of these scripts was cut between words."""
+    hindi = "यह पहला वाक्य है। यह दूसरा वाक्य है॥ तीसरा वाक्य यहाँ है।"
+    assert sentences(hindi) == ["यह पहला वाक्य है।", "यह दूसरा वाक्य है॥", "तीसरा वाक्य यहाँ है।"]
+    arabic = "هل وصل التقرير؟ نعم وصل أمس. متى الاجتماع؟"
+    assert sentences(arabic) == ["هل وصل التقرير؟", "نعم وصل أمس.", "متى الاجتماع؟"]
+    urdu = "یہ پہلا جملہ ہے۔ یہ دوسرا جملہ ہے۔"
+    assert sentences(urdu) == ["یہ پہلا جملہ ہے۔", "یہ دوسرا جملہ ہے۔"]
+    assert len(sentences("ይህ የመጀመሪያ ነው። ይህ ሁለተኛ ነው።")) == 2
+    assert len(sentences("ဒါက ပထမ ဝါကျ ဖြစ်တယ်။ ဒါက ဒုတိယ ဖြစ်တယ်။")) == 2

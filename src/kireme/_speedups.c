@@ -52,7 +52,8 @@
 #define MAX_DEPTH 32
 
 /* kireme.text.marks: TERMINATORS, CLOSERS, OPEN_TO_CLOSE (kept in step by a test) */
-static const Py_UCS4 TERMINATORS[] = {0x3002, 0xFF01, 0xFF1F, '!', '?', 0xFF61, 0x203C, 0x2047, 0x2048, 0x2049};
+static const Py_UCS4 TERMINATORS[] = {0x3002, 0xFF01, 0xFF1F, '!',    '?',    0xFF61, 0x203C, 0x2047,
+                                       0x2048, 0x2049, 0x0964, 0x0965, 0x061F, 0x06D4, 0x1362, 0x104B};
 static const Py_UCS4 CLOSERS[] = {0x300D, 0x300F, 0xFF09, ')', 0x3011, 0x3009, 0x300B, 0x3015, 0xFF3D, ']',
                                   0xFF5D, '}', 0x3019, 0x3017, '"', '\'', 0x201D, 0x2019, 0x00BB, 0x203A};
 static const Py_UCS4 OPENERS[] = {0x300C, 0x300E, 0xFF08, '(', 0x3010, 0x3008, 0x300A, 0x3014};
@@ -140,7 +141,8 @@ static int quote_continues(int kind, const void *data, Py_ssize_t n, Py_ssize_t 
 /* whether `c` may be a bracket, a terminator, a closer or a period: a quick test before the exact ones */
 static inline int may_matter(Py_UCS4 c) {
     if (c < 0x80) return c == '.' || c == '!' || c == '?' || c == '(' || c == ')' || c == ']' || c == '}' || c == '"' || c == '\'';
-    if (c < 0x2019) return c == 0x00BB;
+    if (c < 0x2019) /* », and the terminators of other scripts (। ॥ ؟ ۔ ። ။) */
+        return c == 0x00BB || c == 0x0964 || c == 0x0965 || c == 0x061F || c == 0x06D4 || c == 0x1362 || c == 0x104B;
     if (c <= 0x2049) return 1;
     if (c < 0x3001) return 0;
     if (c <= 0x301F) return 1;
@@ -1379,16 +1381,19 @@ static int is_number_char(Py_UCS4 c) { /* kireme/pack.py `_NUMBER_CHARS` */
 }
 
 /* a character after which `_outside_number` may move a cut: a number's, a joiner between digits
- * (`_NUMBER_JOINERS`) or a currency sign (`_CURRENCY`) */
+ * (`_NUMBER_JOINERS`), a currency sign (`_CURRENCY`) or a unit of a date, time or amount (`_JOINING_UNITS`) */
 static int near_number(Py_UCS4 c) {
-    static const Py_UCS4 OTHERS[] = {'/', '-', ':', 0xFF0F, 0xFF0D, 0xFF1A, 0xA5, 0xFFE5, '$', 0xFF04, 0x20AC, 0xA3};
+    static const Py_UCS4 OTHERS[] = {'/',    '-',    ':',    0xFF0F, 0xFF0D, 0xFF1A, 0xA5,   0xFFE5, '$',
+                                     0xFF04, 0x20AC, 0xA3,   0x5E74, 0x6708, 0x65E5, 0x6642, 0x5206, 0x4E07,
+                                     0x5343, 0x767E, 0x5104, 0x5146};
     return is_number_char(c) || in_set(c, OTHERS, COUNT(OTHERS));
 }
 
 /* kireme/pack.py `_NO_LINE_START` / `_NO_LINE_END`: a cut before these or after those is `_kinsoku`'s to move
  * (and one between two ASCII letters or digits `_word_edge`'s) */
 static const Py_UCS4 NO_LINE_START[] = {
-    0x3002, 0xff01, 0xff1f, 0x21, 0x3f, 0xff61, 0x203c, 0x2047, 0x2048, 0x2049, 0xff0e, 0x2e, 0x300d, 0x300f,
+    0x3002, 0xff01, 0xff1f, 0x21, 0x3f, 0xff61, 0x203c, 0x2047, 0x2048, 0x2049, 0x0964, 0x0965, 0x061f, 0x06d4,
+    0x1362, 0x104b, 0xff0e, 0x2e, 0x300d, 0x300f,
     0xff09, 0x29, 0x3011, 0x3009, 0x300b, 0x3015, 0xff3d, 0x5d, 0xff5d, 0x7d, 0x3019, 0x3017, 0x22, 0x27,
     0x201d, 0x2019, 0xbb, 0x203a, 0x3001, 0xff0c, 0x2c, 0x3b, 0xff1b, 0x3a, 0xff1a, 0x2026, 0x2025, 0x30fc};
 static const Py_UCS4 NO_LINE_END[] = {0x300c, 0x300e, 0xff08, 0x28, 0x3010, 0x3008, 0x300a, 0x3014, 0xff3b,

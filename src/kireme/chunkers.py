@@ -16,11 +16,9 @@ from typing import Any, ClassVar
 
 from kireme._native import native
 from kireme.boundaries.levels import (
-    CLAUSE,
+    INSIDE_SENTENCE,
     PARAGRAPH,
-    SCRIPT,
     SENTENCE,
-    WORD,
     Level,
     Outside,
     PositionLevel,
@@ -599,7 +597,7 @@ class SentenceChunker(Chunker):
     strategy: ClassVar[str] = "sentence"
 
     def levels(self) -> list[Level]:
-        return [SENTENCE, CLAUSE, WORD, SCRIPT]
+        return [SENTENCE, *INSIDE_SENTENCE]
 
 
 _BOOL_FIELDS: dict[type, tuple[str, ...]] = {}
@@ -625,7 +623,7 @@ class ParagraphChunker(Chunker):
     strategy: ClassVar[str] = "paragraph"
 
     def levels(self) -> list[Level]:
-        return [PARAGRAPH, SENTENCE, CLAUSE, WORD, SCRIPT]
+        return [PARAGRAPH, SENTENCE, *INSIDE_SENTENCE]
 
     def merges(self) -> bool:
         return self.merge_paragraphs

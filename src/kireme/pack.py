@@ -834,6 +834,10 @@ _NUMBER_CHARS = frozenset("0123456789０１２３４５６７８９,.，．")
 _DIGITS = frozenset("0123456789０１２３４５６７８９")
 _NUMBER_JOINERS = frozenset("/-:／－：")  # one number when between digits: 2024/04/01, 10:30, 03-1234-5678
 _CURRENCY = frozenset("¥￥$＄€£")  # a sign written before its amount
+# Units a Japanese date, time or amount writes between its digits: 2026年12月6日, 10時30分, 1万2千円
+_JOINING_UNITS = frozenset("年月日時分万千百億兆")
+# What may follow such a unit inside the same amount: 2千円, 3万人
+_UNIT_TAILS = frozenset("円万千百億兆人件個名")
 
 
 # A fallback cut never leaves these to start a chunk (``。``, ``」`` alone) nor an opening bracket to end
@@ -882,7 +886,8 @@ def _outside_number(text: str, cut: int, start: int) -> int:
 
     ``１０，０|００円`` and ``２，０００|円`` both become ``|２，０００円``: an amount is never cut in half; a
     date or time written with ``/``, ``-`` or ``:`` between digits is one number (``2024/04/|01`` becomes
-    ``|2024/04/01``), and a sign before it goes with it (``¥|3,000`` becomes ``|¥3,000``).
+    ``|2024/04/01``), and a sign before it goes with it (``¥|3,000`` becomes ``|¥3,000``). A Japanese date,
+    time or amount is one number too: ``2026年12月|6日``, ``10時|30分`` and ``1万2千|円`` are cut before it.
     """
     c = cut
     n = len(text)
@@ -891,14 +896,33 @@ def _outside_number(text: str, cut: int, start: int) -> int:
     after = text[c]
     if text[c - 1] in _CURRENCY and after in _DIGITS:
         return c - 1 if c - 1 > start else cut
-    if _in_number(text, c - 1) and (_in_number(text, c) or not (after.isspace() or _is_punct(after))):
-        while c > start and _in_number(text, c - 1):
-            c -= 1
-        if c < cut and text[c] not in _DIGITS:  # started on a separator such as "，": skip it
-            c += 1
-        if c - 1 > start and text[c - 1] in _CURRENCY:
-            c -= 1
+    splits_number = _in_number(text, c - 1) and (
+        _in_number(text, c) or not (after.isspace() or _is_punct(after))
+    )
+    if splits_number or (_unit_after_digit(text, c - 1) and (after in _DIGITS or after in _UNIT_TAILS)):
+        c = _number_start(text, cut, start, units=True)
+        if c <= start and splits_number:  # the whole window is one date: cut at its last unit at least
+            c = _number_start(text, cut, start, units=False)
     return c if c > start else cut
+
+
+def _number_start(text: str, cut: int, start: int, *, units: bool) -> int:
+    """Where the number that ``cut`` falls in begins (after ``start``), with the currency sign before it;
+    ``units``: a date, time or amount with units between its digits is one number."""
+    c = cut
+    while c > start and (_in_number(text, c - 1) or (units and _unit_after_digit(text, c - 1))):
+        c -= 1
+    if c < cut and text[c] not in _DIGITS:  # started on a separator such as "，": skip it
+        c += 1
+    if c - 1 > start and text[c - 1] in _CURRENCY:
+        c -= 1
+    return c
+
+
+def _unit_after_digit(text: str, i: int) -> bool:
+    """Whether ``text[i]`` is a unit of a Japanese date, time or amount written right after a digit
+    (the ``月`` of ``12月``, the ``千`` of ``2千円``)."""
+    return i > 0 and text[i] in _JOINING_UNITS and text[i - 1] in _DIGITS
 
 
 def _in_number(text: str, i: int) -> bool:

@@ -232,6 +232,32 @@ class SentenceLevel:
         return sentence_cuts(text, a, b)
 
 
+# The full-width terminators (and the half-width ``｡``): ``!``/``?`` inside a span are URLs, code or
+# ``"Really?" he said``, which the sentence rules declined for good reason.
+_QUOTED_TERMINATORS = "。！？｡"
+# A run of them that the sentence rules passed over (they do inside ``「…」``, ``『…』``, ``（…）``), not
+# closing a quote or bracket, and the spaces after it: where a quoted sentence ends.
+_QUOTED_END = re.compile(
+    rf"[{re.escape(_QUOTED_TERMINATORS)}]+(?![{re.escape(CLOSERS + TERMINATORS)}])[ \t\u3000]*"
+)
+
+
+@dataclass(frozen=True)
+class QuotedSentenceLevel:
+    """The sentence ends inside a quotation or bracket: a cut after ``。！？`` that does not close it.
+
+    The sentence rules keep ``「…」`` whole (``「行こう。」と言った`` is one sentence), which is right until the
+    quotation is longer than the limit: then a speech of several sentences was cut at a comma or mid-word
+    though its own sentence ends fit. This level sits between `SENTENCE` and `CLAUSE`; it is asked only for
+    spans the sentence level could not split small enough, where every such terminator is an inner one.
+    """
+
+    name: str = "quoted sentence"
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        return [e for m in _QUOTED_END.finditer(text, a, b) if a < (e := m.end()) < b]
+
+
 @dataclass(frozen=True)
 class SentenceLineLevel:
     """The line breaks that end a sentence (cut where `LINE` cuts, before the break): a sentence starts
@@ -361,6 +387,8 @@ USER_PATTERN_SECONDS = 2.0
 LINE = LineLevel()
 # Clause marks; a comma or colon between digits is part of a number (１０，０００円, 10:30), not a clause end.
 CLAUSE = ClauseLevel()
+# Sentence ends inside a quotation too long to keep whole: before the clauses.
+QUOTED_SENTENCE = QuotedSentenceLevel()
 WORD = WordLevel()
 # Where hiragana gives way to kanji or katakana a new content word usually starts: a far better cut
 # for unspaced Japanese than an arbitrary character.
@@ -368,6 +396,9 @@ SCRIPT = PairLevel(r"\p{Hiragana}", r"[\p{Han}\p{Katakana}]", "script")
 PARAGRAPH = ParagraphLevel()
 SENTENCE = SentenceLevel()
 SENTENCE_LINE = SentenceLineLevel()
+# What cuts a sentence longer than the limit, strongest first: the ends of the sentences quoted in it,
+# clauses, spaces, then where hiragana gives way to kanji or katakana.
+INSIDE_SENTENCE: tuple[Level, ...] = (QUOTED_SENTENCE, CLAUSE, WORD, SCRIPT)
 
 
 def with_sentences(levels: Sequence[Level], mode: str = "auto") -> list[Level]:

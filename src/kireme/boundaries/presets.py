@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING
 import regex
 
 from kireme.boundaries.levels import (
-    CLAUSE,
+    INSIDE_SENTENCE,
     LINE,
     PARAGRAPH,
-    SCRIPT,
     SENTENCE,
     WORD,
     Level,
@@ -31,7 +30,7 @@ from kireme.lazy import LazyMapping
 if TYPE_CHECKING:
     from kireme.text.markdown import CodeBlock
 
-_PROSE_TAIL: list[Level] = [SENTENCE, CLAUSE, WORD, SCRIPT]
+_PROSE_TAIL: list[Level] = [SENTENCE, *INSIDE_SENTENCE]
 _BLANK_LINE = RegexLevel(r"\r?\n[ \t]*\r?\n", "blank line")
 _BOL = r"(?:^|\n)"  # the start of a line, inside a lookbehind
 

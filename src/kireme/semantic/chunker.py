@@ -20,7 +20,7 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from kireme.boundaries.levels import CLAUSE, SCRIPT, WORD, Level, PositionLevel
+from kireme.boundaries.levels import CLAUSE, QUOTED_SENTENCE, SCRIPT, WORD, Level, PositionLevel
 from kireme.chunkers import Chunker, ChunkPlan
 from kireme.document import Chunk, Document
 from kireme.embed.base import Embedder
@@ -382,6 +382,7 @@ class SemanticChunker(Chunker):
             _GapLevel(gaps, gap_distances, 0.25, "top quarter"),
             _GapLevel(gaps, gap_distances, 0.5, "top half"),
             _GapLevel(gaps, gap_distances, 1.0, "any unit gap"),
+            QUOTED_SENTENCE,
             CLAUSE,
             WORD,
             SCRIPT,

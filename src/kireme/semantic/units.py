@@ -9,7 +9,7 @@ between units of comparable size.
 
 from __future__ import annotations
 
-from kireme.boundaries.levels import CLAUSE, LINE, SCRIPT, SENTENCE, WORD, Level
+from kireme.boundaries.levels import INSIDE_SENTENCE, LINE, SENTENCE, Level
 from kireme.length import Chars
 from kireme.pack import pack
 from kireme.text.sentences import sentence_spans
@@ -24,7 +24,7 @@ def semantic_units(
     the sentence mode (``"lines"``: one unit per line, a line over ``max_unit_chars`` cut at its
     sentence ends first)."""
     units: list[tuple[int, int]] = []
-    levels: list[Level] = [LINE if sentences == "auto" else SENTENCE, CLAUSE, WORD, SCRIPT]
+    levels: list[Level] = [LINE if sentences == "auto" else SENTENCE, *INSIDE_SENTENCE]
     for s, e in sentence_spans(text, sentences):
         if e - s <= max_unit_chars:
             units.append((s, e))

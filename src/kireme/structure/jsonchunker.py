@@ -22,7 +22,7 @@ from typing import ClassVar
 
 import regex
 
-from kireme.boundaries.levels import CLAUSE, LINE, SCRIPT, SENTENCE, WORD, Level, PositionLevel
+from kireme.boundaries.levels import INSIDE_SENTENCE, LINE, SENTENCE, Level, PositionLevel
 from kireme.boundaries.presets import preset_levels
 from kireme.chunkers import Chunker, ChunkPlan
 from kireme.document import Document
@@ -56,7 +56,7 @@ class EscapeLevel:
 
 
 # What cuts a value that is larger than max_size on its own, strongest first.
-VALUE_LEVELS: list[Level] = [LINE, SENTENCE, CLAUSE, WORD, SCRIPT, EscapeLevel()]
+VALUE_LEVELS: list[Level] = [LINE, SENTENCE, *INSIDE_SENTENCE, EscapeLevel()]
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,11 @@ from operator import attrgetter, methodcaller
 from typing import overload
 
 from kireme.boundaries.levels import (
-    CLAUSE,
+    INSIDE_SENTENCE,
     LINE,
     PARAGRAPH,
-    SCRIPT,
     SENTENCE,
     SENTENCE_LINE,
-    WORD,
     Level,
     Outside,
     PositionLevel,
@@ -186,13 +184,13 @@ def structure_levels(
         levels.append(PositionLevel(lines, "code line"))
     tail: list[Level]
     if paragraph_starts is None:  # sentences (or lines) are cuts already
-        tail = [SENTENCE, CLAUSE, WORD, SCRIPT] if by_lines else [CLAUSE, WORD, SCRIPT]
+        tail = [SENTENCE, *INSIDE_SENTENCE] if by_lines else [*INSIDE_SENTENCE]
     else:
-        tail = with_sentences([SENTENCE, CLAUSE, WORD, SCRIPT], sentences)
+        tail = with_sentences([SENTENCE, *INSIDE_SENTENCE], sentences)
     levels += [outside(level) for level in tail]
     if protected:  # a single row or code line larger than the limit: a row between its cells first
         cells: list[Level] = [TableCells(outline.tables)] if outline.tables else []
-        levels += cells + ([SENTENCE, CLAUSE, WORD, SCRIPT] if paragraph_starts is None else tail)
+        levels += cells + ([SENTENCE, *INSIDE_SENTENCE] if paragraph_starts is None else tail)
     return levels
 
 

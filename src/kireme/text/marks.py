@@ -8,8 +8,10 @@ except where noted, so they can be put inside ``[...]`` as they are.
 
 from __future__ import annotations
 
-# End a sentence wherever they stand (Japanese style: no space needed after them).
-TERMINATORS = "。！？!?｡‼⁇⁈⁉"
+# End a sentence wherever they stand (Japanese style: no space needed after them); the last six are the
+# full stops and question marks of Hindi and other Devanagari text (। ॥), Arabic and Persian (؟), Urdu
+# (۔), Amharic (።) and Burmese (။), which no rule for "." would find.
+TERMINATORS = "。！？!?｡‼⁇⁈⁉।॥؟۔።။"
 # End a sentence only in context: ``．`` not between digits, ``.`` not after an abbreviation or a number.
 FULL_STOPS = "．."
 # Closing brackets and quotes that stay with the sentence they close (``…です。」``).
