@@ -120,6 +120,47 @@ def test_a_short_quotation_that_the_sentence_goes_on_after_is_not_cut() -> None:
     assert texts(chunks) == ["課長は「行こう。」と言って席を立った。", "部長は「待て。」と止めた。"]
 
 
+HOLIDAY_RULES = (
+    "第11条（休日）\n休日は次のとおりとする。\n（1）土曜日および日曜日\n（2）その他会社が指定する日\n"
+    "第12条（時間外労働）\n会社は、業務上必要がある場合、時間外労働を命じることがある。"
+    "時間外労働は、1か月45時間を上限とする。"
+)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "max_size"),
+    # (`sentence` packs sentences, not paragraphs: at 100 it rightly fills up with 第12条's first one)
+    [(s, n) for s in ("recursive", "paragraph") for n in (60, 80, 100)]
+    + [("sentence", 60), ("sentence", 80)],
+)
+def test_numbered_items_are_no_headings_and_stay_with_their_article(strategy: str, max_size: int) -> None:
+    """``（2）その他会社が指定する日`` is short and has no full stop, so it read as a heading that no chunk may
+    end with: the list left 第11条 to open a chunk with 第12条. A line numbered like the line next to it is
+    an item of a list (`kireme.text.headings.in_list`, in C too)."""
+    chunks = chunk(HOLIDAY_RULES, strategy=strategy, max_size=max_size)
+    assert chunks[0].text.startswith("第11条") and chunks[0].text.endswith("（2）その他会社が指定する日"), (
+        texts(chunks)
+    )
+    assert chunks[1].text.startswith("第12条（時間外労働）\n"), texts(chunks)
+
+
+def test_a_numbered_heading_over_its_body_is_still_a_heading() -> None:
+    text = "（1）目的\n本規程は、社員の出張に関する旅費の取扱いを定める。\n（2）適用範囲\n本規程は、全ての社員に適用する。"
+    chunks = chunk(text, strategy="paragraph", max_size=40)
+    assert all(not c.text.endswith(("目的", "適用範囲")) for c in chunks), texts(chunks)
+
+
+def test_a_numbered_faq_label_is_not_a_sentence_of_its_own() -> None:
+    """``Q3.`` ended a sentence (a dot after a word, then a capital or Japanese): the question's number
+    closed the answer above it and the question began the next chunk without it."""
+    text = (
+        "Q2. 領収書をなくしました。どうすればよいですか？\nA. 支払証明書を作成して上長の承認を受けてください。\n\n"
+        "Q3. 海外出張の日当はいくらですか？\nA. 北米は1日US$80です。"
+    )
+    chunks = chunk(text, strategy="sentence", max_size=70)
+    assert [c.text[:3] for c in chunks] == ["Q2.", "Q3."], texts(chunks)
+
+
 def test_fixed_is_a_plain_window_baseline() -> None:
     chunks = chunk("あいうえおかきくけこさしすせそ", strategy="fixed", max_size=4)
     assert texts(chunks) == ["あいうえ", "おかきく", "けこさし", "すせそ"]

@@ -359,3 +359,14 @@ def test_full_stops_of_other_scripts_end_sentences() -> None:
     assert sentences(urdu) == ["یہ پہلا جملہ ہے۔", "یہ دوسرا جملہ ہے۔"]
     assert len(sentences("ይህ የመጀመሪያ ነው። ይህ ሁለተኛ ነው።")) == 2
     assert len(sentences("ဒါက ပထမ ဝါကျ ဖြစ်တယ်။ ဒါက ဒုတိယ ဖြစ်တယ်။")) == 2
+
+
+def test_a_numbered_faq_label_opens_its_question() -> None:
+    text = "Q3. What is the daily allowance abroad?\nA3. It is 80 dollars. See Q12. Then apply.\nB2. ok"
+    assert sentences(text) == [
+        "Q3. What is the daily allowance abroad?",
+        "A3. It is 80 dollars.",
+        "See Q12.",
+        "Then apply.",
+        "B2. ok",
+    ]

@@ -1552,3 +1552,102 @@ def test_a_string_given_to_the_markdown_strategy_is_read_as_markdown() -> None:
     assert ("就業規則", "第2章 賃金") in [c.headings for c in chunks]
     assert all("就業規則" in c.embed_text for c in chunks)  # the heading path as context
     assert chunk_it(text, strategy="recursive", max_size=40)[0].headings == ()  # other strategies: text
+
+
+ALLOWANCE_TABLE = (
+    "## 国内出張の宿泊費と日当\n\n"
+    "| 区分 | 宿泊費（東京・大阪） | 宿泊費（その他の地域） | 日当 | 備考 |\n"
+    "|---|---|---|---|---|\n"
+    "| 役員 | 15,000円 | 12,000円 | 3,000円 | 実費精算可 |\n"
+    "| 一般社員 | 9,800円 | 8,500円 | 2,500円 | 上限内で精算 |\n"
+    "| 嘱託 | 9,000円 | 8,000円 | 2,000円 | 上限内で精算 |\n"
+)
+
+
+@pytest.mark.parametrize("max_size", [100, 110, 120, 130, 200])
+def test_a_table_row_is_not_cut_to_keep_the_heading_with_the_table(max_size: int) -> None:
+    """Heading, header and first row just over the limit: the heading kept "the start of its body" by cutting
+    the first row between its cells (``| 役員 | 15,000円 | 12,000円 |`` | ``3,000円 | 実費精算可 |``): the
+    役員's 日当 then stood in a chunk without its row. The heading goes alone instead."""
+    chunks = make_chunker("markdown", max_size=max_size).chunk(
+        Document(ALLOWANCE_TABLE, metadata={"format": "markdown"})
+    )
+    for c in chunks:
+        for line in c.text.splitlines():
+            if line.startswith("|") or line.endswith("|"):
+                assert line.startswith("|") and line.endswith("|") and line.count("|") == 6, (line, max_size)
+    assert any("| 役員 | 15,000円 | 12,000円 | 3,000円 | 実費精算可 |" in c.embed_text for c in chunks)
+
+
+def test_the_first_piece_of_a_section_is_not_cut_for_context_it_never_gets() -> None:
+    """The second item's heading path (42 characters) never fits with it, so every piece of the section was
+    packed tighter, and the first — which holds the heading lines and so gets no path — was cut inside its
+    sentence (``must be at`` | ``least 14 characters long.``)."""
+    text = (
+        "# Information Security Policy\n\n## 2. Passwords\n\n"
+        "1. Passwords must be at least 14 characters long.\n"
+        "2. Passwords must not be reused within the last 24 changes.\n"
+    )
+    chunks = make_chunker("markdown", max_size=100).chunk(Document(text, metadata={"format": "markdown"}))
+    assert [c.text for c in chunks] == [
+        "# Information Security Policy\n\n## 2. Passwords\n\n1. Passwords must be at least 14 characters long.",
+        "2. Passwords must not be reused within the last 24 changes.",
+    ]
+    assert all(len(c.embed_text) <= 100 for c in chunks)
+
+
+def test_a_code_blocks_closing_fence_is_no_chunk_of_its_own() -> None:
+    text = (
+        "## API\n\n```bash\n"
+        'curl -H "Authorization: Bearer $TOKEN" \\\n'
+        '  "https://api.example.co.jp/v2/records?from=2024-10-01&to=2024-10-31"\n'
+        "```\n"
+    )
+    for max_size in (80, 90, 100):  # (at 70 the URL's line, 69 characters, leaves the fence no room)
+        chunks = make_chunker("markdown", max_size=max_size).chunk(
+            Document(text, metadata={"format": "markdown"})
+        )
+        assert all(c.text.strip() != "```" for c in chunks), (max_size, [c.text for c in chunks])
+        assert chunks[-1].text.endswith("\n```")
+        assert all(len(c.embed_text) <= max_size for c in chunks)
+
+
+@pytest.mark.parametrize(
+    ("text", "max_size", "groups"),
+    [
+        (
+            "- 年次有給休暇\n  - 全日：前日までに申請\n  - 半日：当日朝までに申請\n"
+            "- 特別休暇\n  - 慶弔休暇：事由発生後7日以内に申請\n  - 子の看護休暇：1時間単位で取得可能\n",
+            70,
+            ["年次有給休暇", "特別休暇"],
+        ),
+        (
+            "- Annual leave\n  - Full day: apply the day before\n  - Half day: apply by 9:00 that morning\n"
+            "- Special leave\n  - Bereavement: apply within 7 days of the event\n"
+            "  - Child care: can be taken by the hour\n",
+            160,
+            ["Annual leave", "Special leave"],
+        ),
+    ],
+)
+def test_a_list_item_stays_with_the_items_nested_under_it(
+    text: str, max_size: int, groups: list[str]
+) -> None:
+    """``- 特別休暇`` ended a chunk, its items in the next, which never named it; and with room for one group
+    and a half, the second group was cut between its own items rather than before it."""
+    chunks = make_chunker("markdown", max_size=max_size).chunk(
+        Document(text, metadata={"format": "markdown"})
+    )
+    assert len(chunks) == 2, [c.text for c in chunks]
+    for chunk, name in zip(chunks, groups, strict=True):
+        assert chunk.text.startswith(f"- {name}\n  - "), [c.text for c in chunks]
+
+
+def test_a_small_tables_first_row_stays_whole_under_its_heading() -> None:
+    text = "## 料金\n\n| 区分 | 宿泊費 | 日当 |\n|---|---|---|\n| 役員 | 15,000円 | 3,000円 |\n| 一般社員 | 9,800円 | 2,500円 |\n"
+    chunks = make_chunker("markdown", max_size=60).chunk(Document(text, metadata={"format": "markdown"}))
+    assert [c.text for c in chunks] == [
+        "## 料金",
+        "| 区分 | 宿泊費 | 日当 |\n|---|---|---|\n| 役員 | 15,000円 | 3,000円 |",
+        "| 一般社員 | 9,800円 | 2,500円 |",
+    ]

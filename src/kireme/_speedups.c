@@ -891,6 +891,49 @@ static int in_dialogue(int kind, const void *data, Py_ssize_t n, Py_ssize_t star
     return below < n && speaker_line(kind, data, below, next_newline(kind, data, below, n));
 }
 
+/* kireme/text/headings.py `_enumerator_kind` for the line [a, b): 1 where it opens (after its spaces) with a
+ * parenthesised number, letter, katakana or kanji numeral of 1 to 3 characters, 2 with 1 to 3 digits and one
+ * of . ． ) ） not followed by a digit, 0 otherwise */
+static int enumerator_char(Py_UCS4 c) {
+    return (c >= '0' && c <= '9') || (c >= 0xFF10 && c <= 0xFF19) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= 0xFF41 && c <= 0xFF5A) || (c >= 0xFF21 && c <= 0xFF3A) || (c >= 0x30A2 && c <= 0x30F3) ||
+           (c >= 0xFF71 && c <= 0xFF9D) || in_set(c, KANJI_DIGITS, COUNT(KANJI_DIGITS));
+}
+
+static int is_any_digit(Py_UCS4 c) { return (c >= '0' && c <= '9') || (c >= 0xFF10 && c <= 0xFF19); }
+
+static int enumerator_kind(int kind, const void *data, Py_ssize_t a, Py_ssize_t b) {
+    while (a < b && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, a))) a++;
+    if (a >= b) return 0;
+    Py_UCS4 c = PyUnicode_READ(kind, data, a);
+    Py_ssize_t j = a + 1;
+    if (c == 0xFF08 || c == '(') {
+        while (j < b && j - a <= 3 && enumerator_char(PyUnicode_READ(kind, data, j))) j++;
+        if (j == a + 1 || j - a > 4 || j >= b) return 0;
+        Py_UCS4 d = PyUnicode_READ(kind, data, j);
+        return (d == 0xFF09 || d == ')') ? 1 : 0;
+    }
+    if (!is_any_digit(c)) return 0;
+    while (j < b && j - a < 3 && is_any_digit(PyUnicode_READ(kind, data, j))) j++;
+    if (j >= b) return 0;
+    Py_UCS4 d = PyUnicode_READ(kind, data, j);
+    if (d != '.' && d != 0xFF0E && d != ')' && d != 0xFF09) return 0;
+    return (j + 1 < b && is_any_digit(PyUnicode_READ(kind, data, j + 1))) ? 0 : 2;
+}
+
+/* kireme/text/headings.py `in_list`: the line [start, end) opens with a number and the nearest non-blank
+ * line above or below it with one of the same kind */
+static int in_list(int kind, const void *data, Py_ssize_t n, Py_ssize_t start, Py_ssize_t end) {
+    int own = enumerator_kind(kind, data, start, end);
+    if (!own) return 0;
+    Py_ssize_t above = start;
+    while (above > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, above - 1))) above--;
+    if (above > 0 && enumerator_kind(kind, data, prev_newline(kind, data, 0, above - 1) + 1, above) == own) return 1;
+    Py_ssize_t below = end;
+    while (below < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, below))) below++;
+    return below < n && enumerator_kind(kind, data, below, next_newline(kind, data, below, n)) == own;
+}
+
 /* whether a cut at pos leaves a heading line at the end of a chunk (0 or 1) */
 static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
     if (pos <= 0 || pos > n || !at_line_edge(kind, data, n, pos)) return 0;
@@ -929,7 +972,7 @@ static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p
     Py_ssize_t r = end;
     while (r > i && is_closer(PyUnicode_READ(kind, data, r - 1))) r--;
     if (r > i && is_prose_end(PyUnicode_READ(kind, data, r - 1))) return 0;
-    return !in_dialogue(kind, data, n, line_start, end);
+    return !in_dialogue(kind, data, n, line_start, end) && !in_list(kind, data, n, line_start, end);
 }
 
 static PyObject *ends_with_heading(PyObject *self, PyObject *args) {
@@ -1627,6 +1670,12 @@ static int period_ends(int kind, const void *data, Py_ssize_t n, Py_ssize_t dot,
         is_label_gap(PyUnicode_READ(kind, data, dot + 1)) &&
         at_line_start(kind, data, word_start))
         return 0; /* "A. " label, "b. " item */
+    if (length >= 2 && length <= 4 && ascii_alpha(PyUnicode_READ(kind, data, word_start)) && dot + 1 < n &&
+        is_label_gap(PyUnicode_READ(kind, data, dot + 1)) && at_line_start(kind, data, word_start)) {
+        int numbered = 1;
+        for (Py_ssize_t k = 1; k < length && numbered; k++) numbered = ascii_digit(PyUnicode_READ(kind, data, word_start + k));
+        if (numbered) return 0; /* "Q3. " / "A12. ": a numbered FAQ label */
+    }
     Py_UCS4 next = PyUnicode_READ(kind, data, ink);
     int starts, lower;
     if (next < 128) {

@@ -364,6 +364,13 @@ class _Packer:
         first_end = parts[0][1]
         if est(head, first_end) > budget:  # the body starts with something indivisible
             return self.split_and_absorb(bounds, i, h, j, budget, out)
+        if _inside_table_row(text, first_end):
+            row_start = text.rfind("\n", 0, first_end) + 1
+            row_end = text.find("\n", first_end)
+            if est(row_start, len(text) if row_end < 0 else row_end) <= budget:
+                # a table row that fits a chunk but not with the headings before it: the headings go alone
+                # rather than cut the row between its cells (``| 役員 | 15,000円 |`` | ``3,000円 |``)
+                return self.split_and_absorb(bounds, i, h, j, budget, out)
         if (
             not at_line_edge(text, first_end)
             and lead_in_line_start(text, bounds[h]) >= 0
@@ -848,6 +855,15 @@ _KINSOKU_STEPS = 4  # how far (in clusters) a fallback cut moves back for it
 
 
 _WORD_REACH = 24  # how far back a fallback cut inside a run of ASCII letters and digits looks for its edge
+
+
+def _inside_table_row(text: str, pos: int) -> bool:
+    """Whether ``pos`` falls inside a line of a pipe table (a line that starts with ``|``), not at its
+    edges."""
+    if at_line_edge(text, pos):
+        return False
+    line = text.rfind("\n", 0, pos) + 1
+    return text[line:pos].lstrip(" \t").startswith("|")
 
 
 def _ascii_alnum(c: str) -> bool:

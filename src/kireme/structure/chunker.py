@@ -12,6 +12,7 @@ section, cut between rows or lines, and every piece repeats the table header (or
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
@@ -49,6 +50,28 @@ SIBLING_FILL = 0.5
 def _has_fragment(packed: list[PackedSpan], budget: int) -> bool:
     """Whether a packing of several pieces has one under a quarter of ``budget``."""
     return len(packed) > 1 and min(p.size for p in packed) * 4 < budget
+
+
+_FENCE_LINE = re.compile(r"[ \t]*(?:`{3,}|~{3,})[ \t]*")
+
+
+def _closing_fence_not_alone(
+    text: str, packed: list[PackedSpan], sizer: SpanSizer, max_size: int
+) -> list[PackedSpan]:
+    """A code block's pieces with a last piece that is only the closing fence (```` ``` ````) joined to the
+    piece before it, when the two fit ``max_size`` together: a chunk of three backticks is a vector no
+    question finds. The piece keeps its text; its ``embed_text`` gives up the reopened fence (or the context)
+    if it must, as any piece's does."""
+    if len(packed) < 2:
+        return packed
+    last = packed[-1]
+    if not _FENCE_LINE.fullmatch(text, last.start, last.end):
+        return packed
+    before = packed[-2]
+    size = sizer.estimate(before.start, last.end)
+    if size > max_size:
+        return packed
+    return [*packed[:-2], PackedSpan(before.start, last.end, size)]
 
 
 @dataclass(frozen=True)
@@ -172,6 +195,8 @@ class StructureChunker(Chunker):
                     )
                     if len(even) <= len(packed):
                         packed = even
+                if section.code is not None:
+                    packed = _closing_fence_not_alone(doc.text, packed, sizer, self.max_size)
                 made, sizes, fulls = measured(section, packed, plain)
                 # how far the largest embed_text is over max_size as made (`over`: the context may have
                 # given way) and as wanted (context and all); both negative when the context does not count
@@ -197,7 +222,12 @@ class StructureChunker(Chunker):
                         *self._pack(doc, levels, sizer, budget, keep_headings, heading_end, rest, cut_memo),
                     ]
                     tried = measured(section, candidate, plain)
-                    if max(tried[2], default=0) <= self.max_size and len(candidate) <= len(packed):
+                    # every piece fits as made, and none is longer with its context than the longest of
+                    # the packing it replaces (a piece whose context fits in neither is no reason to
+                    # cut the first piece short: it was, at "must be at|least 14 characters")
+                    kept = max(self.max_size, max(fulls, default=0))
+                    ok = max(tried[1], default=0) <= self.max_size and max(tried[2], default=0) <= kept
+                    if ok and len(candidate) <= len(packed):
                         packed, (made, sizes, fulls) = candidate, tried
             if self.context_counts and over > 0 and not warned:
                 warned = True

@@ -160,7 +160,12 @@ def structure_levels(
         items = (
             [p for p in outline.item_starts if p not in commented] if commented else list(outline.item_starts)
         )
-        levels.append(prose(PositionLevel(items, "list item")))
+        nested = _nested_items(text, items, outline.block_starts)
+        if nested:  # an item with the items nested under it before a cut between those
+            levels.append(prose(PositionLevel([p for p in items if p not in nested], "list item")))
+            levels.append(prose(PositionLevel(sorted(nested), "nested list item")))
+        else:
+            levels.append(prose(PositionLevel(items, "list item")))
     by_lines = check_sentence_mode(sentences) == "lines"
     if paragraph_starts is not None:  # hard-wrapped text (PDF): lines are not boundaries
         levels.append(PositionLevel(_outside_runs(paragraph_starts, runs), "paragraph"))
@@ -404,6 +409,23 @@ def _line_cuts_inside(text: str, runs: list[tuple[int, int]]) -> list[int]:
             out.append(pos + 1)
             pos = text.find("\n", pos + 1, end)
     return sorted(set(out))
+
+
+def _nested_items(text: str, items: list[int], block_starts: Sequence[int]) -> set[int]:
+    """The list items (line starts) indented deeper than the shallowest item of their top-level block:
+    those nested under another item."""
+    by_block: dict[int, list[tuple[int, int]]] = {}
+    for p in items:
+        q = p
+        while q < len(text) and text[q] in " \t":
+            q += 1
+        block = bisect_right(block_starts, p) - 1
+        by_block.setdefault(block, []).append((p, q - p))
+    nested: set[int] = set()
+    for found in by_block.values():
+        shallowest = min(depth for _, depth in found)
+        nested.update(p for p, depth in found if depth > shallowest)
+    return nested
 
 
 def heading_rule(doc: Document, outline: Outline) -> tuple[bool, Callable[[str, int], bool] | None]:

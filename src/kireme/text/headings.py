@@ -149,6 +149,39 @@ def in_dialogue(text: str, start: int, end: int) -> bool:
     return below < len(text) and speaker_line(text[below : len(text) if stop < 0 else stop].strip())
 
 
+# The number of a list item that a heading may carry too (``（1）目的``, ``2. Scope``): 1 parenthesised
+# (a number, a letter, a katakana or a kanji numeral in ``（）`` or ``()``), 2 a number and a mark
+# (``1.``, ``２．``, ``3)``, not ``3.14``). (`kireme._speedups` reads the same in C: `enumerator_kind`.)
+_ENUMERATOR = lazy_re(
+    r"\s*(?:([（(])[0-9０-９a-zA-Zａ-ｚＡ-Ｚア-ンｱ-ﾝ一二三四五六七八九十]{1,3}[）)]"
+    r"|[0-9０-９]{1,3}[.．)）](?![0-9０-９]))"
+)
+
+
+def _enumerator_kind(line: str) -> int:
+    """1 or 2 where ``line`` opens with a list item's number (`_ENUMERATOR`), 0 where it does not."""
+    found = _ENUMERATOR.match(line)
+    return 0 if found is None else 1 if found.group(1) else 2
+
+
+def in_list(text: str, start: int, end: int) -> bool:
+    """Whether the line ``text[start:end]``, opening with a number (``（2）その他会社が指定する日``), is an item of
+    a list: the nearest non-blank line above or below it opens with a number of the same kind. Short and
+    without a full stop, such a line looks like a heading, and the list was cut from what introduced it to
+    go with the next article; a numbered heading has its body next to it (``（1）目的`` over ``本規程は…。``).
+    (`kireme._speedups` has the same rule in C.)"""
+    kind = _enumerator_kind(text[start:end])
+    if not kind:
+        return False
+    if _enumerator_kind(line_before(text, start)) == kind:
+        return True
+    below = end
+    while below < len(text) and text[below].isspace():
+        below += 1
+    stop = text.find("\n", below)
+    return below < len(text) and _enumerator_kind(text[below : len(text) if stop < 0 else stop]) == kind
+
+
 def is_heading_line(line: str) -> bool:
     """Markdown ``#`` headings, and short lines without closing punctuation (``第2条（宿泊費）``) that hold a
     letter or a digit and are no closing tag, nor a bullet or numbered item (``①　…``, ``一　嘱託社員``).
@@ -200,7 +233,9 @@ def _ends_with_heading_python(text: str, pos: int) -> bool:
     start = text.rfind("\n", 0, end) + 1
     if _HEADING_LINE.match(text, start, end) is not None:
         line = text[start:end].strip()
-        return _MARKDOWN_HEADING.match(line) is not None or not in_dialogue(text, start, end)
+        if _MARKDOWN_HEADING.match(line) is not None:
+            return True
+        return not (in_dialogue(text, start, end) or in_list(text, start, end))
     return text[end - 1] in _LEAD_IN_MARKS and _LEAD_IN_LINE.match(text, start, end) is not None
 
 

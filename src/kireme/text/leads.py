@@ -108,7 +108,8 @@ def _label_lines(text: str, outline: Outline) -> list[tuple[int, int]]:
 
 def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
     """Where a line that no chunk may end with ends, for `kireme.text.headings.HeadingEnds`: every heading
-    of the outline, and every lead-in line (`is_lead_in_line`: ``日当の上限は次のとおりです：`` over the
+    of the outline, every list item with items nested under it (``- 特別休暇`` over ``  - 慶弔休暇：…``: a
+    chunk that ends with it leaves its items without their name), and every lead-in line (`is_lead_in_line`: ``日当の上限は次のとおりです：`` over the
     list that follows it, in the same paragraph or the next block) outside code blocks, tables and front
     matter. ``HeadingEnds`` looks through the whitespace after a line, so each end is where its text
     stops."""
@@ -117,6 +118,7 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
     pos = outline.front_matter_end
     for start, stop in [*outline.protected(), (len(text), len(text))]:
         if start > pos:
+            ends.update(found.end("item") for found in _PARENT_ITEM.finditer(text, pos, start))
             for pattern in _LEAD_IN_LINE_ENDS:
                 for found in pattern.finditer(text, pos, start):
                     end = found.start("mark") + 1
@@ -128,3 +130,10 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
 
 # The end of a possible lead-in line, only blanks after it on its line (`kept_line_ends`)
 _LEAD_IN_LINE_ENDS = _lead_in_patterns(r"(?=[ \t]*\r?(?:\n|\Z))")
+# A list item (a bullet or a number and its mark) whose next line is a list item indented deeper: its
+# items are nested under it. Group ``item`` ends where its text does.
+_PARENT_ITEM = re.compile(
+    r"^(?P<indent>[ \t]*)(?:[-*+]|[0-9]{1,9}[.)])[ \t]+(?P<item>[^\n]*?\S)[ \t]*\r?\n"
+    r"(?:[ \t]*\r?\n)?(?P=indent)[ \t]+(?:[-*+]|[0-9]{1,9}[.)])[ \t]",
+    re.MULTILINE,
+)

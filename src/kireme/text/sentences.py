@@ -199,6 +199,14 @@ def _period_ends(text: str, dot: int, after: int, caseless: bool = False) -> boo
         and _at_line_start(text, word_start)
     ):
         return False  # "A. " label, "b. " item
+    if (
+        2 <= len(word) <= 4
+        and word[0].isalpha()
+        and word[1:].isdigit()
+        and text[dot + 1 : dot + 2] in _LABEL_GAP
+        and _at_line_start(text, word_start)
+    ):
+        return False  # "Q3. " / "A12. ": a numbered FAQ label, not a sentence of its own
     starts, lower = _next_kind(text[ink])
     if not ((starts or lower) if caseless else (starts and not lower)):
         return False
