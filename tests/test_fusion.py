@@ -37,9 +37,18 @@ def test_minmax_scales_each_list_to_its_own_range() -> None:
 
 def test_zscore_gives_an_absent_candidate_the_lists_lowest_score() -> None:
     lexical = [("a", 3.0), ("b", 1.0)]  # z: a +1, b -1
-    dense = [("c", 0.5), ("a", 0.5)]  # all equal: z 0
+    dense = [("c", 0.5), ("a", 0.5)]  # all equal: +1 each, -1 for a candidate it lacks (b)
     got = fuse_scores([lexical, dense], Fusion("zscore", (1.0, 1.0)))
-    assert got == pytest.approx({"a": 1.0, "b": -1.0, "c": -1.0})  # c: lexical floor -1, dense 0
+    assert got == pytest.approx({"a": 2.0, "b": -2.0, "c": 0.0})  # c: lexical floor -1, dense +1
+
+
+def test_a_sole_keyword_match_counts_in_the_z_score_average() -> None:
+    """One BM25 hit standardised to 0, as the candidates BM25 lacks were: the query's only keyword match
+    added nothing, and the dense side's first hit (a spec table, for ``休日出勤の割増率``) won."""
+    lexical = [("rule", 7.2)]
+    dense = [("table", 0.61), ("faq", 0.55), ("rule", 0.52), ("other", 0.40)]
+    got = fuse_scores([lexical, dense], ZSCORE)
+    assert max(got, key=got.__getitem__) == "rule"
 
 
 def test_owa_weights_each_candidates_better_z_score_then_its_worse() -> None:

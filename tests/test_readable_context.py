@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -382,8 +383,12 @@ def test_a_hit_cut_to_one_row_takes_the_row_that_answers_though_it_is_the_first(
     assert [s.text for s in made.spans] == ["| 役員 | 東京 | 18,000円 |"]
     # the header is never passed alone, nor as a passage's end
     assert all(
-        not s.text.endswith("| --- | --- | --- |") for s in assembler.assemble([hit], 30, "区分").spans
+        not s.text.endswith("| --- | --- | --- |") for s in assembler.assemble([hit], 30, "役員").spans
     )
+    # asked for by the header's words alone, the header with a row is the least that can be passed: a row
+    # that holds none of them (the 役員 row beside the one asked about) is no answer, however high it ranks
+    with pytest.raises(ConfigError, match="one sentence of the best hit that holds a word of the query"):
+        assembler.assemble([hit], 30, "区分")
 
 
 def test_a_passage_grows_into_a_table_by_its_header_and_first_row_together() -> None:

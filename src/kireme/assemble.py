@@ -351,7 +351,8 @@ class Assembler:
             if state.try_add(unit, rank, (unit.start, unit.end)):
                 continue
             if self.policy == "spans" and (self.cut == "all" or not state.pieces):
-                run = self._best_run(unit, budget - state.total, query, need_match=bool(state.pieces))
+                need_match = bool(state.pieces) or self._holds_terms(unit, wanted)
+                run = self._best_run(unit, budget - state.total, query, need_match=need_match)
                 if run is not None and state.pieces and wanted:
                     # what is left may say more grown onto a passage than as a piece of this hit
                     held = state.terms()
@@ -368,8 +369,14 @@ class Assembler:
         made = state.context()
         best = head[0] if head else None
         if best is not None and 1 not in made.ranks and _has_ink(best.text, 0, len(best.text)):
-            return replace(made, best_left_out=True, best_needs=self._shortest_sentence(best))
+            needs = self._shortest_sentence(best, query if self._holds_terms(best, wanted) else "")
+            return replace(made, best_left_out=True, best_needs=needs)
         return made
+
+    def _holds_terms(self, unit: Ranked, wanted: frozenset[str]) -> bool:
+        """Whether ``unit`` holds a term of the query: then a part of it cut to fit must hold one too (a
+        part without any is filler, however high the hit ranked: the row beside the one asked about)."""
+        return bool(wanted) and not wanted.isdisjoint(tokenize(unit.text))
 
     # ------------------------------------------------------------------------------------ helpers
 
@@ -676,18 +683,18 @@ class Assembler:
             return None
         return run
 
-    def _shortest_sentence(self, unit: Ranked) -> int:
+    def _shortest_sentence(self, unit: Ranked, query: str = "") -> int:
         """The smallest budget that passes ``unit`` or a part of it: its own size, or less where `_best_run`
         can cut it (a heading line never alone, markup never at either end, the heading path a cut part
-        is cited by counted too). Found by halving, since more room never passes less; only asked when a
-        budget fell short."""
+        is cited by counted too); with ``query``, a part that holds one of its terms. Found by halving,
+        since more room never passes less; only asked when a budget fell short."""
         known = self._document(unit) is not None
         # whole, it is passed as it is: its size with what the caller adds around it
         hi = max(1, self.size(unit.doc_id, unit.headings, unit.text, unit.start if known else None))
         lo = 1
         while lo < hi:
             mid = (lo + hi) // 2
-            if self._best_run(unit, mid, "") is not None:
+            if self._best_run(unit, mid, query, need_match=bool(query)) is not None:
                 hi = mid
             else:
                 lo = mid + 1
@@ -695,12 +702,15 @@ class Assembler:
 
     def _cut_best(self, unit: Ranked, budget: int, query: str) -> Context:
         """The best unit cut to ``budget`` (`_best_run`), or a `ConfigError` when no sentence of it fits."""
-        run = self._best_run(unit, budget, query)
+        wanted = frozenset(tokenize(query)) if query else frozenset()
+        matching = self._holds_terms(unit, wanted)
+        run = self._best_run(unit, budget, query, need_match=matching)
         known = self._document(unit) is not None  # offsets into the document, not into the unit's text
         if run is None:
-            needs = self._shortest_sentence(unit)
+            needs = self._shortest_sentence(unit, query if matching else "")
+            what = "one sentence of the best hit" + (" that holds a word of the query" if matching else "")
             raise BudgetTooSmallError(
-                f"a budget of {budget} {self.unit} is smaller than one sentence of the best hit "
+                f"a budget of {budget} {self.unit} is smaller than {what} "
                 f"(the shortest that can be passed is {needs} {self.unit}); raise the budget",
                 needs,
             )

@@ -14,6 +14,7 @@ but read tables by rows and code blocks by lines with `Framing.tables` and `Fram
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from kireme.assemble import Context, ContextSpan
 from kireme.document import Document
@@ -102,16 +103,24 @@ class Framing:
         return any(self.of_span(span) != ("", "") for span in made.spans)
 
     @staticmethod
-    def costs_nothing(framed: Context, plain: Context | None) -> bool:
+    def costs_nothing(
+        framed: Context, plain: Context | None, hit_span: Callable[[int], tuple[int, int]] | None = None
+    ) -> bool:
         """Whether the framed context still holds the best hit the one as it is holds, there where it holds
         it (a passage overlapping each of its passages of that hit, not another part of the same hit: a
         header taking the room of the answer row may leave a paragraph far from it): a header or a fence
         is worth its room unless it pushes that text out (the answer row for its column names); a later
-        hit's passage may give way to it, as any later passage gives way to a better one."""
+        hit's passage may give way to it, as any later passage gives way to a better one. ``hit_span``:
+        the offsets of the hit of a rank; then the framed context must overlap the hit's own text in each
+        such passage, not only the sentences the passage grew by around it."""
         if plain is None:
             return True
         best = min(plain.ranks, default=0)
         held = [s for s in plain.spans if best in s.ranks]  # the best hit's text the plain context passes
+        if hit_span is not None and held:
+            lo, hi = hit_span(best)
+            own = [replace(s, start=max(s.start, lo), end=min(s.end, hi)) for s in held]
+            held = [s for s in own if s.start < s.end] or held
         return bool(framed.ranks) and all(
             any(f.doc_id == s.doc_id and f.start < s.end and s.start < f.end for f in framed.spans)
             for s in held

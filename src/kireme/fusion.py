@@ -11,7 +11,8 @@ lexical side, cosine for the dense one); a `Fusion` turns them into one score pe
   ``weight × scaled`` summed; a candidate absent from a list gets 0 from it.
 * ``zscore`` — each list's scores standardised over its own candidates (mean 0, deviation 1), then
   summed with the weights; a candidate absent from a list gets that list's lowest standardised score
-  (a list whose candidates all score the same, or that has one, adds 0 to every candidate).
+  (a list whose candidates all score the same, or that has one, gives them +1 and the others -1: a
+  query's only keyword match counted for nothing, and the dense side's first hit won).
   ``Fusion("zscore", (0.5, 0.5))`` is the z-score average, kireme's default (`ZSCORE`).
 * ``owa`` — the same standardised scores (an absent candidate given the list's lowest), combined by an
   *ordered* weighted average: a candidate's scores are sorted, best first, and ``weights`` apply to that
@@ -143,9 +144,19 @@ def _zscore_totals(lists: Sequence[Sequence[tuple[K, float]]], fusion: Fusion) -
     return out
 
 
+# A list whose candidates all score the same (one keyword match, say) has no deviation to standardise by:
+# its candidates get +1 and an absent one -1, the gap between a usual list's good hits and its floor.
+_EVEN_LIST = (1.0, -1.0)
+
+
 def _standardised_side(ranking: Sequence[tuple[K, float]]) -> tuple[dict[K, float], float]:
-    """One non-empty list's standardised scores by key, and its lowest (what an absent candidate gets)."""
-    values = dict(zip((key for key, _ in ranking), _standardised([s for _, s in ranking]), strict=True))
+    """One non-empty list's standardised scores by key, and its lowest (what an absent candidate gets);
+    a list whose scores are all equal gives `_EVEN_LIST`: its candidates are above those it lacks."""
+    scores = [s for _, s in ranking]
+    if max(scores) == min(scores):
+        present, absent = _EVEN_LIST
+        return dict.fromkeys((key for key, _ in ranking), present), absent
+    values = dict(zip((key for key, _ in ranking), _standardised(scores), strict=True))
     return values, min(values.values())
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,8 @@ from kireme.framing import TABLE_FORMATS, Framing, table_rows
 from kireme.length import Tokens
 from kireme.text.markdown import MARKDOWN_FORMATS, comment_blocks
 from kireme.text.sentences import sentence_spans
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -284,12 +287,14 @@ def evaluate_budgets(
         hits = chars = tokens = 0
         misses: list[Miss] = []
         want = wanted(budget)
+        too_small = 0  # questions whose best hit has no sentence this budget holds
         for q, ranking in zip(questions, rankings, strict=True):
             ranked = ranking[:want]
             try:
                 made = assembler.assemble(ranked, budget, q.question) if ranked else None
             except ConfigError:  # no sentence of its best hit fits this budget: nothing passed, a miss
                 made = None
+                too_small += 1
             passed = made.text if made is not None else ""
             chars += sum(len(s.text) for s in made.spans) if made is not None else 0
             tokens += sum(counter(s.text) for s in made.spans) if made is not None else 0
@@ -299,6 +304,15 @@ def evaluate_budgets(
                 holder = next((c.text for c in chunks if contains_answer(q, c)), None)
                 why = answer_not_found(q, texts) if holder is None else None
                 misses.append(Miss(q.question, q.answer, passed, holder, why))
+        if too_small:
+            log.warning(
+                "%d of %d question(s) passed nothing at a budget of %d %s: it is smaller than any sentence "
+                "of their best hit that can be passed (they count as misses)",
+                too_small,
+                n,
+                budget,
+                measure.name,
+            )
         rows.append(
             _row(
                 chunker,

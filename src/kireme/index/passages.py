@@ -302,10 +302,10 @@ def render_passages(
 
     needs: list[int] = []  # what a refusal said the smallest budget is (`BudgetTooSmallError`)
 
-    def fitted(framed: bool) -> tuple[Context, str, list[Hit], list[Source], int] | None:
+    def fitted(framed: bool, target: int) -> tuple[Context, str, list[Hit], list[Source], int] | None:
         """The context rendered within the budget, its passages framed (`Framing`) or as they are, with
-        its size; ``None`` when nothing fits."""
-        target = budget
+        its size; ``None`` when nothing fits. ``target``: the budget the assembly is given first (lowered
+        while the rendered text runs over)."""
         for _ in range(6):
             try:
                 made = Assembler(
@@ -332,7 +332,7 @@ def render_passages(
             )
             size = measure(text)
             if size <= budget:
-                if made.best_left_out and target < budget:  # what the target lacked, the budget lacks too
+                if made.best_left_out and target != budget:  # what the target lacked, the budget lacks too
                     made = replace(made, best_needs=made.best_needs + budget - target)
                 return made, text, used, sources, size
             target -= size - budget + 1
@@ -340,11 +340,26 @@ def render_passages(
                 break
         return None
 
-    best = plain = fitted(False)
+    # each passage's overhead counts the separator before it, which the first has none of: the assembly
+    # may take that much more (a budget exactly the size of one passage and its citation passed none)
+    roomy = budget + sep
+
+    def hit_span(rank: int) -> tuple[int, int]:
+        chunk = hits[rank - 1].chunk
+        return chunk.start, chunk.end
+
+    best = plain = fitted(False, roomy)
     if plain is None or framing.needed(plain[0]):
-        framed = fitted(True)
-        if framed is not None and framing.costs_nothing(framed[0], plain[0] if plain else None):
-            best = framed
+        framed = fitted(True, roomy)
+        if framed is not None:
+            if framing.costs_nothing(framed[0], plain[0] if plain else None, hit_span):
+                best = framed
+            elif sep:
+                # the plain context holds the best hit's text by the room of that separator, the framed one
+                # (a fence or header more) does not: framed, as without that room, rather than left open
+                tighter = fitted(False, budget)
+                if tighter is None or framing.costs_nothing(framed[0], tighter[0], hit_span):
+                    best = framed
     if best is None:
         return AssembledContext(text="", skipped=list(hits), budget=budget, best_needs=min(needs, default=0))
     made, text, used, sources, size = best
