@@ -297,3 +297,21 @@ def test_a_topic_over_the_limit_is_cut_before_its_headings_not_inside_an_item(ma
         last = c.text.rstrip().rsplit("\n", 1)[-1]
         assert not last.startswith("#"), (max_size, [x.text for x in chunks])
         assert c.text.count("`") % 2 == 0, (max_size, c.text)  # no code span cut in two
+
+
+def test_a_title_over_a_numbered_subheading_goes_with_its_first_section() -> None:
+    """``議事録`` over ``1. 予算について`` and its body: a topic cut after the title stayed there (a short line
+    under a short line read as one more utterance of a transcript), and the title was a chunk alone. A
+    short line over body text is a subheading: the cut walks back over both."""
+    from kireme.semantic.chunker import _before_headings
+
+    minutes = (
+        "議事録\n\n1. 予算について\n来年度の予算案を確認した。各部門の要求額は前年比で5%増となった。\n\n"
+        "2. 人員計画\n新卒採用は10名を予定する。"
+    )
+    assert _before_headings(minutes, [minutes.index("1. 予算")]) == []  # to the text's start: no cut
+    second = minutes.index("新卒")
+    assert _before_headings(minutes, [second]) == [minutes.index("2. 人員計画")]
+    # utterances, one a line, keep their cuts
+    talk = "田中: はい\n佐藤: そうですね\n田中: では次へ\n"
+    assert _before_headings(talk, [talk.index("佐藤")]) == [talk.index("佐藤")]

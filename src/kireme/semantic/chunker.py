@@ -129,12 +129,28 @@ def _before_headings(text: str, cuts: list[int]) -> list[int]:
             while end > 0 and text[end - 1].isspace():
                 end -= 1
             start = text.rfind("\n", 0, end) + 1  # the heading line's start
-            if not text[start:end].lstrip().startswith("#") and is_heading_line(_line_at(text, cut)):
+            below = _line_at(text, cut)
+            if (
+                not text[start:end].lstrip().startswith("#")
+                and is_heading_line(below)
+                and not _over_body(text, cut, below)
+            ):
                 break  # a short line after a short line: utterances or list lines, not a heading's body
             cut = start
         if cut > 0 and (not moved or moved[-1] != cut):
             moved.append(cut)
     return sorted(set(moved))
+
+
+def _over_body(text: str, pos: int, line: str) -> bool:
+    """Whether the line after ``line`` (the first non-blank line from ``pos``) is body text: a line too long
+    or too finished to be a heading (``1. 予算について`` over ``来年度の予算案を確認した。``), so ``line`` is a
+    subheading and what is above it a title, not one more utterance of a transcript."""
+    from kireme.text.headings import is_heading_line
+
+    start = text.find(line, pos)
+    nxt = _line_at(text, start + len(line)) if start >= 0 else ""
+    return bool(nxt.strip()) and not is_heading_line(nxt)
 
 
 def _line_at(text: str, pos: int) -> str:
