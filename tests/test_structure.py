@@ -1651,3 +1651,69 @@ def test_a_small_tables_first_row_stays_whole_under_its_heading() -> None:
         "| 区分 | 宿泊費 | 日当 |\n|---|---|---|\n| 役員 | 15,000円 | 3,000円 |",
         "| 一般社員 | 9,800円 | 2,500円 |",
     ]
+
+
+REQUEST_TABLE = """## Request body
+
+| Field | Type | Required | Description |
+|---|---|---|---|
+| `grant_type` | string | yes | Must be `client_credentials` for server-to-server tokens. |
+| `client_id` | string | yes | The identifier issued when the application was registered. |
+| `client_secret` | string | yes | The secret issued with the client id; keep it out of logs. |
+"""
+
+INSTALL_STEPS = """1. パッケージを更新します。
+
+   ```bash
+   sudo apt-get update
+   ```
+
+2. 必要なツールを入れます。
+
+   ```bash
+   sudo apt-get install -y curl ca-certificates
+   ```
+
+3. 署名鍵を追加します。
+
+   ```bash
+   curl -fsSL https://example.com/key.gpg | sudo gpg --dearmor -o /usr/share/keyrings/kumo.gpg
+   ```
+"""
+
+
+@pytest.mark.parametrize(("max_size", "overlap"), [(150, 20), (200, 40), (300, 40), (120, 30)])
+def test_an_overlap_never_cuts_a_table_row_or_a_code_line(max_size: int, overlap: int) -> None:
+    """With ``--overlap`` the room kept for it cut rows that fit between their cells (``| `grant_type` |
+    string | yes |`` | ``string | yes | Must be…``), an overlap began inside a row (``|\\n| `client_id` …``)
+    or a command (``-y curl ca-certificates\\n   ```\\``, a stray closing fence that turned the prose after it
+    into code), and a code block that fit a chunk was cut for the room."""
+    for text in (REQUEST_TABLE, INSTALL_STEPS):
+        doc = Document(text, metadata={"format": "markdown"})
+        chunker = make_chunker("markdown", max_size=max_size, overlap=overlap)
+        chunks = chunker.chunk(doc)
+        check_invariants(doc, chunks, max_size=max_size, chunker=chunker, overlap=overlap)
+        for c in chunks:
+            for line in c.text.splitlines():
+                if line.startswith("|"):
+                    assert line.endswith("|"), (max_size, overlap, [c.text for c in chunks])
+            first = c.text.splitlines()[0].strip()
+            assert not first.startswith(("```", "-y", "|\n")) and first != "|", [c.text for c in chunks]
+        if text is INSTALL_STEPS:
+            for command in ("sudo apt-get install -y curl ca-certificates", "sudo gpg --dearmor -o /usr/"):
+                assert any(command in c.text for c in chunks), (max_size, overlap, [c.text for c in chunks])
+
+
+def test_a_section_that_fits_a_chunk_is_not_cut_to_keep_room_for_an_overlap() -> None:
+    """A chunk alone gets no overlap (nothing before it to repeat), yet a section of 152 characters at
+    ``max_size=180, overlap=30`` was packed to 150 and its JSON example cut."""
+    text = (
+        "## Address object\n\n```json\n{\n"
+        '  "name": "Sakura Logistics",\n  "city": "Osaka",\n  "phone": "+81-3-0000-0000",\n'
+        '  "zip": "530-0001",\n  "note": "After 18:00 by appointment"\n}\n```\n'
+    )
+    doc = Document(text, metadata={"format": "markdown"})
+    assert 150 < len(text.strip()) <= 180
+    for strategy in ("markdown", "recursive"):
+        chunks = make_chunker(strategy, max_size=180, overlap=30).chunk(doc)
+        assert [c.text for c in chunks] == [text.strip()], strategy

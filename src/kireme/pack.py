@@ -19,6 +19,7 @@ import itertools
 import logging
 import re
 import unicodedata
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, cast
 
@@ -168,6 +169,7 @@ class _Packer:
         hard_max_size: int | None = None,
         cut_memo: dict[tuple[int, int, int], tuple[int, list[int]]] | None = None,
         overlap_levels: int | None = None,
+        no_overlap_inside: Sequence[tuple[int, int]] = (),
     ) -> None:
         if not isinstance(keep_headings, bool):
             raise TypeError(
@@ -186,6 +188,9 @@ class _Packer:
         # how many of the levels (strongest first) an overlap may start at: all, or (code, JSON) those
         # between lines, never inside one
         self.overlap_levels = self.levels if overlap_levels is None else self.levels[:overlap_levels]
+        # spans (tables, code blocks) no overlap starts inside: half a row or a command, a stray fence
+        self.no_overlap = sorted(no_overlap_inside)
+        self.no_overlap_starts = [a for a, _ in self.no_overlap]
         self.merge = merge
         self.budget = max_size - overlap
         # a grapheme cluster up to this size is never split, even when it is over ``max_size`` (a caller's
@@ -279,6 +284,12 @@ class _Packer:
             start = bounds[i]
             k = self.sizer.furthest(start, bounds, i + 1, n, budget)
             if k <= i:
+                if self.whole_without_overlap(start, bounds[i + 1]):
+                    s, e = self.trim(start, bounds[i + 1])
+                    if s < e:
+                        out.append((s, e))
+                    i += 1
+                    continue
                 i = self.split_and_absorb(bounds, i, i + 1, j, budget, out)
                 continue
             if k < n - 1:
@@ -510,7 +521,11 @@ class _Packer:
         fixed: list[Span] = []
         fixed_sizes: list[int] = []
         for span, size in zip(spans, sizes, strict=True):
-            if size <= budget or (size <= self.cluster_budget and self.one_cluster(span)):
+            if (
+                size <= budget
+                or (size <= self.cluster_budget and self.one_cluster(span))
+                or (size <= self.max_size and self.whole_without_overlap(*span))
+            ):
                 fixed.append(span)
                 fixed_sizes.append(size)
             else:
@@ -564,7 +579,7 @@ class _Packer:
         quotes = sentence_index(self.text)  # an overlap never starts inside 「…」 the rules protect
         for level in self.overlap_levels:
             cuts = self.cut_filter.keep(level.cuts(self.text, max(0, earliest - 1), prev_end))
-            cuts = [c for c in cuts if c >= earliest and not quotes.inside_quote(c)]
+            cuts = [c for c in cuts if c >= earliest and not quotes.inside_quote(c) and not self.blocked(c)]
             if cuts:
                 s, _ = self.trim(cuts[0], end)
                 if s < prev_end:
@@ -574,6 +589,23 @@ class _Packer:
         s = ceil_boundary(self.text, earliest, prev_start)
         s, _ = self.trim(s, end)
         return s if s < prev_end else start
+
+    def whole_without_overlap(self, a: int, b: int) -> bool:
+        """Whether the piece ``[a, b)``, over the budget only by the room kept for an overlap, is a chunk of
+        its own without one rather than cut: it holds part of a table or code block (`no_overlap`) and fits
+        ``max_size`` (an overlap is added only where it fits, so this chunk gets none)."""
+        if not self.no_overlap or self.overlap <= 0:
+            return False
+        i = bisect_left(self.no_overlap_starts, b) - 1  # the last span starting before the piece ends
+        if i < 0 or self.no_overlap[i][1] <= a:
+            return False
+        s, e = self.trim(a, b)
+        return s < e and self.sizer.exact([(s, e)])[0] <= self.max_size
+
+    def blocked(self, position: int) -> bool:
+        """Whether an overlap may not start at ``position``: strictly inside a span of `no_overlap`."""
+        i = bisect_left(self.no_overlap_starts, position) - 1  # the last span starting before it
+        return i >= 0 and position < self.no_overlap[i][1]
 
     # ------------------------------------------------------------------------------ run
     def run(self) -> list[PackedSpan]:
@@ -977,6 +1009,7 @@ def pack(
     target_size: int | None = None,
     cut_memo: dict[tuple[int, int, int], tuple[int, list[int]]] | None = None,
     overlap_levels: int | None = None,
+    no_overlap_inside: Sequence[tuple[int, int]] = (),
 ) -> list[PackedSpan]:
     """Cut ``text`` at the strongest available boundaries into spans of at most ``max_size``.
 
@@ -993,7 +1026,8 @@ def pack(
     ``cut_memo``: a dict the caller keeps for several packings of the same ``text`` with the same
     ``levels`` (sections of one document, packed again tighter): the cuts found in a span are reused.
     ``overlap_levels``: how many of ``levels`` (strongest first) an overlap may start at (default all;
-    code and JSON: those between lines, so that no overlap starts inside a line).
+    code and JSON: those between lines, so that no overlap starts inside a line). ``no_overlap_inside``:
+    spans (a document's tables and code blocks) no overlap starts strictly inside.
     """
     if packing not in PACKINGS:
         raise ConfigError(f"packing must be one of {', '.join(PACKINGS)}, not {packing!r}")
@@ -1002,12 +1036,13 @@ def pack(
         a, b = _trim(text, a, b)
         if a >= b:
             return []
-        budget = max_size - overlap
+        # one chunk gets no overlap (it has no chunk before it to repeat): it may take all of max_size,
+        # not max_size less the room kept for an overlap (a code block that fit was cut for that room)
         size = sizer.estimate(a, b)
-        if size <= budget and isinstance(keep_headings, bool):
+        if size <= max_size and isinstance(keep_headings, bool):
             if not sizer.exact_estimates:
                 size = sizer.exact([(a, b)])[0]
-            if size <= budget:
+            if size <= max_size:
                 return [PackedSpan(a, b, size)]
     extra: dict[str, object] = {}
     packer_class: type[_Packer] = _Packer
@@ -1029,5 +1064,6 @@ def pack(
         hard_max_size=hard_max_size,
         cut_memo=cut_memo,
         overlap_levels=overlap_levels,
+        no_overlap_inside=no_overlap_inside,
         **extra,
     ).run()

@@ -186,12 +186,23 @@ class StructureChunker(Chunker):
             first_budget = budget
             while True:
                 span = (section.start, section.end)
-                packed = self._pack(doc, levels, sizer, budget, keep_headings, heading_end, span, cut_memo)
+                packed = self._pack(
+                    doc, levels, sizer, budget, keep_headings, heading_end, span, cut_memo, block=not plain
+                )
                 if section.code is not None and self.packing == "greedy" and _has_fragment(packed, budget):
                     # a code block too large for one chunk, filled in turn, often leaves a fragment (the
                     # ``}`` and ``);`` of a function, a vector no question finds): as many pieces, as even
                     even = self._pack(
-                        doc, levels, sizer, budget, keep_headings, heading_end, span, cut_memo, "optimal"
+                        doc,
+                        levels,
+                        sizer,
+                        budget,
+                        keep_headings,
+                        heading_end,
+                        span,
+                        cut_memo,
+                        "optimal",
+                        True,
                     )
                     if len(even) <= len(packed):
                         packed = even
@@ -284,18 +295,24 @@ class StructureChunker(Chunker):
         span: tuple[int, int],
         cut_memo: dict[tuple[int, int, int], tuple[int, list[int]]] | None = None,
         packing: str | None = None,
+        block: bool = False,
     ) -> list[PackedSpan]:
         """``span`` of the document packed within ``budget`` (a section's, less what goes in front of
         its pieces); one piece may still hold up to ``max_size`` when it cannot be cut smaller.
         ``cut_memo``: `kireme.pack.pack`'s, one per document. ``packing``: another packing than the
-        chunker's own (``"optimal"`` for a code block cut into even pieces, aiming at chunks of ``budget``)."""
+        chunker's own (``"optimal"`` for a code block cut into even pieces, aiming at chunks of ``budget``).
+        ``block``: the section is a table or code block too large for a chunk, cut between rows or lines
+        with its header or fence repeated: no overlap (it would cost rows their room and start inside one),
+        and no overlap anywhere starts inside a table or code block."""
+        overlap = 0 if block else self.overlap
         return pack(
             doc.text,
             levels,
             sizer,
             max_size=budget,
-            min_size=min(self.min_size, budget - self.overlap),
-            overlap=self.overlap,
+            min_size=min(self.min_size, budget - overlap),
+            overlap=overlap,
+            no_overlap_inside=levels.outline.protected() if overlap else (),
             keep_headings=keep_headings,
             heading_end=heading_end,
             span=span,

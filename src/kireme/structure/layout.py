@@ -69,6 +69,7 @@ class LazyLevels(Sequence[Level]):
         leads: Sequence[tuple[int, int]] | None = None,
     ) -> None:
         self._args = (doc, outline, paragraph_starts, sentences, fits, leads)
+        self.outline = outline
         self._levels: list[Level] | None = None
 
     def _made(self) -> list[Level]:
