@@ -370,3 +370,25 @@ def test_a_numbered_faq_label_opens_its_question() -> None:
         "Then apply.",
         "B2. ok",
     ]
+
+
+def test_a_reference_or_a_citation_after_an_abbreviation_ends_no_sentence() -> None:
+    """``Smith et al. (2020)``, ``Sec. 4.2`` and ``Eq. (3)`` were cut after the dot (a bracket or a digit may
+    start a sentence): a citation lost its year, a clause its number. A word that names a numbered place
+    ends nothing before a number or bracket; the same word at a sentence's end still ends it."""
+    text = (
+        "Dense retrievers embed queries. Smith et al. (2020) showed that length matters. "
+        "As set out in Sec. 4.2 of the Agreement, fees are due monthly. Apply Eq. (3) to the data. "
+        "See Zhang et al. [12] for details. He loves modern art. She loves music. It was 2019. 3 people came."
+    )
+    assert sentences(text) == [
+        "Dense retrievers embed queries.",
+        "Smith et al. (2020) showed that length matters.",
+        "As set out in Sec. 4.2 of the Agreement, fees are due monthly.",
+        "Apply Eq. (3) to the data.",
+        "See Zhang et al. [12] for details.",
+        "He loves modern art.",
+        "She loves music.",
+        "It was 2019.",
+        "3 people came.",
+    ]

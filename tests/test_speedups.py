@@ -151,6 +151,10 @@ _WORDS = [
     # numbered FAQ labels (`_period_ends`), the full stops of other scripts, units inside numbers
     "Q3.",
     "A12.",
+    " et al. (",
+    " Sec. 4",
+    " art. ",
+    "[12]",
     "Q3.14",
     "।",
     "؟",
@@ -247,6 +251,10 @@ def test_the_library_uses_the_extension_when_it_is_built() -> None:
         assert not any(_same(used, function) for used, function in in_c)
     else:
         assert all(_same(used, function) for used, function in in_c)
+
+
+def test_the_compiled_reference_words_are_the_python_ones() -> None:
+    assert native.reference_words() == sentences._REFERENCE_WORDS
 
 
 def test_the_compiled_marks_are_the_vocabulary() -> None:

@@ -934,9 +934,24 @@ static int in_list(int kind, const void *data, Py_ssize_t n, Py_ssize_t start, P
     return below < n && enumerator_kind(kind, data, below, next_newline(kind, data, below, n)) == own;
 }
 
+/* headings.py `_CLOSING_NEXT`: the next non-blank line from pos is 以上 alone (spaces between and after) */
+static int closing_word_next(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
+    Py_ssize_t q = pos;
+    while (q < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, q))) q++;
+    if (q >= n || PyUnicode_READ(kind, data, q) != 0x4EE5) return 0; /* 以 */
+    q++;
+    while (q < n && (PyUnicode_READ(kind, data, q) == ' ' || PyUnicode_READ(kind, data, q) == 0x3000)) q++;
+    if (q >= n || PyUnicode_READ(kind, data, q) != 0x4E0A) return 0; /* 上 */
+    q++;
+    while (q < n && (PyUnicode_READ(kind, data, q) == ' ' || PyUnicode_READ(kind, data, q) == 0x3000)) q++;
+    if (q < n && PyUnicode_READ(kind, data, q) == '\r') q++;
+    return q >= n || PyUnicode_READ(kind, data, q) == '\n';
+}
+
 /* whether a cut at pos leaves a heading line at the end of a chunk (0 or 1) */
 static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
     if (pos <= 0 || pos > n || !at_line_edge(kind, data, n, pos)) return 0;
+    if (closing_word_next(kind, data, n, pos)) return 1; /* 以上 closes the block above: no chunk ends before it */
     Py_ssize_t end = pos;
     while (end > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, end - 1))) end--;
     if (end <= 0) return 0;
@@ -1624,6 +1639,37 @@ static int word_in(PyObject *set, const char *word, Py_ssize_t length) {
 
 #define UNDECIDED 2
 
+/* kireme/text/sentences.py `_REFERENCE_WORDS`: before a number or a bracket their dot ends nothing */
+static const char *const REFERENCE_WORDS[] = {"sec", "secs", "eq",  "eqs", "art", "arts", "ch",  "chap", "ref",
+                                              "refs", "para", "paras", "tel", "ext", "fig", "figs", "tab", "no",
+                                              "nos", "vol", "vols", "p",   "pp",  "ex",  "cl",  "sch", "reg",
+                                              "ll",  "l"};
+
+static int reference_word(const char *word, Py_ssize_t length) {
+    for (size_t k = 0; k < COUNT(REFERENCE_WORDS); k++) {
+        if ((Py_ssize_t)strlen(REFERENCE_WORDS[k]) == length && memcmp(REFERENCE_WORDS[k], word, (size_t)length) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static PyObject *reference_words(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    PyObject *out = PyFrozenSet_New(NULL);
+    if (out == NULL) return NULL;
+    for (size_t k = 0; k < COUNT(REFERENCE_WORDS); k++) {
+        PyObject *w = PyUnicode_FromString(REFERENCE_WORDS[k]);
+        if (w == NULL || PySet_Add(out, w) < 0) {
+            Py_XDECREF(w);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(w);
+    }
+    return out;
+}
+
 /* `_LABEL_GAP`: what follows the dot of a letter label at a line start ("A. ", "Q.\n") */
 static int is_label_gap(Py_UCS4 c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
@@ -1689,6 +1735,12 @@ static int period_ends(int kind, const void *data, Py_ssize_t n, Py_ssize_t dot,
     }
     if (!(caseless ? (starts || lower) : (starts && !lower))) return 0;
     if (length == 0) return 1;
+    if ((next >= '0' && next <= '9') || next == '(' || next == '[' || next == 0xA7 || next == '#') {
+        /* "Smith et al. (2020)", "Sec. 4.2", "Eq. (3)": a citation or reference, not an end */
+        if (reference_word(word, length)) return 0;
+        int ends = word_in(may_end, word, length);
+        if (ends != 0) return ends < 0 ? -1 : 0;
+    }
     int found = word_in(may_end, word, length);
     if (found != 0) return found; /* 1, or -1 */
     found = word_in(abbreviations, word, length);
@@ -2633,6 +2685,7 @@ static PyMethodDef methods[] = {
     {"clause_cuts", clause_cuts, METH_VARARGS, "clause_cuts(text, a, b) -> the cuts of the clause level"},
     {"word_cuts", word_cuts, METH_VARARGS, "word_cuts(text, a, b) -> the cuts of the word level"},
     {"line_starts", line_starts, METH_VARARGS, "line_starts(text) -> 0 and the offset after every \\n"},
+    {"reference_words", reference_words, METH_NOARGS, "reference_words() -> the words of sentences._REFERENCE_WORDS"},
     {"vocabulary", vocabulary, METH_NOARGS, "vocabulary() -> (terminators, closers, openers, their closers)"},
     {NULL, NULL, 0, NULL},
 };

@@ -215,6 +215,10 @@ def is_lead_in_line(line: str) -> bool:
     return _LEAD_IN_LINE.match(line) is not None
 
 
+# The closing word of a notice's 記 block alone on the next non-blank line (`_ends_with_heading_python`)
+_CLOSING_NEXT = lazy_re(r"\s*以[ \u3000]*上[ \u3000]*(?:\r?\n|\Z)")
+
+
 def _ends_with_heading_python(text: str, pos: int) -> bool:
     """True when a cut at ``pos`` would leave a heading line or a lead-in line at the end of a chunk.
 
@@ -225,6 +229,8 @@ def _ends_with_heading_python(text: str, pos: int) -> bool:
     """
     if pos <= 0 or pos > len(text) or ("\n" not in text[pos - 1 : pos + 1] and not _ends_line(text, pos)):
         return False
+    if _CLOSING_NEXT.match(text, pos):
+        return True  # ``以上`` closes the block above it: no chunk ends before it (it would open the next)
     end = pos
     while end > 0 and text[end - 1].isspace():
         end -= 1

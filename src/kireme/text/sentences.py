@@ -128,6 +128,43 @@ _ABBREVIATIONS = frozenset(
 )
 # Abbreviations that often end a sentence too: they end one when a capitalised word follows.
 _MAY_END = frozenset(["etc", "al", "a.m", "p.m"])
+# Words that name a numbered place in a text: before a number or a bracket their dot ends nothing
+# (``Sec. 4.2``, ``Eq. (3)``, ``Art. 12``, ``p. 12``), though ``modern art.`` ends a sentence.
+_REFERENCE_WORDS = frozenset(
+    [
+        "sec",
+        "secs",
+        "eq",
+        "eqs",
+        "art",
+        "arts",
+        "ch",
+        "chap",
+        "ref",
+        "refs",
+        "para",
+        "paras",
+        "tel",
+        "ext",
+        "fig",
+        "figs",
+        "tab",
+        "no",
+        "nos",
+        "vol",
+        "vols",
+        "p",
+        "pp",
+        "ex",
+        "cl",
+        "sch",
+        "reg",
+        "ll",
+        "l",
+    ]
+)
+# What starts a number or a reference after such a word (`_REFERENCE_WORDS`, ``et al. (2020)``)
+_REFERENCE_NEXT = "0123456789([§#"
 
 # Whitespace as the `regex` engine's ``\s`` has it (stdlib syntax): ``str.isspace`` less the four
 # information separators U+001C..U+001F. tests/test_sentence_speed_equivalence.py checks every code point.
@@ -212,6 +249,8 @@ def _period_ends(text: str, dot: int, after: int, caseless: bool = False) -> boo
         return False
     if not word:
         return True
+    if text[ink] in _REFERENCE_NEXT and (word in _MAY_END or word in _REFERENCE_WORDS):
+        return False  # "Smith et al. (2020)", "Sec. 4.2", "Eq. (3)", "p. 12": a citation, not an end
     if word in _MAY_END:
         return True
     if word in _ABBREVIATIONS or word.rstrip(".") in _ABBREVIATIONS:
