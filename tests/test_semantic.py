@@ -315,3 +315,22 @@ def test_a_title_over_a_numbered_subheading_goes_with_its_first_section() -> Non
     # utterances, one a line, keep their cuts
     talk = "田中: はい\n佐藤: そうですね\n田中: では次へ\n"
     assert _before_headings(talk, [talk.index("佐藤")]) == [talk.index("佐藤")]
+
+
+def test_the_default_threshold_leaves_no_sentence_alone() -> None:
+    """A closing line unlike the sentences before it (``Both plans can be cancelled at any time.``) was a
+    deep enough dip to cut at, and became a chunk of one sentence: the depth rule cuts at neither the first
+    nor the last gap."""
+    from kireme.semantic.thresholds import Threshold
+
+    # depth peaks at gaps 2, 6 and 11 (the last: the last unit alone) above the mean peak depth
+    distances = np.array([0.1, 0.2, 0.8, 0.1, 0.15, 0.1, 0.9, 0.1, 0.05, 0.2, 0.0, 1.0])
+    assert Threshold.parse("auto").cuts(distances)[0] == [2, 6]
+    assert Threshold.parse("auto").cuts(distances[::-1].copy())[0] == [5, 9]  # gap 0 likewise
+    text = (
+        "The Starter plan costs $15 per month. It includes five projects and 10 GB of storage. "
+        "The Pro plan costs $40 per month. It includes unlimited projects and 1 TB of storage. "
+        "Both plans can be cancelled at any time."
+    )
+    chunks = SemanticChunker(similarity="bigram", max_size=2000, cache_dir=False).chunk(text)
+    assert all(c.text.count(". ") >= 1 for c in chunks), [c.text for c in chunks]

@@ -196,9 +196,16 @@ def _depth_cuts(d: np.ndarray) -> tuple[list[int], float]:
         return [], float("inf")
     values = depths[peaks]
     bar = float(values.mean()) if len(peaks) >= 3 else float(d.max() - d.min()) / 2
-    cuts = [i for i in peaks if depths[i] > bar]
+    cuts = _no_lone_units([i for i in peaks if depths[i] > bar], d.size)
     level = float(min(d[i] for i in cuts)) - 2 * TOLERANCE if cuts else float("inf")
     return cuts, level
+
+
+def _no_lone_units(cuts: list[int], gaps: int) -> list[int]:
+    """``cuts`` without one at the document's first or last gap, which leaves its first or last unit alone:
+    a closing line (``Both plans can be cancelled at any time.``) is unlike the sentences before it and
+    was a chunk of its own. (Two depth peaks are never one gap apart: a valley lies between them.)"""
+    return [i for i in cuts if 0 < i < gaps - 1]
 
 
 def _otsu(d: np.ndarray) -> float:
