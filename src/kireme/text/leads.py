@@ -118,7 +118,7 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
     pos = outline.front_matter_end
     for start, stop in [*outline.protected(), (len(text), len(text))]:
         if start > pos:
-            ends.update(found.end("item") for found in _PARENT_ITEM.finditer(text, pos, start))
+            ends.update(_parent_items(text, pos, start))
             for pattern in _LEAD_IN_LINE_ENDS:
                 for found in pattern.finditer(text, pos, start):
                     end = found.start("mark") + 1
@@ -131,9 +131,20 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
 # The end of a possible lead-in line, only blanks after it on its line (`kept_line_ends`)
 _LEAD_IN_LINE_ENDS = _lead_in_patterns(r"(?=[ \t]*\r?(?:\n|\Z))")
 # A list item (a bullet or a number and its mark) whose next line is a list item indented deeper: its
-# items are nested under it. Group ``item`` ends where its text does.
-_PARENT_ITEM = re.compile(
-    r"^(?P<indent>[ \t]*)(?:[-*+]|[0-9]{1,9}[.)])[ \t]+(?P<item>[^\n]*?\S)[ \t]*\r?\n"
-    r"(?:[ \t]*\r?\n)?(?P=indent)[ \t]+(?:[-*+]|[0-9]{1,9}[.)])[ \t]",
-    re.MULTILINE,
+# items are nested under it. Group ``item`` ends where its text does. It opens with the line feed before
+# the item (a pattern opening with a literal is searched for at C speed); `_parent_items` tries the
+# text's first line on its own.
+_ITEM_LINES = (
+    r"(?P<indent>[ \t]*)(?:[-*+]|[0-9]{1,9}[.)])[ \t]+(?P<item>[^\n]*?\S)[ \t]*\r?\n"
+    r"(?:[ \t]*\r?\n)?(?P=indent)[ \t]+(?:[-*+]|[0-9]{1,9}[.)])[ \t]"
 )
+_PARENT_ITEM = re.compile("\n" + _ITEM_LINES)
+_FIRST_PARENT_ITEM = re.compile(_ITEM_LINES)
+
+
+def _parent_items(text: str, start: int, stop: int) -> list[int]:
+    """Where the text of each list item with items nested under it ends, in ``text[start:stop]``."""
+    ends = [found.end("item") for found in _PARENT_ITEM.finditer(text, max(start - 1, 0), stop)]
+    if start == 0 and (first := _FIRST_PARENT_ITEM.match(text, 0, stop)) is not None:
+        ends.insert(0, first.end("item"))
+    return ends
