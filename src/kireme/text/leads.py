@@ -118,7 +118,7 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
     pos = outline.front_matter_end
     for start, stop in [*outline.protected(), (len(text), len(text))]:
         if start > pos:
-            ends.update(_parent_items(text, pos, start))
+            ends.update(_parent_items(text, outline.item_starts, pos, start))
             for pattern in _LEAD_IN_LINE_ENDS:
                 for found in pattern.finditer(text, pos, start):
                     end = found.start("mark") + 1
@@ -130,21 +130,29 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
 
 # The end of a possible lead-in line, only blanks after it on its line (`kept_line_ends`)
 _LEAD_IN_LINE_ENDS = _lead_in_patterns(r"(?=[ \t]*\r?(?:\n|\Z))")
-# A list item (a bullet or a number and its mark) whose next line is a list item indented deeper: its
-# items are nested under it. Group ``item`` ends where its text does. It opens with the line feed before
-# the item (a pattern opening with a literal is searched for at C speed); `_parent_items` tries the
-# text's first line on its own.
-_ITEM_LINES = (
-    r"(?P<indent>[ \t]*)(?:[-*+]|[0-9]{1,9}[.)])[ \t]+(?P<item>[^\n]*?\S)[ \t]*\r?\n"
-    r"(?:[ \t]*\r?\n)?(?P=indent)[ \t]+(?:[-*+]|[0-9]{1,9}[.)])[ \t]"
-)
-_PARENT_ITEM = re.compile("\n" + _ITEM_LINES)
-_FIRST_PARENT_ITEM = re.compile(_ITEM_LINES)
 
 
-def _parent_items(text: str, start: int, stop: int) -> list[int]:
-    """Where the text of each list item with items nested under it ends, in ``text[start:stop]``."""
-    ends = [found.end("item") for found in _PARENT_ITEM.finditer(text, max(start - 1, 0), stop)]
-    if start == 0 and (first := _FIRST_PARENT_ITEM.match(text, 0, stop)) is not None:
-        ends.insert(0, first.end("item"))
+def _parent_items(text: str, items: tuple[int, ...], start: int, stop: int) -> list[int]:
+    """Where the last line of each list item with items nested under it ends, for the items (line starts,
+    from the outline) in ``[start, stop)``: an item whose next item is indented deeper."""
+    ends: list[int] = []
+    i = bisect_left(items, start)
+    while i + 1 < len(items) and items[i] < stop:
+        a, b = items[i], items[i + 1]
+        i += 1
+        if _indent(text, b) <= _indent(text, a) or b >= stop:
+            continue
+        end = b
+        while end > a and text[end - 1].isspace():
+            end -= 1
+        if end > a:
+            ends.append(end)
     return ends
+
+
+def _indent(text: str, line_start: int) -> int:
+    """How many spaces and tabs open the line at ``line_start``."""
+    k = line_start
+    while k < len(text) and text[k] in " \t":
+        k += 1
+    return k - line_start
