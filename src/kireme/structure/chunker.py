@@ -201,8 +201,8 @@ class StructureChunker(Chunker):
                         heading_end,
                         span,
                         cut_memo,
-                        "optimal",
-                        True,
+                        packing="optimal",
+                        block=True,
                     )
                     if len(even) <= len(packed):
                         packed = even
