@@ -343,3 +343,23 @@ Plain words after the page.
 def test_a_page_with_only_blanks_and_comments_after_its_end_is_read_as_before() -> None:
     page = "<html><body><p>本文。</p></body></html>\n<!-- saved 2026-12-01 -->\n\n"
     assert load_html(page.encode("utf-8"), "p.html").text == "本文。\n"
+
+
+def test_divs_with_the_roles_of_page_furniture_are_dropped() -> None:
+    """Many sites build the menu, the banner and the footer from ``<div>``s with ARIA roles, not ``<nav>`` or
+    ``<footer>``: the address and copyright were read as the last question's answer. A ``complementary``
+    note inside a section is content, as an ``<aside>`` there is."""
+    page = (
+        '<html><body><div id="header" role="banner"><ul><li>ホーム</li><li>会社案内</li></ul></div>'
+        '<div role="navigation">トップ | FAQ</div>'
+        "<h1>よくある質問</h1><h2>Q. 送料はいくらですか</h2><p>全国一律880円です。</p>"
+        '<section><h2>返品</h2><div role="complementary"><p>関連: 交換について</p></div>'
+        "<p>未開封なら30日以内に返品できます。</p></section>"
+        '<div role="search"><p>サイト内検索</p></div>'
+        '<div role="contentinfo"><p>〒100-0000 東京都千代田区</p><p>Copyright 2026</p></div></body></html>'
+    )
+    text = load_html(page.encode("utf-8"), "faq.html").text
+    assert text == (
+        "# よくある質問\n\n## Q. 送料はいくらですか\n\n全国一律880円です。\n\n## 返品\n\n"
+        "関連: 交換について\n\n未開封なら30日以内に返品できます。\n"
+    )

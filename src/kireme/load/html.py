@@ -3,8 +3,9 @@
 kireme's structure strategy parses `Document.text` with a CommonMark (+ GFM tables) parser to find
 headings, lists, code fences and table rows, so an HTML page is rendered as clean Markdown that parser
 reads back the same way: ``<h2>`` becomes ``## ``, lists become ``-``/``1.`` items, ``<pre>`` a fenced
-block and ``<table>`` a pipe table. Page furniture (navigation, headers, footers, scripts, forms) is
-dropped (a header, footer or aside inside an article, section or main part is content and stays), and
+block and ``<table>`` a pipe table. Page furniture (navigation, headers, footers, scripts, forms, and
+elements with their ARIA roles: ``role="navigation"``, ``banner``, ``contentinfo``, ``complementary``,
+``search``) is dropped (a header, footer or aside inside an article, section or main part is content and stays), and
 when the page has a ``<main>`` only that is kept, else its articles when they hold most of its text (all
 of them, in order), so chunks hold the content a reader came for. Inline whitespace follows HTML rules, except that a line break between two
 Japanese characters disappears instead of becoming a space (as browsers render it).
@@ -161,6 +162,9 @@ def load_html(data: bytes, id: str, *, encoding: str | None = None) -> Document:
     for el in [e for e in tree.iter(lxml.etree.Comment, lxml.etree.ProcessingInstruction)]:
         _drop(el)
     for el in [e for e in tree.iter(*_DROP)]:
+        if el.getparent() is not None and not _in_content(el):
+            _drop(el)
+    for el in [e for e in tree.xpath("//*[@role]") if _furniture_role(e)]:
         if el.getparent() is not None and not _in_content(el):
             _drop(el)
     _flatten_deep(tree, _RENDER_DEPTH)
@@ -409,10 +413,28 @@ _CONTENT = frozenset(("article", "main", "section"))
 _ARTICLES_SHARE = 0.5
 
 
+# ARIA landmark roles of page furniture: what ``<nav>``, ``<header>``, ``<footer>`` and ``<aside>`` are, on
+# the ``<div>``s of pages that do not use those tags (a site menu, a footer with the address and copyright)
+_FURNITURE_ROLES = {
+    "navigation": "nav",
+    "banner": "header",
+    "contentinfo": "footer",
+    "complementary": "aside",
+}
+
+
+def _furniture_role(el: Any) -> bool:
+    """Whether ``el`` is page furniture by its ``role`` (`_FURNITURE_ROLES`, or ``search``)."""
+    role = str(el.get("role") or "").strip().lower()
+    return role in _FURNITURE_ROLES or role == "search"
+
+
 def _in_content(el: Any) -> bool:
-    """Whether a ``<header>``, ``<footer>`` or ``<aside>`` is part of the content: inside an
-    ``<article>``, ``<main>`` or ``<section>``."""
-    return _tag(el) in _CONTENT_PARTS and any(_tag(a) in _CONTENT for a in el.iterancestors())
+    """Whether a ``<header>``, ``<footer>`` or ``<aside>`` (or an element with the role of one) is part of
+    the content: inside an ``<article>``, ``<main>`` or ``<section>``."""
+    role = str(el.get("role") or "").strip().lower()
+    part = _FURNITURE_ROLES.get(role, _tag(el))
+    return part in _CONTENT_PARTS and any(_tag(a) in _CONTENT for a in el.iterancestors())
 
 
 def _content_roots(tree: Any) -> list[Any]:
