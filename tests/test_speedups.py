@@ -1139,6 +1139,24 @@ def test_cuts_dropped_inside_protected_spans_in_c_are_the_python_ones(case: tupl
     assert native.drop_inside(list(cuts), list(starts), list(ends)) == expected
 
 
+def _c_and_python_differ(
+    strategy: str, lines: list[str], repeat: int, sizes: tuple[int, ...]
+) -> list[tuple[tuple[str, ...], int]]:
+    """The documents (every sequence of ``repeat`` of ``lines``) and sizes whose chunks differ between the
+    C path and the pure-Python one."""
+    differ = []
+    for combo in itertools.product(lines, repeat=repeat):
+        document = Document("\n".join(combo), id="lines.txt")
+        for size in sizes:
+            chunker = make_chunker(strategy, max_size=size)
+            with scanner(c=False):
+                expected = chunker.chunk(document)
+            with scanner(c=True):
+                if chunker.chunk(document) != expected:
+                    differ.append((combo, size))
+    return differ
+
+
 _FAQ_LINES = [
     "Q: パスワードを忘れました。どうすればよいですか？",
     "Q: Who can see my records?",
@@ -1157,16 +1175,7 @@ def test_questions_and_lead_ins_are_cut_the_same_either_way(strategy: str) -> No
     """The lead-in rule in C (`merge_run`) and in Python (`_Packer.cut_before_heading`): a question keeps
     the first sentences of its answer, a lead-in line in several pieces moves on whole. Every sequence of
     four of these lines, at sizes where each rule decides somewhere."""
-    differ = []
-    for combo in itertools.product(_FAQ_LINES[:6], repeat=4):
-        document = Document("\n".join(combo), id="faq.txt")
-        for size in (45, 60, 90):
-            chunker = make_chunker(strategy, max_size=size)
-            with scanner(c=False):
-                expected = chunker.chunk(document)
-            with scanner(c=True):
-                if chunker.chunk(document) != expected:
-                    differ.append((combo, size))
+    differ = _c_and_python_differ(strategy, _FAQ_LINES[:6], 4, (45, 60, 90))
     assert not differ, differ[:3]
 
 
@@ -1185,14 +1194,5 @@ _DIALOGUE_LINES = [
 def test_a_dialogues_answer_is_cut_the_same_either_way(strategy: str) -> None:
     """`_dialogue` (another speaker's whole turn answers a question: not cut to keep its first sentence
     with it) in C and in Python, over every sequence of three of these lines."""
-    differ = []
-    for combo in itertools.product(_DIALOGUE_LINES, repeat=3):
-        document = Document("\n".join(combo), id="talk.txt")
-        for size in (50, 70, 100):
-            chunker = make_chunker(strategy, max_size=size)
-            with scanner(c=False):
-                expected = chunker.chunk(document)
-            with scanner(c=True):
-                if chunker.chunk(document) != expected:
-                    differ.append((combo, size))
+    differ = _c_and_python_differ(strategy, _DIALOGUE_LINES, 3, (50, 70, 100))
     assert not differ, differ[:3]

@@ -879,16 +879,35 @@ static int speaker_line(int kind, const void *data, Py_ssize_t a, Py_ssize_t b) 
     return stripped_speaker(kind, data, a, b, &ns, &ne) && !faq_label(kind, data, ns, ne);
 }
 
+/* the nearest non-blank line above the one starting at `start` (`line_before`): its bounds in *a, *b (*b after its
+ * last non-space character); 0 when there is none */
+static int line_above(int kind, const void *data, Py_ssize_t start, Py_ssize_t *a, Py_ssize_t *b) {
+    Py_ssize_t above = start;
+    while (above > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, above - 1))) above--;
+    if (above <= 0) return 0;
+    *a = prev_newline(kind, data, 0, above - 1) + 1;
+    *b = above;
+    return 1;
+}
+
+/* the first non-blank line from `pos` on (`next_line_span`): its bounds in *a, *b (*b at its line feed or the
+ * text's end); 0 when there is none */
+static int line_below(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t *a, Py_ssize_t *b) {
+    Py_ssize_t below = pos;
+    while (below < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, below))) below++;
+    if (below >= n) return 0;
+    *a = below;
+    *b = next_newline(kind, data, below, n);
+    return 1;
+}
+
 /* kireme/text/headings.py `in_dialogue`: the line [start, end) is a turn next to another one (the nearest
  * non-blank line above or below it) */
 static int in_dialogue(int kind, const void *data, Py_ssize_t n, Py_ssize_t start, Py_ssize_t end) {
     if (!speaker_line(kind, data, start, end)) return 0;
-    Py_ssize_t above = start;
-    while (above > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, above - 1))) above--;
-    if (above > 0 && speaker_line(kind, data, prev_newline(kind, data, 0, above - 1) + 1, above)) return 1;
-    Py_ssize_t below = end;
-    while (below < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, below))) below++;
-    return below < n && speaker_line(kind, data, below, next_newline(kind, data, below, n));
+    Py_ssize_t a, b;
+    if (line_above(kind, data, start, &a, &b) && speaker_line(kind, data, a, b)) return 1;
+    return line_below(kind, data, n, end, &a, &b) && speaker_line(kind, data, a, b);
 }
 
 /* kireme/text/headings.py `_enumerator_kind` for the line [a, b): 1 where it opens (after its spaces) with a
@@ -926,26 +945,22 @@ static int enumerator_kind(int kind, const void *data, Py_ssize_t a, Py_ssize_t 
 static int in_list(int kind, const void *data, Py_ssize_t n, Py_ssize_t start, Py_ssize_t end) {
     int own = enumerator_kind(kind, data, start, end);
     if (!own) return 0;
-    Py_ssize_t above = start;
-    while (above > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, above - 1))) above--;
-    if (above > 0 && enumerator_kind(kind, data, prev_newline(kind, data, 0, above - 1) + 1, above) == own) return 1;
-    Py_ssize_t below = end;
-    while (below < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, below))) below++;
-    return below < n && enumerator_kind(kind, data, below, next_newline(kind, data, below, n)) == own;
+    Py_ssize_t a, b;
+    if (line_above(kind, data, start, &a, &b) && enumerator_kind(kind, data, a, b) == own) return 1;
+    return line_below(kind, data, n, end, &a, &b) && enumerator_kind(kind, data, a, b) == own;
 }
 
 /* headings.py `_CLOSING_NEXT`: the next non-blank line from pos is 以上 alone (spaces between and after) */
 static int closing_word_next(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
-    Py_ssize_t q = pos;
-    while (q < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, q))) q++;
-    if (q >= n || PyUnicode_READ(kind, data, q) != 0x4EE5) return 0; /* 以 */
+    Py_ssize_t q, end;
+    if (!line_below(kind, data, n, pos, &q, &end) || PyUnicode_READ(kind, data, q) != 0x4EE5) return 0; /* 以 */
     q++;
-    while (q < n && (PyUnicode_READ(kind, data, q) == ' ' || PyUnicode_READ(kind, data, q) == 0x3000)) q++;
-    if (q >= n || PyUnicode_READ(kind, data, q) != 0x4E0A) return 0; /* 上 */
+    while (q < end && (PyUnicode_READ(kind, data, q) == ' ' || PyUnicode_READ(kind, data, q) == 0x3000)) q++;
+    if (q >= end || PyUnicode_READ(kind, data, q) != 0x4E0A) return 0; /* 上 */
     q++;
-    while (q < n && (PyUnicode_READ(kind, data, q) == ' ' || PyUnicode_READ(kind, data, q) == 0x3000)) q++;
-    if (q < n && PyUnicode_READ(kind, data, q) == '\r') q++;
-    return q >= n || PyUnicode_READ(kind, data, q) == '\n';
+    while (q < end && (PyUnicode_READ(kind, data, q) == ' ' || PyUnicode_READ(kind, data, q) == 0x3000)) q++;
+    if (q < end && PyUnicode_READ(kind, data, q) == '\r') q++;
+    return q == end;
 }
 
 /* whether a cut at pos leaves a heading line at the end of a chunk (0 or 1) */

@@ -120,7 +120,13 @@ def _before_headings(text: str, cuts: list[int]) -> list[int]:
     transcript or chat log of one unpunctuated utterance a line (``--sentences lines``) every line looks
     like one, and each topic cut walked back to the start of the text and was lost. A ``#`` heading
     always moves (a chapter heading goes with its first section's heading)."""
-    from kireme.text.headings import ends_with_heading, is_heading_line, lead_in_line_start
+    from kireme.text.headings import (
+        ends_with_heading,
+        is_heading_line,
+        lead_in_line_start,
+        line_after,
+        next_line_span,
+    )
 
     moved: list[int] = []
     for cut in cuts:
@@ -129,36 +135,20 @@ def _before_headings(text: str, cuts: list[int]) -> list[int]:
             while end > 0 and text[end - 1].isspace():
                 end -= 1
             start = text.rfind("\n", 0, end) + 1  # the heading line's start
-            below = _line_at(text, cut)
+            below_start, below_end = next_line_span(text, cut)
+            under = line_after(text, below_end)  # the line under that one: body text, or one more short line
             if (
                 not text[start:end].lstrip().startswith("#")
-                and is_heading_line(below)
-                and not _over_body(text, cut, below)
+                and is_heading_line(text[below_start:below_end])
+                and not (under.strip() and not is_heading_line(under))
             ):
-                break  # a short line after a short line: utterances or list lines, not a heading's body
+                # a short line after a short line: utterances or list lines, not a heading's body (body text
+                # under the second makes it a subheading, the first a title: ``議事録`` / ``1. 予算について``)
+                break
             cut = start
         if cut > 0 and (not moved or moved[-1] != cut):
             moved.append(cut)
     return sorted(set(moved))
-
-
-def _over_body(text: str, pos: int, line: str) -> bool:
-    """Whether the line after ``line`` (the first non-blank line from ``pos``) is body text: a line too long
-    or too finished to be a heading (``1. 予算について`` over ``来年度の予算案を確認した。``), so ``line`` is a
-    subheading and what is above it a title, not one more utterance of a transcript."""
-    from kireme.text.headings import is_heading_line
-
-    start = text.find(line, pos)
-    nxt = _line_at(text, start + len(line)) if start >= 0 else ""
-    return bool(nxt.strip()) and not is_heading_line(nxt)
-
-
-def _line_at(text: str, pos: int) -> str:
-    """The first non-blank line from ``pos`` on."""
-    while pos < len(text) and text[pos].isspace():
-        pos += 1
-    end = text.find("\n", pos)
-    return text[pos : end if end >= 0 else len(text)]
 
 
 def _buffers(value: object) -> tuple[int, ...]:

@@ -312,7 +312,7 @@ class StructureChunker(Chunker):
             max_size=budget,
             min_size=min(self.min_size, budget - overlap),
             overlap=overlap,
-            no_overlap_inside=levels.outline.protected() if overlap else (),
+            no_overlap_inside=levels.protected() if overlap else (),
             keep_headings=keep_headings,
             heading_end=heading_end,
             span=span,

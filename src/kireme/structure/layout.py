@@ -37,7 +37,7 @@ from kireme.boundaries.levels import (
 from kireme.document import Document
 from kireme.text.csvtable import csv_outline
 from kireme.text.headings import HeadingEnds
-from kireme.text.leads import kept_line_ends, lead_ins
+from kireme.text.leads import indent_width, kept_line_ends, lead_ins
 from kireme.text.markdown import MARKDOWN_FORMATS, Outline, Table, line_starts, markdown_outline
 from kireme.text.sentences import check_sentence_mode
 
@@ -71,6 +71,13 @@ class LazyLevels(Sequence[Level]):
         self._args = (doc, outline, paragraph_starts, sentences, fits, leads)
         self.outline = outline
         self._levels: list[Level] | None = None
+        self._protected: list[tuple[int, int]] | None = None
+
+    def protected(self) -> list[tuple[int, int]]:
+        """The outline's code blocks and tables (`Outline.protected`), found once for every section."""
+        if self._protected is None:
+            self._protected = self.outline.protected()
+        return self._protected
 
     def _made(self) -> list[Level]:
         if self._levels is None:
@@ -417,11 +424,8 @@ def _nested_items(text: str, items: list[int], block_starts: Sequence[int]) -> s
     those nested under another item."""
     by_block: dict[int, list[tuple[int, int]]] = {}
     for p in items:
-        q = p
-        while q < len(text) and text[q] in " \t":
-            q += 1
         block = bisect_right(block_starts, p) - 1
-        by_block.setdefault(block, []).append((p, q - p))
+        by_block.setdefault(block, []).append((p, indent_width(text, p)))
     nested: set[int] = set()
     for found in by_block.values():
         shallowest = min(depth for _, depth in found)

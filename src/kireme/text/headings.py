@@ -10,7 +10,9 @@ from kireme.text.marks import BULLETS, CLAUSE_MARKS, CLOSERS, FULL_STOPS, TERMIN
 from kireme.text.patterns import lazy_re, lazy_regex
 
 _MARKDOWN_HEADING = lazy_regex(r"#{1,6}[ \t]")
-_CLOSING = lazy_regex(r"以[ \u3000]*上[ \u3000]*$")  # 以上, alone on its line: it closes a 記 block
+# The word that closes a notice's 記 block (``以上``, ``以　上``) and the spaces after it, alone on its line
+_CLOSING_TEXT = "以[ \u3000]*上[ \u3000]*"
+_CLOSING = lazy_regex(_CLOSING_TEXT + "$")
 # An item's start that no heading has: the numbered items of rules (``①``, ``⑴``, ``⒈``, ``❶``) and the
 # 号 of laws and rules (``一　嘱託社員``: kanji numerals, then a space), whose short lines have no full stop
 _ITEM_START = "[\u2460-\u249b\u3251-\u325f\u32b1-\u32bf\u2776-\u2793]|[一二三四五六七八九十]+[\u3000 ]"
@@ -25,14 +27,30 @@ MAX_HEADING_CHARS = 40
 # digit, and whose last character before any closing brackets is no prose punctuation. tests/test_core_guards.py checks the two agree.
 _CLOSER_CLASS = re.escape(CLOSERS)
 _BULLET_CLASS = re.escape(BULLETS + "-*+>|")
-# The word that closes a notice's 記 block (``以上``, ``以　上``), alone on its line: it ends what is above it
-_CLOSING_WORD = "以[ \u3000]*上[ \u3000]*\\Z"
+# The closing word alone on its line: it ends what is above it
+_CLOSING_WORD = _CLOSING_TEXT + "\\Z"
 _HEADING_LINE = lazy_re(
     r"\s*(?:#{1,6}[ \t]"
     rf"|(?![{_BULLET_CLASS}]|</|{_ITEM_START}|{_CLOSING_WORD})(?=\S.{{0,{MAX_HEADING_CHARS - 1}}}\Z)(?=.*?[^\W_])"
     rf"(?:.*[^{re.escape(_PROSE_END)}{_CLOSER_CLASS}])?[{_CLOSER_CLASS}]*\Z)",
     re.DOTALL,
 )
+
+
+def next_line_span(text: str, pos: int) -> tuple[int, int]:
+    """Where the first non-blank line from ``pos`` on starts and ends (at its line feed or the text's end);
+    ``(len(text), len(text))`` when there is none."""
+    start = pos
+    while start < len(text) and text[start].isspace():
+        start += 1
+    stop = text.find("\n", start)
+    return start, len(text) if stop < 0 else stop
+
+
+def line_after(text: str, pos: int) -> str:
+    """The first non-blank line from ``pos`` on (without its line break; ``""`` when there is none)."""
+    start, end = next_line_span(text, pos)
+    return text[start:end]
 
 
 def line_before(text: str, pos: int) -> str:
@@ -142,11 +160,8 @@ def in_dialogue(text: str, start: int, end: int) -> bool:
         return False
     if speaker_line(line_before(text, start).strip()):
         return True
-    below = end
-    while below < len(text) and text[below].isspace():
-        below += 1
-    stop = text.find("\n", below)
-    return below < len(text) and speaker_line(text[below : len(text) if stop < 0 else stop].strip())
+    below = line_after(text, end)
+    return bool(below) and speaker_line(below.strip())
 
 
 # The number of a list item that a heading may carry too (``（1）目的``, ``2. Scope``): 1 parenthesised
@@ -173,13 +188,7 @@ def in_list(text: str, start: int, end: int) -> bool:
     kind = _enumerator_kind(text[start:end])
     if not kind:
         return False
-    if _enumerator_kind(line_before(text, start)) == kind:
-        return True
-    below = end
-    while below < len(text) and text[below].isspace():
-        below += 1
-    stop = text.find("\n", below)
-    return below < len(text) and _enumerator_kind(text[below : len(text) if stop < 0 else stop]) == kind
+    return kind in (_enumerator_kind(line_before(text, start)), _enumerator_kind(line_after(text, end)))
 
 
 def is_heading_line(line: str) -> bool:
@@ -216,7 +225,7 @@ def is_lead_in_line(line: str) -> bool:
 
 
 # The closing word of a notice's 記 block alone on the next non-blank line (`_ends_with_heading_python`)
-_CLOSING_NEXT = lazy_re(r"\s*以[ \u3000]*上[ \u3000]*(?:\r?\n|\Z)")
+_CLOSING_NEXT = lazy_re(r"\s*" + _CLOSING_TEXT + r"(?:\r?\n|\Z)")
 
 
 def _ends_with_heading_python(text: str, pos: int) -> bool:

@@ -140,7 +140,7 @@ def _parent_items(text: str, items: tuple[int, ...], start: int, stop: int) -> l
     while i + 1 < len(items) and items[i] < stop:
         a, b = items[i], items[i + 1]
         i += 1
-        if _indent(text, b) <= _indent(text, a) or b >= stop:
+        if indent_width(text, b) <= indent_width(text, a) or b >= stop:
             continue
         end = b
         while end > a and text[end - 1].isspace():
@@ -150,7 +150,7 @@ def _parent_items(text: str, items: tuple[int, ...], start: int, stop: int) -> l
     return ends
 
 
-def _indent(text: str, line_start: int) -> int:
+def indent_width(text: str, line_start: int) -> int:
     """How many spaces and tabs open the line at ``line_start``."""
     k = line_start
     while k < len(text) and text[k] in " \t":
