@@ -184,11 +184,14 @@ class StructureChunker(Chunker):
                 # down to the budget that leaves room for any context of the section
                 budget = max(budget, self.max_size - context.measured(context.prefix(section.start)))
             first_budget = budget
+            first_packed: list[PackedSpan] | None = None  # the packing at first_budget, kept for `wider`
             while True:
                 span = (section.start, section.end)
                 packed = self._pack(
                     doc, levels, sizer, budget, keep_headings, heading_end, span, cut_memo, block=not plain
                 )
+                if first_packed is None:
+                    first_packed = packed
                 if section.code is not None and self.packing == "greedy" and _has_fragment(packed, budget):
                     # a code block too large for one chunk, filled in turn, often leaves a fragment (the
                     # ``}`` and ``);`` of a function, a vector no question finds): as many pieces, as even
@@ -223,9 +226,7 @@ class StructureChunker(Chunker):
                 # the budget was tightened for the pieces under the whole heading path; the first piece,
                 # which holds the heading line and so is not prefixed with it, may still take what its own
                 # context leaves (a sentence was cut short of its end for room its chunk never used)
-                wider = self._pack(
-                    doc, levels, sizer, first_budget, keep_headings, heading_end, span, cut_memo
-                )
+                wider = first_packed  # the first pass of the loop packed the section at first_budget
                 if wider and packed[0].end < wider[0].end < section.end:
                     rest = (wider[0].end, section.end)
                     candidate = [

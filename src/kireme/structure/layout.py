@@ -19,7 +19,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from itertools import pairwise
-from operator import attrgetter, methodcaller
+from operator import attrgetter
 from typing import overload
 
 from kireme.boundaries.levels import (
@@ -451,12 +451,11 @@ def table_row_cuts(outline: Outline) -> list[int]:
     return sorted(r.start for t in outline.tables for r in t.rows[1:])
 
 
-# A line holding only whitespace, found from the line feed before it (a pattern opening with a literal is
-# searched for that character at C speed; one opening with ``^`` under ``re.M`` is tried at every
-# position): the line after it starts where group 1 ends
-_BLANK_LINE = re.compile(r"\n(?:(?=([^\S\n]*\n)))?")
+# A run of lines holding only whitespace, found from the line feed before it (a pattern opening with a
+# literal is searched for that character at C speed; one opening with ``^`` under ``re.M`` is tried at
+# every position): one match per run, not one per line of code
+_BLANK_RUN = re.compile(r"\n(?:[^\S\n]*\n)+")
 _FIRST_BLANK = re.compile(r"[^\S\n]*\n")
-_GROUP_END = methodcaller("end", 1)  # -1 where the line after the line feed is not blank
 
 
 def code_line_cuts(text: str, outline: Outline) -> tuple[list[int], list[int]]:
@@ -476,6 +475,11 @@ def code_line_cuts(text: str, outline: Outline) -> tuple[list[int], list[int]]:
         before = lines[lo - 1] if lo else 0
         if before == 0 and (first := _FIRST_BLANK.match(text, 0, lines[hi - 1])) is not None:
             blank.append(first.end())  # the text opens with a blank line: no line feed before it
-        found = map(_GROUP_END, _BLANK_LINE.finditer(text, max(before - 1, 0), lines[hi - 1]))
-        blank += [end for end in found if end >= 0]
+        for run in _BLANK_RUN.finditer(text, max(before - 1, 0), lines[hi - 1]):
+            # one match per run of blank lines (a code block has few): each of them ends at a cut
+            at = run.start() + 1
+            stop = run.end()
+            while at < stop:
+                at = text.index("\n", at, stop) + 1
+                blank.append(at)
     return blank, every
