@@ -31,13 +31,18 @@ from kireme.text.marks import CLOSERS, ITEM_MARKER, OPEN_TO_CLOSE, TERMINATORS
 
 _REF_BLANK_LINE = r"\r?\n[ \t\u3000]*\r?\n"
 _REF_ONLY_SPACE_LEFT = regex.compile(r"\s*\Z")
+# AMENDED on 2026-12-06 (last), deliberately: footnote markers after a sentence's end ("。[1]", ".[2][3] ",
+# "。[^1]") are part of it, unless the last one opens a link or a definition ("[1](url)", "[1]:")
+_REF_FOOTNOTES = r"(?:(?:\[\^?[0-9]{1,3}\])+(?![(:]))?"
 _REF_CANDIDATE = regex.compile(
     rf"[{regex.escape(TERMINATORS)}](?:(?!!\[)[{regex.escape(TERMINATORS)}])*[{regex.escape(CLOSERS)}]*"
-    rf"|(?<![0-9０-９])．[{regex.escape(CLOSERS)}]*"
-    rf"|(?<=\S)\.+[{regex.escape(CLOSERS)}]*(?=\s|$)"
+    rf"{_REF_FOOTNOTES}"
+    rf"|(?<![0-9０-９])．[{regex.escape(CLOSERS)}]*{_REF_FOOTNOTES}"
+    rf"|(?<=\S)\.+[{regex.escape(CLOSERS)}]*{_REF_FOOTNOTES}(?=\s|$)"
     rf"|(?<=\w[ \t])\.(?=[ \t]+[\p{{Lu}}\"'“(\[])"
 )
 _REF_WORD_BEFORE = regex.compile(r"(?r)([\p{Latin}\p{N}.]+)\Z")
+_REF_INK = regex.compile(r"\s*")
 _REF_SPACE_THEN_LOWER = regex.compile(r"\s+\p{Ll}")
 _REF_ITEM_LINE = (
     rf"(?:{ITEM_MARKER}|[ \t\u3000]*【[^】\n]*】[ \t\u3000]*(?=\r?\n|\Z)|[ \t\u3000]*[^\s：:]{{1,12}}[：:])"
@@ -91,6 +96,15 @@ def ref_period_ends(text: str, dot: int, after: int, caseless: bool = False) -> 
         and text[dot + 1 : dot + 2] in (" ", "\t", "\r", "\n")
     ):
         return False
+    # AMENDED on 2026-12-06 (later), deliberately: a numbered FAQ label at a line's start ("Q3. ", "A12. ")
+    if (
+        2 <= len(word) <= 4
+        and word[0].isalpha()
+        and word[1:].isdigit()
+        and at_line_start
+        and text[dot + 1 : dot + 2] in (" ", "\t", "\r", "\n")
+    ):
+        return False
     if caseless:
         next_is_start = (
             _REF_NEXT_START.match(text, after) is not None or _REF_LOWER_NEXT.match(text, after) is not None
@@ -103,6 +117,11 @@ def ref_period_ends(text: str, dot: int, after: int, caseless: bool = False) -> 
         return False
     if not word:
         return True
+    # AMENDED on 2026-12-06 (later), deliberately: a word naming a numbered place or a citation before a
+    # number or a bracket ("Smith et al. (2020)", "Sec. 4.2", "p. 12") ends nothing
+    ink = _REF_INK.match(text, after).end()
+    if text[ink] in "0123456789([§#" and (word in sentences._MAY_END or word in sentences._REFERENCE_WORDS):
+        return False
     if word in sentences._MAY_END:
         return True
     if word in sentences._ABBREVIATIONS or word.rstrip(".") in sentences._ABBREVIATIONS:
@@ -416,6 +435,13 @@ _PIECES = [
     "`? :`",
     '"Star"',
     '"行こう。"',
+    # footnote markers after a sentence's end, and links and definitions that look like them
+    "[1]",
+    "[^2]",
+    "[12][3]",
+    "[1](",
+    "[1]:",
+    "[1234]",
     # list markers at line starts
     "\n・",
     "\n1. ",
@@ -462,6 +488,10 @@ _DENSE = [
     "Dr",
     "：",
     "1. ",
+    "[",
+    "]",
+    "^",
+    "[1]",
 ]
 
 texts = st.one_of(

@@ -392,3 +392,26 @@ def test_a_reference_or_a_citation_after_an_abbreviation_ends_no_sentence() -> N
         "It was 2019.",
         "3 people came.",
     ]
+
+
+def test_a_footnote_marker_after_a_full_stop_stays_with_its_sentence() -> None:
+    """Text copied from an encyclopedia or a report puts footnote markers after the full stop: the English
+    ``.[1] It`` ended no sentence at all (a period must be followed by a space), and the Japanese
+    ``。[1]従業員`` gave the marker to the next sentence. A link or a definition is not a marker."""
+    english = "The plant opened in 1998.[1] It employs 400 people.[2][3] Output doubled in 2004."
+    assert sentences(english) == [
+        "The plant opened in 1998.[1]",
+        "It employs 400 people.[2][3]",
+        "Output doubled in 2004.",
+    ]
+    japanese = "工場は1998年に開業した。[1]従業員は400人である。[^2]生産量は2004年に倍増した。"
+    assert sentences(japanese) == [
+        "工場は1998年に開業した。[1]",
+        "従業員は400人である。[^2]",
+        "生産量は2004年に倍増した。",
+    ]
+    assert sentences("手順は次を参照。[1](https://example.com)を開く。") == [
+        "手順は次を参照。",
+        "[1](https://example.com)を開く。",
+    ]
+    assert sentences("規程です。(注1)次の文です。") == ["規程です。", "(注1)次の文です。"]

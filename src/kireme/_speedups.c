@@ -396,6 +396,32 @@ static Py_ssize_t closing_quotes_end(int kind, const void *data, Py_ssize_t b, P
     return e;
 }
 
+/* `_FOOTNOTES` of kireme/text/sentences.py from q: the footnote markers ("[1]", "[^2]") after a sentence's end,
+ * the last one given back when a "(" or ":" follows it (a link or a definition, as the regex backtracks) */
+static Py_ssize_t footnotes_end(int kind, const void *data, Py_ssize_t b, Py_ssize_t q) {
+    Py_ssize_t last = q;
+    for (;;) {
+        Py_ssize_t r = q;
+        if (r >= b || PyUnicode_READ(kind, data, r) != '[') break;
+        r++;
+        if (r < b && PyUnicode_READ(kind, data, r) == '^') r++;
+        Py_ssize_t digits = r;
+        while (r < b && r - digits < 4) {
+            Py_UCS4 d = PyUnicode_READ(kind, data, r);
+            if (d < '0' || d > '9') break;
+            r++;
+        }
+        if (r == digits || r - digits > 3 || r >= b || PyUnicode_READ(kind, data, r) != ']') break;
+        last = q;
+        q = r + 1;
+    }
+    if (q < b && q != last) {
+        Py_UCS4 next = PyUnicode_READ(kind, data, q);
+        if (next == '(' || next == ':') return last;
+    }
+    return q;
+}
+
 static Py_ssize_t candidate_end_raw(int kind, const void *data, Py_ssize_t b, Py_ssize_t p, Py_UCS4 c) {
     Py_ssize_t q = p + 1;
     if (is_terminator(c)) { /* a run of terminators and the closers after it; not a "!" opening "![" (an image) */
@@ -403,18 +429,19 @@ static Py_ssize_t candidate_end_raw(int kind, const void *data, Py_ssize_t b, Py
                !(PyUnicode_READ(kind, data, q) == '!' && q + 1 < b && PyUnicode_READ(kind, data, q + 1) == '['))
             q++;
         while (q < b && is_closer(PyUnicode_READ(kind, data, q))) q++;
-        return q;
+        return footnotes_end(kind, data, b, q);
     }
     if (c == FULLWIDTH_STOP) { /* "．" not after a digit, and its closers */
         if (p > 0 && is_digit_before_stop(PyUnicode_READ(kind, data, p - 1))) return -1;
         while (q < b && is_closer(PyUnicode_READ(kind, data, q))) q++;
-        return q;
+        return footnotes_end(kind, data, b, q);
     }
     if (c != '.' || p == 0) return -1;
     Py_UCS4 before = PyUnicode_READ(kind, data, p - 1);
-    if (!is_regex_space(before)) { /* dots after ink, their closers, then whitespace or the end */
+    if (!is_regex_space(before)) { /* dots after ink, their closers and footnotes, then whitespace or the end */
         while (q < b && PyUnicode_READ(kind, data, q) == '.') q++;
         while (q < b && is_closer(PyUnicode_READ(kind, data, q))) q++;
+        q = footnotes_end(kind, data, b, q);
         if (q == b || is_regex_space(PyUnicode_READ(kind, data, q))) return q;
         return -1; /* fewer dots or closers end before a dot or a closer: never whitespace */
     }

@@ -178,11 +178,14 @@ _RX_SPACE_RUN = cast(Callable[[str, int], re.Match[str]], re.compile(_RX_SPACE +
 # and tells the alternatives apart by looking back at it: a pattern that starts with one character class
 # lets the stdlib engine skip every other character without entering the matcher (about twice as fast
 # as `regex`). The last alternative is a superset, ". " after a space or tab; `_TOKENISED_DOT` decides.
+# Footnote markers right after a sentence's end belong to it: "開業した。[1]従業員は", "in 1998.[2][3] It",
+# "です。[^1]" (a Markdown footnote); not a link or a definition ("[1](url)", "[1]: ...")
+_FOOTNOTES = r"(?:(?:\[\^?[0-9]{1,3}\])+(?![(:]))?"
 _CANDIDATE = lazy_re(
     rf"[{re.escape(_HARD_END)}．.](?:"
-    rf"(?<=[{re.escape(_HARD_END)}])(?:(?!!\[)[{re.escape(_HARD_END)}])*[{re.escape(_CLOSERS)}]*"
-    rf"|(?<=．)(?<![0-9０-９]．)[{re.escape(_CLOSERS)}]*"
-    rf"|(?<={_RX_INK}\.)\.*[{re.escape(_CLOSERS)}]*(?={_RX_SPACE}|$)"
+    rf"(?<=[{re.escape(_HARD_END)}])(?:(?!!\[)[{re.escape(_HARD_END)}])*[{re.escape(_CLOSERS)}]*{_FOOTNOTES}"
+    rf"|(?<=．)(?<![0-9０-９]．)[{re.escape(_CLOSERS)}]*{_FOOTNOTES}"
+    rf"|(?<={_RX_INK}\.)\.*[{re.escape(_CLOSERS)}]*{_FOOTNOTES}(?={_RX_SPACE}|$)"
     rf"|(?<=[ \t]\.)(?=[ \t])"
     rf")"
 )
