@@ -189,6 +189,29 @@ def test_fill_down_completes_rows_without_touching_text() -> None:
     assert fill_down_columns(table) == {0}
 
 
+def test_a_blank_under_a_new_group_is_not_filled_from_the_last_group() -> None:
+    """The "same as above" columns are a hierarchy: a blank 中分類 in a row that starts a new 大分類 is
+    blank, not the last 中分類 above it — the housing allowance was filed as a private-car item, in the
+    filled rows, the records and the groups alike."""
+    table = (
+        "| 大分類 | 中分類 | 手当名 | 金額 |\n|---|---|---|---|\n"
+        "| 通勤 | 電車 | 定期代 | 実費 |\n|  | 自家用車 | ガソリン代 | 1kmあたり15円 |\n"
+        "| 住宅 |  | 家賃補助 | 20,000円 |\n|  |  | 単身赴任手当 | 30,000円 |\n"
+        "| 資格 | IT | 基本情報技術者 | 5,000円 |\n|  |  | 応用情報技術者 | 10,000円 |\n"
+    )
+    filled = "\n".join(c.embed_text for c in chunk(table, max_size=400, table="fill-down", context="none"))
+    assert "| 住宅 |  | 家賃補助 | 20,000円 |" in filled
+    assert "| 住宅 |  | 単身赴任手当 | 30,000円 |" in filled
+    assert "| 資格 | IT | 応用情報技術者 | 10,000円 |" in filled
+    assert "| 通勤 | 自家用車 | ガソリン代 | 1kmあたり15円 |" in filled
+    records = [c.embed_text for c in chunk(table, max_size=60, table="records", context="none")]
+    housing = [r for r in records if "家賃補助" in r]
+    assert housing and all("自家用車" not in r and "大分類: 住宅" in r for r in housing)
+    groups = chunk(table, max_size=400, table="group-by:中分類", context="none")
+    by_car = [c.embed_text for c in groups if c.embed_text.startswith("中分類: 自家用車")]
+    assert by_car and all("家賃補助" not in text for text in by_car)
+
+
 def test_group_by_gives_one_table_per_value_with_its_header() -> None:
     chunks = chunk(RULES, max_size=400, table="group-by:区分", context="none")
     groups = [c for c in chunks if "区分: " in c.embed_text]

@@ -80,16 +80,26 @@ def fill_down_columns(table: Table) -> set[int]:
 
 
 def row_values(table: Table, fill: bool, also: int | None = None) -> list[tuple[str, ...]]:
-    """Each row's cells, blanks filled from the row above where ``fill`` (and in column ``also``)."""
+    """Each row's cells, blanks filled from the row above where ``fill`` (and in column ``also``).
+
+    The "same as above" columns are a hierarchy (大分類, 中分類): a blank is filled only while no column to
+    its left starts a new group in that row — under a new 大分類 a blank 中分類 is blank, not the last
+    group's (``住宅,,家賃補助`` under ``,自家用車,ガソリン代`` is no 自家用車 allowance)."""
     columns = fill_down_columns(table) if fill else set()
     if also is not None:
         columns.add(also)
+    levels = columns | fill_down_columns(table)  # the columns whose new value starts a new group
     out: list[tuple[str, ...]] = []
     previous: tuple[str, ...] = ()
     for row in table.rows:
         cells = list(row.cells)
-        for col in columns:
-            if col < len(cells) and not cells[col] and col < len(previous):
+        new_group = False
+        for col in sorted(levels):
+            if col >= len(cells):
+                break
+            if cells[col]:
+                new_group = True
+            elif col in columns and not new_group and col < len(previous):
                 cells[col] = previous[col]
         previous = tuple(cells)
         out.append(previous)
