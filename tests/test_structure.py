@@ -1740,3 +1740,20 @@ def test_a_section_that_fits_a_chunk_is_not_cut_to_keep_room_for_an_overlap() ->
     for strategy in ("markdown", "recursive"):
         chunks = make_chunker(strategy, max_size=180, overlap=30).chunk(doc)
         assert [c.text for c in chunks] == [text.strip()], strategy
+
+
+@pytest.mark.parametrize(
+    ("text", "max_size"),
+    [("~~~\n```\n\n\n   👍🏽 \n~~~", 8), ("```\ncode\n```\n第3条。", 4), ("```\nx = 1\ny = 2\n```\n", 5)],
+)
+def test_a_closing_fence_joined_to_the_piece_before_it_is_measured_exactly(text: str, max_size: int) -> None:
+    """In tokens, the closing fence joined to the last piece of a code block took its size from the
+    document's token stream: a chunk said size 8 and held 9 tokens (over max_size), or said 4 and held 3."""
+    measure = Tokens()
+    chunks = make_chunker("markdown", max_size=max_size, unit="tokens").chunk(text)
+    for c in chunks:
+        assert c.size == measure(c.text), c
+        assert c.size <= max_size, c
+    check_invariants(
+        Document(text, metadata={"format": "markdown"}), chunks, max_size=max_size, measure=measure
+    )

@@ -68,7 +68,9 @@ def _closing_fence_not_alone(
     if not _FENCE_LINE.fullmatch(text, last.start, last.end):
         return packed
     before = packed[-2]
-    size = sizer.estimate(before.start, last.end)
+    # measured exactly: in tokens an estimate from the document's token stream may be one off, and this
+    # size is the chunk's own (`Chunk.size`) and its limit a hard one
+    (size,) = sizer.exact([(before.start, last.end)])
     if size > max_size:
         return packed
     return [*packed[:-2], PackedSpan(before.start, last.end, size)]
