@@ -445,3 +445,25 @@ def test_a_last_resort_cut_in_a_url_address_or_version_falls_at_its_joints(
     texts = [c.text for c in make_chunker("recursive", max_size=size).chunk(text)]
     for piece in pieces:
         assert piece in texts, texts
+
+
+def test_a_stage_direction_under_a_turn_is_no_heading_and_the_next_speaker_keeps_their_name() -> None:
+    """``（一同うなずく）`` under a speaker's turn looked like a heading (short, no full stop, as the caption
+    ``（目的）`` of an article is), so no chunk ended with it: it went on with the next speaker's name, cut
+    from what they said. A caption over an article is still kept with its body."""
+    text = (
+        "佐藤：東京は横ばいです。来月のキャンペーンで巻き返しを図ります。\n（一同うなずく）\n\n"
+        "田中（司会）：では次の議題に移ります。"
+    )
+    chunks = make_chunker("recursive", max_size=60).chunk(text)
+    assert [c.text for c in chunks] == [
+        "佐藤：東京は横ばいです。来月のキャンペーンで巻き返しを図ります。\n（一同うなずく）",
+        "田中（司会）：では次の議題に移ります。",
+    ]
+    english = "Alice: We shipped the release on time and the numbers look good.\n(laughter)\n\nBob: Great, next item."
+    assert [c.text for c in make_chunker("recursive", max_size=80).chunk(english)][
+        -1
+    ] == "Bob: Great, next item."
+    rules = "第1条　この規程は旅費を定める。\n\n（目的）\n第2条　社員の出張に適用する。"
+    cut = make_chunker("recursive", max_size=30).chunk(rules)
+    assert cut[-1].text.startswith("（目的）")

@@ -937,6 +937,16 @@ static int in_dialogue(int kind, const void *data, Py_ssize_t n, Py_ssize_t star
     return line_below(kind, data, n, end, &a, &b) && speaker_line(kind, data, a, b);
 }
 
+/* kireme/text/headings.py `stage_direction`: the stripped line [i, end) is wholly in brackets ("（一同うなずく）",
+ * "(laughter)", 3 characters or more) and the nearest non-blank line above it is a speaker's turn */
+static int stage_direction(int kind, const void *data, Py_ssize_t i, Py_ssize_t end, Py_ssize_t line_start) {
+    if (end - i < 3) return 0;
+    Py_UCS4 first = PyUnicode_READ(kind, data, i), last = PyUnicode_READ(kind, data, end - 1);
+    if (!(first == 0xFF08 || first == '(') || !(last == 0xFF09 || last == ')')) return 0;
+    Py_ssize_t a, b;
+    return line_above(kind, data, line_start, &a, &b) && speaker_line(kind, data, a, b);
+}
+
 /* kireme/text/headings.py `_enumerator_kind` for the line [a, b): 1 where it opens (after its spaces) with a
  * parenthesised number, letter, katakana or kanji numeral of 1 to 3 characters, 2 with 1 to 3 digits and one
  * of . ． ) ） not followed by a digit, 0 otherwise */
@@ -1029,7 +1039,8 @@ static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p
     Py_ssize_t r = end;
     while (r > i && is_closer(PyUnicode_READ(kind, data, r - 1))) r--;
     if (r > i && is_prose_end(PyUnicode_READ(kind, data, r - 1))) return 0;
-    return !in_dialogue(kind, data, n, line_start, end) && !in_list(kind, data, n, line_start, end);
+    return !in_dialogue(kind, data, n, line_start, end) && !in_list(kind, data, n, line_start, end) &&
+           !stage_direction(kind, data, i, end, line_start);
 }
 
 static PyObject *ends_with_heading(PyObject *self, PyObject *args) {

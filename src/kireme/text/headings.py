@@ -164,6 +164,18 @@ def in_dialogue(text: str, start: int, end: int) -> bool:
     return bool(below) and speaker_line(below.strip())
 
 
+def stage_direction(text: str, start: int, end: int) -> bool:
+    """Whether the line ``text[start:end]`` is a stage direction in a transcript: wholly in brackets
+    (``（一同うなずく）``, ``(laughter)``) under a speaker's turn (`speaker_line`, the nearest non-blank line
+    above). Short and without a full stop, it looked like a heading — the caption of an article
+    (``（目的）`` over ``第1条``) is one — so no chunk ended with it and the next speaker's name was cut from
+    what they said. (`kireme._speedups` has the same rule in C.)"""
+    line = text[start:end].strip()
+    if len(line) < 3 or line[0] not in "（(" or line[-1] not in "）)":
+        return False
+    return speaker_line(line_before(text, start).strip())
+
+
 # The number of a list item that a heading may carry too (``（1）目的``, ``2. Scope``): 1 parenthesised
 # (a number, a letter, a katakana or a kanji numeral in ``（）`` or ``()``), 2 a number and a mark
 # (``1.``, ``２．``, ``3)``, not ``3.14``). (`kireme._speedups` reads the same in C: `enumerator_kind`.)
@@ -194,7 +206,8 @@ def in_list(text: str, start: int, end: int) -> bool:
 def is_heading_line(line: str) -> bool:
     """Markdown ``#`` headings, and short lines without closing punctuation (``第2条（宿泊費）``) that hold a
     letter or a digit and are no closing tag, nor a bullet or numbered item (``①　…``, ``一　嘱託社員``).
-    (In a text, a speaker's turn in a dialogue is none either: `in_dialogue`, asked by `ends_with_heading`.)"""
+    (In a text, a speaker's turn in a dialogue is none either, nor a stage direction under one: `in_dialogue`
+    and `stage_direction`, asked by `ends_with_heading`.)"""
     line = line.strip()
     if not line:
         return False
@@ -250,7 +263,7 @@ def _ends_with_heading_python(text: str, pos: int) -> bool:
         line = text[start:end].strip()
         if _MARKDOWN_HEADING.match(line) is not None:
             return True
-        return not (in_dialogue(text, start, end) or in_list(text, start, end))
+        return not (in_dialogue(text, start, end) or in_list(text, start, end) or stage_direction(text, start, end))
     return text[end - 1] in _LEAD_IN_MARKS and _LEAD_IN_LINE.match(text, start, end) is not None
 
 
