@@ -295,6 +295,18 @@ def test_running_heads_and_page_numbers_are_left_out() -> None:
     assert any("written approval of the\ndepartment head before it starts." in t for t in texts)
 
 
+def test_a_page_number_under_a_running_head_is_left_out_on_the_first_page_too() -> None:
+    """A rule book printing its name and then ``- n -`` at the top of each page: the name is kept where it
+    stands first, and the scan stopped there, so page 1's number stayed in the text (and made the first
+    chunk of ``markdown`` the name and ``- 1 -`` alone)."""
+    pages = [RULES[0] + RULES[1][:2], RULES[1][2:] + RULES[2], RULES[3]]
+    printed = [["Sample Corp. Travel Rules", f"- {n} -", "", *body] for n, body in enumerate(pages, 1)]
+    doc = load_pdf(_pdf(printed), "rules.pdf")
+    assert doc.text.startswith("Sample Corp. Travel Rules\nArticle 1 (Purpose)\n")
+    assert not any(f"- {n} -" in doc.text for n in (1, 2, 3))
+    assert doc.text.count("Sample Corp. Travel Rules") == 1
+
+
 def test_japanese_running_head_is_left_out() -> None:
     _register_japanese_font()
     bodies = [

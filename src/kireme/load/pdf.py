@@ -171,7 +171,15 @@ def _page_offset(lines: list[list[str]], shown: list[int]) -> int | None:
 
 
 def running_lines(pages: Sequence[str]) -> list[tuple[int, int]]:
-    """How many lines to leave out at the top and at the bottom of each page: the running heads and feet.
+    """How many lines to leave out at the top and at the bottom of each page: the running heads and feet
+    (`_running`, less the page numbers found under a running line kept where it stands first)."""
+    return _running(pages)[0]
+
+
+def _running(pages: Sequence[str]) -> tuple[list[tuple[int, int]], list[list[int]]]:
+    """How many lines to leave out at the top and at the bottom of each page: the running heads and feet;
+    and on each page the lines further in to leave out too (a page number under a running head that is
+    kept there, being its first: ``社外秘　情報セキュリティ規程`` over ``- 1 -``).
 
     A line is one when it stands among the first (or last) three lines of at least 40% of the pages with
     text, and of three of them at least, the same each time or with a number that goes up with the page
@@ -186,14 +194,15 @@ def running_lines(pages: Sequence[str]) -> list[tuple[int, int]]:
     lines = [page.split("\n") if page else [] for page in pages]
     shown = [i for i, page in enumerate(lines) if page]
     cut = [(0, 0)] * len(pages)
+    inner: list[list[int]] = [[] for _ in pages]
     if len(shown) < _RUNNING_MIN_PAGES:
-        return cut
+        return cut, inner
     need = max(_RUNNING_MIN_PAGES, math.ceil(_RUNNING_SHARE * len(shown)))
     top = _repeated({i: lines[i][:_EDGE_LINES] for i in shown}, need)
     bottom = _repeated({i: lines[i][-_EDGE_LINES:] for i in shown}, need)
     offset = _page_offset(lines, shown)
     if not top and not bottom and offset is None:
-        return cut
+        return cut, inner
     seen: set[str] = set()  # running lines other than page numbers already kept once
 
     def numbered(line: str, page: int, outermost: bool) -> bool:
@@ -202,8 +211,10 @@ def running_lines(pages: Sequence[str]) -> list[tuple[int, int]]:
             return False
         return _printed_number(line) == page + offset
 
-    def edge(page: int, edge_lines: list[str], running: dict[str, bool]) -> int:
-        """How many of ``edge_lines`` (from the edge inwards) are running lines (blank lines between)."""
+    def edge(page: int, edge_lines: list[str], running: dict[str, bool], further: list[int]) -> int:
+        """How many of ``edge_lines`` (from the edge inwards) are running lines (blank lines between); the
+        index of a page number alone further in, under a running line kept where it stands first, goes
+        into ``further``."""
         out = 0
         for n, line in enumerate(edge_lines[:_EDGE_LINES]):
             if not line.strip():
@@ -215,17 +226,29 @@ def running_lines(pages: Sequence[str]) -> list[tuple[int, int]]:
             if key not in running:
                 break
             if not running[key] and not is_page_number(line) and key not in seen:
-                seen.add(key)  # kept where it stands first
+                seen.add(key)  # kept where it stands first; a page number under it goes all the same
+                further += [
+                    k
+                    for k in range(n + 1, min(len(edge_lines), _EDGE_LINES))
+                    if is_page_number(edge_lines[k])
+                    and (
+                        numbered(edge_lines[k], page, outermost=False)
+                        or _running_key(edge_lines[k]) in running
+                    )
+                ][:1]
                 break
             out = n + 1
         return out
 
     for i in shown:
         page = lines[i]
-        head = edge(i, page, top)
-        foot = edge(i, page[head:][::-1], bottom)
+        below: list[int] = []
+        head = edge(i, page, top, below)
+        above: list[int] = []
+        foot = edge(i, page[head:][::-1], bottom, above)
         cut[i] = (head, foot)
-    return cut
+        inner[i] = below + [len(page) - 1 - k for k in above]
+    return cut, inner
 
 
 def _page_join(before: str, after: str) -> str:
@@ -291,13 +314,15 @@ def load_pdf(data: bytes, id: str) -> Document:
         raise LoadError(id, f"not a readable PDF ({_one_line(failures[0])})")
 
     left_out: dict[str, str] = {}  # running line (as keyed) -> its first text left out
-    for i, (head, foot) in enumerate(running_lines(texts)):
-        if head or foot:
+    edges, inner = _running(texts)
+    for i, (head, foot) in enumerate(edges):
+        if head or foot or inner[i]:
             page = texts[i].split("\n")
-            for line in page[:head] + page[len(page) - foot :]:
-                if line.strip():
-                    left_out.setdefault(_running_key(line), line.strip())
-            texts[i] = _normalise_page("\n".join(page[head : len(page) - foot]))
+            dropped = set(range(head)) | set(range(len(page) - foot, len(page))) | set(inner[i])
+            for k in sorted(dropped):
+                if page[k].strip():
+                    left_out.setdefault(_running_key(page[k]), page[k].strip())
+            texts[i] = _normalise_page("\n".join(line for k, line in enumerate(page) if k not in dropped))
     if left_out:
         logger.info("%s: running heads and feet left out: %s", id, " | ".join(left_out.values()))
 

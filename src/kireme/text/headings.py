@@ -263,7 +263,9 @@ def _ends_with_heading_python(text: str, pos: int) -> bool:
         line = text[start:end].strip()
         if _MARKDOWN_HEADING.match(line) is not None:
             return True
-        return not (in_dialogue(text, start, end) or in_list(text, start, end) or stage_direction(text, start, end))
+        return not (
+            in_dialogue(text, start, end) or in_list(text, start, end) or stage_direction(text, start, end)
+        )
     return text[end - 1] in _LEAD_IN_MARKS and _LEAD_IN_LINE.match(text, start, end) is not None
 
 
