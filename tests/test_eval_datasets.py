@@ -484,9 +484,18 @@ def test_segments_jsonl_concatenates_without_separator() -> None:
         (['{"id": "a", "segments": "x"}'], 1, "'segments' must be list"),
         (['{"id": "a", "segments": ["x"]}', "", '{"id": "a", "segments": ["y"]}'], 3, "duplicate id 'a'"),
         (["{nope"], 1, "bad JSON"),
+        # a topic of only whitespace was counted as a topic (3 topics in a text of 2)
+        (
+            ['{"id": "a", "segments": ["一つ目の話題。", "\\n\\n", "二つ目の話題。"]}'],
+            1,
+            "segment 1 of 'a' is only whitespace",
+        ),
+        # an empty file reported a perfect Pk of 0 and exited 0
+        ([], None, "no documents in this file"),
+        (["", "  "], None, "no documents in this file"),
     ],
 )
-def test_segments_jsonl_errors(tmp_path: Path, lines: list[str], line: int, match: str) -> None:
+def test_segments_jsonl_errors(tmp_path: Path, lines: list[str], line: int | None, match: str) -> None:
     path = _write(tmp_path / "segs.jsonl", "\n".join(lines) + "\n")
     _error(path, line, match, lambda: load_segments_jsonl(path))
 
@@ -523,6 +532,28 @@ def test_choi_folder_boundaries() -> None:
     # a single file: its id is its name
     [alone] = load_choi(FIXTURES / "choi" / "1" / "0.ref")
     assert alone.document.id == "0.ref" and alone.segments == first.segments
+
+
+def test_a_ref_file_of_your_own_in_utf8_is_read_as_utf8(tmp_path: Path) -> None:
+    """A ``.ref`` file was always read as latin-1: a Japanese one written in UTF-8 became mojibake (three
+    "characters" per kana, so ``--max-size`` counted bytes) and was scored wrongly, without a word. UTF-8
+    where it is valid, latin-1 (Choi's own files) where not, or the encoding given."""
+    body = (
+        "==========\n来月の予定を確認する。\n会議室は三階です。\n==========\n新しい机が届く。\n==========\n"
+    )
+    mine = tmp_path / "memo.ref"
+    mine.write_text(body, encoding="utf-8")
+    [sd] = load_choi(mine)
+    assert sd.document.text == "来月の予定を確認する。\n会議室は三階です。\n新しい机が届く。"
+    assert [sd.document.text[a:b] for a, b in sd.segments][1] == "新しい机が届く。"
+    choi = tmp_path / "choi.ref"
+    choi.write_bytes(
+        "==========\nTea in the café . \n==========\nRain fell . \n==========\n".encode("latin-1")
+    )
+    assert load_choi(choi)[0].document.text.startswith("Tea in the café .")
+    sjis = tmp_path / "sjis.ref"
+    sjis.write_bytes(body.encode("shift_jis"))
+    assert load_choi(sjis, encoding="shift_jis")[0].document.text == sd.document.text
 
 
 def test_choi_errors(tmp_path: Path) -> None:

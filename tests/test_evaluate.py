@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -340,3 +341,21 @@ def test_a_budget_no_question_can_use_says_so(caplog: pytest.LogCaptureFixture) 
         "2 of 2 question(s) passed nothing at a budget of 1 chars: it is smaller than any sentence of their "
         "best hit that can be passed (they count as misses)"
     ]
+
+
+def test_a_document_of_one_sentence_is_said_to_be_left_out_of_the_boundary_scores(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A topic boundary inside a document's only sentence cannot be scored in sentences: the document was
+    skipped without a word and Pk 0 read as perfect."""
+    from kireme.evaluate.datasets import SegmentedDocument
+
+    text = "朝会は九時に始まり昼食は社員食堂でとる"
+    one = SegmentedDocument(Document(text, id="one"), ((0, 9), (9, len(text))))
+    with caplog.at_level(logging.WARNING):
+        row = evaluate_segmentation(make_chunker("sentence", max_size=50), [one])
+    assert row.topics == 2 and row.mixed_chunks == 1
+    assert any(
+        "fewer than two sentences (one)" in r.getMessage() and "they show 0" in r.getMessage()
+        for r in caplog.records
+    )

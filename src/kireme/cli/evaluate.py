@@ -231,10 +231,10 @@ def _documents_and_questions(
     return documents, _load_questions(questions, documents)
 
 
-def _load_segments(path: Path) -> list[SegmentedDocument]:
+def _load_segments(path: Path, encoding: str | None = None) -> list[SegmentedDocument]:
     from kireme.evaluate.datasets import load_choi, load_segments_jsonl
 
-    return load_choi(path) if path.is_dir() or path.suffix == ".ref" else load_segments_jsonl(path)
+    return load_choi(path, encoding) if path.is_dir() or path.suffix == ".ref" else load_segments_jsonl(path)
 
 
 def budget_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -477,7 +477,8 @@ def eval_command(
                 raise click.UsageError(
                     "--budget measures answers to questions: it does not apply to --segments"
                 )
-            segmented = _load_segments(segments)[:limit] if limit else _load_segments(segments)
+            segmented = _load_segments(segments, encoding)
+            segmented = segmented[:limit] if limit else segmented
             if sentences is None and segmented:  # Choi: the lines are the sentences, by the format
                 modes = {sd.document.metadata.get("sentence_mode", "auto") for sd in segmented}
                 if modes == {"lines"}:

@@ -675,7 +675,8 @@ def load_segments_jsonl(path: PathLike) -> list[SegmentedDocument]:
 
     The document text is the segments concatenated with nothing added (put any separating newlines in
     the segment texts), so each segment's span is exact. A line without ``id`` gets
-    ``"<file name>:<line>"``. An empty list, an empty segment or a repeated id is an error.
+    ``"<file name>:<line>"``. A file without documents, an empty list, a segment of nothing or only
+    whitespace, or a repeated id is an error.
     """
     p = Path(path)
     out: list[SegmentedDocument] = []
@@ -694,14 +695,19 @@ def load_segments_jsonl(path: PathLike) -> list[SegmentedDocument]:
                 raise DatasetError(
                     p, f"segment {index} must be a string, got {type(segment).__name__}", lineno
                 )
-            if not segment:
-                raise DatasetError(p, f"segment {index} of {doc_id!r} is empty", lineno)
+            if not segment.strip():
+                what = "empty" if not segment else "only whitespace (a topic needs text)"
+                raise DatasetError(p, f"segment {index} of {doc_id!r} is {what}", lineno)
         if doc_id in seen:
             raise DatasetError(p, f"duplicate id {doc_id!r} (first on line {seen[doc_id]})", lineno)
         seen[doc_id] = lineno
         text, spans = _tile(segments)
         document = Document(text=text, id=doc_id, metadata={"source": p.as_posix(), "format": "segments"})
         out.append(SegmentedDocument(document=document, segments=spans))
+    if not out:
+        raise DatasetError(
+            p, 'no documents in this file (one JSON object a line: {"id": ..., "segments": [...]})'
+        )
     return out
 
 
@@ -723,11 +729,28 @@ def _choi_files(p: Path) -> list[tuple[Path, str]]:
     return sorted(found, key=lambda item: item[1])
 
 
-def load_choi(folder: PathLike) -> list[SegmentedDocument]:
+def _read_choi(path: Path, encoding: str | None) -> str:
+    """A ``.ref`` file's text: in ``encoding`` when given; else UTF-8 (a file of your own), or latin-1
+    where it is not valid UTF-8 (Choi's files: ASCII with a few latin-1 bytes)."""
+    if encoding is not None:
+        return _read_text(path, encoding=encoding)
+    _check_file(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DatasetError(path, exc.strerror or str(exc)) from None
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def load_choi(folder: PathLike, encoding: str | None = None) -> list[SegmentedDocument]:
     """Choi's (2000) C99 segmentation benchmark: ``.ref`` files under ``folder`` (or one file).
 
     A ``.ref`` file has one sentence per line, and a line ``==========`` before, between and after its
-    segments; it is latin-1. The document text is the sentence lines joined with ``"\\n"`` (segments too),
+    segments; Choi's are latin-1, one of your own may be UTF-8 (read as UTF-8 where it is valid, else as
+    latin-1; ``encoding`` to say which). The document text is the sentence lines joined with ``"\\n"`` (segments too),
     its id the path relative to ``folder``. Blank lines are not sentences and are dropped, and so is an
     empty segment (two separators in a row: 14 of the 920 files, which then have 9 segments).
     ``metadata["sentence_mode"]`` is ``"lines"``: the lines are the format's sentences, so `kireme eval`
@@ -736,7 +759,7 @@ def load_choi(folder: PathLike) -> list[SegmentedDocument]:
     out: list[SegmentedDocument] = []
     for file, doc_id in _choi_files(Path(folder)):
         # "\n" only: latin-1 byte 0x85 decodes to U+0085, which str.splitlines treats as a line break
-        lines = _read_text(file, encoding="latin-1").split("\n")
+        lines = _read_choi(file, encoding).split("\n")
         if not any(line.strip() == _CHOI_SEPARATOR for line in lines):
             raise DatasetError(file, f"not a Choi .ref file: no {_CHOI_SEPARATOR} separator line")
         groups: list[list[str]] = [[]]

@@ -378,6 +378,7 @@ def evaluate_segmentation(
     pks: list[float] = []
     wds: list[float] = []
     f1s: list[float] = []
+    unmeasured: list[str] = []  # documents of fewer than two units: no gap to score
     for sd in documents:
         text = sd.document.text
         chunks = chunker.chunk(sd.document)
@@ -389,6 +390,7 @@ def evaluate_segmentation(
         ends = unit_ends(text, sd.document.metadata.get("sentence_mode", "auto"))
         n = len(ends)
         if n < 2:
+            unmeasured.append(sd.document.id)
             continue
         gold = {_gap_of(ends, _content_end(text, e)) for _, e in sd.segments[:-1]}
         gold = {g for g in gold if 0 <= g < n - 1}
@@ -412,6 +414,20 @@ def evaluate_segmentation(
     def mean(values: list[float]) -> float:
         return sum(values) / len(values) if values else 0.0
 
+    if unmeasured:
+        # a topic boundary inside a document's only sentence cannot be scored in sentences: say so, rather
+        # than let a 0 read as a perfect Pk
+        shown = ", ".join(unmeasured[:3]) + (
+            f" and {len(unmeasured) - 3} more" if len(unmeasured) > 3 else ""
+        )
+        log.warning(
+            "%d of %d document(s) hold fewer than two sentences (%s): left out of pk, windowdiff and "
+            "boundary_f1%s",
+            len(unmeasured),
+            len(documents),
+            shown,
+            " (none is left to measure: they show 0)" if not pks else "",
+        )
     return SegmentationRow(
         strategy=label or chunker.strategy,
         max_size=chunker.max_size,
