@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from kireme import SemanticChunker
+from kireme import SemanticChunker, make_chunker
 from kireme.boundaries.levels import CLAUSE, LINE, PARAGRAPH, SENTENCE, WORD, with_sentences
 from kireme.chunkers import ParagraphChunker, RecursiveChunker, SentenceChunker
 from kireme.cli import cli
@@ -195,3 +195,16 @@ def test_compare_takes_sentences_lines(tmp_path: Path) -> None:
     by_rules = json.loads(run_cli(*common).stdout.splitlines()[0])
     assert by_lines["hits"] == 1  # the utterance is one chunk when lines are the sentences
     assert by_lines["chunks"] != by_rules["chunks"]
+
+
+@pytest.mark.parametrize("strategy", ["sentence", "recursive", "paragraph", "markdown"])
+def test_in_the_lines_mode_a_short_line_is_a_sentence_not_a_heading(strategy: str) -> None:
+    """With ``sentences="lines"`` every line is a sentence: a short line without a full stop was read as a
+    heading kept with its body, so it took the start of the next line with it, cut mid-line though every
+    line fit (``…may this year\nthe new desks come soon`` | ``and the chairs follow later``)."""
+    text = (
+        "the office moves in may this year\nthe new desks come soon and the chairs follow later\n"
+        "expense claims go online in july\n来月から経費精算は新しいシステムで行うので各自の申請方法を確認しておく\n"
+    )
+    chunks = make_chunker(strategy, max_size=60, sentences="lines").chunk(text)
+    assert [c.text for c in chunks] == [line for line in text.splitlines()]

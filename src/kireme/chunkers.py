@@ -31,6 +31,7 @@ from kireme.document import NO_METADATA, Chunk, ChunkIds, Document, RegionIndex,
 from kireme.errors import ConfigError
 from kireme.length import Measure, SpanSizer, get_measure
 from kireme.pack import PACKINGS, PackedSpan, pack
+from kireme.structure.layout import prose_headings
 from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, markdown_headings
 from kireme.text.sentences import check_sentence_mode
 
@@ -282,7 +283,10 @@ class Chunker:
             merge=self.merges(),
             # a CSV's short rows are no headings to hold with what follows (the header row would take
             # the first record's start with it, cut inside the record)
-            keep_headings=self.keep_headings() and doc.format not in ("csv", "tsv"),
+            # nor, where the user said each line is a sentence, a short line of plain text (`prose_headings`)
+            keep_headings=self.keep_headings()
+            and doc.format not in ("csv", "tsv")
+            and prose_headings(doc, self.sentences),
             heading_end=self.heading_end(doc),
             **self.packing_options(),
         )

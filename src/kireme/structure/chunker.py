@@ -149,7 +149,7 @@ class StructureChunker(Chunker):
         # the lead-ins (`lead_ins`), found once for the levels and the sections
         leads = lead_ins(doc.text, outline)
         levels = LazyLevels(doc, outline, paragraphs, self.sentences, fits, leads)
-        keep_headings, heading_end = heading_rule(doc, outline)
+        keep_headings, heading_end = heading_rule(doc, outline, self.sentences)
         spans: list[PackedSpan] = []
         embeds: dict[tuple[int, int], str] = {}
         cut_memo: dict[tuple[int, int, int], tuple[int, list[int]]] = {}  # shared by the packings below
@@ -281,7 +281,9 @@ class StructureChunker(Chunker):
         if sizer.estimate(0, len(text)) > self.max_size:
             return None
         levels = LazyLevels(doc, outline, None, self.sentences)
-        packed = self._pack(doc, levels, sizer, self.max_size, *heading_rule(doc, outline), (0, len(text)))
+        packed = self._pack(
+            doc, levels, sizer, self.max_size, *heading_rule(doc, outline, self.sentences), (0, len(text))
+        )
         if len(packed) != 1 or packed[0].size > self.max_size:
             return None
         # no headings: every chunk's path is () and it holds no sub-heading, so no per-chunk lookup

@@ -433,17 +433,29 @@ def _nested_items(text: str, items: list[int], block_starts: Sequence[int]) -> s
     return nested
 
 
-def heading_rule(doc: Document, outline: Outline) -> tuple[bool, Callable[[str, int], bool] | None]:
+def heading_rule(
+    doc: Document, outline: Outline, sentences: str = "auto"
+) -> tuple[bool, Callable[[str, int], bool] | None]:
     """``(keep_headings, heading_end)`` for `kireme.pack.pack`: whether a heading stays with its body,
     and the test for the text before a cut ending with a heading or a lead-in line: parsed headings and
     the lead-in lines outside code and tables for Markdown-like formats (`kept_line_ends`; a ``# comment``
     in a code block is not one), ``None`` (the prose heuristic) for plain text and PDF. Off for CSV/TSV: a
-    short record is not a heading."""
-    if doc.format in ("csv", "tsv"):
+    short record is not a heading; and off for plain text in the ``"lines"`` sentence mode
+    (`prose_headings`)."""
+    if doc.format in ("csv", "tsv") or not prose_headings(doc, sentences):
         return False, None
     if doc.format not in MARKDOWN_FORMATS:
         return True, None
     return True, HeadingEnds(doc.text, kept_line_ends(doc.text, outline))
+
+
+def prose_headings(doc: Document, sentences: str) -> bool:
+    """Whether a short line without a full stop may be read as a heading kept with its body. Not where the
+    user said every line is a sentence (``sentences="lines"``: a chat log, a transcript, one sentence a line)
+    in a text whose headings nothing marks: there ``the office moves in may this year`` is a sentence, and
+    as a "heading" it took the start of the next line with it, cut in the middle though each line fit.
+    Markdown's headings are parsed, and a PDF's hard-wrapped lines keep the heuristic for its titles."""
+    return sentences != "lines" or doc.format in MARKDOWN_FORMATS or doc.format == "pdf"
 
 
 def table_row_cuts(outline: Outline) -> list[int]:
