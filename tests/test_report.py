@@ -241,6 +241,27 @@ def test_distance_plot_is_written_in_the_format_its_name_asks_for(tmp_path):
     assert (tmp_path / "p.plot").read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.parametrize("font", [None, "installed"])
+def test_a_japanese_title_draws_no_boxes_and_warns_nothing(tmp_path, monkeypatch, font):
+    """``kireme inspect 議事録.txt --plot`` drew the file name as boxes and printed one matplotlib warning per
+    missing glyph, ``-q`` or not: the title is drawn in a Japanese font where one is installed, else the
+    default title is."""
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed")
+    import warnings
+
+    from kireme.report import plot
+
+    if font is None:
+        monkeypatch.setattr(plot, "_cjk_font", lambda: None)
+    elif plot._cjk_font() is None:
+        pytest.skip("no font with Japanese glyphs is installed here")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        save_distance_plot(analyze(), tmp_path / "p.png", title="議事録.txt")
+    assert not [w for w in caught if "Glyph" in str(w.message)]
+    assert (tmp_path / "p.png").read_bytes().startswith(b"\x89PNG")
+
+
 def test_distance_plot_without_matplotlib_names_the_extra(tmp_path, monkeypatch):
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)

@@ -2,7 +2,8 @@
 
 matplotlib is imported only when a plot is drawn, and the figure is rendered with the Agg canvas
 directly, so drawing never touches pyplot's global state or the caller's chosen backend. Labels are
-English only: matplotlib's default fonts have no Japanese glyphs.
+English only: matplotlib's default fonts have no Japanese glyphs (a title outside ASCII, a file name, is
+drawn in a Japanese font where one is installed).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ def save_distance_plot(analysis: SemanticAnalysis, path: str | os.PathLike[str],
     the format the file name asks for where matplotlib writes it (``.svg``, ``.pdf``, ``.jpg``); a PNG
     was written under any name (``p.svg`` held PNG data).
 
-    Keep ``title`` ASCII (e.g. a file name in Latin letters) for the reason in the module docstring.
+    A ``title`` outside ASCII (``議事録.txt``) is drawn in a Japanese font where one is installed (Noto
+    Sans CJK, IPA, Hiragino, Yu Gothic, …); where none is, the default title is drawn instead of boxes
+    (matplotlib's own fonts have no Japanese glyphs, and it warned once per missing glyph).
     """
     figure_class, canvas_class = _matplotlib()
     gaps = len(analysis.distances)
@@ -30,10 +33,43 @@ def save_distance_plot(analysis: SemanticAnalysis, path: str | os.PathLike[str],
     canvas_class(figure)
     axes = figure.add_subplot()
     _draw(axes, analysis)
-    axes.set_title(title or f"Distance between adjacent units ({analysis.similarity_name})", fontsize=10)
+    default = f"Distance between adjacent units ({analysis.similarity_name})"
+    family = None
+    if title and not title.isascii():
+        cjk = _cjk_font()
+        if cjk is None:
+            title = default
+        else:
+            family = ["DejaVu Sans", cjk]  # Latin letters in the default font, the rest in the CJK one
+    axes.set_title(title or default, fontsize=10, fontfamily=family)
     suffix = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
     kind = suffix if suffix in canvas_class(figure).get_supported_filetypes() else "png"
     figure.savefig(os.fspath(path), format=kind)
+
+
+# Fonts with Japanese glyphs, by the family names matplotlib reads from them (in order of preference)
+_CJK_FAMILIES = (
+    "Noto Sans CJK JP",
+    "Noto Sans JP",
+    "IPAexGothic",
+    "IPAGothic",
+    "Hiragino Sans",
+    "Hiragino Kaku Gothic ProN",
+    "Yu Gothic",
+    "Meiryo",
+    "MS Gothic",
+    "TakaoGothic",
+    "VL Gothic",
+    "Source Han Sans JP",
+)
+
+
+def _cjk_font() -> str | None:
+    """The family name of an installed font with Japanese glyphs, ``None`` where there is none."""
+    from matplotlib import font_manager
+
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    return next((name for name in _CJK_FAMILIES if name in installed), None)
 
 
 def _matplotlib() -> tuple[Any, Any]:
