@@ -359,3 +359,18 @@ def test_a_document_of_one_sentence_is_said_to_be_left_out_of_the_boundary_score
         "fewer than two sentences (one)" in r.getMessage() and "they show 0" in r.getMessage()
         for r in caplog.records
     )
+
+
+def test_questions_repeated_reads_every_file(tmp_path: Path) -> None:
+    """``--questions a.jsonl --questions b.jsonl`` read only the last file, without a word: the questions of
+    every file are asked now, in eval and compare."""
+    lines = QUESTIONS.read_text(encoding="utf-8").splitlines()
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text("\n".join(lines[:2]) + "\n", encoding="utf-8")
+    second.write_text("\n".join(lines[2:]) + "\n", encoding="utf-8")
+    for command in (["eval", "-s", "paragraph"], ["compare", "-s", "paragraph", "--sizes", "200"]):
+        both = run_cli(
+            *command, str(RULES), "--questions", str(first), "--questions", str(second), "--format", "jsonl"
+        )
+        assert both.returncode == 0, both.stderr
+        assert json.loads(both.stdout.splitlines()[0])["questions"] == len(lines)

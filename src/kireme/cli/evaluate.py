@@ -201,15 +201,16 @@ def _format_rows(rows: Sequence[RetrievalRow | SegmentationRow], columns: list[s
     return "\n".join(lines) + "\n"
 
 
-def _load_questions(questions_path: Path, documents: list[Document]) -> list[Question]:
+def _load_questions(paths: Sequence[Path], documents: list[Document]) -> list[Question]:
+    """The questions of every file given (``--questions`` repeated), in order."""
     from kireme.evaluate.datasets import load_questions_jsonl
 
-    return load_questions_jsonl(questions_path, documents)
+    return [question for path in paths for question in load_questions_jsonl(path, documents)]
 
 
 def _documents_and_questions(
     paths: Sequence[str],
-    questions: Path,
+    questions: Sequence[Path],
     encoding: str | None,
     failures: Failures,
     display: ProgressDisplay,
@@ -351,7 +352,10 @@ def _show_misses(rows: Sequence[RetrievalRow]) -> None:
 @click.command("eval", epilog=EVAL_EXAMPLES)
 @click.argument("paths", nargs=-1, metavar="[PATH...]")
 @click.option(
-    "--questions", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Questions JSONL."
+    "--questions",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Questions JSONL (repeatable: the questions of every file).",
 )
 @click.option("--segments", type=click.Path(exists=True, path_type=Path), help="Gold-segmented documents.")
 @click.option(
@@ -411,7 +415,7 @@ def _show_misses(rows: Sequence[RetrievalRow]) -> None:
 @quiet_option
 def eval_command(
     paths: tuple[str, ...],
-    questions: Path | None,
+    questions: tuple[Path, ...],
     segments: Path | None,
     squad: Path | None,
     chroma: Path | None,
@@ -501,7 +505,7 @@ def eval_command(
                     qaset = load_chroma(chroma)
                 documents, qs = qaset.documents, qaset.questions
             else:
-                assert questions is not None  # the one source left: exactly one was given
+                assert questions  # the one source left: exactly one was given
                 if limit is not None:
                     raise click.UsageError(
                         "--limit applies to --squad and --segments: with --questions, name fewer PATHs"
@@ -578,7 +582,13 @@ def best_at_budget(rows: Sequence[RetrievalRow], budget: int, unit: str = "chars
 
 @click.command("compare", epilog=COMPARE_EXAMPLES)
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option("--questions", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--questions",
+    required=True,
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Questions JSONL (repeatable: the questions of every file).",
+)
 @click.option(
     "--strategy",
     "-s",
@@ -620,7 +630,7 @@ def best_at_budget(rows: Sequence[RetrievalRow], budget: int, unit: str = "chars
 @quiet_option
 def compare_command(
     paths: tuple[str, ...],
-    questions: Path,
+    questions: tuple[Path, ...],
     strategies: tuple[str, ...],
     sizes: str,
     unit: str,
