@@ -726,3 +726,43 @@ def test_a_line_too_long_for_a_chunk_is_cut_after_its_items_not_between_a_key_an
     assert len(chunks) > 5
     for c in chunks[:-1]:
         assert c.text.endswith(","), c.text[-30:]
+
+
+_BRANCHES = """def fee(kind: str, nights: int) -> int:
+    rate = 12000
+    if kind == "manager":
+        rate = 15000
+        print("manager rate applied to the stay")
+    elif kind == "director":
+        rate = 18000
+        print("director rate applied to the stay")
+    else:
+        raise ValueError(f"unknown kind of employee: {kind}")
+    return rate * nights
+"""
+
+_BRACES = """export function fee(kind: string, nights: number): number {
+  let rate = 12000;
+  if (kind === "manager") {
+    rate = 15000;
+    console.log("manager rate applied to the stay");
+  } else {
+    throw new Error(`unknown kind of employee: ${kind}`);
+  }
+  return rate * nights;
+}
+"""
+
+
+@pytest.mark.parametrize(("text", "name"), [(_BRANCHES, "fees.py"), (_BRACES, "fees.ts")])
+def test_a_line_that_opens_a_block_goes_with_its_body(text: str, name: str) -> None:
+    """A chunk ended with ``else:`` and the next began with its ``raise``: a line that opens a block
+    (``else:``, ``elif …:``, ``} else {``) is kept with its body when a statement is cut at its lines."""
+    for max_size in range(90, 200, 10):  # where an opener and the first line of its body fit together
+        for c in chunk_code(text, name, max_size):
+            last = c.text.rstrip().rsplit("\n", 1)[-1].strip()
+            if c.end < len(text.rstrip()) and text[c.end] == "\n":  # a chunk ending at a line's end
+                assert not last.endswith((":", "{")) or last.startswith(("def ", "export function")), (
+                    max_size,
+                    c.text,
+                )

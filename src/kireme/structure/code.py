@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.util import find_spec
@@ -515,6 +516,54 @@ def code_outline(text: str, language: str) -> CodeOutline:
     return _Reader(text, data, grammar).outline(tree.root_node)
 
 
+# The last character of a line that opens a block whose body follows: ``else:``, ``def f(x):``, ``if (x) {``,
+# ``items = [``
+_BLOCK_OPENERS = frozenset(":{([")
+
+
+def block_opener_test(outline: CodeOutline) -> Callable[[str, int], bool]:
+    """`opens_block` where the text after the cut starts no statement of a body nor a definition, and the
+    line before it is no definition's first line: there the cut is a good one whatever the line says (a
+    definition is packed whole or between the definitions inside it, its signature in the heading path,
+    its comments with its first line)."""
+    text = outline.text
+    good = set(outline.statements).union(*outline.depth_positions)
+    heads: set[int] = set()  # where each definition's first line ends
+    stack = list(outline.sections)
+    while stack:
+        section = stack.pop()
+        stop = text.find("\n", section.head)
+        heads.add(len(text) if stop < 0 else stop)
+        stack += section.children
+
+    def test(text: str, pos: int) -> bool:
+        after = pos
+        while after < len(text) and text[after] in " \t\r\n":
+            after += 1
+        if after in good or not opens_block(text, pos):
+            return False
+        end = pos  # the line before the cut: where its last character stands, then where the line ends
+        while end > 0 and text[end - 1] in " \t\r\n":
+            end -= 1
+        line_end = text.find("\n", end - 1)
+        return (len(text) if line_end < 0 else line_end) not in heads
+
+    return test
+
+
+def opens_block(text: str, pos: int) -> bool:
+    """Whether a cut at ``pos`` (at a line's start or end) leaves a line that opens a block at the end of a
+    chunk — ``else:`` with its ``raise`` in the next chunk. The packer moves such a cut before the line, so
+    the line goes with its body, as a heading goes with its text."""
+    end = pos
+    while end > 0 and text[end - 1] in " \t\r\n":
+        end -= 1
+    at_line_end = pos >= len(text) or text[pos] in "\r\n" or "\n" in text[end:pos]
+    if end <= 0 or not at_line_end:
+        return False  # not at the end of a line: a cut inside one is a last resort, its own matter
+    return text[end - 1] in _BLOCK_OPENERS
+
+
 @dataclass(frozen=True)
 class CodeChunker(Chunker):
     """Functions, classes and methods whole when they fit, else cut between the definitions inside them,
@@ -568,4 +617,4 @@ class CodeChunker(Chunker):
             for d, positions in enumerate(outline.depth_positions, start=1)
         ]
         levels += [PositionLevel(outline.statements, "statements"), *TAIL_LEVELS]
-        return plan_with_paths(self, doc, levels, outline.label)
+        return plan_with_paths(self, doc, levels, outline.label, block_opener_test(outline))

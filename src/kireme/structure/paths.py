@@ -37,9 +37,17 @@ class Label:
 Labels = Callable[[int, int], Label]
 
 
-def plan_with_paths(chunker: Chunker, doc: Document, levels: Sequence[Level], labels: Labels) -> ChunkPlan:
+def plan_with_paths(
+    chunker: Chunker,
+    doc: Document,
+    levels: Sequence[Level],
+    labels: Labels,
+    opens_block: Callable[[str, int], bool] | None = None,
+) -> ChunkPlan:
     """Pack ``doc`` at ``levels`` (prose headings off: a short line of code or JSON is not one) and label
-    each chunk by ``labels(start, end)``; the context, when there is one, says the label's ``context``."""
+    each chunk by ``labels(start, end)``; the context, when there is one, says the label's ``context``.
+    ``opens_block(text, pos)``: whether the text before a cut at ``pos`` ends with a line that opens a
+    block (``else:``, ``if (x) {``), which no chunk then ends with: it goes with its body, as a heading."""
     text = doc.text
     measure = chunker.measure
     sizer = measure.for_text(text)
@@ -62,7 +70,8 @@ def plan_with_paths(chunker: Chunker, doc: Document, levels: Sequence[Level], la
             max_size=budget,
             min_size=min(chunker.min_size, budget - overlap),
             overlap=overlap,
-            keep_headings=False,
+            keep_headings=opens_block is not None,
+            heading_end=opens_block,
             hard_max_size=max_size,
             overlap_levels=inside_lines,
             **chunker.packing_options(),
