@@ -368,6 +368,25 @@ def test_csv_records_keep_quoted_line_breaks_inside_the_row() -> None:
     assert table.rows[1].cells == ("", "ノート", "1,200", "まとめ買い\n割引あり")
 
 
+@pytest.mark.parametrize("strategy", ["recursive", "sentence", "fixed", "paragraph"])
+def test_a_csv_overlap_starts_at_a_record_or_not_at_all(strategy: str) -> None:
+    """With ``--overlap`` the default strategy began chunks inside a record (``"15,000円",実費精算可``): half
+    a row without its key column; and a record that fit max_size but not the room the overlap left was cut
+    (``役員,`` | ``東京都区内,…``). An overlap starts at a record now, else there is none, and such a record
+    is a chunk of its own."""
+    text = (
+        "区分,地域,日当,宿泊料\n役員,東京都区内,5000円,15000円\n役員,その他,5000円,13000円\n"
+        "部長,東京都区内,3500円,12000円\n部長,その他,3000円,10500円\n一般社員,東京都区内,2500円,10000円\n"
+    )
+    doc = Document(text, id="料金表.csv", metadata={"format": "csv"})
+    records = {start for start, _ in record_spans(text)}
+    for size, overlap in [(60, 20), (80, 30), (45, 25)]:
+        chunker = make_chunker(strategy, max_size=size, overlap=overlap)
+        chunks = chunker.chunk(doc)
+        assert all(c.start in records for c in chunks), [c.text for c in chunks]
+        check_invariants(doc, chunks, max_size=size, chunker=chunker, overlap=overlap)
+
+
 def test_csv_split_between_records_with_header_repeated_and_filled() -> None:
     d = Document(CSV, id="price.csv", metadata={"format": "csv", "title": "price"})
     chunks = make_chunker("markdown", max_size=45, table="fill-down", context="none").chunk(d)

@@ -288,9 +288,22 @@ class Chunker:
             and doc.format not in ("csv", "tsv")
             and prose_headings(doc, self.sentences),
             heading_end=self.heading_end(doc),
+            # a CSV's overlap starts at a record, else there is none (one starting inside a record began with
+            # half a row, no key column: ``"15,000円",実費精算可``), and a record that fits max_size is
+            # never cut for the overlap's room
+            no_overlap_inside=self._records(doc) if self.overlap else (),
             **self.packing_options(),
         )
         return spans_plan(spans)
+
+    @staticmethod
+    def _records(doc: Document) -> list[tuple[int, int]]:
+        """The records of a CSV or TSV file (none for any other format)."""
+        if doc.format not in ("csv", "tsv"):
+            return []
+        from kireme.text.csvtable import record_spans
+
+        return record_spans(doc.text)
 
     def packing_options(self) -> dict[str, Any]:
         """`kireme.pack.pack` keywords for the packing this chunker asks for."""
