@@ -97,6 +97,21 @@ def test_a_hit_inside_a_passage_already_taken_costs_nothing() -> None:
     assert made.size == len(whole.text)
 
 
+def test_the_same_words_from_a_copy_of_a_document_are_passed_once() -> None:
+    """Two copies of one file (one rule in two folders) passed the same text twice: 159 of a 500-character
+    budget spent on words the reader already had. A hit whose text a passage of another document holds is
+    left out; the budget goes to the next hit."""
+    texts = {"rules": RULES, "copy": RULES, "notes": NOTES}
+    piece = "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。"
+    other = "Budget: the team may spend up to 4,000 dollars on build machines this quarter."
+    hits = [unit("rules", RULES, piece), unit("copy", RULES, piece), unit("notes", NOTES, other)]
+    made = Assembler(texts.get, widen=0).assemble(hits, len(piece) + len(other) + 10)
+    assert [span.doc_id for span in made.spans] == ["rules", "notes"]
+    check_exact(made, texts)
+    chunks = Assembler(texts.get, policy="chunks").assemble(hits, 3 * len(piece) + len(other))
+    assert [span.doc_id for span in chunks.spans] == ["rules", "copy", "notes"]  # the control passes all
+
+
 def test_the_budget_is_never_exceeded_and_passages_are_exact() -> None:
     doc = Document(RULES, id="rules")
     chunks = make_chunker("recursive", max_size=40).chunk(doc)

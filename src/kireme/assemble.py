@@ -336,6 +336,8 @@ class Assembler:
                 unit = self._as_read(unit)
             if not _has_ink(unit.text, 0, len(unit.text)):
                 continue  # markup alone ("</Solution>"): nothing to read
+            if self.policy == "spans" and state.says_already(unit):
+                continue  # the same words from another document (a copied file): passed once is enough
             holds = budget / ((len(state.pieces) + 1) * mean)  # mean units the budget holds per hit
             if self.policy == "spans" and self.widen > 0 and holds >= GUIDED_SHARE * self.widen:
                 if holds >= self.widen:  # the best hits: their surroundings, both sides
@@ -748,6 +750,14 @@ class _State:
 
     def full(self) -> bool:
         return self.total >= self.budget
+
+    def says_already(self, unit: Ranked) -> bool:
+        """Whether a passage of another document holds ``unit``'s text word for word (whitespace aside):
+        two copies of one file, or one rule in two manuals, would take the budget twice for nothing."""
+        words = " ".join(unit.text.split())
+        return bool(words) and any(
+            p.doc_id != unit.doc_id and words in " ".join(self._text(p).split()) for p in self.pieces
+        )
 
     def _piece_size(self, p: _Piece) -> int:
         return self.a.size(p.doc_id, p.headings, self._text(p), p.start if p.known else None)
