@@ -410,3 +410,28 @@ def test_a_passage_grows_into_a_table_by_its_header_and_first_row_together() -> 
     assert text[s:e].endswith("| 役員 | 東京 | 18,000円 |"), text[s:e]
     s, e = grow_span(text, start, end, len(text), lambda a, b: b - a, reading=reading)
     assert text[s:e].endswith("| 役員 | 大阪 | 15,000円 |")  # the whole table, not the next section
+
+
+def test_a_passage_passed_without_its_fences_holds_no_fence_line_alone() -> None:
+    """Where the fences did not fit the budget (`kireme ask --budget 25`), a passage cut out of a code block
+    was passed as it is: ``timeout = 30`` and a closing fence whose opening was not in it, or an opening
+    fence left open — either turns what follows it in the prompt into code. Such a fence line is left out."""
+    from kireme.assemble import ContextSpan
+    from kireme.framing import Framing
+
+    text = "## 設定\n\n設定ファイルの例です。\n\n```toml\ntimeout = 30\nport = 8080\n```\n\n保存したら再起動します。\n"
+    framing = Framing({"manual.md": text}.get, {"manual.md": "markdown"})
+
+    def passed(piece: str) -> str:
+        start = text.index(piece)
+        return framing.unframed(
+            ContextSpan("manual.md", start, start + len(piece), piece, (), (1,), len(piece))
+        )
+
+    assert passed("port = 8080\n```\n\n保存したら再起動します。") == "port = 8080\n\n保存したら再起動します。"
+    assert (
+        passed("設定ファイルの例です。\n\n```toml\ntimeout = 30") == "設定ファイルの例です。\n\ntimeout = 30"
+    )
+    whole = "```toml\ntimeout = 30\nport = 8080\n```"
+    assert passed(whole) == whole  # balanced: as it is
+    assert passed("timeout = 30\nport = 8080") == "timeout = 30\nport = 8080"  # no fence in it

@@ -98,6 +98,34 @@ class Framing:
             return "", ""
         return self(span.doc_id, span.start, span.end)
 
+    def unframed(self, span: ContextSpan) -> str:
+        """``span``'s text passed without the lines around it, less a fence line it holds alone: the closing
+        fence of a block it starts inside (its opening line is not in the passage) and the opening fence of
+        a block it ends inside (it would stay open and turn what follows it in a prompt into code)."""
+        text = span.text
+        doc_text = self.text_of(span.doc_id)
+        if doc_text is None or doc_text[span.start : span.end] != text:
+            return text
+        drop: list[tuple[int, int]] = []  # spans of the document to leave out
+        for block in self.blocks(span.doc_id):
+            if block.end <= span.start or block.start >= span.end or not block.opening:
+                continue
+            opening_end = block.start + len(block.opening)
+            if block.closed and opening_end < span.start and block.end <= span.end:
+                # a closing fence without its opening: its line, line feed and all
+                after = block.end + 1 if doc_text[block.end : block.end + 1] == "\n" else block.end
+                drop.append((block.end - len(block.closing), min(span.end, after)))
+            if span.start <= block.start and opening_end < span.end < block.end - len(block.closing):
+                drop.append((block.start, min(span.end, opening_end + 1)))  # an opening fence left open
+        if not drop:
+            return text
+        kept, pos = [], span.start
+        for a, b in sorted(drop):
+            kept.append(doc_text[pos:a])
+            pos = max(pos, b)
+        kept.append(doc_text[pos : span.end])
+        return "".join(kept).strip("\r\n")
+
     def needed(self, made: Context) -> bool:
         """Whether some passage of ``made`` starts among a table's rows or starts or ends inside a code block."""
         return any(self.of_span(span) != ("", "") for span in made.spans)

@@ -328,7 +328,7 @@ def render_passages(
             except ConfigError:
                 return None
             text, used, sources = _render(
-                hits, made, citation, separator, framing.of_span if framed else None
+                hits, made, citation, separator, framing.of_span if framed else None, framing.unframed
             )
             size = measure(text)
             if size <= budget:
@@ -383,12 +383,14 @@ def _render(
     citation: Callable[[str, tuple[str, ...]], str],
     separator: str,
     framing: Callable[[ContextSpan], tuple[str, str]] | None = None,
+    unframed: Callable[[ContextSpan], str] | None = None,
 ) -> tuple[str, list[Hit], list[Source]]:
     """The blocks ``[n] citation`` + passage text, documents numbered by their best hit (the order the
     spans come in), the hits used, and one `Source` per document. The parts of one passage (spans of one
     document holding the same ranks: what was left around its hidden text) go under one citation.
     ``framing(span)``: the lines to put before and after a span's text (the header of the table it starts
-    inside, the fences of the code block it starts or ends inside)."""
+    inside, the fences of the code block it starts or ends inside); without it, ``unframed(span)``: the text
+    passed, a fence line it holds alone left out (`Framing.unframed`)."""
     blocks: list[str] = []
     used: list[Hit] = []
     sources: list[Source] = []
@@ -405,6 +407,8 @@ def _render(
             if framing is not None:
                 before, after = framing(span)
                 text = before + text + after
+            elif unframed is not None:
+                text = unframed(span).strip(chr(13) + chr(10))
             if k and same_passage(spans[k - 1], span):
                 blocks[-1] += separator + text  # a part of the same passage
                 continue
