@@ -280,6 +280,20 @@ def test_a_budget_of_zero_is_a_400_on_search_and_ask(client: TestClient) -> None
     assert client.post("/search", json={"query": "日当", "exact": True}).status_code == 200  # a real flag
 
 
+def test_ask_says_when_the_budget_is_more_than_the_reader_leaves(client: TestClient) -> None:
+    """``kireme ask`` warned that ``--budget 1000`` is more than a 512-token reader leaves; ``/ask`` took it
+    without a word, and the prompt ran past the reader's window."""
+    over = client.post(
+        "/ask", json={"question": "日当は？", "budget": 1000, "reader_tokens": 512, "answer_reserve": 200}
+    ).json()
+    assert over["over_room"] is True and over["room"] < 1000
+    assert over["warning"].startswith(
+        f"budget 1000 is more than the {over['room']} tokens a 512-token reader"
+    )
+    fine = client.post("/ask", json={"question": "日当は？", "budget": 100}).json()
+    assert fine["over_room"] is False and fine["room"] >= 100 and "warning" not in fine
+
+
 def test_what_clients_get_wrong_most_is_answered_in_one_line(
     client: TestClient, chat: StreamServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

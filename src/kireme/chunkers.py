@@ -31,7 +31,7 @@ from kireme.document import NO_METADATA, Chunk, ChunkIds, Document, RegionIndex,
 from kireme.errors import ConfigError
 from kireme.length import Measure, SpanSizer, get_measure
 from kireme.pack import PACKINGS, PackedSpan, pack
-from kireme.structure.layout import prose_headings
+from kireme.text.headings import prose_headings
 from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, markdown_headings
 from kireme.text.sentences import check_sentence_mode
 
@@ -286,7 +286,7 @@ class Chunker:
             # nor, where the user said each line is a sentence, a short line of plain text (`prose_headings`)
             keep_headings=self.keep_headings()
             and doc.format not in ("csv", "tsv")
-            and prose_headings(doc, self.sentences),
+            and prose_headings(doc.format, self.sentences),
             heading_end=self.heading_end(doc),
             # a CSV's overlap starts at a record, else there is none (one starting inside a record began with
             # half a row, no key column: ``"15,000円",実費精算可``), and a record that fits max_size is

@@ -64,7 +64,8 @@ class PreparedQuestion:
     def to_dict(self) -> dict[str, Any]:
         """The JSON of ``POST /ask`` (without the answer): the context text, its size and budget, whether
         the best hit was cut to fit or left out (no sentence of it fitted; ``best_needs``: the budget that
-        passes a part of it), and the sources cited in it (each with the offsets of its passages)."""
+        passes a part of it), the context the reader's window leaves (``room``) and whether the budget asked
+        for is more (``over_room``), and the sources cited in it (each with the offsets of its passages)."""
         return {
             "question": self.question,
             "context": self.context.text,
@@ -73,6 +74,8 @@ class PreparedQuestion:
             "cut": self.context.best_cut,
             "best_left_out": self.context.best_left_out,
             "best_needs": self.context.best_needs,
+            "room": self.room,
+            "over_room": self.over_room,
             "sources": [
                 {
                     "number": s.number,

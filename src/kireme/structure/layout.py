@@ -36,7 +36,7 @@ from kireme.boundaries.levels import (
 )
 from kireme.document import Document
 from kireme.text.csvtable import csv_outline
-from kireme.text.headings import HeadingEnds
+from kireme.text.headings import HeadingEnds, prose_headings
 from kireme.text.leads import indent_width, kept_line_ends, lead_ins
 from kireme.text.markdown import MARKDOWN_FORMATS, Outline, Table, line_starts, markdown_outline
 from kireme.text.sentences import check_sentence_mode
@@ -442,20 +442,11 @@ def heading_rule(
     in a code block is not one), ``None`` (the prose heuristic) for plain text and PDF. Off for CSV/TSV: a
     short record is not a heading; and off for plain text in the ``"lines"`` sentence mode
     (`prose_headings`)."""
-    if doc.format in ("csv", "tsv") or not prose_headings(doc, sentences):
+    if doc.format in ("csv", "tsv") or not prose_headings(doc.format, sentences):
         return False, None
     if doc.format not in MARKDOWN_FORMATS:
         return True, None
     return True, HeadingEnds(doc.text, kept_line_ends(doc.text, outline))
-
-
-def prose_headings(doc: Document, sentences: str) -> bool:
-    """Whether a short line without a full stop may be read as a heading kept with its body. Not where the
-    user said every line is a sentence (``sentences="lines"``: a chat log, a transcript, one sentence a line)
-    in a text whose headings nothing marks: there ``the office moves in may this year`` is a sentence, and
-    as a "heading" it took the start of the next line with it, cut in the middle though each line fit.
-    Markdown's headings are parsed, and a PDF's hard-wrapped lines keep the heuristic for its titles."""
-    return sentences != "lines" or doc.format in MARKDOWN_FORMATS or doc.format == "pdf"
 
 
 def table_row_cuts(outline: Outline) -> list[int]:

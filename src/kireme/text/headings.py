@@ -164,6 +164,18 @@ def in_dialogue(text: str, start: int, end: int) -> bool:
     return bool(below) and speaker_line(below.strip())
 
 
+def prose_headings(fmt: str, sentences: str) -> bool:
+    """Whether a short line without a full stop may be read as a heading kept with its body, in a document
+    of format ``fmt`` chunked in the sentence mode ``sentences``. Not where the user said every line is a
+    sentence (``"lines"``: a chat log, a transcript, one sentence a line) in a text whose headings nothing
+    marks: there ``the office moves in may this year`` is a sentence, and as a "heading" it took the start
+    of the next line with it, cut in the middle though each line fit. Markdown's headings are parsed, and a
+    PDF's hard-wrapped lines keep the heuristic for its titles."""
+    from kireme.text.markdown import MARKDOWN_FORMATS
+
+    return sentences != "lines" or fmt in MARKDOWN_FORMATS or fmt == "pdf"
+
+
 def stage_direction(text: str, start: int, end: int) -> bool:
     """Whether the line ``text[start:end]`` is a stage direction in a transcript: wholly in brackets
     (``（一同うなずく）``, ``(laughter)``) under a speaker's turn (`speaker_line`, the nearest non-blank line
