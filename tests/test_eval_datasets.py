@@ -556,6 +556,17 @@ def test_a_ref_file_of_your_own_in_utf8_is_read_as_utf8(tmp_path: Path) -> None:
     assert load_choi(sjis, encoding="shift_jis")[0].document.text == sd.document.text
 
 
+def test_a_choi_file_not_named_ref_is_said_to_be_one(tmp_path: Path) -> None:
+    """``eval --segments choi1.txt`` said ``bad JSON: Expecting value`` of a Choi file named ``.txt``: it says
+    what the file is and how to give it."""
+    plain = _write(
+        tmp_path / "choi1.txt", "==========\none sentence .\n==========\nanother one .\n==========\n"
+    )
+    _error(plain, None, "Choi's format\\): name the file .ref", lambda: load_segments_jsonl(plain))
+    broken = _write(tmp_path / "broken.jsonl", '{"id": "a", "segments": ["x"]}\n{nope\n')
+    _error(broken, 2, "bad JSON", lambda: load_segments_jsonl(broken))  # any other bad line: as before
+
+
 def test_choi_errors(tmp_path: Path) -> None:
     _error(tmp_path / "nothing", None, "no such file", lambda: load_choi(tmp_path / "nothing"))
     (tmp_path / "empty").mkdir()

@@ -681,7 +681,17 @@ def load_segments_jsonl(path: PathLike) -> list[SegmentedDocument]:
     p = Path(path)
     out: list[SegmentedDocument] = []
     seen: dict[str, int] = {}
-    for lineno, row in _jsonl_objects(p):
+    try:
+        rows = list(_jsonl_objects(p))
+    except DatasetError as exc:
+        if exc.line is not None and _looks_like_choi(p):
+            raise DatasetError(
+                p,
+                f"not JSON lines but one sentence a line between {_CHOI_SEPARATOR} lines (Choi's format): "
+                "name the file .ref, or give the folder that holds it",
+            ) from None
+        raise
+    for lineno, row in rows:
         doc_id = (
             str(_field(row, "id", (str, int), p, lineno))
             if row.get("id") is not None
@@ -709,6 +719,14 @@ def load_segments_jsonl(path: PathLike) -> list[SegmentedDocument]:
             p, 'no documents in this file (one JSON object a line: {"id": ..., "segments": [...]})'
         )
     return out
+
+
+def _looks_like_choi(path: Path) -> bool:
+    """Whether a file holds a line that is Choi's segment separator (and so is no JSONL file)."""
+    try:
+        return any(line.strip() == _CHOI_SEPARATOR for line in _read_choi(path, None).split("\n"))
+    except DatasetError:
+        return False
 
 
 def _choi_files(p: Path) -> list[tuple[Path, str]]:
