@@ -496,6 +496,26 @@ def test_metadata_in_budget_bounds_what_the_embedding_reads() -> None:
     assert KiremeNodeParser.from_dict(parser.to_dict()).metadata_in_budget is True
 
 
+def test_metadata_in_budget_fits_at_every_size_where_a_smaller_one_fits() -> None:
+    """At 120 tokens the parser gave up (``could not fit the nodes``) where 100 and 130 worked: a node cut
+    at a sentence end was shorter than its limit, and the limit came down by the overflow from the last
+    limit, not from the node's own size, so eight tries changed nothing."""
+    from kireme.length import Tokens
+
+    text = ALLOWANCE.read_text(encoding="utf-8")
+    doc = Document(
+        text=text, metadata={"file_path": "規程/出張旅費規程.md", "dept": "総務部 / General Affairs"}
+    )
+    tokens = Tokens()
+    for max_size in range(90, 170, 10):
+        parser = KiremeNodeParser("recursive", max_size=max_size, unit="tokens", metadata_in_budget=True)
+        nodes = text_nodes(parser.get_nodes_from_documents([doc]))
+        assert all(tokens(n.get_content(metadata_mode=MetadataMode.EMBED)) <= max_size for n in nodes), (
+            max_size
+        )
+        assert_exact(text, nodes)
+
+
 def test_to_json_of_a_parser_with_a_function_option_names_it() -> None:
     """It was a bare ``TypeError: Object of type function is not JSON serializable``."""
     with pytest.raises(ConfigError, match="option\\(s\\) unit hold Python objects"):

@@ -228,7 +228,9 @@ class KiremeNodeParser(NodeParser):
             over = worst - limit
             if over <= 0 or worst_chunk is None:
                 return chunks
-            size = tighter.max_size - over
+            # the worst node's text may be shorter than the limit it was cut at (a cut at a sentence end): the
+            # limit that fits its metadata is its own size less what it is over, not the last limit less that
+            size = min(tighter.max_size, measure(worst_chunk.text)) - over
             if size < max(chunker.measure.min_max_size, limit // 8, 1):
                 metadata = worst - measure(worst_chunk.text)
                 raise ConfigError(
