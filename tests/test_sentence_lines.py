@@ -208,3 +208,19 @@ def test_in_the_lines_mode_a_short_line_is_a_sentence_not_a_heading(strategy: st
     )
     chunks = make_chunker(strategy, max_size=60, sentences="lines").chunk(text)
     assert [c.text for c in chunks] == [line for line in text.splitlines()]
+
+
+def test_the_semantic_strategy_in_the_lines_mode_cuts_between_lines() -> None:
+    """``-s semantic --sentences lines`` still read each short line as a heading: no line end could be a cut,
+    and whole lines that fit were cut at clauses (``電池は一回の`` | ``充電で十時間もちます``)."""
+    text = (
+        "今日は新しい製品の説明をします\nこの製品は軽くて持ち運びが簡単です\n電池は一回の充電で十時間もちます\n"
+        "次にお昼ご飯の話をします\n社員食堂のカレーが値上がりしました\n"
+    )
+    lines = text.splitlines()
+    for max_size in (20, 40, 60):
+        chunks = SemanticChunker(similarity="bigram", max_size=max_size, sentences="lines").chunk(text)
+        assert all(set(c.text.split("\n")) <= set(lines) for c in chunks), (
+            max_size,
+            [c.text for c in chunks],
+        )

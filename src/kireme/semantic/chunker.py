@@ -31,6 +31,7 @@ from kireme.semantic.backends import make_backend, similarity_name, validate_sim
 from kireme.semantic.segment import kernel_segment
 from kireme.semantic.thresholds import Threshold
 from kireme.semantic.units import DEFAULT_MAX_UNIT_CHARS, semantic_units
+from kireme.text.headings import prose_headings
 
 
 @dataclass(frozen=True)
@@ -401,7 +402,9 @@ class SemanticChunker(Chunker):
             min_size=self.min_size,
             overlap=self.overlap,
             merge=False,
-            keep_headings=True,
+            # a line of a one-sentence-a-line text is a sentence, no heading (`prose_headings`): as one, it
+            # kept every line end from being a cut, and whole lines that fit were cut at clauses and words
+            keep_headings=prose_headings(doc.format, self.sentences),
             gap_cost=lambda pos: by_position.get(pos, 1.0),
             **self.packing_options(),
         )
