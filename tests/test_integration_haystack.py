@@ -476,3 +476,15 @@ def test_the_same_text_under_other_metadata_gets_other_chunk_ids() -> None:
     tokyo, osaka = ids("東京店", "大阪店")
     assert tokyo != osaka
     assert ids("東京店") == [tokyo]
+
+
+def test_settings_changed_after_the_splitter_was_made_are_the_ones_it_cuts_with() -> None:
+    """``splitter.options = {"max_size": 40}`` was ignored (the chunker was made once), while the saved
+    pipeline said 40: the same pipeline cut differently after ``dumps``/``loads``."""
+    text = ALLOWANCE.read_text(encoding="utf-8")
+    splitter = KiremeDocumentSplitter("recursive", max_size=400)
+    splitter.strategy, splitter.options = "paragraph", {"max_size": 40}
+    changed = splitter.run([Document(content=text)])["documents"]
+    fresh = KiremeDocumentSplitter("paragraph", max_size=40).run([Document(content=text)])["documents"]
+    assert [d.content for d in changed] == [d.content for d in fresh] and len(fresh) > 2
+    assert_exact(text, changed)

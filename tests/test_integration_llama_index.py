@@ -573,3 +573,18 @@ def test_the_same_text_under_other_metadata_gets_other_chunk_ids() -> None:
     tokyo, osaka = ids("東京店", "大阪店")
     assert tokyo != osaka
     assert ids("東京店") == [tokyo]  # the same document on another run: the same id
+
+
+def test_options_changed_after_the_parser_was_made_are_the_ones_it_cuts_with() -> None:
+    """``parser.options = {"max_size": 40}`` was ignored (the chunker was made once) while ``to_dict`` said
+    40: an ingestion cache keyed on it stored 400-character nodes under the key of 40-character ones."""
+    text = ALLOWANCE.read_text(encoding="utf-8")
+    parser = KiremeNodeParser("recursive", max_size=400)
+    parser.options = {"max_size": 40}
+    changed = text_nodes(parser.get_nodes_from_documents([Document(text=text)]))
+    fresh = text_nodes(
+        KiremeNodeParser("recursive", max_size=40).get_nodes_from_documents([Document(text=text)])
+    )
+    assert [n.text for n in changed] == [n.text for n in fresh] and len(fresh) > 2
+    assert parser.to_dict()["options"] == {"max_size": 40}
+    assert_exact(text, changed)

@@ -207,6 +207,17 @@ class Splitting:
         object.__setattr__(self, "options", kireme_options(self.options))
         object.__setattr__(self, "chunker", make_chunker(self.strategy, **self.options))
 
+    def following(self, strategy: str, options: Mapping[str, Any], format: str | None) -> Splitting:
+        """This splitting, or a new one where an adapter's public fields say otherwise now: a framework
+        object's settings may be changed after it is made (``parser.options = {...}``, as
+        LlamaIndex's own ``splitter.chunk_size = 60``), and its serialization and an ingestion cache keyed on
+        it already say the new ones — the chunks must too."""
+        if (strategy, format) == (self.strategy, self.format) and dict(kireme_options(options)) == dict(
+            self.options
+        ):
+            return self
+        return Splitting(strategy, options, format)
+
     def document(
         self, text: str, metadata: Mapping[str, Any] | None = None, given_id: str | None = None
     ) -> Document:

@@ -120,6 +120,12 @@ class KiremeDocumentSplitter:
         self.format = format
         self.options = dict(self._splitting.options)
 
+    def _settled(self) -> Splitting:
+        """The splitting the attributes say now (changed after the component was made, as a pipeline's
+        saved form already says: `Splitting.following`)."""
+        self._splitting = self._splitting.following(self.strategy, self.options, self.format)
+        return self._splitting
+
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document]) -> dict[str, list[Document]]:
         """One document per chunk of each input document (none for an empty one).
@@ -133,7 +139,7 @@ class KiremeDocumentSplitter:
         for doc in documents:
             if doc.content is None:
                 raise TypeError(f"document {doc.id} has no text content (content is None): convert it first")
-            _, chunks = self._splitting.chunks(doc.content, doc.meta)
+            _, chunks = self._settled().chunks(doc.content, doc.meta)
             out.extend(self._documents(doc, chunks))
         return {"documents": out}
 
@@ -155,7 +161,7 @@ class KiremeDocumentSplitter:
             add_metadata(meta, chunk_metadata(chunk))  # the input's own keys stay its own
             meta.pop(REGIONS_KEY, None)  # read into the chunks' page_number: not copied to each
             made.append(Document(content=content_of(chunk, self.content), meta=copy.deepcopy(meta)))
-        if self._splitting.chunker.overlap and self.content == "text":
+        if self._settled().chunker.overlap and self.content == "text":
             _add_overlaps(made, chunks)
         return made
 

@@ -183,6 +183,11 @@ class KiremeNodeParser(NodeParser):
         super().__init__(**fields)
         self._splitting = splitting
 
+    def _settled(self) -> Splitting:
+        """The splitting the fields say now (changed after the parser was made: `Splitting.following`)."""
+        self._splitting = self._splitting.following(self.strategy, self.options, self.format)
+        return self._splitting
+
     @classmethod
     def class_name(cls) -> str:
         """The name LlamaIndex serializes this parser under."""
@@ -201,7 +206,7 @@ class KiremeNodeParser(NodeParser):
         out: list[BaseNode] = []
         for node in get_tqdm_iterable(nodes, show_progress, "Parsing nodes"):
             text = node.get_content(metadata_mode=MetadataMode.NONE)
-            doc, chunks = self._splitting.chunks(text, node.metadata)
+            doc, chunks = self._settled().chunks(text, node.metadata)
             if self.include_metadata and self.metadata_in_budget:
                 chunks = self._with_metadata_in_budget(node, doc, chunks)
             built = build_nodes_from_splits([c.text for c in chunks], node, id_func=self.id_func)
@@ -219,7 +224,7 @@ class KiremeNodeParser(NodeParser):
         LlamaIndex puts in front of it (the document's, and kireme's heading path and title; for the
         embedding and for the LLM alike) is within ``max_size`` — what LlamaIndex's SentenceSplitter
         does with a document's metadata. A `ConfigError` when the metadata alone takes the budget."""
-        chunker = self._splitting.chunker
+        chunker = self._settled().chunker
         limit, measure = chunker.max_size, chunker.measure
         tighter = chunker
         for _ in range(8):
