@@ -671,3 +671,18 @@ def test_chunks_go_in_sets_and_dict_keys_by_their_id() -> None:
     again = make_chunker("sentence", max_size=14).chunk(text)
     assert len(first) == 2 and set(first) == set(again) and len({*first, *again}) == 2
     assert {c: c.text for c in first}[again[1]] == "日当は三千円とする。"
+
+
+@pytest.mark.parametrize("max_size", [55, 60, 68, 69, 80])
+def test_a_code_block_that_fits_is_not_cut_to_keep_its_heading_with_it(max_size: int) -> None:
+    """``recursive`` on Markdown kept a heading with the start of the code block under it when the two did
+    not fit together: the block was cut inside a line (``"a": "Leave at the`` | ``front desk."``) or inside
+    its closing fence (`````` ` `````` | ``````` `` ```````), though it fit a chunk alone. The heading goes alone
+    then, as it does before a table row that fits."""
+    block = '```json\n{\n  "a": "Leave at the front desk."\n}\n```'
+    text = f"# T\n\nSome text here.\n\n### Example request\n\n{block}\n\n### Next\n\nMore text.\n"
+    doc = Document(text, id="api.md", metadata={"format": "markdown"})
+    chunker = make_chunker("recursive", max_size=max_size)
+    chunks = chunker.chunk(doc)
+    assert any(block in c.text for c in chunks), [c.text for c in chunks]
+    check_invariants(doc, chunks, max_size=max_size, chunker=chunker)

@@ -375,6 +375,10 @@ class _Packer:
         first_end = parts[0][1]
         if est(head, first_end) > budget:  # the body starts with something indivisible
             return self.split_and_absorb(bounds, i, h, j, budget, out)
+        if _fenced_block_that_fits(text, body_start, bounds[h + 1], first_end, est, budget):
+            # a code block that fits a chunk but not with the headings before it: the headings go alone
+            # rather than cut a line of it, or its closing fence (``"a": "Leave at the`` | ``front desk."``)
+            return self.split_and_absorb(bounds, i, h, j, budget, out)
         if _inside_table_row(text, first_end):
             row_start = text.rfind("\n", 0, first_end) + 1
             row_end = text.find("\n", first_end)
@@ -887,6 +891,21 @@ _KINSOKU_STEPS = 4  # how far (in clusters) a fallback cut moves back for it
 
 
 _WORD_REACH = 24  # how far back a fallback cut inside a run of ASCII letters and digits looks for its edge
+
+
+_FENCE_START = re.compile(r"[ \t]{0,3}(?:`{3,}|~{3,})")
+
+
+def _fenced_block_that_fits(
+    text: str, start: int, end: int, cut: int, size: Callable[[int, int], int], budget: int
+) -> bool:
+    """Whether the piece ``[start, end)`` after a heading opens with a code fence, fits ``budget`` alone
+    (without its trailing whitespace), and ``cut`` falls inside one of its lines."""
+    if at_line_edge(text, cut) or not _FENCE_START.match(text, start):
+        return False
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return size(start, end) <= budget
 
 
 def _inside_table_row(text: str, pos: int) -> bool:
