@@ -983,3 +983,65 @@ def test_prune_keeps_the_files_another_strategys_run_indexed(tmp_path: Path) -> 
     (folder / "stock.json").unlink()  # gone: pruned, by either run
     pruned = kireme(*base, "--prune", env=env)
     assert json.loads(pruned.stdout)["removed"] == 1
+
+
+def test_prune_forgets_a_file_a_folder_replaced_and_keeps_what_lies_outside_the_paths_given(
+    tmp_path: Path,
+) -> None:
+    """A file replaced by a folder of its name kept its chunks for ever (``exists()`` is true of a folder):
+    no warning, ``--prune`` removed nothing. And ``kireme index sub/ --prune`` removed a document whose file
+    was gone from another folder of the index — a folder not there this once (a drive not mounted) is not
+    that run's to forget."""
+    env = clean_env(tmp_path)
+    notes = tmp_path / "notes"
+    (notes / "sub").mkdir(parents=True)
+    (notes / "rules.md").write_text("# 規程\n\n宿泊費の上限は一万二千円とする。\n", encoding="utf-8")
+    (notes / "sub" / "a.txt").write_text("ツチブタの記録は三月に始まった。\n", encoding="utf-8")
+    (notes / "other.txt").write_text("会議室の予約は前日までに行う。\n", encoding="utf-8")
+    db = str(tmp_path / "db")
+    assert kireme("index", str(notes), "--db", db, "--embedder", "hash", env=env).returncode == 0
+    (notes / "rules.md").unlink()
+    (notes / "rules.md").mkdir()
+    (notes / "rules.md" / "inner.md").write_text("# 内側\n\n本文。\n", encoding="utf-8")
+    warned = kireme("index", str(notes), "--db", db, "--embedder", "hash", env=env)
+    assert "rules.md" in warned.stderr and "--prune" in warned.stderr, warned.stderr
+    (notes / "other.txt").unlink()  # gone from notes/, which the next run does not name
+    pruned = kireme(
+        "index",
+        str(notes / "sub"),
+        str(notes / "rules.md"),
+        "--db",
+        db,
+        "--embedder",
+        "hash",
+        "--prune",
+        "--format",
+        "json",
+        env=env,
+    )
+    assert pruned.returncode == 0, pruned.stderr
+    assert json.loads(pruned.stdout)["removed"] == 1  # the file the folder replaced, not other.txt
+    found = kireme("search", "宿泊費の上限", "--db", db, "--mode", "bm25", "--format", "jsonl", env=env)
+    assert "一万二千円" not in found.stdout
+    kept = kireme("search", "会議室の予約", "--db", db, "--mode", "bm25", "--format", "jsonl", env=env)
+    assert "前日まで" in kept.stdout
+
+
+def test_an_empty_keyword_cache_file_is_damage_check_reports_and_repairs(tmp_path: Path) -> None:
+    """An empty ``.npy`` file of the BM25 cache made ``kireme check`` print only ``Aborted!`` (numpy's
+    EOFError, which click reads as an abort), and search blamed the vector store."""
+    env = clean_env(tmp_path)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.txt").write_text("出張の日当は三千円とする。\n", encoding="utf-8")
+    db = tmp_path / "db"
+    assert kireme("index", str(folder), "--db", str(db), "--embedder", "hash", env=env).returncode == 0
+    assert kireme("search", "日当", "--db", str(db), "--mode", "bm25", env=env).returncode == 0
+    (db / "bm25" / "data.csc.index.npy").write_bytes(b"")
+    checked = kireme("check", "--db", str(db), env=env)
+    assert "Aborted" not in checked.stderr and "bm25" in checked.stdout + checked.stderr
+    assert "damaged" in checked.stdout + checked.stderr
+    repaired = kireme("check", "--db", str(db), "--repair", env=env)
+    assert repaired.returncode == 0, repaired.stderr
+    found = kireme("search", "日当", "--db", str(db), "--mode", "bm25", "--format", "jsonl", env=env)
+    assert found.returncode == 0 and "三千円" in found.stdout

@@ -149,8 +149,8 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--prune",
     is_flag=True,
-    help="Remove documents whose file was deleted (or is no longer under PATH); files still there that "
-    "another run indexed (--strategy code, json) are kept.",
+    help="Remove documents under PATH whose file was deleted (or is no longer under PATH); files still there "
+    "that another run indexed (--strategy code, json) are kept, and so are files gone from folders not given.",
 )
 @click.option("--fail-fast", is_flag=True, help="Stop at the first file that cannot be indexed.")
 @click.option(

@@ -700,28 +700,32 @@ class Ingestor:
             if doc_id in self._seen:
                 continue
             path = Path(doc_id)
-            if not path.exists() and any(_under(path.resolve(), d) for d in dirs):
+            if _gone(path) and any(_under(path.resolve(), d) for d in dirs):
                 out.append(doc_id)
         return out
 
     def prune(self, roots: Sequence[Path]) -> list[str]:
-        """Remove documents not seen in this run whose file is gone, or that name, under one of ``roots``,
-        a file this run read under another spelling of its path (``docs/a.md`` and ``./docs/a.md``).
+        """Remove documents not seen in this run, under one of ``roots`` (the paths given), whose file is
+        gone (a folder of its name is no file), or that name a file this run read under another spelling of
+        its path (``docs/a.md`` and ``./docs/a.md``). A document whose file is gone elsewhere is kept: a
+        folder not there this once (a drive not mounted) is not this run's to forget.
 
         A file still there that this run did not read is kept: another strategy's files (source code
         indexed with ``--strategy code`` in a run of its own, Markdown by the default run) share an index,
         and each run's walk reads only its own kinds of file."""
         self.flush()
         dirs = [r.resolve() for r in roots if r.is_dir()]
+        given = [r.resolve() for r in roots]  # a path gone (a folder deleted) still names what it held
         unseen = [doc_id for doc_id in sorted(self.entries) if doc_id not in self._seen]
         read_here = {_resolved(doc_id) for doc_id in self._seen} if unseen else set()
         gone = []
         for doc_id in unseen:
             path = Path(doc_id)
-            if not path.exists():
-                gone.append(doc_id)
-                continue
             resolved = path.resolve()
+            if _gone(path):
+                if any(_under(resolved, r) for r in given):
+                    gone.append(doc_id)
+                continue
             if resolved in read_here and any(_under(resolved, d) for d in dirs):
                 gone.append(doc_id)
         if gone:
@@ -767,6 +771,12 @@ def _resolved(doc_id: str) -> Path | None:
         return Path(doc_id).resolve()
     except (OSError, RuntimeError, ValueError):
         return None
+
+
+def _gone(path: Path) -> bool:
+    """Whether a document's file is no longer there: no file at its path (a folder now standing there, of
+    the same name, is no file)."""
+    return not path.is_file()
 
 
 def _under(path: Path, directory: Path) -> bool:

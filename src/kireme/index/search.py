@@ -498,7 +498,14 @@ def read_keyword_cache(folder: Path, generation: str, state: str) -> tuple[str, 
         # an index of no chunks is built over one placeholder document (`build_keyword_index`)
         if int(model.scores.get("num_docs", len(ids))) != (len(ids) or 1):
             return "damaged", None
-    except (OSError, ValueError, KeyError, IndexError, TypeError):  # rebuilt, never fatal
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        IndexError,
+        TypeError,
+        EOFError,
+    ):  # rebuilt, never fatal (an empty .npy file: EOFError)
         return "damaged", None
     return "current", (model, ids)
 
