@@ -445,3 +445,16 @@ def test_kill_9_at_20_seeded_moments_then_a_completing_run_equals_a_clean_build(
         assert answers(db) == clean_answers, trial
         assert check_index(db).healthy, trial
     assert sum(landed) >= 15, landed  # most kills interrupted a run (a few may come after it finished)
+
+
+def test_no_path_into_the_rust_standard_library_is_shown() -> None:
+    """A truncated data file gave ``… failed to fill whole buffer, /rustc/<hash>/library/core/src/ops/
+    function.rs:250:5``: only paths under ``.cargo/registry`` were left out."""
+    from kireme.errors import unreadable
+
+    exc = OSError(
+        "failed to fill whole buffer, /rustc/90b35a6239c3d8bdabc530a6a0816f7ff89a0aaf/library/core/src/ops/"
+        "function.rs:250:5"
+    )
+    said = str(unreadable(exc, "db/lancedb", "db"))
+    assert "failed to fill whole buffer" in said and "/rustc/" not in said and ".rs:" not in said

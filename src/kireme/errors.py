@@ -356,4 +356,4 @@ def unreadable(exc: Exception, what: str | os.PathLike[str], db: str | os.PathLi
 
 
 # ", /root/.cargo/registry/src/…/lance-io-13.0.0/src/local.rs:273:40" at the end of a LanceDB error
-_RUST_SOURCE = re.compile(r",?\s*\S*/\.cargo/registry/\S+\.rs:\d+(?::\d+)?")
+_RUST_SOURCE = re.compile(r",?\s*\S*/(?:\.cargo/registry|rustc/[0-9a-f]+)/\S+\.rs:\d+(?::\d+)?")
