@@ -686,3 +686,16 @@ def test_a_code_block_that_fits_is_not_cut_to_keep_its_heading_with_it(max_size:
     chunks = chunker.chunk(doc)
     assert any(block in c.text for c in chunks), [c.text for c in chunks]
     check_invariants(doc, chunks, max_size=max_size, chunker=chunker)
+
+
+def test_a_piece_under_min_size_joins_a_neighbour_it_fits_with_exactly_in_tokens() -> None:
+    """In tokens a piece under ``min_size`` stayed alone when the estimate of it joined to its neighbour was
+    over the limit by a token or two, though the exact count fit (``、`` alone, then ``葛󠄀が```…``: 10 of 10)."""
+    from kireme.length import Tokens
+
+    text = "、葛\U000e0100が```\ncode\n```\n）カタカナ）あ❤️ ？"
+    chunker = make_chunker("recursive", max_size=10, min_size=2, unit="tokens")
+    chunks = chunker.chunk(text)
+    assert chunks[0].text.startswith("、葛") and chunks[0].size <= 10
+    assert all(c.size == Tokens()(c.text) for c in chunks)
+    check_invariants(text, chunks, max_size=10, chunker=chunker)

@@ -501,7 +501,7 @@ class _Packer:
                 options.append((self._merge_preference(spans[i - 1][0], a, b), i - 1))
             if i + 1 < len(spans):
                 options.append((self._merge_preference(a, spans[i + 1][0], spans[i + 1][1]), i))
-            options = [o for o in options if est(spans[o[1]][0], spans[o[1] + 1][1]) <= self.budget]
+            options = [o for o in options if self._fits(spans[o[1]][0], spans[o[1] + 1][1])]
             if not options:
                 i += 1
                 continue
@@ -509,6 +509,15 @@ class _Packer:
             spans[left : left + 2] = [(spans[left][0], spans[left + 1][1])]
             i = max(left, 0)
         return spans
+
+    def _fits(self, start: int, end: int) -> bool:
+        """Whether ``[start, end)`` fits the budget: by its estimate, and where an estimate says no (in tokens
+        it may be over by a few near the limit), measured exactly — a one-token piece beside one it fits with
+        stayed alone under ``min_size``."""
+        sizer = self.sizer
+        if sizer.estimate(start, end) <= self.budget:
+            return True
+        return not sizer.exact_estimates and sizer.exact([(start, end)])[0] <= self.budget
 
     def _merge_preference(self, start: int, gap: int, end: int) -> float:
         """Lower is better: the distance across the gap when known (semantic), else the merged size."""
