@@ -155,17 +155,22 @@ def _read_text(path: Path, encoding: str = "utf-8-sig", newline: str | None = No
         raise DatasetError(path, exc.strerror or str(exc)) from None
 
 
+def _read_bytes(path: Path) -> bytes:
+    """The whole file, or a `DatasetError` saying why not."""
+    _check_file(path)
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise DatasetError(path, exc.strerror or str(exc)) from None
+
+
 def _read_detected(path: Path) -> str:
     """A file you wrote (questions): UTF-8, or whichever encoding `kireme.load.encoding.decode` finds —
     a questions file saved from Excel or Notepad in Shift_JIS is read as the documents are."""
     from kireme.errors import DecodeError
     from kireme.load.encoding import decode
 
-    _check_file(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DatasetError(path, exc.strerror or str(exc)) from None
+    data = _read_bytes(path)
     try:
         return decode(data).text
     except DecodeError as exc:
@@ -752,11 +757,7 @@ def _read_choi(path: Path, encoding: str | None) -> str:
     where it is not valid UTF-8 (Choi's files: ASCII with a few latin-1 bytes)."""
     if encoding is not None:
         return _read_text(path, encoding=encoding)
-    _check_file(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DatasetError(path, exc.strerror or str(exc)) from None
+    data = _read_bytes(path)
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
