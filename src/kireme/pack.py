@@ -912,9 +912,7 @@ def _fenced_block_that_fits(
     (without its trailing whitespace), and ``cut`` falls inside one of its lines."""
     if at_line_edge(text, cut) or not _FENCE_START.match(text, start):
         return False
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return size(start, end) <= budget
+    return size(start, _back_space(text, start, end)) <= budget
 
 
 def _inside_table_row(text: str, pos: int) -> bool:

@@ -136,10 +136,11 @@ class KiremeDocumentSplitter:
         if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
             raise TypeError("KiremeDocumentSplitter expects a list of Haystack Documents")
         out: list[Document] = []
+        splitting = self._settled()  # once a run: `_documents` reads it too
         for doc in documents:
             if doc.content is None:
                 raise TypeError(f"document {doc.id} has no text content (content is None): convert it first")
-            _, chunks = self._settled().chunks(doc.content, doc.meta)
+            _, chunks = splitting.chunks(doc.content, doc.meta)
             out.extend(self._documents(doc, chunks))
         return {"documents": out}
 
@@ -161,7 +162,7 @@ class KiremeDocumentSplitter:
             add_metadata(meta, chunk_metadata(chunk))  # the input's own keys stay its own
             meta.pop(REGIONS_KEY, None)  # read into the chunks' page_number: not copied to each
             made.append(Document(content=content_of(chunk, self.content), meta=copy.deepcopy(meta)))
-        if self._settled().chunker.overlap and self.content == "text":
+        if self._splitting.chunker.overlap and self.content == "text":
             _add_overlaps(made, chunks)
         return made
 

@@ -204,9 +204,10 @@ class KiremeNodeParser(NodeParser):
     ) -> list[BaseNode]:
         """One ``TextNode`` per kireme chunk of each input node, with exact offsets and kireme metadata."""
         out: list[BaseNode] = []
+        splitting = self._settled()  # once a call: `_with_metadata_in_budget` reads it too
         for node in get_tqdm_iterable(nodes, show_progress, "Parsing nodes"):
             text = node.get_content(metadata_mode=MetadataMode.NONE)
-            doc, chunks = self._settled().chunks(text, node.metadata)
+            doc, chunks = splitting.chunks(text, node.metadata)
             if self.include_metadata and self.metadata_in_budget:
                 chunks = self._with_metadata_in_budget(node, doc, chunks)
             built = build_nodes_from_splits([c.text for c in chunks], node, id_func=self.id_func)
@@ -224,7 +225,7 @@ class KiremeNodeParser(NodeParser):
         LlamaIndex puts in front of it (the document's, and kireme's heading path and title; for the
         embedding and for the LLM alike) is within ``max_size`` — what LlamaIndex's SentenceSplitter
         does with a document's metadata. A `ConfigError` when the metadata alone takes the budget."""
-        chunker = self._settled().chunker
+        chunker = self._splitting.chunker  # settled by `_parse_nodes`
         limit, measure = chunker.max_size, chunker.measure
         tighter = chunker
         for _ in range(8):

@@ -519,13 +519,14 @@ def code_outline(text: str, language: str) -> CodeOutline:
 # The last character of a line that opens a block whose body follows: ``else:``, ``def f(x):``, ``if (x) {``,
 # ``items = [``
 _BLOCK_OPENERS = frozenset(":{([")
+_BLANKS = " \t\r\n"  # what lies between a line and the cut after it (and the next line's text)
 
 
 def block_opener_test(outline: CodeOutline) -> Callable[[str, int], bool]:
-    """`opens_block` where the text after the cut starts no statement of a body nor a definition, and the
-    line before it is no definition's first line: there the cut is a good one whatever the line says (a
-    definition is packed whole or between the definitions inside it, its signature in the heading path,
-    its comments with its first line)."""
+    """The packer's test of a cut after a line that opens a block (`_opener_end`), where the text after the
+    cut starts no statement of a body nor a definition and the line is no definition's first line: there
+    the cut is a good one whatever the line says (a definition is packed whole or between the definitions
+    inside it, its signature in the heading path, its comments with its first line)."""
     text = outline.text
     good = set(outline.statements).union(*outline.depth_positions)
     heads: set[int] = set()  # where each definition's first line ends
@@ -538,30 +539,31 @@ def block_opener_test(outline: CodeOutline) -> Callable[[str, int], bool]:
 
     def test(text: str, pos: int) -> bool:
         after = pos
-        while after < len(text) and text[after] in " \t\r\n":
+        while after < len(text) and text[after] in _BLANKS:
             after += 1
-        if after in good or not opens_block(text, pos):
+        if after in good:
             return False
-        end = pos  # the line before the cut: where its last character stands, then where the line ends
-        while end > 0 and text[end - 1] in " \t\r\n":
-            end -= 1
-        line_end = text.find("\n", end - 1)
+        end = _opener_end(text, pos)
+        if end is None:
+            return False
+        line_end = text.find("\n", end - 1)  # where the opening line ends
         return (len(text) if line_end < 0 else line_end) not in heads
 
     return test
 
 
-def opens_block(text: str, pos: int) -> bool:
-    """Whether a cut at ``pos`` (at a line's start or end) leaves a line that opens a block at the end of a
-    chunk — ``else:`` with its ``raise`` in the next chunk. The packer moves such a cut before the line, so
-    the line goes with its body, as a heading goes with its text."""
+def _opener_end(text: str, pos: int) -> int | None:
+    """Where the line before a cut at ``pos`` (at a line's start or end) stops, after its last character,
+    when that line opens a block — ``else:`` with its ``raise`` in the next chunk; ``None`` when it does not,
+    or the cut falls inside a line. The packer moves such a cut before the line, so the line goes with its
+    body, as a heading goes with its text."""
     end = pos
-    while end > 0 and text[end - 1] in " \t\r\n":
+    while end > 0 and text[end - 1] in _BLANKS:
         end -= 1
     at_line_end = pos >= len(text) or text[pos] in "\r\n" or "\n" in text[end:pos]
     if end <= 0 or not at_line_end:
-        return False  # not at the end of a line: a cut inside one is a last resort, its own matter
-    return text[end - 1] in _BLOCK_OPENERS
+        return None  # not at the end of a line: a cut inside one is a last resort, its own matter
+    return end if text[end - 1] in _BLOCK_OPENERS else None
 
 
 @dataclass(frozen=True)

@@ -85,16 +85,17 @@ def row_values(table: Table, fill: bool, also: int | None = None) -> list[tuple[
     The "same as above" columns are a hierarchy (大分類, 中分類): a blank is filled only while no column to
     its left starts a new group in that row — under a new 大分類 a blank 中分類 is blank, not the last
     group's (``住宅,,家賃補助`` under ``,自家用車,ガソリン代`` is no 自家用車 allowance)."""
-    columns = fill_down_columns(table) if fill else set()
+    leading = fill_down_columns(table)
+    columns = set(leading) if fill else set()
     if also is not None:
         columns.add(also)
-    levels = columns | fill_down_columns(table)  # the columns whose new value starts a new group
+    levels = sorted(columns | leading)  # the columns whose new value starts a new group, left to right
     out: list[tuple[str, ...]] = []
     previous: tuple[str, ...] = ()
     for row in table.rows:
         cells = list(row.cells)
         new_group = False
-        for col in sorted(levels):
+        for col in levels:
             if col >= len(cells):
                 break
             if cells[col]:

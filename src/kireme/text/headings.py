@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 
 from kireme._native import native
+from kireme.text.markdown import MARKDOWN_FORMATS
 from kireme.text.marks import BULLETS, CLAUSE_MARKS, CLOSERS, FULL_STOPS, TERMINATORS
 from kireme.text.patterns import lazy_re, lazy_regex
 
@@ -171,8 +172,6 @@ def prose_headings(fmt: str, sentences: str) -> bool:
     marks: there ``the office moves in may this year`` is a sentence, and as a "heading" it took the start
     of the next line with it, cut in the middle though each line fit. Markdown's headings are parsed, and a
     PDF's hard-wrapped lines keep the heuristic for its titles."""
-    from kireme.text.markdown import MARKDOWN_FORMATS
-
     return sentences != "lines" or fmt in MARKDOWN_FORMATS or fmt == "pdf"
 
 
