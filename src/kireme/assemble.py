@@ -739,6 +739,7 @@ class _State:
         self.total = 0
         self.considered = 0
         self.gap = 0  # hits of one document at most this far apart are joined, the text between included
+        self._said: dict[tuple[str, int, int], str] = {}  # `_words` of the passages asked about
 
     def add_rank(self, unit: Ranked, rank: int) -> bool:
         """Record ``rank`` on the piece that holds ``unit`` whole; whether one does."""
@@ -755,9 +756,16 @@ class _State:
         """Whether a passage of another document holds ``unit``'s text word for word (whitespace aside):
         two copies of one file, or one rule in two manuals, would take the budget twice for nothing."""
         words = " ".join(unit.text.split())
-        return bool(words) and any(
-            p.doc_id != unit.doc_id and words in " ".join(self._text(p).split()) for p in self.pieces
-        )
+        return bool(words) and any(p.doc_id != unit.doc_id and words in self._words(p) for p in self.pieces)
+
+    def _words(self, p: _Piece) -> str:
+        """A passage's text with its whitespace runs as single spaces, made once per passage (every later
+        hit asks about each passage taken)."""
+        key = (p.doc_id, p.start, p.end)
+        words = self._said.get(key)
+        if words is None:
+            words = self._said[key] = " ".join(self._text(p).split())
+        return words
 
     def _piece_size(self, p: _Piece) -> int:
         return self.a.size(p.doc_id, p.headings, self._text(p), p.start if p.known else None)
