@@ -20,6 +20,8 @@ from kireme.semantic.segment import (
     LENGTH_SLOPE,
     LOCAL_WEIGHT,
     PENALTY_FACTOR,
+    SUBTOPIC_FLOOR,
+    SUBTOPIC_SHARE,
     Segmentation,
     _Costs,
     default_penalty,
@@ -85,7 +87,51 @@ def brute_force(
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("lengths", [[5, 12, 3, 20, 8], [40, 40], [3, 3, 3, 3, 3, 3], [7, 30, 4, 11]])
 def test_planted_change_points_are_recovered_exactly(lengths: list[int], seed: int) -> None:
-    assert kernel_segment(planted(lengths, seed=seed)).cuts == gold(lengths)
+    x = planted(lengths, seed=seed)
+    assert kernel_segment(x, subtopic=0).cuts == gold(lengths)
+    if (lengths, seed) != ([3, 3, 3, 3, 3, 3], 3):  # below: one of its cuts is barely worth its penalty
+        assert kernel_segment(x).cuts == gold(lengths)
+
+
+def test_a_weak_cut_beside_much_stronger_ones_is_a_sub_topic() -> None:
+    # six topics of three units: the search finds all five changes, but the one between the third and
+    # fourth gains 1.1 penalties where the cuts gain 2.2 on average — dropped as a sub-topic by default
+    x = planted([3, 3, 3, 3, 3, 3], seed=3)
+    every = kernel_segment(x, subtopic=0)
+    assert every.cuts == [2, 5, 8, 11, 14]
+    typical = np.mean([every.strength[i] for i in every.cuts])
+    assert every.strength[8] < SUBTOPIC_FLOOR and every.strength[8] < SUBTOPIC_SHARE * typical
+    assert all(every.strength[i] >= SUBTOPIC_SHARE * typical for i in (2, 5, 11, 14))
+    pruned = kernel_segment(x)
+    assert pruned.cuts == [2, 5, 11, 14]
+    # the strengths are those of the segmentation returned: the dropped gap is worth a cut again
+    assert all(pruned.strength[i] >= 1 for i in pruned.cuts) and pruned.strength[8] > 1
+
+
+def two_close_topics(closeness: float, seed: int) -> np.ndarray:
+    """Four topics of 12 units; the third is the second moved by ``closeness`` (a sub-topic of it when
+    small)."""
+    rng = np.random.default_rng(seed)
+    dim = 32
+    a, b, d = (rng.normal(size=dim) for _ in range(3))
+    centres = [a, b, b + closeness * rng.normal(size=dim), d]
+    rows = [c / np.linalg.norm(c) + 0.6 * rng.normal(size=(12, dim)) / np.sqrt(dim) for c in centres]
+    x = np.vstack(rows)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_a_sub_topic_cut_goes_but_not_one_worth_its_floor_or_needed_by_max_size() -> None:
+    close = two_close_topics(0.4, seed=2)
+    every = kernel_segment(close, subtopic=0)
+    assert every.cuts == [11, 23, 35]
+    assert every.strength[23] < SUBTOPIC_FLOOR < SUBTOPIC_SHARE * np.mean(every.strength[every.cuts])
+    assert kernel_segment(close).cuts == [11, 35]
+    # the two halves of the middle together would be 24 units: with max_size 20 the cut stays
+    assert kernel_segment(close, max_size=20).cuts == [11, 23, 35]
+    # a sub-topic that gains SUBTOPIC_FLOOR penalties or more is a topic of its own
+    apart = two_close_topics(0.5, seed=2)
+    assert kernel_segment(apart, subtopic=0).strength[23] >= SUBTOPIC_FLOOR
+    assert kernel_segment(apart).cuts == [11, 23, 35]
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -122,10 +168,13 @@ def test_the_search_is_the_exact_optimal_partition(seed: int) -> None:
     penalty = float(rng.uniform(0.02, 2.0))
     if len(x) < 2 * min_size:
         return
-    flat = kernel_segment(x, penalty=penalty, min_size=min_size, max_size=max_size, local=0).cuts
+    # the search alone (``subtopic=0``: no sub-topic cut dropped after it)
+    flat = kernel_segment(x, penalty=penalty, min_size=min_size, max_size=max_size, local=0, subtopic=0).cuts
     assert flat == brute_force(x, penalty, min_size, max_size)
     for local in (LOCAL_WEIGHT, 2.0):  # each gap's own penalty: the pruning must stay exact
-        got = kernel_segment(x, penalty=penalty, min_size=min_size, max_size=max_size, local=local).cuts
+        got = kernel_segment(
+            x, penalty=penalty, min_size=min_size, max_size=max_size, local=local, subtopic=0
+        ).cuts
         assert got == brute_force(x, penalty, min_size, max_size, local_weights(x, local))
 
 
