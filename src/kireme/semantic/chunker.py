@@ -29,7 +29,7 @@ from kireme.errors import ConfigError
 from kireme.pack import pack
 from kireme.semantic.backends import make_backend, similarity_name, validate_similarity
 from kireme.semantic.segment import kernel_segment
-from kireme.semantic.thresholds import Threshold
+from kireme.semantic.thresholds import Threshold, resolve_auto
 from kireme.semantic.units import DEFAULT_MAX_UNIT_CHARS, semantic_units
 from kireme.text.headings import prose_headings
 
@@ -92,8 +92,10 @@ class SemanticAnalysis:
         return float(self.level) if same else None
 
     def cuts_for(self, threshold: Threshold | str) -> list[int]:
-        """Gap indices another threshold rule would cut (for comparing rules on one document)."""
-        return topic_cuts(Threshold.parse(threshold), self.distances, self.vectors)[0]
+        """Gap indices another threshold rule would cut (for comparing rules on one document); plain
+        ``"auto"`` is ``auto:kcpd`` where the analysis has the sentence vectors, else ``auto:depth``."""
+        rule = resolve_auto(threshold, vectors=self.vectors is not None)
+        return topic_cuts(rule, self.distances, self.vectors)[0]
 
 
 def topic_cuts(rule: Threshold, distances: np.ndarray, vectors: np.ndarray | None) -> tuple[list[int], float]:
@@ -217,9 +219,9 @@ class SemanticChunker(Chunker):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "threshold", Threshold.parse(self.threshold))
         if isinstance(self.similarity, str):
             validate_similarity(self.similarity)
+        object.__setattr__(self, "threshold", self._resolved(self.threshold))
         if (
             self._rule.is_global
             and isinstance(self.similarity, (str, EmbedderSpec))
@@ -233,6 +235,13 @@ class SemanticChunker(Chunker):
         if self.max_unit_chars < 1:
             raise ConfigError("max_unit_chars must be positive")
         object.__setattr__(self, "_backend", None)
+
+    def _resolved(self, threshold: str | Threshold) -> Threshold:
+        """``threshold`` parsed; plain ``"auto"`` is the best rule this similarity allows: ``auto:kcpd``
+        where the sentence vectors come with the distances (an embedding similarity, ``window="mean"``),
+        ``auto:depth`` otherwise (bigram overlap has no vectors; ``window="joined"`` would embed every
+        sentence again for them). Measured: kcpd ahead of depth on every calibration set (README)."""
+        return resolve_auto(threshold, vectors=self.embeds and self.window == "mean")
 
     @property
     def _rule(self) -> Threshold:
@@ -348,8 +357,9 @@ class SemanticChunker(Chunker):
 
     def with_threshold(self, analysis: SemanticAnalysis, threshold: Threshold | str) -> SemanticAnalysis:
         """The same analysis cut by another threshold rule (no embedding again, except the unit vectors
-        ``auto:kcpd`` needs when the analysis has none: ``window="joined"``)."""
-        rule = Threshold.parse(threshold)
+        ``auto:kcpd`` needs when the analysis has none: ``window="joined"``); plain ``"auto"`` is this
+        chunker's (`threshold`'s default)."""
+        rule = self._resolved(threshold)
         vectors = analysis.vectors
         if rule.is_global and vectors is None:
             vectors = self._vectors(analysis.text, analysis.units, needed=True)

@@ -10,8 +10,8 @@
   centred ``numpy.gradient``, which peaks one gap *before* the change.)
 * ``absolute:D`` — cut where distance > D (1 − cosine similarity, or 1 − bigram overlap). ``D`` does not
   transfer between documents or models; use ``kireme inspect`` to choose it.
-* ``auto[:depth|otsu|gap]`` — chosen per document with no number. ``depth`` (the default, measured best
-  on Choi and joined JSQuAD/JaQuAD articles; see the README) scores every local maximum of the distance
+* ``auto[:depth|otsu|gap]`` — chosen per document with no number. ``depth`` (what ``Threshold("auto")``
+  means; the default of `SemanticChunker` where there are no sentence vectors, `resolve_auto`) scores every local maximum of the distance
   by its *depth* — how far the distance falls on both sides before rising again (TextTiling's depth
   score, Hearst 1997) — and cuts the peaks deeper than the mean peak depth, so a topic change is one
   cut, not three adjacent ones. ``otsu`` splits the distances into within-topic and between-topic
@@ -21,7 +21,8 @@
   vectors: penalised kernel change-point detection (`kireme.semantic.segment`), the penalty derived from
   the document (growing with its length beyond 80 units) and multiplied by ``SCALE`` (default 1; larger
   cuts less). It needs an embedding
-  similarity, so `SemanticChunker` applies it; `Threshold.cuts` refuses it.
+  similarity, so `SemanticChunker` applies it; `Threshold.cuts` refuses it. The plain ``auto`` of
+  `SemanticChunker` is this rule wherever the sentence vectors are at hand (`resolve_auto`).
 """
 
 from __future__ import annotations
@@ -151,6 +152,16 @@ class Threshold:
                 f"{self} segments the sentence vectors, not the distances: use SemanticChunker.analyze "
                 "or kireme.semantic.segment.kernel_segment"
             )
+
+
+def resolve_auto(spec: str | Threshold, *, vectors: bool) -> Threshold:
+    """``spec`` parsed; the plain ``"auto"`` is the best rule the analysis allows: ``auto:kcpd`` with the
+    sentence vectors (measured ahead of ``auto:depth`` on Choi and on joined and whole JSQuAD/JaQuAD
+    articles: README, Benchmarks), ``auto:depth`` without them. A `Threshold` object, and a rule named in
+    full (``auto:depth``), is kept as it is."""
+    if isinstance(spec, str) and spec.strip().lower() == "auto":
+        return Threshold("auto", "kcpd" if vectors else "depth")
+    return Threshold.parse(spec)
 
 
 def _penalty_scale(rule: str, text: str) -> str:
