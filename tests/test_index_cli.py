@@ -883,6 +883,26 @@ def test_prune_empties_the_index_of_a_folder_left_empty_and_of_a_path_gone(tmp_p
     assert typo.returncode == 2  # without --prune a missing path is still a usage error
 
 
+def test_a_path_given_that_is_not_found_is_counted_in_the_summary(tmp_path: Path) -> None:
+    env = clean_env(tmp_path)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.txt").write_text("出張の日当は三千円とする。\n", encoding="utf-8")
+    db = str(tmp_path / "idx")
+    run = kireme(
+        "index", str(folder), str(tmp_path / "nowhere.md"), "--db", db, "--embedder", "hash",
+        "--format", "json", env=env,
+    )  # fmt: skip
+    assert run.returncode == 3  # the rest is indexed; the summary no longer says all went well
+    assert "nowhere.md: no such file or directory" in run.stderr
+    assert "0 failed, 1 path(s) given not read (above);" in run.stderr
+    summary = json.loads(run.stdout)
+    assert summary["added"] == 1 and summary["failed"] == 0 and summary["paths_not_read"] == 1
+    again = kireme("index", str(folder), "--db", db, "--embedder", "hash", "--format", "json", env=env)
+    assert again.returncode == 0 and json.loads(again.stdout)["paths_not_read"] == 0
+    assert "not read" not in again.stderr
+
+
 def test_a_file_that_no_longer_reads_says_its_old_chunks_stay_searchable(tmp_path: Path) -> None:
     env = clean_env(tmp_path)
     folder = tmp_path / "docs"

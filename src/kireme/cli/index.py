@@ -79,8 +79,9 @@ Examples:
 Re-running on unchanged files embeds and writes nothing; a changed file's chunks are replaced; a run
 killed at any moment leaves the index at its last committed state and the next run finishes the work.
 Exit codes: 0 done; 1 the embedder failed (nothing after the last commit is kept); 2 usage error or
-index busy/mismatched; 3 some files failed (the rest is indexed); 4 the disk is full or read-only
-(nothing is damaged: what this run committed is kept; free space, or use a writable --db, and run again).
+index busy/mismatched; 3 some files failed or a path given was not found (the rest is indexed); 4 the
+disk is full or read-only (nothing is damaged: what this run committed is kept; free space, or use a
+writable --db, and run again).
 
 \b
 Contextual retrieval (--contextualize): a chat model writes 1-2 sentences situating each chunk in its
@@ -265,8 +266,9 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
     default="text",
     show_default=True,
     help="json: one summary object on stdout (documents, added, updated, removed, unchanged, failed, "
-    "chunks_written, texts_embedded; with --contextualize also contextualize: requests, cached, chars_sent, "
-    "chunks, documents_without_context, stopped).",
+    "chunks_written, texts_embedded, paths_not_read: paths given that named nothing to read; with "
+    "--contextualize also contextualize: requests, cached, chars_sent, chunks, documents_without_context, "
+    "stopped).",
 )
 def index_command(
     paths: tuple[str, ...],
@@ -554,11 +556,12 @@ def index_command(
             "paths each time (run with --prune, it removes what the other spelling added)",
             err=True,
         )
-    if fmt == "json":
-        click.echo(json.dumps(summary.to_dict(), ensure_ascii=False))
+    if fmt == "json":  # paths_not_read: paths given that named nothing to read (their errors above)
+        click.echo(json.dumps({**summary.to_dict(), "paths_not_read": failures.usage}, ensure_ascii=False))
+    not_read = f", {failures.usage} path(s) given not read (above)" if failures.usage else ""
     click.echo(
         f"{summary.documents} document(s): {summary.added} added, {summary.updated} updated, "
-        f"{summary.unchanged} unchanged, {summary.removed} removed, {summary.failed} failed; "
+        f"{summary.unchanged} unchanged, {summary.removed} removed, {summary.failed} failed{not_read}; "
         f"{summary.chunks_written} chunks written, {summary.texts_embedded} texts embedded → {db}",
         err=True,
     )
