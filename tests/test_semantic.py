@@ -165,6 +165,9 @@ def test_cached_embedder_deduplicates_and_sorts_batches_by_length() -> None:
         ("absolute", "needs a distance"),
         ("stddev:x", "needs a number"),
         ("auto:magic", "auto threshold rule"),
+        ("stddev:-1", "factor must be >= 0"),
+        ("interquartile:-0.5", "factor must be >= 0"),
+        ("absolute:-0.2", "cuts every gap"),
     ],
 )
 def test_bad_thresholds_say_what_to_write(spec: str, message: str) -> None:
@@ -172,6 +175,14 @@ def test_bad_thresholds_say_what_to_write(spec: str, message: str) -> None:
 
     with pytest.raises(ConfigError, match=message):
         Threshold.parse(spec)
+
+
+def test_zero_factors_and_distance_are_still_rules() -> None:
+    # the edges of what is allowed: 0 standard deviations (cut above the mean), Q3 itself, distance 0
+    d = np.array([0.1, 0.5, 0.2, 0.6])
+    assert Threshold.parse("stddev:0").cuts(d)[0] == [1, 3]
+    assert Threshold.parse("interquartile:0").cuts(d)[0] == [3]
+    assert Threshold.parse("absolute:0").cuts(d)[0] == [0, 1, 2, 3]
 
 
 def test_bad_similarity_specs_are_config_errors_before_any_model_loads() -> None:

@@ -80,6 +80,17 @@ class Threshold:
                 raise ConfigError(f"threshold {self.kind} needs a finite number, got {value}")
             if self.kind in ("percentile", "gradient") and not 0 <= value <= 100:
                 raise ConfigError(f"{self.kind} must be between 0 and 100, got {value}")
+            if value < 0 and self.kind in ("stddev", "interquartile"):  # below the mean / Q3: most gaps
+                raise ConfigError(
+                    f"{self.kind}:{value:g}: the factor must be >= 0 (cut where the distance is that many "
+                    f"{'standard deviations above the mean' if self.kind == 'stddev' else 'IQRs above Q3'}); "
+                    "for more cuts give a smaller one, e.g. 0.5"
+                )
+            if value < 0 and self.kind == "absolute":  # no distance is negative: every gap would be cut
+                raise ConfigError(
+                    f"absolute:{value:g}: a distance is >= 0 (1 - similarity), so this cuts every gap; "
+                    "read a level off `kireme inspect`, e.g. absolute:0.3"
+                )
         object.__setattr__(self, "value", value)
 
     def __str__(self) -> str:
