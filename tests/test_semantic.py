@@ -345,3 +345,17 @@ def test_the_default_threshold_leaves_no_sentence_alone() -> None:
     )
     chunks = SemanticChunker(similarity="bigram", max_size=2000, cache_dir=False).chunk(text)
     assert all(c.text.count(". ") >= 1 for c in chunks), [c.text for c in chunks]
+
+
+def test_a_topic_of_unpunctuated_lines_is_split_at_line_ends_not_inside_a_line() -> None:
+    # a stock list and a delivery table, no punctuation: each is one "sentence" of many lines; split to
+    # fit, every chunk must end at a line end (a row's last field, 在庫あり, stays on its row)
+    rows = [f"品番B-{i:03d} 白 アルミ 重さ{200 + i}グラム 在庫あり" for i in range(12)]
+    delivery = [f"配送{i} 大阪 翌々日 送料別 時間指定可" for i in range(10)]
+    text = "部品一覧\n" + "\n".join(rows) + "\n\n" + "\n".join(delivery) + "\n"
+    for similarity in ("bigram", KeywordEmbedder(TOPICS)):
+        chunks = SemanticChunker(similarity=similarity, max_size=120, cache_dir=False).chunk(text)
+        assert len(chunks) > 3
+        for c in chunks:
+            assert c.end == len(text.rstrip()) or text[c.end] == "\n", c.text
+            assert c.start == 0 or text[c.start - 1] == "\n", c.text
