@@ -16,9 +16,13 @@ from typing import Any, ClassVar
 
 from kireme._native import native
 from kireme.boundaries.levels import (
-    INSIDE_SENTENCE,
+    CLAUSE,
+    LINE,
     PARAGRAPH,
+    QUOTED_SENTENCE,
+    SCRIPT,
     SENTENCE,
+    WORD,
     Level,
     Outside,
     PositionLevel,
@@ -609,12 +613,14 @@ def levels_to_patterns(separators: Sequence[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class SentenceChunker(Chunker):
-    """Whole sentences packed up to ``max_size``; an over-long sentence is cut at clauses, then words."""
+    """Whole sentences packed up to ``max_size``; an over-long sentence is cut at its line breaks (a
+    table, a list, a transcript without punctuation is one "sentence" of many lines: a row stays whole),
+    then clauses, then words."""
 
     strategy: ClassVar[str] = "sentence"
 
     def levels(self) -> list[Level]:
-        return [SENTENCE, *INSIDE_SENTENCE]
+        return [SENTENCE, QUOTED_SENTENCE, CLAUSE, LINE, WORD, SCRIPT]
 
 
 _BOOL_FIELDS: dict[type, tuple[str, ...]] = {}
@@ -633,14 +639,15 @@ class ParagraphChunker(Chunker):
     """Whole paragraphs packed up to ``max_size`` (or one per chunk with ``merge=False``).
 
     Paragraphs are separated by blank lines, or by a line that starts a new item (``・``, ``1.``,
-    ``（1）``, ``第3条``, ``【…】``). Over-long paragraphs are cut between sentences.
+    ``（1）``, ``第3条``, ``【…】``). Over-long paragraphs are cut between sentences, then at line
+    breaks (unpunctuated lines: a table's rows, a list), then clauses and words.
     """
 
     merge_paragraphs: bool = True
     strategy: ClassVar[str] = "paragraph"
 
     def levels(self) -> list[Level]:
-        return [PARAGRAPH, SENTENCE, *INSIDE_SENTENCE]
+        return [PARAGRAPH, SENTENCE, QUOTED_SENTENCE, CLAUSE, LINE, WORD, SCRIPT]
 
     def merges(self) -> bool:
         return self.merge_paragraphs

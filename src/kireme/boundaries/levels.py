@@ -405,15 +405,18 @@ def with_sentences(levels: Sequence[Level], mode: str = "auto") -> list[Level]:
     """``levels`` for the sentence mode ``mode`` (`kireme.text.sentences.SENTENCE_MODES`).
 
     ``"auto"``: unchanged. ``"lines"``: every line break ends a sentence, so `LINE` goes in front of the
-    sentence level (unless a stronger level is `LINE` already); the punctuation rules stay behind it, to
-    cut a line longer than the limit.
+    sentence level (unless a stronger level is `LINE` already; a `LINE` below the sentence level, which
+    cuts a long sentence at its lines, moves up); the punctuation rules stay behind it, to cut a line
+    longer than the limit.
     """
     out = list(levels)
-    if check_sentence_mode(mode) == "auto" or LINE in out:
+    if check_sentence_mode(mode) == "auto":
         return out
     for i, level in enumerate(out):
+        if level == LINE:
+            return out
         if level == SENTENCE:
-            return [*out[:i], LINE, *out[i:]]
+            return [*out[:i], LINE, *(lv for lv in out[i:] if lv != LINE)]
     return out
 
 

@@ -399,11 +399,11 @@ class SemanticChunker(Chunker):
             _GapLevel(gaps, gap_distances, 0.25, "top quarter"),
             _GapLevel(gaps, gap_distances, 0.5, "top half"),
             _GapLevel(gaps, gap_distances, 1.0, "any unit gap"),
-            # inside a unit: its line breaks before its clauses and words (a unit of unpunctuated lines
-            # — a table, a list, a transcript — was cut inside a line, its last field in the next chunk)
-            LINE,
             QUOTED_SENTENCE,
             CLAUSE,
+            # inside a unit: its line breaks before its words (a unit of unpunctuated lines — a table, a
+            # list, a transcript — was cut inside a line, its last field in the next chunk)
+            LINE,
             WORD,
             SCRIPT,
         ]
