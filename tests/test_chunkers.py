@@ -699,3 +699,21 @@ def test_a_piece_under_min_size_joins_a_neighbour_it_fits_with_exactly_in_tokens
     assert chunks[0].text.startswith("、葛") and chunks[0].size <= 10
     assert all(c.size == Tokens()(c.text) for c in chunks)
     check_invariants(text, chunks, max_size=10, chunker=chunker)
+
+
+@pytest.mark.parametrize("strategy", ["sentence", "paragraph"])
+def test_a_sentence_of_unpunctuated_lines_is_cut_at_line_ends_not_inside_a_row(strategy: str) -> None:
+    """A price table and a stock list without punctuation are one "sentence" each to the sentence rules;
+    too long for a chunk, they were cut between words — a row's amount in the next chunk."""
+    rows = [f"| 支店{i} | 宿泊 | {9000 + 500 * i:,}円 | 朝食込み |" for i in range(8)]
+    stock = [f"品番C-{i:03d} 銀 鋼 重さ{300 + i}グラム 在庫あり" for i in range(8)]
+    text = "\n".join(rows) + "\n\n" + "\n".join(stock) + "\n"
+    ends = {i for i, ch in enumerate(text) if ch == "\n"} | {len(text.rstrip())}
+    for size in (60, 90, 130):
+        chunks = make_chunker(strategy, max_size=size).chunk(text)
+        assert len(chunks) > 2
+        assert all(c.end in ends for c in chunks), [c.text for c in chunks]
+    # a sentence with clauses is still cut at its clauses first (hard-wrapped prose)
+    prose = "出張の旅費は、往復の交通費と宿泊費を含み、\n日当は別に支給するが、\n領収書のない支出は認めない\n"
+    first = make_chunker(strategy, max_size=30).chunk(prose)[0]
+    assert first.text.endswith("、")

@@ -64,6 +64,10 @@ def test_with_sentences_puts_line_breaks_before_the_sentence_rules() -> None:
     assert with_sentences([SENTENCE, CLAUSE, WORD]) == [SENTENCE, CLAUSE, WORD]
     assert with_sentences([SENTENCE, CLAUSE, WORD], "lines") == [LINE, SENTENCE, CLAUSE, WORD]
     assert with_sentences([PARAGRAPH, SENTENCE, CLAUSE], "lines") == [PARAGRAPH, LINE, SENTENCE, CLAUSE]
+    # a LINE below the sentence rules (a long sentence cut at its lines) moves up, once
+    tail = [SENTENCE, CLAUSE, LINE, WORD]
+    assert with_sentences(tail) == tail
+    assert with_sentences(tail, "lines") == [LINE, SENTENCE, CLAUSE, WORD]
     # a preset that cuts at line breaks already is left alone; so is one without sentences
     assert with_sentences([PARAGRAPH, LINE, SENTENCE], "lines") == [PARAGRAPH, LINE, SENTENCE]
     assert with_sentences([CLAUSE, WORD], "lines") == [CLAUSE, WORD]
