@@ -883,12 +883,17 @@ def test_prune_empties_the_index_of_a_folder_left_empty_and_of_a_path_gone(tmp_p
     assert typo.returncode == 2  # without --prune a missing path is still a usage error
 
 
-def test_a_path_given_that_is_not_found_is_counted_in_the_summary(tmp_path: Path) -> None:
+def one_rule_folder(tmp_path: Path) -> tuple[dict[str, str], Path, str]:
+    """A clean environment, a folder ``docs`` of one short rule (``a.txt``) and an index path ``db``."""
     env = clean_env(tmp_path)
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "a.txt").write_text("出張の日当は三千円とする。\n", encoding="utf-8")
-    db = str(tmp_path / "idx")
+    return env, folder, str(tmp_path / "db")
+
+
+def test_a_path_given_that_is_not_found_is_counted_in_the_summary(tmp_path: Path) -> None:
+    env, folder, db = one_rule_folder(tmp_path)
     run = kireme(
         "index", str(folder), str(tmp_path / "nowhere.md"), "--db", db, "--embedder", "hash",
         "--format", "json", env=env,
@@ -904,11 +909,7 @@ def test_a_path_given_that_is_not_found_is_counted_in_the_summary(tmp_path: Path
 
 
 def test_a_file_that_no_longer_reads_says_its_old_chunks_stay_searchable(tmp_path: Path) -> None:
-    env = clean_env(tmp_path)
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "a.txt").write_text("出張の日当は三千円とする。\n", encoding="utf-8")
-    db = str(tmp_path / "db")
+    env, folder, db = one_rule_folder(tmp_path)
     assert kireme("index", str(folder), "--db", db, "--embedder", "hash", env=env).returncode == 0
     (folder / "a.txt").write_bytes(b"\x00\x01binary\x00" * 50)
     again = kireme("index", str(folder), "--db", db, "--embedder", "hash", "--prune", env=env)
