@@ -613,9 +613,9 @@ def levels_to_patterns(separators: Sequence[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class SentenceChunker(Chunker):
-    """Whole sentences packed up to ``max_size``; an over-long sentence is cut at its line breaks (a
-    table, a list, a transcript without punctuation is one "sentence" of many lines: a row stays whole),
-    then clauses, then words."""
+    """Whole sentences packed up to ``max_size``; an over-long sentence is cut at its clauses, then at its
+    line breaks (a table, a list, a transcript without punctuation is one "sentence" of many lines: a row
+    stays whole), then between words."""
 
     strategy: ClassVar[str] = "sentence"
 
@@ -639,8 +639,8 @@ class ParagraphChunker(Chunker):
     """Whole paragraphs packed up to ``max_size`` (or one per chunk with ``merge=False``).
 
     Paragraphs are separated by blank lines, or by a line that starts a new item (``・``, ``1.``,
-    ``（1）``, ``第3条``, ``【…】``). Over-long paragraphs are cut between sentences, then at line
-    breaks (unpunctuated lines: a table's rows, a list), then clauses and words.
+    ``（1）``, ``第3条``, ``【…】``). Over-long paragraphs are cut between sentences, then at clauses,
+    then at line breaks (unpunctuated lines: a table's rows, a list), then between words.
     """
 
     merge_paragraphs: bool = True

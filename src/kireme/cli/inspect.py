@@ -262,13 +262,12 @@ def _summary(
         f"\nthreshold {current}: {cuts} topic cuts ({level_text}) -> {chunks} chunk{'' if chunks == 1 else 's'} within the size limit"
     )
     auto_cuts, _, _, auto_shown = rules["auto:depth"]
-    if analysis.threshold.is_global and auto_shown is not None:  # no level of its own: one to tune from
-        out(
-            f"a distance level to tune from (auto:depth, chosen for this document): cut where distance > "
-            f"{auto_shown} (--threshold absolute:{auto_shown})"
-        )
-    elif analysis.threshold.is_global:
-        pass  # depth's cuts have no single level either: the table of other rules says what they do
+    if analysis.threshold.is_global:  # no level of its own: depth's, when it has one, to tune from
+        if auto_shown is not None:
+            out(
+                f"a distance level to tune from (auto:depth, chosen for this document): cut where "
+                f"distance > {auto_shown} (--threshold absolute:{auto_shown})"
+            )
     elif auto_shown is not None:
         out(
             f"suggested (auto:depth, chosen for this document): cut where distance > {auto_shown} "

@@ -240,7 +240,7 @@ class SemanticChunker(Chunker):
         """``threshold`` parsed; plain ``"auto"`` is the best rule this similarity allows: ``auto:kcpd``
         where the sentence vectors come with the distances (an embedding similarity, ``window="mean"``),
         ``auto:depth`` otherwise (bigram overlap has no vectors; ``window="joined"`` would embed every
-        sentence again for them). Measured: kcpd ahead of depth on every calibration set (README)."""
+        sentence again for them). Measured: kcpd ahead of depth on every calibration set (docs/benchmarks.md)."""
         return resolve_auto(threshold, vectors=self.embeds and self.window == "mean")
 
     @property

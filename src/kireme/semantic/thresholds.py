@@ -11,8 +11,8 @@
 * ``absolute:D`` — cut where distance > D (1 − cosine similarity, or 1 − bigram overlap). ``D`` does not
   transfer between documents or models; use ``kireme inspect`` to choose it.
 * ``auto[:depth|otsu|gap]`` — chosen per document with no number. ``depth`` (what ``Threshold("auto")``
-  means; the default of `SemanticChunker` where there are no sentence vectors, `resolve_auto`) scores every local maximum of the distance
-  by its *depth* — how far the distance falls on both sides before rising again (TextTiling's depth
+  means; the default of `SemanticChunker` where there are no sentence vectors, `resolve_auto`) scores
+  every local maximum of the distance by its *depth* — how far the distance falls on both sides before rising again (TextTiling's depth
   score, Hearst 1997) — and cuts the peaks deeper than the mean peak depth, so a topic change is one
   cut, not three adjacent ones. ``otsu`` splits the distances into within-topic and between-topic
   classes by maximising the between-class variance (Otsu 1979); ``gap`` cuts above the largest jump in
@@ -168,7 +168,7 @@ class Threshold:
 def resolve_auto(spec: str | Threshold, *, vectors: bool) -> Threshold:
     """``spec`` parsed; the plain ``"auto"`` is the best rule the analysis allows: ``auto:kcpd`` with the
     sentence vectors (measured ahead of ``auto:depth`` on Choi and on joined and whole JSQuAD/JaQuAD
-    articles: README, Benchmarks), ``auto:depth`` without them. A `Threshold` object, and a rule named in
+    articles: docs/benchmarks.md), ``auto:depth`` without them. A `Threshold` object, and a rule named in
     full (``auto:depth``), is kept as it is."""
     if isinstance(spec, str) and spec.strip().lower() == "auto":
         return Threshold("auto", "kcpd" if vectors else "depth")
