@@ -415,7 +415,8 @@ def test_broken_files_are_reported_and_skipped(tmp_path: Path) -> None:
     assert "b_壊れた.ipynb" in errors[0] and "d_バイナリ.md" in errors[1]
     summary = json.loads(result.stdout)
     assert set(summary) == {
-        "documents", "added", "updated", "removed", "unchanged", "failed", "chunks_written", "texts_embedded"
+        "documents", "added", "updated", "removed", "unchanged", "failed", "chunks_written", "texts_embedded",
+        "paths_not_read",
     }  # fmt: skip
     assert (summary["added"], summary["failed"]) == (3, 2)
     assert summary["documents"] == summary["added"] + summary["failed"]
