@@ -717,3 +717,38 @@ def test_a_sentence_of_unpunctuated_lines_is_cut_at_line_ends_not_inside_a_row(s
     prose = "出張の旅費は、往復の交通費と宿泊費を含み、\n日当は別に支給するが、\n領収書のない支出は認めない\n"
     first = make_chunker(strategy, max_size=30).chunk(prose)[0]
     assert first.text.endswith("、")
+
+
+SETUP_STEPS = """# Setup
+
+Follow these steps to prepare the project on a new machine before you run anything else.
+
+1. Create a virtual environment:
+
+   ```sh
+   python -m venv .venv
+   . .venv/bin/activate
+   ```
+
+2. Install the package with its test extras:
+
+   ```sh
+   pip install -e ".[test]"
+   ```
+
+3. Run the tests to check that everything works as expected on your machine.
+"""
+
+
+@pytest.mark.parametrize("size", [130, 150, 170])
+def test_a_lead_in_inside_a_larger_piece_opens_the_chunk_of_what_it_introduces(size: int) -> None:
+    """``1. Create a virtual environment:`` sat in one piece with the heading and paragraph above it; the
+    piece and the code block did not fit together, so the chunk ended with the lead-in and its code went
+    on alone, though the lead-in and the code fit a chunk (the C loop and Python alike)."""
+    doc = Document(SETUP_STEPS, metadata={"format": "markdown"})
+    chunks = make_chunker("recursive", max_size=size).chunk(doc)
+    check_invariants(doc, chunks, max_size=size, unit="chars")
+    texts = [c.text for c in chunks]
+    assert not any(t.rstrip().endswith(":") for t in texts), texts
+    assert any(t.startswith("1. Create a virtual environment:") and t.endswith("```") for t in texts), texts
+    assert texts[0].endswith("before you run anything else.")

@@ -824,6 +824,19 @@ def test_chunks_and_ids_are_the_same_either_way(strategy: str, fmt: str, text: s
         assert chunker.chunk(document) == expected
 
 
+def test_a_lead_in_moved_out_of_a_larger_piece_is_moved_alike_in_c() -> None:
+    # `merge_run` moves the bound itself (`_Packer.lead_in_moves_alone`) and goes on from it as Python does
+    from tests.test_chunkers import SETUP_STEPS
+
+    document = Document(SETUP_STEPS, metadata={"format": "markdown"})
+    for size in range(90, 260, 7):
+        chunker = make_chunker("recursive", max_size=size)
+        with scanner(c=False):
+            expected = chunker.chunk(document)
+        with scanner(c=True):
+            assert chunker.chunk(document) == expected, size
+
+
 # Documents that take every branch of building chunks: a title (context in embed_text), pages (regions in
 # metadata), Markdown (heading paths), and ids over names of any length (the id prefix crosses SHA-256's
 # 64-byte blocks at different places).

@@ -1267,7 +1267,17 @@ static PyObject *merge_run(PyObject *self, PyObject *args) {
                     while (to > from && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, to - 1))) to--;
                     int answer = answer_cut_inside(kind, data, end, from, to);
                     if (answer < 0) return NULL;
-                    if (!answer && to - from <= budget && budget < to - (first < line ? first : line)) break;
+                    if (!answer && to - from <= budget && budget < to - (first < line ? first : line)) {
+                        /* `_Packer.lead_in_moves_alone`: a lead-in line inside the piece before it, with text
+                         * before it, opens the next chunk when it fits with what it introduces */
+                        if (before < line && first < line && to - line <= budget) {
+                            PyObject *moved = PyLong_FromSsize_t(line);
+                            if (moved == NULL || PyList_SetItem(bounds, k, moved) < 0) return NULL;
+                            end = line;
+                            continue;
+                        }
+                        break;
+                    }
                 }
                 k = back;
                 if (bound_at(bounds, k, &end) < 0) return NULL;

@@ -322,7 +322,27 @@ class _Packer:
                 before -= 1
             if before <= i:
                 return None  # the cut would fall inside a line (``def f(a: int,`` | ``b: int) -> int:``)
-        return None if self.lead_in_stays(bounds, before, k, budget) else before
+        if not self.lead_in_stays(bounds, before, k, budget):
+            return before
+        if bounds[before] < line and self.lead_in_moves_alone(bounds, before, line, k, budget):
+            bounds[k] = line  # the lead-in line leaves the larger piece it ends: it opens the next chunk
+            return k
+        return None
+
+    def lead_in_moves_alone(self, bounds: list[int], before: int, line: int, k: int, budget: int) -> bool:
+        """Whether the lead-in line starting at ``line`` inside the piece ``bounds[before]..bounds[k]`` (with
+        text before it: a paragraph or section the packer holds as one piece) goes on with the piece it
+        introduces, when they fit a chunk together: ``1. Create a virtual environment:`` with its code
+        block, not at the end of the chunk of the paragraph above them. The C loop (`merge_run`) does the
+        same."""
+        text = self.text
+        if _skip_space(text, bounds[before], line) >= line:
+            return False  # nothing before it: the existing rule (`lead_in_stays`) decides
+        end = _back_space(text, _skip_space(text, bounds[k], bounds[k + 1]), bounds[k + 1])
+        sizer = self.sizer
+        if sizer.exact_estimates:
+            return sizer.estimate(line, end) <= budget
+        return sizer.exact([(line, end)])[0] <= budget
 
     def lead_in_stays(self, bounds: list[int], before: int, k: int, budget: int) -> bool:
         """Whether a chunk may end at ``bounds[k]`` after a lead-in line starting at or after
