@@ -28,6 +28,10 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+# Haystack (the adapter's tests import it) sends usage statistics from a background thread unless told not
+# to; with no network its failure is logged at any moment, inside whichever test is counting log records
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+
 settings.register_profile(
     "ci",
     max_examples=150,

@@ -173,7 +173,10 @@ def test_a_failing_page_is_skipped_with_one_warning(
         doc = load_pdf(_pdf(EN_PAGES), "flaky.pdf")
     assert [r.metadata["page"] for r in doc.regions] == [1, 3]
     assert "Second" not in doc.text
-    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    # kireme's own records: another library's background thread may log meanwhile
+    warnings = [
+        r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("kireme")
+    ]
     assert len(warnings) == 1
     assert "flaky.pdf" in warnings[0]
     assert "page 2" in warnings[0]
