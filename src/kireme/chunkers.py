@@ -16,13 +16,9 @@ from typing import Any, ClassVar
 
 from kireme._native import native
 from kireme.boundaries.levels import (
-    CLAUSE,
-    LINE,
+    INSIDE_SENTENCE_LINES,
     PARAGRAPH,
-    QUOTED_SENTENCE,
-    SCRIPT,
     SENTENCE,
-    WORD,
     Level,
     Outside,
     PositionLevel,
@@ -620,7 +616,7 @@ class SentenceChunker(Chunker):
     strategy: ClassVar[str] = "sentence"
 
     def levels(self) -> list[Level]:
-        return [SENTENCE, QUOTED_SENTENCE, CLAUSE, LINE, WORD, SCRIPT]
+        return [SENTENCE, *INSIDE_SENTENCE_LINES]
 
 
 _BOOL_FIELDS: dict[type, tuple[str, ...]] = {}
@@ -647,7 +643,7 @@ class ParagraphChunker(Chunker):
     strategy: ClassVar[str] = "paragraph"
 
     def levels(self) -> list[Level]:
-        return [PARAGRAPH, SENTENCE, QUOTED_SENTENCE, CLAUSE, LINE, WORD, SCRIPT]
+        return [PARAGRAPH, SENTENCE, *INSIDE_SENTENCE_LINES]
 
     def merges(self) -> bool:
         return self.merge_paragraphs

@@ -399,6 +399,10 @@ SENTENCE_LINE = SentenceLineLevel()
 # What cuts a sentence longer than the limit, strongest first: the ends of the sentences quoted in it,
 # clauses, spaces, then where hiragana gives way to kanji or katakana.
 INSIDE_SENTENCE: tuple[Level, ...] = (QUOTED_SENTENCE, CLAUSE, WORD, SCRIPT)
+# The same for a "sentence" that runs over several lines, as strategies that see no Markdown structure get
+# them (an unpunctuated table, list or transcript is one sentence to the rules): after its clauses, its
+# line breaks, so a row stays whole, then spaces and script changes.
+INSIDE_SENTENCE_LINES: tuple[Level, ...] = (QUOTED_SENTENCE, CLAUSE, LINE, WORD, SCRIPT)
 
 
 def with_sentences(levels: Sequence[Level], mode: str = "auto") -> list[Level]:

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from kireme.boundaries.levels import CLAUSE, LINE, QUOTED_SENTENCE, SCRIPT, WORD, Level, PositionLevel
+from kireme.boundaries.levels import CLAUSE, INSIDE_SENTENCE_LINES, SCRIPT, WORD, Level, PositionLevel
 from kireme.chunkers import Chunker, ChunkPlan
 from kireme.document import Chunk, Document
 from kireme.embed.base import Embedder
@@ -399,13 +399,9 @@ class SemanticChunker(Chunker):
             _GapLevel(gaps, gap_distances, 0.25, "top quarter"),
             _GapLevel(gaps, gap_distances, 0.5, "top half"),
             _GapLevel(gaps, gap_distances, 1.0, "any unit gap"),
-            QUOTED_SENTENCE,
-            CLAUSE,
-            # inside a unit: its line breaks before its words (a unit of unpunctuated lines — a table, a
-            # list, a transcript — was cut inside a line, its last field in the next chunk)
-            LINE,
-            WORD,
-            SCRIPT,
+            # inside a unit: its line breaks after its clauses and before its words (a unit of unpunctuated
+            # lines — a table, a list, a transcript — was cut inside a line, its last field in the next chunk)
+            *INSIDE_SENTENCE_LINES,
         ]
         spans = pack(
             doc.text,
