@@ -1120,10 +1120,7 @@ def ask_command(
         sys.exit(1)
     if prepared.over_room:
         click.echo(
-            f"kireme: warning: --budget {prepared.budget} is more than the {prepared.room} tokens a "
-            f"{reader_tokens}-token reader leaves after the question, the template and {answer_reserve} "
-            "for the answer",
-            err=True,
+            f"kireme: warning: --budget {prepared.over_room_note(reader_tokens, answer_reserve)}", err=True
         )
     prompt, context, budget = prepared.prompt, prepared.context, prepared.budget
     if show_prompt:

@@ -61,6 +61,14 @@ class PreparedQuestion:
     def over_room(self) -> bool:
         return self.budget > self.room
 
+    def over_room_note(self, reader_tokens: int, answer_reserve: int) -> str:
+        """What `over_room` means, after the word for the budget (``--budget``, ``budget``): how much the
+        reader's window leaves — said alike by ``kireme ask`` and ``POST /ask``."""
+        return (
+            f"{self.budget} is more than the {self.room} tokens a {reader_tokens}-token reader leaves after "
+            f"the question, the template and {answer_reserve} for the answer"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON of ``POST /ask`` (without the answer): the context text, its size and budget, whether
         the best hit was cut to fit or left out (no sentence of it fitted; ``best_needs``: the budget that

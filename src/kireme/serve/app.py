@@ -631,10 +631,7 @@ def create_app(
             {"configured": client.configured(), "model": client.model if client.configured() else None}
         )
         if prepared.over_room:  # as kireme ask warns: the prompt may not fit the reader's window
-            out["warning"] = (
-                f"budget {prepared.budget} is more than the {prepared.room} tokens a {body.reader_tokens}-token "
-                f"reader leaves after the question, the template and {body.answer_reserve} for the answer"
-            )
+            out["warning"] = f"budget {prepared.over_room_note(body.reader_tokens, body.answer_reserve)}"
         if not prepared.context.used:  # nothing matched: the model is not asked; say why, as kireme ask does
             from kireme.index.filter_hint import filter_miss
 
