@@ -503,6 +503,36 @@ def test_clause_and_word_cuts_on_written_text() -> None:
     assert [text[c : c + 2] for c in native.word_cuts(text, 0, len(text))] == [" w", "  ", "\u3000n"]
 
 
+# Lines of chats, transcripts, FAQs and headings: speakers' names before a colon, and colons that end none
+_DIALOGUE_PIECES = [
+    "田中：", "Bob Lee: ", "Alice:", "[10:17] ", "Yamada: ", "Q: ", "A：", "第1条：", "Step 1: ", "Note: ",
+    "了解です", "yes, and", "ok", "。", "、", "\n", "\r\n", "\n\n", " ", "\u3000", "：", ":", "1", "(笑)",
+]  # fmt: skip
+dialogue_texts = st.lists(st.sampled_from(_DIALOGUE_PIECES), max_size=24).map("".join)
+
+
+@given(text_and_window(dialogue_texts))
+def test_clause_cuts_judge_speakers_names_in_c_as_python_does(case: tuple[str, int, int]) -> None:
+    """The clause level's cuts with the speakers' names left out in C (`clause_cuts(..., True)`) are the
+    regex's cuts less those `after_speaker_label` (Python) leaves out, and `ClauseLevel.cuts` gives the same
+    either way."""
+    text, a, b = case
+    expected = [c for c in CLAUSE.reference.cuts(text, a, b) if not headings.after_speaker_label(text, c)]
+    assert native.clause_cuts(text, a, b, True) == expected
+    assert native.clause_cuts(text, a, b) == CLAUSE.reference.cuts(text, a, b)
+    for c in (True, False):
+        with scanner(c=c):
+            assert CLAUSE.cuts(text, a, b) == expected
+
+
+def test_clause_cuts_keep_a_speakers_name_with_what_they_said() -> None:
+    chat = "田中：了解です、明日送ります\n佐藤：ありがとう、助かります\n\n以上です。\n\nNote: this line, alone, is no turn"
+    cuts = native.clause_cuts(chat, 0, len(chat), True)
+    # no cut after 田中： or 佐藤： (a name alone in a chunk); the commas and Note's colon are clauses' ends
+    assert [chat[c - 1] for c in cuts] == ["、", "、", ":", ",", ","]
+    assert len(native.clause_cuts(chat, 0, len(chat))) == len(cuts) + 2
+
+
 @given(
     st.lists(st.sampled_from(["\r", "\n", "\r\n", "\n\n", "行", "a", " ", "𠮷", "é"]), max_size=30).map(
         "".join

@@ -2605,6 +2605,8 @@ done:
  * path) inside [a, b) — strictly inside (a, b). `word_cuts(text, a, b)`: `WORD` (`[ \t\u3000]+`, cut at
  * each match's start): where a run of spaces, tabs and ideographic spaces begins, strictly inside (a, b).
  * Both without a regex match object per cut (the word level meets every space of English and code).
+ * `clause_cuts(text, a, b, True)` leaves out the cut after the colon that ends a speaker's name in a dialogue
+ * (`ClauseLevel.cuts`, kireme/text/headings.py `after_speaker_label`), judged in C where Python judged each colon.
  */
 static int clause_mark(Py_UCS4 c) { return c == 0x3001 || c == ';' || c == 0xFF1B; }
 static int clause_separator(Py_UCS4 c) { return c == 0xFF0C || c == ',' || c == ':' || c == 0xFF1A; }
@@ -2633,16 +2635,35 @@ static int date_comma(int kind, const void *data, Py_ssize_t p, Py_ssize_t b) {
     return digits == 1 || digits == 2;
 }
 
+/* kireme/text/headings.py `after_speaker_label` for the cut after the colon at p: the colon ends a speaker's name
+ * at the start of its line (`speaker_name`) and that line is a turn in a dialogue (`in_dialogue`) */
+static int speaker_label_colon(int kind, const void *data, Py_ssize_t n, Py_ssize_t p) {
+    Py_ssize_t start = prev_newline(kind, data, 0, p) + 1;
+    while (start < p && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, start))) start++;
+    Py_ssize_t end = next_newline(kind, data, p + 1, n), ns, ne;
+    return stripped_speaker(kind, data, start, end, &ns, &ne) && ne == p && in_dialogue(kind, data, n, start, end);
+}
+
 static PyObject *clause_cuts(PyObject *self, PyObject *args) {
     (void)self;
+    PyObject *text;
+    int labels = 0;
     LevelScan w;
-    if (level_scan(args, &w) < 0) return NULL;
+    if (!PyArg_ParseTuple(args, "Unn|p", &text, &w.a, &w.b, &labels)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (w.a < 0) w.a = 0;
+    if (w.b > n) w.b = n;
+    w.kind = PyUnicode_KIND(text);
+    w.data = PyUnicode_DATA(text);
+    w.out = PyList_New(0);
+    if (w.out == NULL) return NULL;
     for (Py_ssize_t p = w.a; p + 1 < w.b; p++) { /* a cut after the last character would not lie inside */
         Py_UCS4 c = PyUnicode_READ(w.kind, w.data, p);
         if (c < ',' || (c > ';' && c < 0x3001)) continue; /* the usual character: none of the marks */
         Py_UCS4 next = PyUnicode_READ(w.kind, w.data, p + 1);
         if (clause_mark(c) || (clause_separator(c) && !any_digit(next) && !(c == ':' && (next == '/' || next == '\\')) &&
                                !(c == ',' && date_comma(w.kind, w.data, p, w.b)))) {
+            if (labels && (c == ':' || c == 0xFF1A) && speaker_label_colon(w.kind, w.data, n, p)) continue;
             if (append_index(w.out, p + 1) < 0) {
                 Py_DECREF(w.out);
                 return NULL;
@@ -2745,7 +2766,8 @@ static PyMethodDef methods[] = {
      "line_cuts(text, a, b) -> the starts of the line breaks (\\r?\\n) strictly inside (a, b)"},
     {"sha256_extensions", sha256_extensions, METH_VARARGS,
      "sha256_extensions(on) -> whether chunk ids are hashed with the processor's SHA extensions now"},
-    {"clause_cuts", clause_cuts, METH_VARARGS, "clause_cuts(text, a, b) -> the cuts of the clause level"},
+    {"clause_cuts", clause_cuts, METH_VARARGS,
+     "clause_cuts(text, a, b, labels=False) -> the cuts of the clause level (labels: none after a speaker's name)"},
     {"word_cuts", word_cuts, METH_VARARGS, "word_cuts(text, a, b) -> the cuts of the word level"},
     {"line_starts", line_starts, METH_VARARGS, "line_starts(text) -> 0 and the offset after every \\n"},
     {"reference_words", reference_words, METH_NOARGS, "reference_words() -> the words of sentences._REFERENCE_WORDS"},

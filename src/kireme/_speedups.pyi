@@ -61,8 +61,9 @@ def sha256_extensions(on: bool, /) -> bool:
     """Hash chunk ids with the processor's SHA extensions (``on``, where it has them) or the portable loop;
     whether the extensions are in use now (for the tests, which hash with both)."""
 
-def clause_cuts(text: str, a: int, b: int, /) -> list[int]:
-    """The cuts of the clause level (``[、;；]|[，,：](?![0-9０-９])|:(?![0-9０-９/\\])``, after each match) strictly inside (a, b)."""
+def clause_cuts(text: str, a: int, b: int, labels: bool = False, /) -> list[int]:
+    """The cuts of the clause level (``[、;；]|[，,：](?![0-9０-９])|:(?![0-9０-９/\\])``, after each match) strictly inside (a, b);
+    ``labels``: none right after the colon that ends a speaker's name in a dialogue (`after_speaker_label`)."""
 
 def word_cuts(text: str, a: int, b: int, /) -> list[int]:
     """The cuts of the word level (where each ``[ \\t\\u3000]+`` run starts) strictly inside (a, b)."""

@@ -76,7 +76,7 @@ _NATIVE_SENTENCE_LINES: Callable[[str, list[int], list[int], str, str], list[int
     "sentence_line_breaks"
 )
 # The C scans of `CLAUSE` and `WORD` (`kireme._speedups.clause_cuts`, `word_cuts`), or None: the regex then.
-_NATIVE_CLAUSE_CUTS: Callable[[str, int, int], list[int]] | None = native("clause_cuts")
+_NATIVE_CLAUSE_CUTS: Callable[[str, int, int, bool], list[int]] | None = native("clause_cuts")
 _NATIVE_WORD_CUTS: Callable[[str, int, int], list[int]] | None = native("word_cuts")
 # The C scan of `PairLevel` (`kireme._speedups.pair_cuts`), or None: the regex then finds the cuts.
 _NATIVE_PAIR_CUTS: Callable[[str, int, int, bytes, bytes], list[int] | None] | None = native("pair_cuts")
@@ -193,11 +193,9 @@ class ClauseLevel:
     )
 
     def cuts(self, text: str, a: int, b: int) -> list[int]:
-        found = (
-            _NATIVE_CLAUSE_CUTS(text, a, b)
-            if _NATIVE_CLAUSE_CUTS is not None
-            else self.reference.cuts(text, a, b)
-        )
+        if _NATIVE_CLAUSE_CUTS is not None:  # the speakers' names judged in C too
+            return _NATIVE_CLAUSE_CUTS(text, a, b, True)
+        found = self.reference.cuts(text, a, b)
         # no cut right after a speaker's name at a line's start (``Bob Lee:`` alone in a chunk)
         if any(text[c - 1] in ":：" for c in found):
             found = [c for c in found if not after_speaker_label(text, c)]
