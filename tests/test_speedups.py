@@ -29,7 +29,7 @@ from tests.strategies import texts as mixed_texts
 import kireme.document as document_module
 from kireme import Document, chunkers, make_chunker, pack
 from kireme.boundaries import levels
-from kireme.boundaries.levels import CLAUSE, LINE, SCRIPT, SENTENCE_LINE, WORD
+from kireme.boundaries.levels import CLAUSE, LINE, QUOTED_SENTENCE, SCRIPT, SENTENCE_LINE, WORD
 from kireme.document import NO_METADATA, Chunk, ChunkIds, Region
 from kireme.pack import PackedSpan
 from kireme.structure import layout
@@ -219,6 +219,7 @@ SWITCHES = [
     (levels, "_NATIVE_DROP", native.drop_inside, None),
     (levels, "_NATIVE_CLAUSE_CUTS", native.clause_cuts, None),
     (levels, "_NATIVE_WORD_CUTS", native.word_cuts, None),
+    (levels, "_NATIVE_QUOTED_ENDS", native.quoted_ends, None),
     (markdown, "line_starts", native.line_starts, markdown._line_starts_python),
     (layout, "line_starts", native.line_starts, markdown._line_starts_python),
 ]
@@ -503,6 +504,32 @@ def test_clause_and_word_cuts_on_written_text() -> None:
     assert [text[c : c + 2] for c in native.word_cuts(text, 0, len(text))] == [" w", "  ", "\u3000n"]
 
 
+quoted_texts = st.lists(
+    st.sampled_from(
+        ["。", "！", "？", "｡", "」", "』", "）", ")", "!", "?", "‼", " ", "\t", "\u3000", "\n", "語", "a"]
+    ),
+    max_size=30,
+).map("".join)
+
+
+@given(text_and_window(quoted_texts))
+def test_quoted_sentence_ends_in_c_equal_the_regex_ones(case: tuple[str, int, int]) -> None:
+    text, a, b = case
+    expected = QUOTED_SENTENCE.reference(text, a, b)
+    assert native.quoted_ends(text, a, b) == expected
+    for c in (True, False):
+        with scanner(c=c):
+            assert QUOTED_SENTENCE.cuts(text, a, b) == expected
+
+
+def test_quoted_sentence_ends_on_written_text() -> None:
+    speech = "「行こう。急がないと。」と彼は言った。「本当？　間に合う！？」"
+    cuts = native.quoted_ends(speech, 0, len(speech))
+    # after each 。！？ run that closes nothing, the spaces after it included; none before 」 (it closes a quote)
+    assert [speech[c] for c in cuts] == ["急", "「", "間"]
+    assert cuts == QUOTED_SENTENCE.reference(speech, 0, len(speech))
+
+
 # Lines of chats, transcripts, FAQs and headings: speakers' names before a colon, and colons that end none
 _DIALOGUE_PIECES = [
     "田中：", "Bob Lee: ", "Alice:", "[10:17] ", "Yamada: ", "Q: ", "A：", "第1条：", "Step 1: ", "Note: ",
@@ -713,6 +740,24 @@ def test_plain_periods_are_judged_in_c() -> None:
     assert "Then" in starts and "1. I" in starts and "the " not in starts  # a lower-case word goes on
     # "Dr." an abbreviation, "R." an initial after an initial, "U.S." an acronym, "1." a list number
     assert not {"Smit", "Tolk", "tour", "Inst"} & set(starts)
+
+
+def test_full_width_marks_are_judged_in_c_unless_a_closer_ends_them() -> None:
+    """A full-width "！" or "？" ends its sentence (C decides it); one whose run ends with a closer may go on
+    with a lower-case word after a space ('"Are you sure？" he asked'): Python's, and judged alike."""
+    text = "すごい！次へ。本当？？　はい。「行く？」 he asked. 「来た！」と言う。Wow！」 and then。"
+    pending = _judged_candidates(text, 0, len(text))
+    cuts, left = native.judge_periods(
+        text, pending, 0, len(text), False, sentences._ABBREVIATIONS, sentences._MAY_END
+    )
+    assert [text[s:e] for s, e in left] == ["？」", "！」", "！」"]
+    assert [text[c] for c in cuts] == ["次", "は", "「"]  # the "." of "asked." too
+    expected = [c for s, e in pending if (c := sentences._judged_end(text, s, e, 0, len(text), False))]
+    with scanner(c=True):
+        in_c = sentences._scan_sentence_cuts(text, 0, len(text), False)
+    with scanner(c=False):
+        assert in_c == sentences._scan_sentence_cuts(text, 0, len(text), False)
+    assert set(cuts) <= set(expected)
 
 
 def test_scan_in_c_knows_every_mark_of_the_vocabulary() -> None:

@@ -1643,7 +1643,8 @@ static PyObject *vocabulary(PyObject *self, PyObject *unused) {
  * (with `_period_ends`) for the candidates the scanner left undecided whose first character is "." and whose
  * word before and first character after are plain: ASCII, kana, kanji, CJK or general punctuation. Returns
  * (the sentence starts decided, the candidates left to Python): a "." after a space or tab (tokenised text),
- * "．!?！？", a word or next character in another script (its Unicode letter classes) are Python's.
+ * "．!?", "！？" whose run ends with a closer, a word or next character in another script (its Unicode letter
+ * classes) are Python's; "！" or "？" without a closer at its run's end ends its sentence.
  */
 
 /* a character that is neither \p{Latin} nor \p{N} nor "." and not ASCII: kana, kanji, CJK symbols and
@@ -1834,10 +1835,14 @@ static PyObject *judge_core(PyObject *text, PyObject *pending, Py_ssize_t a, Py_
             goto error;
         }
         int verdict = UNDECIDED;
-        if (s > 0 && s < n && e >= s && e <= n && PyUnicode_READ(kind, data, s) == '.') {
+        Py_UCS4 first = s >= 0 && s < n && e > s && e <= n ? PyUnicode_READ(kind, data, s) : 0;
+        if (s > 0 && first == '.') {
             Py_UCS4 before = PyUnicode_READ(kind, data, s - 1);
             if (before != ' ' && before != '\t')
                 verdict = period_ends(kind, data, n, s, e, caseless, abbreviations, may_end);
+        } else if ((first == 0xFF01 || first == 0xFF1F) && !is_closer(PyUnicode_READ(kind, data, e - 1))) {
+            verdict = 1; /* "！" or "？" with no closer at its run's end ends its sentence; after a closer,
+                            a space and a lower-case letter it may not ('"Are you sure?" he asked'): Python's */
         }
         if (verdict < 0) goto error;
         if (verdict == UNDECIDED) {
@@ -2673,6 +2678,36 @@ static PyObject *clause_cuts(PyObject *self, PyObject *args) {
     return w.out;
 }
 
+/* `quoted_ends(text, a, b)`: kireme/boundaries/levels.py `QuotedSentenceLevel` (its regex
+ * `[。！？｡]+(?![closers and terminators])[ \t\u3000]*`, searched in [a, b), the end of each match strictly inside
+ * (a, b)): a run of "。！？｡" not followed by a closer or a terminator (a shorter run would be followed by one of
+ * them: every match is a whole run), and the spaces after it. */
+static int quoted_terminator(Py_UCS4 c) { return c == 0x3002 || c == 0xFF01 || c == 0xFF1F || c == 0xFF61; }
+
+static PyObject *quoted_ends(PyObject *self, PyObject *args) {
+    (void)self;
+    LevelScan w;
+    if (level_scan(args, &w) < 0) return NULL;
+    Py_ssize_t p = w.a;
+    while (p < w.b) {
+        if (!quoted_terminator(PyUnicode_READ(w.kind, w.data, p))) {
+            p++;
+            continue;
+        }
+        while (p < w.b && quoted_terminator(PyUnicode_READ(w.kind, w.data, p))) p++;
+        if (p < w.b) {
+            Py_UCS4 next = PyUnicode_READ(w.kind, w.data, p);
+            if (is_closer(next) || is_terminator(next)) continue;
+        }
+        while (p < w.b && word_space(PyUnicode_READ(w.kind, w.data, p))) p++;
+        if (p < w.b && p > w.a && append_index(w.out, p) < 0) {
+            Py_DECREF(w.out);
+            return NULL;
+        }
+    }
+    return w.out;
+}
+
 static PyObject *word_cuts(PyObject *self, PyObject *args) {
     (void)self;
     LevelScan w;
@@ -2769,6 +2804,7 @@ static PyMethodDef methods[] = {
     {"clause_cuts", clause_cuts, METH_VARARGS,
      "clause_cuts(text, a, b, labels=False) -> the cuts of the clause level (labels: none after a speaker's name)"},
     {"word_cuts", word_cuts, METH_VARARGS, "word_cuts(text, a, b) -> the cuts of the word level"},
+    {"quoted_ends", quoted_ends, METH_VARARGS, "quoted_ends(text, a, b) -> the cuts of the quoted sentence level"},
     {"line_starts", line_starts, METH_VARARGS, "line_starts(text) -> 0 and the offset after every \\n"},
     {"reference_words", reference_words, METH_NOARGS, "reference_words() -> the words of sentences._REFERENCE_WORDS"},
     {"vocabulary", vocabulary, METH_NOARGS, "vocabulary() -> (terminators, closers, openers, their closers)"},

@@ -65,5 +65,8 @@ def clause_cuts(text: str, a: int, b: int, labels: bool = False, /) -> list[int]
     """The cuts of the clause level (``[、;；]|[，,：](?![0-9０-９])|:(?![0-9０-９/\\])``, after each match) strictly inside (a, b);
     ``labels``: none right after the colon that ends a speaker's name in a dialogue (`after_speaker_label`)."""
 
+def quoted_ends(text: str, a: int, b: int, /) -> list[int]:
+    """The cuts of the quoted sentence level (the end of each ``[。！？｡]+(?![closers, terminators])[ \\t\\u3000]*``) strictly inside (a, b)."""
+
 def word_cuts(text: str, a: int, b: int, /) -> list[int]:
     """The cuts of the word level (where each ``[ \\t\\u3000]+`` run starts) strictly inside (a, b)."""

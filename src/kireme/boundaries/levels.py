@@ -77,6 +77,7 @@ _NATIVE_SENTENCE_LINES: Callable[[str, list[int], list[int], str, str], list[int
 )
 # The C scans of `CLAUSE` and `WORD` (`kireme._speedups.clause_cuts`, `word_cuts`), or None: the regex then.
 _NATIVE_CLAUSE_CUTS: Callable[[str, int, int, bool], list[int]] | None = native("clause_cuts")
+_NATIVE_QUOTED_ENDS: Callable[[str, int, int], list[int]] | None = native("quoted_ends")
 _NATIVE_WORD_CUTS: Callable[[str, int, int], list[int]] | None = native("word_cuts")
 # The C scan of `PairLevel` (`kireme._speedups.pair_cuts`), or None: the regex then finds the cuts.
 _NATIVE_PAIR_CUTS: Callable[[str, int, int, bytes, bytes], list[int] | None] | None = native("pair_cuts")
@@ -253,6 +254,13 @@ class QuotedSentenceLevel:
     name: str = "quoted sentence"
 
     def cuts(self, text: str, a: int, b: int) -> list[int]:
+        if _NATIVE_QUOTED_ENDS is not None:  # the same scan in C (`kireme._speedups.quoted_ends`)
+            return _NATIVE_QUOTED_ENDS(text, a, b)
+        return self.reference(text, a, b)
+
+    @staticmethod
+    def reference(text: str, a: int, b: int) -> list[int]:
+        """The rule: the end of each `_QUOTED_END` match strictly inside ``(a, b)``."""
         return [e for m in _QUOTED_END.finditer(text, a, b) if a < (e := m.end()) < b]
 
 
