@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -23,8 +25,10 @@ from kireme.text.markdown import (
     _scanned_list,
     _scanned_outline,
     front_matter,
+    has_block_syntax,
     markdown_headings,
     markdown_outline,
+    paragraph_starts,
 )
 
 GUIDE = (
@@ -139,6 +143,20 @@ def test_unparsed_outline_of_plain_text_is_the_parsers(text: str) -> None:
     if fast is not None:
         assert fast == parsed
         assert not parsed.headings and not parsed.code_blocks and not parsed.tables
+
+
+# The single patterns the two scans stand for (``^`` under ``re.M``, ``\A`` or a line feed): the reference
+_BLOCK_SYNTAX_REFERENCE = re.compile(r"^(?:[ \t]+[^ \t\r\n]|[#>*+\-_=`~<\[|:]|[0-9]+[.)])", re.M)
+_PARAGRAPH_START_REFERENCE = re.compile(r"(?:\A|\n[ \t]*\r?\n)(?:[ \t]*\r?\n)*(?=[^ \t\r\n])")
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(_texts(), st.text(alphabet=" \t\r\n#-1.)x|", max_size=20)))
+def test_block_syntax_and_paragraph_starts_are_the_single_patterns(text: str) -> None:
+    """The first line matched and every other searched from its line feed find what one ``^``-anchored
+    (``re.M``) pattern finds, and the paragraph starts what ``(?:\\A|\n…)`` finds."""
+    assert has_block_syntax(text) == (_BLOCK_SYNTAX_REFERENCE.search(text) is not None)
+    assert paragraph_starts(text) == [m.end() for m in _PARAGRAPH_START_REFERENCE.finditer(text)]
 
 
 @pytest.mark.parametrize(

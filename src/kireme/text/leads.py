@@ -19,7 +19,16 @@ def _lead_in_patterns(after: str) -> tuple[re.Pattern[str], ...]:
     """Where a possible lead-in line ends (its last character in group ``mark``: a colon or a question
     mark), then ``after``; `is_lead_in_line` decides. One pattern per mark, each starting with its literal
     (searched for at C speed; a class is tried at every position, 3.5 times slower)."""
-    return tuple(re.compile(f"(?P<mark>{re.escape(mark)})" + after) for mark in ":：?？")
+    return tuple(re.compile(f"(?P<mark>{re.escape(mark)})" + after) for mark in _MARKS)
+
+
+_MARKS = ":：?？"
+
+
+def _searched(text: str, patterns: tuple[re.Pattern[str], ...]) -> list[re.Pattern[str]]:
+    """The patterns (one per mark of `_MARKS`) whose mark is in ``text``: a text without one is not searched
+    for it (``in`` scans a text about seven times faster than the pattern's search)."""
+    return [pattern for pattern, mark in zip(patterns, _MARKS, strict=True) if mark in text]
 
 
 _LEAD_IN_ENDS = _lead_in_patterns(r"[ \t]*\r?\n(?:[ \t]*\r?\n)*")
@@ -39,12 +48,13 @@ def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
     if not starts:
         return []
     labels = _label_lines(text, outline)
-    if not any(mark in text for mark in ":：?？"):
+    searched = _searched(text, _LEAD_IN_ENDS)
+    if not searched:
         return labels
     headings: set[int] | None = None  # made at the first candidate
     blocks: set[int] = set()
     out: list[tuple[int, int]] = []
-    ends = sorted((m.start("mark"), m.end()) for pattern in _LEAD_IN_ENDS for m in pattern.finditer(text))
+    ends = sorted((m.start("mark"), m.end()) for pattern in searched for m in pattern.finditer(text))
     for colon, after in ends:  # ``colon``: the mark's offset
         i = bisect_left(starts, after)
         if i == len(starts) or starts[i] != after or i == 0:
@@ -116,10 +126,11 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
     ends = {h.end for h in outline.headings}
     # searched only between the code blocks and tables (their "key:" lines are no lead-ins)
     pos = outline.front_matter_end
+    searched = _searched(text, _LEAD_IN_LINE_ENDS)
     for start, stop in [*outline.protected(), (len(text), len(text))]:
         if start > pos:
             ends.update(_parent_items(text, outline.item_starts, pos, start))
-            for pattern in _LEAD_IN_LINE_ENDS:
+            for pattern in searched:
                 for found in pattern.finditer(text, pos, start):
                     end = found.start("mark") + 1
                     if is_lead_in_line(text[text.rfind("\n", 0, end) + 1 : end]):
