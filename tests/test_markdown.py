@@ -11,6 +11,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from kireme import Document, chunk, make_chunker
+from kireme._native import native
 from kireme.text.markdown import (
     HeadingPaths,
     Outline,
@@ -21,6 +22,7 @@ from kireme.text.markdown import (
     _parser,
     _plain,
     _plain_outline,
+    _plain_paragraph_starts_python,
     _scanned_block,
     _scanned_list,
     _scanned_outline,
@@ -157,6 +159,17 @@ def test_block_syntax_and_paragraph_starts_are_the_single_patterns(text: str) ->
     (``re.M``) pattern finds, and the paragraph starts what ``(?:\\A|\n…)`` finds."""
     assert has_block_syntax(text) == (_BLOCK_SYNTAX_REFERENCE.search(text) is not None)
     assert paragraph_starts(text) == [m.end() for m in _PARAGRAPH_START_REFERENCE.finditer(text)]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(_texts(), st.text(alphabet=" \t\r\n#-1.)x|\x00\u3000", max_size=20)))
+def test_plain_paragraph_starts_in_c_are_the_patterns(text: str) -> None:
+    """The C pass over the lines (`kireme._speedups.plain_paragraph_starts`) answers what the two patterns
+    do: ``None`` for block syntax or a lone ``\\r``, else the same paragraph starts."""
+    in_c = native("plain_paragraph_starts")
+    if in_c is None:
+        pytest.skip("kireme's C extension is not built")
+    assert in_c(text) == _plain_paragraph_starts_python(text)
 
 
 @pytest.mark.parametrize(

@@ -221,6 +221,12 @@ SWITCHES = [
     (levels, "_NATIVE_WORD_CUTS", native.word_cuts, None),
     (levels, "_NATIVE_QUOTED_ENDS", native.quoted_ends, None),
     (markdown, "line_starts", native.line_starts, markdown._line_starts_python),
+    (
+        markdown,
+        "_plain_paragraph_starts",
+        native.plain_paragraph_starts,
+        markdown._plain_paragraph_starts_python,
+    ),
     (layout, "line_starts", native.line_starts, markdown._line_starts_python),
 ]
 

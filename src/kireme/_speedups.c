@@ -2748,6 +2748,56 @@ fail:
 }
 
 /*
+ * `plain_paragraph_starts(text)`: kireme/text/markdown.py `_plain_outline_python`'s answer in one pass over the
+ * lines: None when some line could begin another block than a paragraph (`_BLOCK_SYNTAX_LINE`: indented
+ * content, one of #>*+-_=`~<[|: first, a number and "." or ")") or the text has a "\r" without its "\n";
+ * else where each paragraph starts: every line with content that is the first or comes after a blank line
+ * (spaces and tabs only, which is what markdown-it calls blank). Without a regex pass per question: each of
+ * the two searched the text at about 1 ns a character, a third of `markdown` on a plain article.
+ */
+static PyObject *plain_paragraph_starts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U", &text)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    for (Py_ssize_t r = PyUnicode_FindChar(text, '\r', 0, n, 1); r >= 0; r = PyUnicode_FindChar(text, '\r', r + 1, n, 1)) {
+        if (r == -2) return NULL;
+        if (r + 1 >= n || PyUnicode_READ(kind, data, r + 1) != '\n') Py_RETURN_NONE; /* a lone "\r" */
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    int after_blank = 1; /* the first line counts as after a blank one */
+    for (Py_ssize_t start = 0; start < n;) {
+        Py_ssize_t end = next_newline(kind, data, start, n), p = start;
+        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        while (p < end && (c == ' ' || c == '\t')) c = ++p < end ? PyUnicode_READ(kind, data, p) : 0;
+        int blank = p >= end || (c == '\r' && p + 1 == end);
+        if (!blank) {
+            if (p > start) goto plain_none; /* indented content */
+            if (c != 0 && c < 0x80 && strchr("#>*+-_=`~<[|:", (int)c) != NULL) goto plain_none;
+            if (c >= '0' && c <= '9') {
+                Py_ssize_t q = p;
+                while (q < end && PyUnicode_READ(kind, data, q) >= '0' && PyUnicode_READ(kind, data, q) <= '9') q++;
+                if (q < end && (PyUnicode_READ(kind, data, q) == '.' || PyUnicode_READ(kind, data, q) == ')'))
+                    goto plain_none; /* an ordered list marker */
+            }
+            if (after_blank && append_index(out, start) < 0) {
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+        after_blank = blank;
+        start = end + 1;
+    }
+    return out;
+plain_none:
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+}
+
+/*
  * `sha256_extensions(on)`: hash chunk ids with the processor's SHA extensions (on: where it has them) or with
  * the portable loop (off); returns whether the extensions are in use now. For the tests, which hash with both.
  */
@@ -2806,6 +2856,8 @@ static PyMethodDef methods[] = {
     {"word_cuts", word_cuts, METH_VARARGS, "word_cuts(text, a, b) -> the cuts of the word level"},
     {"quoted_ends", quoted_ends, METH_VARARGS, "quoted_ends(text, a, b) -> the cuts of the quoted sentence level"},
     {"line_starts", line_starts, METH_VARARGS, "line_starts(text) -> 0 and the offset after every \\n"},
+    {"plain_paragraph_starts", plain_paragraph_starts, METH_VARARGS,
+     "plain_paragraph_starts(text) -> the paragraph starts of a text with no block syntax, else None"},
     {"reference_words", reference_words, METH_NOARGS, "reference_words() -> the words of sentences._REFERENCE_WORDS"},
     {"vocabulary", vocabulary, METH_NOARGS, "vocabulary() -> (terminators, closers, openers, their closers)"},
     {NULL, NULL, 0, NULL},

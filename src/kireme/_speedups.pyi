@@ -47,6 +47,9 @@ def pair_cuts(text: str, a: int, b: int, first: bytes, second: bytes, /) -> list
 def line_cuts(text: str, a: int, b: int, /) -> list[int]:
     """The starts of the line breaks (``\\r?\\n``) found in [a, b), strictly inside (a, b)."""
 
+def plain_paragraph_starts(text: str, /) -> list[int] | None:
+    """The paragraph starts of a text with no Markdown block syntax and no lone ``\\r``, else ``None``."""
+
 def line_starts(text: str, /) -> list[int]:
     """0 and the offset after every ``\\n``: where each line of ``text`` starts."""
 
