@@ -1321,12 +1321,19 @@ _TITLE_CHARS = st.sampled_from(
 
 
 @settings(max_examples=500, deadline=None)
-@given(title=st.lists(_TITLE_CHARS, min_size=1, max_size=8).map("".join), pad=st.integers(0, 6))
-def test_the_length_test_never_rejects_a_line_that_says_the_title(title: str, pad: int) -> None:
+@given(
+    title=st.lists(_TITLE_CHARS, min_size=1, max_size=8).map("".join),
+    pad=st.sampled_from([0, 1, 6, 40, 300]),
+    wide=st.sampled_from([1, 3, 50, 400]),
+)
+def test_the_length_test_never_rejects_a_line_that_says_the_title(title: str, pad: int, wide: int) -> None:
     """`_may_say_title` spares normalising long first lines; a line `_key`-equal to the title always passes,
-    however it is written (decomposed marks, jamo, full-width letters, runs of spaces)."""
+    however it is written (decomposed marks, jamo, full-width letters, runs of spaces — long runs too, past
+    the part of the line it reads first)."""
     builder = ContextBuilder("title", title, None, len, 100)
-    written = " " * pad + unicodedata.normalize("NFD", title).upper().replace(" ", "   ") + "\u3000" * pad
+    written = (
+        " " * pad + unicodedata.normalize("NFD", title).upper().replace(" ", " " * wide) + "\u3000" * pad
+    )
     for line in (written, title, unicodedata.normalize("NFKC", title)):
         assert builder._may_say_title(line) or not builder._is_title(line)
 

@@ -83,9 +83,16 @@ class ContextBuilder:
     def _may_say_title(self, line: str) -> bool:
         """Whether ``line`` is short enough to say the title (`_key` equal): its whitespace runs aside, each
         character of the title's key comes from at most four of the line's (a canonical composition
-        joins at most four characters into one). Spares normalising a long first line."""
-        limit = 4 * len(self._title_key) + 4
-        return len(line) <= limit or len(" ".join(line.split())) <= limit
+        joins at most four characters into one; an ASCII line's at most one, as NFKC leaves ASCII alone and its
+        case folding is one character for one). Spares normalising a long first line."""
+        # an ASCII line's key is its words lower-cased (NFKC leaves ASCII as it is): no longer than the title's
+        limit = len(self._title_key) if line.isascii() else 4 * len(self._title_key) + 4
+        if len(line) <= limit:
+            return True
+        # collapsing a prefix never gives more than collapsing the whole line: a long line is turned down
+        # after reading twice the limit, not all of it (a paragraph of prose is every "first line" of its chunks)
+        head = line[: 2 * limit + 2]
+        return len(" ".join(head.split())) <= limit and len(" ".join(line.split())) <= limit
 
     def _is_title(self, name: str) -> bool:
         """Whether ``name`` says the title (`_key` equal), remembered per name."""
