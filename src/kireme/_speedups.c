@@ -1147,7 +1147,9 @@ static PyObject *all_simple(PyObject *self, PyObject *args) {
  * above) or, given `heading_ends`, `HeadingEnds` (parsed Markdown headings). From piece i,
  * each chunk takes as many whole pieces as fit in `budget`, moved back before a heading line at its end, and
  * its trimmed span is appended to `out`. Stops at the first piece Python must handle (none fits whole, only
- * headings fit, a trim that needs the grapheme rules) and returns its index (len(bounds) - 1 when done).
+ * headings fit, a trim that needs the grapheme rules) and returns its index (len(bounds) - 1 when done), or
+ * -2 - i where only heading or lead-in lines fit from piece i (the steps back over them taken already, so Python
+ * goes straight to `_Packer.heading_with_body` instead of taking them again).
  */
 static int bound_at(PyObject *bounds, Py_ssize_t k, Py_ssize_t *out) {
     Py_ssize_t x = PyNumber_AsSsize_t(PyList_GET_ITEM(bounds, k), PyExc_OverflowError);
@@ -1222,7 +1224,7 @@ static PyObject *merge_run(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(bounds), length = PyUnicode_GET_LENGTH(text);
-    int kind = PyUnicode_KIND(text);
+    int kind = PyUnicode_KIND(text), headings_only = 0;
     const void *data = PyUnicode_DATA(text);
     while (i >= 0 && i < n - 1) {
         Py_ssize_t start;
@@ -1282,7 +1284,10 @@ static PyObject *merge_run(PyObject *self, PyObject *args) {
                 k = back;
                 if (bound_at(bounds, k, &end) < 0) return NULL;
             }
-            if (k == i) break;
+            if (k == i) { /* only heading or lead-in lines fit: Python emits them with their body's start */
+                headings_only = 1;
+                break;
+            }
         }
         Py_ssize_t s, e;
         int ok = trim_core(kind, data, start, end, simple, &s, &e);
@@ -1293,7 +1298,7 @@ static PyObject *merge_run(PyObject *self, PyObject *args) {
         }
         i = k;
     }
-    return PyLong_FromSsize_t(i);
+    return PyLong_FromSsize_t(headings_only ? -2 - i : i);
 }
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -2832,7 +2837,8 @@ static PyMethodDef methods[] = {
     {"all_simple", all_simple, METH_VARARGS,
      "all_simple(text, cuts, simple) -> whether every cut lies between two characters of simple"},
     {"merge_run", merge_run, METH_VARARGS,
-     "merge_run(text, bounds, i, budget, keep_headings, simple, out) -> where Python must go on"},
+     "merge_run(text, bounds, i, budget, keep_headings, simple, out) -> where Python must go on (-2 - i: "
+     "headings only)"},
     {"make_chunks", make_chunks, METH_VARARGS,
      "make_chunks(cls, text, spans, ids, doc_id, unit, title, headings, metadata, embeds) -> chunks"},
     {"char_packed", char_packed, METH_VARARGS,

@@ -279,6 +279,9 @@ class _Packer:
         while i < n - 1:
             if fast is not None:  # as far as C can go; the piece it stops at is handled below
                 i = fast(text, bounds, i, budget, self.keep_headings, SIMPLE_CHARS, out, self.heading_ends)
+                if i < 0:  # only headings fit from piece -2 - i: C took the steps back the loop below would
+                    i = self.heading_with_body(bounds, -2 - i, j, budget, out)
+                    continue
                 if i >= n - 1:
                     break
             start = bounds[i]
