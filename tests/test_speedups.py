@@ -262,6 +262,7 @@ def test_the_library_uses_the_extension_when_it_is_built() -> None:
 
 def test_the_compiled_reference_words_are_the_python_ones() -> None:
     assert native.reference_words() == sentences._REFERENCE_WORDS
+    assert native.label_words() == sentences._LABEL_WORDS
 
 
 def test_the_compiled_marks_are_the_vocabulary() -> None:
@@ -694,7 +695,7 @@ def _judged_candidates(text: str, a: int, b: int) -> list[tuple[int, int]]:
 # followed by a capital, a lower-case word, a digit, a bracket, kana or a character of another script.
 _PERIOD_WORDS = [
     *("1", "12", "123", "1234", "U.S", "a.b", "Ph.D", "a.b.c.d", "e.g", "J", "R", "x", "Dr", "etc", "al"),
-    *("Smith", "met", "$6.25", "café", "２", "Ｘ", "設定", "!", "?"),
+    *("Smith", "met", "$6.25", "café", "２", "Ｘ", "設定", "!", "?", "II", "iv", "5", "13"),
 ]
 _PERIOD_GAPS = [". ", ".  ", ".\n", ". \n", ". \u3000", "."]
 _PERIOD_NEXT = ["", "He", "he", "1", "「", "(", "次", "É", '"', "x", "The"]
@@ -702,7 +703,25 @@ _PERIOD_NEXT = ["", "He", "he", "1", "「", "(", "次", "É", '"', "x", "The"]
 # the whitespace after it, the next word (none: the next part's word follows, as initials do)
 period_texts = st.lists(
     st.tuples(
-        st.sampled_from(["", "\n", " ", "x ", "! "]),
+        # a heading's label word before its number (``ARTICLE 5.``, ``PART II.``), or other words
+        st.sampled_from(
+            [
+                "",
+                "\n",
+                " ",
+                "x ",
+                "! ",
+                "\nARTICLE ",
+                "Section ",
+                "## Part ",
+                "> step\t",
+                "\n\x0cItem ",
+                "Ｐart ",
+                "see note ",
+                "\nTitle  ",
+                "#appendix ",
+            ]
+        ),
         st.sampled_from(_PERIOD_WORDS),
         st.sampled_from(_PERIOD_GAPS),
         st.sampled_from(_PERIOD_NEXT),

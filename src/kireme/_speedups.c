@@ -1739,6 +1739,60 @@ static PyObject *reference_words(PyObject *self, PyObject *unused) {
     return out;
 }
 
+/* kireme/text/sentences.py `_LABEL_WORDS`: a heading's label word before its number ("ARTICLE 5.") */
+static const char *const LABEL_WORDS[] = {"article", "section", "part", "chapter", "appendix", "annex", "schedule",
+                                          "exhibit", "clause", "rule", "item", "step", "book", "title"};
+
+static PyObject *label_words(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    PyObject *out = PyFrozenSet_New(NULL);
+    if (out == NULL) return NULL;
+    for (size_t k = 0; k < COUNT(LABEL_WORDS); k++) {
+        PyObject *w = PyUnicode_FromString(LABEL_WORDS[k]);
+        if (w == NULL || PySet_Add(out, w) < 0) {
+            Py_XDECREF(w);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(w);
+    }
+    return out;
+}
+
+static int is_label_strip(Py_UCS4 c) { return c == ' ' || c == '\t' || c == '#' || c == '>'; }
+
+/* `_numbered_label`: 1 when only a heading's label word (`LABEL_WORDS`, any case; after the marks of a Markdown
+ * heading or quote) comes before the number at word_start on its line, 0 when not, UNDECIDED where the line holds
+ * a character outside ASCII (Python's lower() and split() decide it) */
+static int numbered_label(int kind, const void *data, Py_ssize_t word_start) {
+    Py_ssize_t start = word_start > 0 ? prev_newline(kind, data, 0, word_start - 1) + 1 : 0;
+    if (word_start - start < 2) return 0;
+    Py_UCS4 last = PyUnicode_READ(kind, data, word_start - 1), before = PyUnicode_READ(kind, data, word_start - 2);
+    if ((last != ' ' && last != '\t') || !ascii_alpha(before)) return 0;
+    for (Py_ssize_t k = start; k < word_start; k++) {
+        if (PyUnicode_READ(kind, data, k) >= 128) return UNDECIDED;
+    }
+    Py_ssize_t a = start, b = word_start;
+    while (a < b && is_label_strip(PyUnicode_READ(kind, data, a))) a++;
+    while (b > a && is_label_strip(PyUnicode_READ(kind, data, b - 1))) b--;
+    /* split() reads no word in the whitespace left at either end */
+    while (a < b && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, a))) a++;
+    while (b > a && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, b - 1))) b--;
+    if (a >= b || b - a > 16) return 0;
+    char word[17];
+    for (Py_ssize_t k = a; k < b; k++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, k);
+        if (Py_UNICODE_ISSPACE(c)) return 0; /* two words or more */
+        word[k - a] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    }
+    word[b - a] = 0;
+    for (size_t k = 0; k < COUNT(LABEL_WORDS); k++) {
+        if (strcmp(LABEL_WORDS[k], word) == 0) return 1;
+    }
+    return 0;
+}
+
 /* `_LABEL_GAP`: what follows the dot of a letter label at a line start ("A. ", "Q.\n") */
 static int is_label_gap(Py_UCS4 c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
@@ -1779,7 +1833,10 @@ static int period_ends(int kind, const void *data, Py_ssize_t n, Py_ssize_t dot,
         ascii_alpha(PyUnicode_READ(kind, data, word_start - 2))) {
         int roman = length > 0 && length <= 6;
         for (Py_ssize_t k = 0; k < length && roman; k++) roman = strchr("ivxlc", word[k]) != NULL;
-        if ((digits && length <= 3) || roman) return UNDECIDED; /* "ARTICLE 5.", "PART II.": `_numbered_label` */
+        if ((digits && length <= 3) || roman) { /* "ARTICLE 5.", "PART II.": a heading's number */
+            int label = numbered_label(kind, data, word_start);
+            if (label != 0) return label == 1 ? 0 : UNDECIDED;
+        }
     }
     if (length == 1 && ascii_alpha(PyUnicode_READ(kind, data, word_start)) && dot + 1 < n &&
         is_label_gap(PyUnicode_READ(kind, data, dot + 1)) &&
@@ -2865,6 +2922,7 @@ static PyMethodDef methods[] = {
     {"plain_paragraph_starts", plain_paragraph_starts, METH_VARARGS,
      "plain_paragraph_starts(text) -> the paragraph starts of a text with no block syntax, else None"},
     {"reference_words", reference_words, METH_NOARGS, "reference_words() -> the words of sentences._REFERENCE_WORDS"},
+    {"label_words", label_words, METH_NOARGS, "label_words() -> the words of sentences._LABEL_WORDS"},
     {"vocabulary", vocabulary, METH_NOARGS, "vocabulary() -> (terminators, closers, openers, their closers)"},
     {NULL, NULL, 0, NULL},
 };

@@ -8,6 +8,7 @@ def scan_sentence_cuts(
     """Sentence starts decided in C, the protected quotations, and the candidates Python must judge."""
 
 def reference_words() -> frozenset[str]: ...
+def label_words() -> frozenset[str]: ...
 def vocabulary() -> tuple[str, str, str, str]:
     """The marks compiled in: terminators, closers, opening brackets and their closing brackets."""
 
