@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+import regex
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tests.strategies import markdown_texts, text_and_window
@@ -696,9 +697,29 @@ def _judged_candidates(text: str, a: int, b: int) -> list[tuple[int, int]]:
 _PERIOD_WORDS = [
     *("1", "12", "123", "1234", "U.S", "a.b", "Ph.D", "a.b.c.d", "e.g", "J", "R", "x", "Dr", "etc", "al"),
     *("Smith", "met", "$6.25", "café", "２", "Ｘ", "設定", "!", "?", "II", "iv", "5", "13"),
+    *("0.98±0.02", "10−5", "Jβ2.6", "37°C", "π", "×2", "Москва", "a→b", "µm", "x²", "games ", "2014 ", "β "),
 ]
 _PERIOD_GAPS = [". ", ".  ", ".\n", ". \n", ". \u3000", "."]
-_PERIOD_NEXT = ["", "He", "he", "1", "「", "(", "次", "É", '"', "x", "The"]
+_PERIOD_NEXT = [
+    "",
+    "He",
+    "he",
+    "1",
+    "「",
+    "(",
+    "次",
+    "É",
+    '"',
+    "x",
+    "The",
+    "β",
+    "Β",
+    "ͺ",
+    "Ж",
+    "“A",
+    "[1]",
+    "_",
+]
 # each part: what comes before the word (a line break makes it a line start), the word, its period and
 # the whitespace after it, the next word (none: the next part's word follows, as initials do)
 period_texts = st.lists(
@@ -720,6 +741,9 @@ period_texts = st.lists(
                 "see note ",
                 "\nTitle  ",
                 "#appendix ",
+                "β-catenin at ",
+                "\u212aey ",
+                "Sectİon ",
             ]
         ),
         st.sampled_from(_PERIOD_WORDS),
@@ -746,6 +770,47 @@ def test_periods_judged_in_c_are_judged_as_in_python(case: tuple[str, int, int],
     decided = [p for p in pending if p not in left]
     expected = [c for s, e in decided if (c := sentences._judged_end(text, s, e, a, b, caseless)) is not None]
     assert sorted(cuts) == sorted(expected)
+
+
+def test_what_c_reads_as_no_word_before_a_period_is_no_latin_letter_nor_number() -> None:
+    """The characters outside ASCII the C period rule reads as the end of the word before a period
+    (`word_break_other` in _speedups.c: ° ± µ · × ÷, Greek and Cyrillic, arrows, mathematical operators) are
+    neither Latin nor numbers to `_WORD_BEFORE`, so Python's word stops there too."""
+    word_char = regex.compile(r"[\p{Latin}\p{N}.]")
+    ranges = [
+        (0xB0, 0xB1),
+        (0xB5, 0xB5),
+        (0xB7, 0xB7),
+        (0xD7, 0xD7),
+        (0xF7, 0xF7),
+        (0x370, 0x4FF),
+        (0x2190, 0x22FF),
+    ]
+    assert not [hex(c) for lo, hi in ranges for c in range(lo, hi + 1) if word_char.match(chr(c))]
+    # after a period, a Greek or Cyrillic letter is lower case for C as for `_LOWER_NEXT` (``\p{Ll}``)
+    lower = regex.compile(r"\p{Ll}")
+    c_lower = [c for c in range(0x370, 0x500) if chr(c).islower() and c != 0x37A]
+    assert c_lower == [c for c in range(0x370, 0x500) if lower.match(chr(c))]
+
+
+def test_tokenised_periods_and_greek_after_a_period_are_judged_in_c() -> None:
+    """Tokenised English (``games . When``: a period between spaces, as in WikiText) and a Greek or Cyrillic
+    word after a period are decided in C, as Python decides them; a capital outside ASCII after a spaced
+    period goes back to Python."""
+    text = (
+        'The games . When it ended . the crowd left . In 2014 . Then 3 . "Yes" he said .  [1] more .\n'
+        "the complex. β-catenin binds. Β-sheets form. Жуков won. It ends . Élan follows."
+    )
+    pending = _judged_candidates(text, 0, len(text))
+    cuts, left = native.judge_periods(
+        text, pending, 0, len(text), False, sentences._ABBREVIATIONS, sentences._MAY_END
+    )
+    assert [text[s - 2 : e + 2] for s, e in left] == ["s . É"]
+    decided = [p for p in pending if p not in left]
+    expected = [c for s, e in decided if (c := sentences._judged_end(text, s, e, 0, len(text), False))]
+    assert sorted(cuts) == sorted(expected)
+    assert {text[c : c + 4] for c in cuts} >= {"When", "In 2", "Then", '"Yes', "Β-sh", "Жуко"}
+    assert not {"the ", "β-ca"} & {text[c : c + 4] for c in cuts}
 
 
 def test_plain_periods_are_judged_in_c() -> None:

@@ -1662,6 +1662,14 @@ static int plain_other(Py_UCS4 c) {
 }
 
 static int ascii_alpha(Py_UCS4 c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+/* a character outside ASCII that is neither \p{Latin} nor \p{N} (so `_WORD_BEFORE` stops at it) beyond
+   `plain_other`: ° ± µ · × ÷, Greek and Cyrillic, arrows and mathematical operators ("0.98±0.02.", "10−5.",
+   "Jβ2.6."); tests/test_speedups.py checks every one against the pattern */
+static int word_break_other(Py_UCS4 c) {
+    return c == 0xB0 || c == 0xB1 || c == 0xB5 || c == 0xB7 || c == 0xD7 || c == 0xF7 || (c >= 0x370 && c <= 0x4FF) ||
+           (c >= 0x2190 && c <= 0x22FF);
+}
 static int ascii_digit(Py_UCS4 c) { return c >= '0' && c <= '9'; }
 
 /* `_at_line_start`: only whitespace, or a Markdown heading's or quote's marks ("#", ">"), before pos on its line */
@@ -1763,27 +1771,28 @@ static PyObject *label_words(PyObject *self, PyObject *unused) {
 static int is_label_strip(Py_UCS4 c) { return c == ' ' || c == '\t' || c == '#' || c == '>'; }
 
 /* `_numbered_label`: 1 when only a heading's label word (`LABEL_WORDS`, any case; after the marks of a Markdown
- * heading or quote) comes before the number at word_start on its line, 0 when not, UNDECIDED where the line holds
- * a character outside ASCII (Python's lower() and split() decide it) */
+ * heading or quote) comes before the number at word_start on its line, 0 when not, UNDECIDED where that one word
+ * holds a character outside ASCII (Python's lower() decides it) */
 static int numbered_label(int kind, const void *data, Py_ssize_t word_start) {
     Py_ssize_t start = word_start > 0 ? prev_newline(kind, data, 0, word_start - 1) + 1 : 0;
     if (word_start - start < 2) return 0;
     Py_UCS4 last = PyUnicode_READ(kind, data, word_start - 1), before = PyUnicode_READ(kind, data, word_start - 2);
     if ((last != ' ' && last != '\t') || !ascii_alpha(before)) return 0;
-    for (Py_ssize_t k = start; k < word_start; k++) {
-        if (PyUnicode_READ(kind, data, k) >= 128) return UNDECIDED;
-    }
     Py_ssize_t a = start, b = word_start;
     while (a < b && is_label_strip(PyUnicode_READ(kind, data, a))) a++;
     while (b > a && is_label_strip(PyUnicode_READ(kind, data, b - 1))) b--;
     /* split() reads no word in the whitespace left at either end */
     while (a < b && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, a))) a++;
     while (b > a && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, b - 1))) b--;
-    if (a >= b || b - a > 16) return 0;
+    if (a >= b) return 0;
+    for (Py_ssize_t k = a; k < b; k++) {
+        if (Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, k))) return 0; /* two words or more */
+    }
+    if (b - a > 16) return 0; /* longer than any label word, lower-cased too (lower() never shortens a word) */
     char word[17];
     for (Py_ssize_t k = a; k < b; k++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, k);
-        if (Py_UNICODE_ISSPACE(c)) return 0; /* two words or more */
+        if (c >= 128) return UNDECIDED; /* Python's lower() may make it a label word ("K" for "k") */
         word[k - a] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
     }
     word[b - a] = 0;
@@ -1808,7 +1817,7 @@ static int period_ends(int kind, const void *data, Py_ssize_t n, Py_ssize_t dot,
         if (c < 128) {
             if (!(ascii_alpha(c) || ascii_digit(c) || c == '.')) break;
             j--;
-        } else if (plain_other(c)) {
+        } else if (plain_other(c) || word_break_other(c)) {
             break;
         } else {
             return UNDECIDED;
@@ -1856,6 +1865,9 @@ static int period_ends(int kind, const void *data, Py_ssize_t n, Py_ssize_t dot,
     } else if (plain_other(next)) {
         lower = 0;
         starts = 1;
+    } else if (next >= 0x370 && next <= 0x4FF) { /* Greek, Cyrillic: no Latin letter, lower case as \p{Ll} */
+        lower = Py_UNICODE_ISLOWER(next) && next != 0x37A; /* U+037A is lower case but a modifier (Lm) */
+        starts = 1;
     } else {
         return UNDECIDED;
     }
@@ -1882,6 +1894,22 @@ static int period_ends(int kind, const void *data, Py_ssize_t n, Py_ssize_t dot,
     return !(dots > 0 && letters > 0 && alpha && letters <= 3); /* "U.S." does not end one, "$6.25." does */
 }
 
+/* kireme/text/sentences.py `_TOKENISED_DOT` (`(?<=\w[ \t])\.(?=[ \t]+[\p{Lu}"'“(\[])`, matched at the dot at s, the
+ * text ending at b; the character before s is a space or a tab): 1 for a match ("games . When"), 0 for none,
+ * UNDECIDED where it turns on a character outside ASCII (a word character before, a capital after) */
+static int tokenised_dot(int kind, const void *data, Py_ssize_t s, Py_ssize_t b) {
+    if (s < 2) return 0;
+    Py_UCS4 word = PyUnicode_READ(kind, data, s - 2);
+    if (word >= 128) return UNDECIDED;
+    if (!(ascii_alpha(word) || ascii_digit(word) || word == '_')) return 0;
+    Py_ssize_t p = s + 1;
+    while (p < b && (PyUnicode_READ(kind, data, p) == ' ' || PyUnicode_READ(kind, data, p) == '\t')) p++;
+    if (p == s + 1 || p >= b) return 0;
+    Py_UCS4 c = PyUnicode_READ(kind, data, p);
+    if ((c >= 'A' && c <= 'Z') || c == '"' || c == '\'' || c == 0x201C || c == '(' || c == '[') return 1;
+    return c < 128 ? 0 : UNDECIDED;
+}
+
 static PyObject *judge_core(PyObject *text, PyObject *pending, Py_ssize_t a, Py_ssize_t b, int caseless,
                             PyObject *abbreviations, PyObject *may_end) {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
@@ -1900,8 +1928,10 @@ static PyObject *judge_core(PyObject *text, PyObject *pending, Py_ssize_t a, Py_
         Py_UCS4 first = s >= 0 && s < n && e > s && e <= n ? PyUnicode_READ(kind, data, s) : 0;
         if (s > 0 && first == '.') {
             Py_UCS4 before = PyUnicode_READ(kind, data, s - 1);
-            if (before != ' ' && before != '\t')
-                verdict = period_ends(kind, data, n, s, e, caseless, abbreviations, may_end);
+            int spaced = before == ' ' || before == '\t';
+            int tokenised = spaced ? tokenised_dot(kind, data, s, b) : 1;
+            if (tokenised == 1) verdict = period_ends(kind, data, n, s, e, caseless, abbreviations, may_end);
+            else if (tokenised == 0) verdict = 0; /* a "." after a space that starts no sentence: no candidate */
         } else if ((first == 0xFF01 || first == 0xFF1F) && !is_closer(PyUnicode_READ(kind, data, e - 1))) {
             verdict = 1; /* "！" or "？" with no closer at its run's end ends its sentence; after a closer,
                             a space and a lower-case letter it may not ('"Are you sure?" he asked'): Python's */
