@@ -1783,3 +1783,30 @@ def test_a_closing_fence_joined_to_the_piece_before_it_is_measured_exactly(text:
     check_invariants(
         Document(text, metadata={"format": "markdown"}), chunks, max_size=max_size, measure=measure
     )
+
+
+def test_lead_in_lines_are_found_only_for_a_document_that_is_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The heading and lead-in line ends (`kept_line_ends`) are looked for when the packer first asks: a
+    Markdown text that fits one chunk whole is never cut and never asks; a longer one does, and its lead-in
+    stays with the list it introduces."""
+    from kireme.structure import layout
+
+    calls: list[int] = []
+    found = layout.kept_line_ends
+
+    def counted(text: str, outline: object) -> frozenset[int]:
+        calls.append(len(text))
+        return found(text, outline)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(layout, "kept_line_ends", counted)
+    chunker = make_chunker("markdown", max_size=60)
+    short = "日当は一日あたり二千円とする。"
+    assert [c.text for c in chunker.chunk(short)] == [short]
+    assert calls == []
+    long = (
+        "出張の申請は、出発の五営業日前までに総務課へ提出する。" * 3
+        + "\n\n必要な書類は次のとおりです：\n\n- 申請書\n- 旅程表\n- 見積書\n"
+    )
+    chunks = chunker.chunk(long)
+    assert calls == [len(long)]
+    assert any(c.text.startswith("必要な書類は次のとおりです：") and "- 見積書" in c.text for c in chunks)

@@ -2840,7 +2840,7 @@ fail:
 }
 
 /*
- * `plain_paragraph_starts(text)`: kireme/text/markdown.py `_plain_outline_python`'s answer in one pass over the
+ * `plain_paragraph_starts(text)`: kireme/text/markdown.py `_plain_paragraph_starts_python`, in one pass over the
  * lines: None when some line could begin another block than a paragraph (`_BLOCK_SYNTAX_LINE`: indented
  * content, one of #>*+-_=`~<[|: first, a number and "." or ")") or the text has a "\r" without its "\n";
  * else where each paragraph starts: every line with content that is the first or comes after a blank line

@@ -358,7 +358,7 @@ class Chunker:
         elif self.string_format is None:
             doc = text_document(_require_str(document))
         else:
-            doc = Document(_require_str(document), metadata={"format": self.string_format})
+            doc = text_document(_require_str(document), self.string_format)
         if not doc.text or doc.text.isspace():
             return []
         chunker = self.for_document(doc)
@@ -589,7 +589,7 @@ class RecursiveChunker(Chunker):
             from kireme.text.markdown import markdown_outline
 
             outline = markdown_outline(doc.text, warn=False)
-            return HeadingEnds(doc.text, kept_line_ends(doc.text, outline))
+            return HeadingEnds(doc.text, lambda: kept_line_ends(doc.text, outline))
         return None
 
     def options(self) -> dict[str, Any]:

@@ -446,7 +446,7 @@ def heading_rule(
         return False, None
     if doc.format not in MARKDOWN_FORMATS:
         return True, None
-    return True, HeadingEnds(doc.text, kept_line_ends(doc.text, outline))
+    return True, HeadingEnds(doc.text, lambda: kept_line_ends(doc.text, outline))
 
 
 def table_row_cuts(outline: Outline) -> list[int]:

@@ -389,9 +389,9 @@ def markdown_outline(text: str, source: str | Callable[[], str] = "", *, warn: b
 # underline: indented content (indented code, lazy or nested lines), ATX headings, block quotes, list
 # bullets, thematic breaks, setext underlines, fences, HTML blocks, link reference definitions, table
 # delimiter rows (their first character is ``|``, ``-`` or ``:``) and ordered list markers.
-# (``^`` under ``re.M`` would be tried at every position of the text: the first line is matched, every other
-# one searched for from its line feed, a literal the engine finds at C speed — a third of `markdown` on a
-# plain article went into the ``^`` form)
+# (One pattern opening with ``^`` under ``re.M`` is tried at every position of the text: it was a third of
+# `markdown` on a plain article. The first line is matched, every other one searched for from its line feed,
+# a literal the engine finds at C speed.)
 _BLOCK_SYNTAX_LINE = r"(?:[ \t]+[^ \t\r\n]|[#>*+\-_=`~<\[|:]|[0-9]+[.)])"
 _BLOCK_SYNTAX_FIRST = re.compile(_BLOCK_SYNTAX_LINE)
 _BLOCK_SYNTAX_NEXT = re.compile("\n" + _BLOCK_SYNTAX_LINE)
@@ -431,7 +431,7 @@ def _plain_outline(text: str) -> Outline | None:
 
 
 def _plain_paragraph_starts_python(text: str) -> list[int] | None:
-    """The paragraph starts of a text with no block syntax and no lone ``\r``, else ``None``: the
+    """The paragraph starts of a text with no block syntax and no lone ``\\r``, else ``None``: the
     reference of `kireme._speedups.plain_paragraph_starts` (one pass over the lines, where the two patterns
     search the text at about a nanosecond a character)."""
     if has_block_syntax(text) or ("\r" in text and _LONE_CR.search(text) is not None):
