@@ -691,6 +691,16 @@ def _judged_candidates(text: str, a: int, b: int) -> list[tuple[int, int]]:
     ]
 
 
+def _judged_in_c(text: str) -> tuple[list[tuple[int, int]], list[int], list[tuple[int, int]]]:
+    """The whole text's judged candidates, and what `judge_periods` makes of them: the sentence starts it
+    decides and the candidates it leaves to Python."""
+    pending = _judged_candidates(text, 0, len(text))
+    cuts, left = native.judge_periods(
+        text, pending, 0, len(text), False, sentences._ABBREVIATIONS, sentences._MAY_END
+    )
+    return pending, cuts, left
+
+
 # Periods in every context the rules tell apart: numbers of one to four digits (list numbers at a line
 # start), acronyms of two to four letters, abbreviations, initials after initials, words and marks, each
 # followed by a capital, a lower-case word, a digit, a bracket, kana or a character of another script.
@@ -801,10 +811,7 @@ def test_tokenised_periods_and_greek_after_a_period_are_judged_in_c() -> None:
         'The games . When it ended . the crowd left . In 2014 . Then 3 . "Yes" he said .  [1] more .\n'
         "the complex. β-catenin binds. Β-sheets form. Жуков won. It ends . Élan follows."
     )
-    pending = _judged_candidates(text, 0, len(text))
-    cuts, left = native.judge_periods(
-        text, pending, 0, len(text), False, sentences._ABBREVIATIONS, sentences._MAY_END
-    )
+    pending, cuts, left = _judged_in_c(text)
     assert [text[s - 2 : e + 2] for s, e in left] == ["s . É"]
     decided = [p for p in pending if p not in left]
     expected = [c for s, e in decided if (c := sentences._judged_end(text, s, e, 0, len(text), False))]
@@ -820,10 +827,7 @@ def test_plain_periods_are_judged_in_c() -> None:
         "Dr. Smith met J. R. Tolkien at 9 a.m. on the U.S. tour, etc. Then they left.\n"
         "1. Install it. 2. Run it.\n設定は config.yaml. 次にサーバーを起動します。Done. the end. Café. É. x². Ｘ."
     )
-    pending = _judged_candidates(text, 0, len(text))
-    cuts, left = native.judge_periods(
-        text, pending, 0, len(text), False, sentences._ABBREVIATIONS, sentences._MAY_END
-    )
+    _, cuts, left = _judged_in_c(text)
     assert [text[s - 1] for s, _ in left] == ["é", "É", "²"]  # "Ｘ." ends the text: no word asked
     starts = [text[c : c + 4] for c in cuts]
     assert "次にサー" in starts
@@ -836,10 +840,7 @@ def test_full_width_marks_are_judged_in_c_unless_a_closer_ends_them() -> None:
     """A full-width "！" or "？" ends its sentence (C decides it); one whose run ends with a closer may go on
     with a lower-case word after a space ('"Are you sure？" he asked'): Python's, and judged alike."""
     text = "すごい！次へ。本当？？　はい。「行く？」 he asked. 「来た！」と言う。Wow！」 and then。"
-    pending = _judged_candidates(text, 0, len(text))
-    cuts, left = native.judge_periods(
-        text, pending, 0, len(text), False, sentences._ABBREVIATIONS, sentences._MAY_END
-    )
+    pending, cuts, left = _judged_in_c(text)
     assert [text[s:e] for s, e in left] == ["？」", "！」", "！」"]
     assert [text[c] for c in cuts] == ["次", "は", "「"]  # the "." of "asked." too
     expected = [c for s, e in pending if (c := sentences._judged_end(text, s, e, 0, len(text), False))]

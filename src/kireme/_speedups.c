@@ -1730,13 +1730,12 @@ static int reference_word(const char *word, Py_ssize_t length) {
     return 0;
 }
 
-static PyObject *reference_words(PyObject *self, PyObject *unused) {
-    (void)self;
-    (void)unused;
+/* a frozenset of the C strings `words` (for the tests that hold a C word list equal to its Python one) */
+static PyObject *word_set(const char *const *words, size_t count) {
     PyObject *out = PyFrozenSet_New(NULL);
     if (out == NULL) return NULL;
-    for (size_t k = 0; k < COUNT(REFERENCE_WORDS); k++) {
-        PyObject *w = PyUnicode_FromString(REFERENCE_WORDS[k]);
+    for (size_t k = 0; k < count; k++) {
+        PyObject *w = PyUnicode_FromString(words[k]);
         if (w == NULL || PySet_Add(out, w) < 0) {
             Py_XDECREF(w);
             Py_DECREF(out);
@@ -1747,6 +1746,12 @@ static PyObject *reference_words(PyObject *self, PyObject *unused) {
     return out;
 }
 
+static PyObject *reference_words(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return word_set(REFERENCE_WORDS, COUNT(REFERENCE_WORDS));
+}
+
 /* kireme/text/sentences.py `_LABEL_WORDS`: a heading's label word before its number ("ARTICLE 5.") */
 static const char *const LABEL_WORDS[] = {"article", "section", "part", "chapter", "appendix", "annex", "schedule",
                                           "exhibit", "clause", "rule", "item", "step", "book", "title"};
@@ -1754,18 +1759,7 @@ static const char *const LABEL_WORDS[] = {"article", "section", "part", "chapter
 static PyObject *label_words(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
-    PyObject *out = PyFrozenSet_New(NULL);
-    if (out == NULL) return NULL;
-    for (size_t k = 0; k < COUNT(LABEL_WORDS); k++) {
-        PyObject *w = PyUnicode_FromString(LABEL_WORDS[k]);
-        if (w == NULL || PySet_Add(out, w) < 0) {
-            Py_XDECREF(w);
-            Py_DECREF(out);
-            return NULL;
-        }
-        Py_DECREF(w);
-    }
-    return out;
+    return word_set(LABEL_WORDS, COUNT(LABEL_WORDS));
 }
 
 static int is_label_strip(Py_UCS4 c) { return c == ' ' || c == '\t' || c == '#' || c == '>'; }
