@@ -540,3 +540,17 @@ def test_a_heading_anchor_is_not_part_of_its_title() -> None:
     env = next(c for c in chunks if "VITE_" in c.text)
     assert env.headings == ("フックの使い方", "環境変数")
     assert "{#" not in env.embed_text.split("\n\n")[0] and "{/" not in env.embed_text
+
+
+def test_a_plain_texts_outline_made_fast_is_the_dataclasss() -> None:
+    """`paragraphs_outline` sets the fields itself: it equals (and hashes as) ``Outline(block_starts=…)``,
+    and every field of `Outline` has a plain default it can copy (a field added with a default factory would
+    be shared between outlines: this test then fails)."""
+    from dataclasses import MISSING, fields
+
+    from kireme.text.markdown import paragraphs_outline
+
+    assert all(f.default is not MISSING for f in fields(Outline))
+    made = paragraphs_outline((0, 12, 40))
+    assert made == Outline(block_starts=(0, 12, 40)) and hash(made) == hash(Outline(block_starts=(0, 12, 40)))
+    assert markdown_outline("一つ目の段落。\n\n二つ目の段落。") == Outline(block_starts=(0, 9))
