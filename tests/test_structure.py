@@ -1789,16 +1789,16 @@ def test_lead_in_lines_are_found_only_for_a_document_that_is_cut(monkeypatch: py
     """The heading and lead-in line ends (`kept_line_ends`) are looked for when the packer first asks: a
     Markdown text that fits one chunk whole is never cut and never asks; a longer one does, and its lead-in
     stays with the list it introduces."""
-    from kireme.structure import layout
+    from kireme.text import leads
 
     calls: list[int] = []
-    found = layout.kept_line_ends
+    found = leads.kept_line_ends
 
     def counted(text: str, outline: object) -> frozenset[int]:
         calls.append(len(text))
         return found(text, outline)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(layout, "kept_line_ends", counted)
+    monkeypatch.setattr(leads, "kept_line_ends", counted)
     chunker = make_chunker("markdown", max_size=60)
     short = "日当は一日あたり二千円とする。"
     assert [c.text for c in chunker.chunk(short)] == [short]

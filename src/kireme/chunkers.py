@@ -584,12 +584,10 @@ class RecursiveChunker(Chunker):
         """The markdown preset knows the document's headings from the parser: a short line of a Markdown
         file (a closing fence, ``<Sandpack>``, a label) is not one, as it is for the `markdown` strategy."""
         if self.separators is None and self.preset == "markdown":
-            from kireme.text.headings import HeadingEnds
-            from kireme.text.leads import kept_line_ends
+            from kireme.text.leads import heading_ends
             from kireme.text.markdown import markdown_outline
 
-            outline = markdown_outline(doc.text, warn=False)
-            return HeadingEnds(doc.text, lambda: kept_line_ends(doc.text, outline))
+            return heading_ends(doc.text, markdown_outline(doc.text, warn=False))
         return None
 
     def options(self) -> dict[str, Any]:

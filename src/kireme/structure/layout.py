@@ -36,8 +36,8 @@ from kireme.boundaries.levels import (
 )
 from kireme.document import Document
 from kireme.text.csvtable import csv_outline
-from kireme.text.headings import HeadingEnds, prose_headings
-from kireme.text.leads import indent_width, kept_line_ends, lead_ins
+from kireme.text.headings import prose_headings
+from kireme.text.leads import heading_ends, indent_width, lead_ins
 from kireme.text.markdown import MARKDOWN_FORMATS, Outline, Table, line_starts, markdown_outline
 from kireme.text.sentences import check_sentence_mode
 
@@ -446,7 +446,7 @@ def heading_rule(
         return False, None
     if doc.format not in MARKDOWN_FORMATS:
         return True, None
-    return True, HeadingEnds(doc.text, lambda: kept_line_ends(doc.text, outline))
+    return True, heading_ends(doc.text, outline)
 
 
 def table_row_cuts(outline: Outline) -> list[int]:

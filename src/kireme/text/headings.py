@@ -313,26 +313,21 @@ class HeadingEnds:
     line ends (``ends``; the lead-in lines outside code and tables too, `kireme.text.leads.kept_line_ends`).
     A ``# comment`` in a code block is no heading. Callable as ``(text, pos)`` like
     `ends_with_heading`; the packer's C loop reads ``ends`` itself (`kireme._speedups.merge_run`).
-    ``ends`` may be given as the function that finds them: it runs when they are first read (a document
-    that fits one chunk whole is never cut, and never asks)."""
+    ``find`` finds them, when they are first read (a document that fits one chunk whole is never cut, and
+    never asks)."""
 
     __slots__ = ("_ends", "_find", "text")
 
-    def __init__(self, text: str, ends: frozenset[int] | Callable[[], frozenset[int]]) -> None:
+    def __init__(self, text: str, find: Callable[[], frozenset[int]]) -> None:
         self.text = text
+        self._find = find
         self._ends: frozenset[int] | None = None
-        self._find: Callable[[], frozenset[int]] | None = None
-        if callable(ends):
-            self._find = ends
-        else:
-            self._ends = ends
 
     @property
     def ends(self) -> frozenset[int]:
         """Where the heading and lead-in lines end, found when first read."""
         if self._ends is None:
-            assert self._find is not None
-            self._ends, self._find = self._find(), None
+            self._ends = self._find()
         return self._ends
 
     def __call__(self, _text: str, pos: int) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
-from kireme.text.headings import is_heading_line, is_lead_in_line
+from kireme.text.headings import HeadingEnds, is_heading_line, is_lead_in_line
 from kireme.text.markdown import Outline
 
 
@@ -137,6 +137,11 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
                         ends.add(end)
         pos = max(pos, stop)
     return frozenset(ends)
+
+
+def heading_ends(text: str, outline: Outline) -> HeadingEnds:
+    """The heading test of a Markdown text for the packer: its `kept_line_ends`, found when first read."""
+    return HeadingEnds(text, lambda: kept_line_ends(text, outline))
 
 
 # The end of a possible lead-in line, only blanks after it on its line (`kept_line_ends`)
