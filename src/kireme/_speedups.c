@@ -1722,12 +1722,16 @@ static const char *const REFERENCE_WORDS[] = {"sec", "secs", "eq",  "eqs", "art"
                                               "nos", "vol", "vols", "p",   "pp",  "ex",  "cl",  "sch", "reg",
                                               "ll",  "l"};
 
-static int reference_word(const char *word, Py_ssize_t length) {
-    for (size_t k = 0; k < COUNT(REFERENCE_WORDS); k++) {
-        if ((Py_ssize_t)strlen(REFERENCE_WORDS[k]) == length && memcmp(REFERENCE_WORDS[k], word, (size_t)length) == 0)
-            return 1;
+/* whether the `length` bytes at `word` are one of `words` */
+static int listed_word(const char *word, Py_ssize_t length, const char *const *words, size_t count) {
+    for (size_t k = 0; k < count; k++) {
+        if ((Py_ssize_t)strlen(words[k]) == length && memcmp(words[k], word, (size_t)length) == 0) return 1;
     }
     return 0;
+}
+
+static int reference_word(const char *word, Py_ssize_t length) {
+    return listed_word(word, length, REFERENCE_WORDS, COUNT(REFERENCE_WORDS));
 }
 
 /* a frozenset of the C strings `words` (for the tests that hold a C word list equal to its Python one) */
@@ -1783,17 +1787,13 @@ static int numbered_label(int kind, const void *data, Py_ssize_t word_start) {
         if (Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, k))) return 0; /* two words or more */
     }
     if (b - a > 16) return 0; /* longer than any label word, lower-cased too (lower() never shortens a word) */
-    char word[17];
+    char word[16];
     for (Py_ssize_t k = a; k < b; k++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, k);
         if (c >= 128) return UNDECIDED; /* Python's lower() may make it a label word ("K" for "k") */
         word[k - a] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
     }
-    word[b - a] = 0;
-    for (size_t k = 0; k < COUNT(LABEL_WORDS); k++) {
-        if (strcmp(LABEL_WORDS[k], word) == 0) return 1;
-    }
-    return 0;
+    return listed_word(word, b - a, LABEL_WORDS, COUNT(LABEL_WORDS));
 }
 
 /* `_LABEL_GAP`: what follows the dot of a letter label at a line start ("A. ", "Q.\n") */
@@ -2585,22 +2585,27 @@ static PyObject *pair_cuts(PyObject *self, PyObject *args) {
 /* the arguments (text, a, b) of a level's scan, a clamped to 0 and b to the text's length, with the list
    of cuts to fill */
 typedef struct {
-    Py_ssize_t a, b;
+    Py_ssize_t a, b, n; /* n: the text's length */
     int kind;
     const void *data;
     PyObject *out;
 } LevelScan;
 
-static int level_scan(PyObject *args, LevelScan *scan) {
-    PyObject *text;
-    if (!PyArg_ParseTuple(args, "Unn", &text, &scan->a, &scan->b)) return -1;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+/* the scan of `text` with a and b (parsed into `scan` already) clamped to it */
+static int level_scan_of(PyObject *text, LevelScan *scan) {
+    scan->n = PyUnicode_GET_LENGTH(text);
     if (scan->a < 0) scan->a = 0;
-    if (scan->b > n) scan->b = n;
+    if (scan->b > scan->n) scan->b = scan->n;
     scan->kind = PyUnicode_KIND(text);
     scan->data = PyUnicode_DATA(text);
     scan->out = PyList_New(0);
     return scan->out == NULL ? -1 : 0;
+}
+
+static int level_scan(PyObject *args, LevelScan *scan) {
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "Unn", &text, &scan->a, &scan->b)) return -1;
+    return level_scan_of(text, scan);
 }
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -2740,21 +2745,14 @@ static PyObject *clause_cuts(PyObject *self, PyObject *args) {
     PyObject *text;
     int labels = 0;
     LevelScan w;
-    if (!PyArg_ParseTuple(args, "Unn|p", &text, &w.a, &w.b, &labels)) return NULL;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    if (w.a < 0) w.a = 0;
-    if (w.b > n) w.b = n;
-    w.kind = PyUnicode_KIND(text);
-    w.data = PyUnicode_DATA(text);
-    w.out = PyList_New(0);
-    if (w.out == NULL) return NULL;
+    if (!PyArg_ParseTuple(args, "Unn|p", &text, &w.a, &w.b, &labels) || level_scan_of(text, &w) < 0) return NULL;
     for (Py_ssize_t p = w.a; p + 1 < w.b; p++) { /* a cut after the last character would not lie inside */
         Py_UCS4 c = PyUnicode_READ(w.kind, w.data, p);
         if (c < ',' || (c > ';' && c < 0x3001)) continue; /* the usual character: none of the marks */
         Py_UCS4 next = PyUnicode_READ(w.kind, w.data, p + 1);
         if (clause_mark(c) || (clause_separator(c) && !any_digit(next) && !(c == ':' && (next == '/' || next == '\\')) &&
                                !(c == ',' && date_comma(w.kind, w.data, p, w.b)))) {
-            if (labels && (c == ':' || c == 0xFF1A) && speaker_label_colon(w.kind, w.data, n, p)) continue;
+            if (labels && (c == ':' || c == 0xFF1A) && speaker_label_colon(w.kind, w.data, w.n, p)) continue;
             if (append_index(w.out, p + 1) < 0) {
                 Py_DECREF(w.out);
                 return NULL;
