@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -34,6 +35,7 @@ from kireme.pack import PACKINGS, PackedSpan, pack
 from kireme.text.headings import prose_headings
 from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, markdown_headings
 from kireme.text.sentences import check_sentence_mode
+from kireme.text.tableheaders import TableHeaders, table_headers
 
 DEFAULT_MAX_SIZE = 512
 # The largest size any option may hold: more than any text, and exact in a JSON client's numbers
@@ -131,6 +133,9 @@ class Chunker:
     # what a plain string handed to `chunk` is read as: plain text, unless the strategy says it reads
     # something else (``markdown``: a string given to it is Markdown, its headings parsed and named)
     string_format: ClassVar[str | None] = None
+    # whether a chunk that starts among a table's rows gets the table's header in front of its embed_text
+    # (`kireme.text.tableheaders`); `fixed`, a baseline of plain windows, does not
+    repeats_table_headers: ClassVar[bool] = True
     measure: Measure = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -265,6 +270,50 @@ class Chunker:
             return self.max_size
         return self.max_size - self.context_builder(doc).largest()
 
+    def table_headers(self, doc: Document) -> TableHeaders | None:
+        """The headers of ``doc``'s tables that this chunker repeats in the ``embed_text`` of a chunk
+        starting among a table's rows (`kireme.text.tableheaders`); ``None``: none to repeat."""
+        if not self.repeats_table_headers:
+            return None
+        return table_headers(doc.text, doc.format)
+
+    def with_table_room(
+        self,
+        doc: Document,
+        spans: list[PackedSpan],
+        budget: int,
+        repack: Callable[[int, tuple[int, int]], list[PackedSpan]],
+    ) -> list[PackedSpan]:
+        """``spans`` (packed within ``budget``) with room for the repeated header in the chunks of a table
+        that had to be cut: the run of chunks starting among its rows is packed again
+        (``repack(smaller budget, (start, end))``) less the header's size where one of them would not fit
+        with it. Only there: the rest of the document keeps its cuts. Context and header together take at
+        most half of a chunk (a larger header is not repeated, `_with_table_headers`). The header gives way
+        to a row: where the smaller budget would cut inside a row (one that fit a chunk) or an overlap
+        could not be kept (the next chunk would start before the last new one), the run stays as it was."""
+        headers = self.table_headers(doc)
+        if headers is None or self.context_in_budget is False or len(spans) < 2:
+            return spans
+        most = (self.max_size - self.overlap) // 2 - (self.max_size - budget)
+        out = spans
+        for body_start, end, header, rows in reversed(headers.tables()):  # later runs first: indices hold
+            starts = [s.start for s in out]
+            lo, hi = bisect_left(starts, body_start), bisect_left(starts, end)
+            if lo == hi:
+                continue
+            size = self.measure(header)
+            if size > most or all(s.size + size <= budget for s in out[lo:hi]):
+                continue
+            packed = repack(budget - size, (out[lo].start, out[hi - 1].end))
+            cut_before = set(starts[lo:hi])
+            if (
+                packed
+                and (hi == len(out) or packed[-1].start < out[hi].start)
+                and all(s.start in rows or s.start in cut_before or s.start >= end for s in packed)
+            ):
+                out = [*out[:lo], *packed, *out[hi:]]
+        return out
+
     def plan(self, doc: Document) -> ChunkPlan:
         """Steps 1 and 2 for one non-empty document: where its chunks go. The one planning hook.
 
@@ -273,11 +322,28 @@ class Chunker:
         (sections with their own budgets, topic cuts) overrides it.
         """
         sizer = self.measure.for_text(doc.text)  # once: in tokens it encodes the whole text
-        spans = pack(
+        levels = self.sentence_levels(doc, sizer)
+        budget = self.text_max_size(doc)
+
+        def packed(max_size: int, span: tuple[int, int] | None = None) -> list[PackedSpan]:
+            return self._pack_levels(doc, levels, sizer, max_size, span)
+
+        return spans_plan(self.with_table_room(doc, packed(budget), budget, packed))
+
+    def _pack_levels(
+        self,
+        doc: Document,
+        levels: Sequence[Level],
+        sizer: SpanSizer,
+        max_size: int,
+        span: tuple[int, int] | None,
+    ) -> list[PackedSpan]:
+        """`plan`'s packing of ``doc`` (or of ``span`` of it) within ``max_size``."""
+        return pack(
             doc.text,
-            self.sentence_levels(doc, sizer),
+            levels,
             sizer,
-            max_size=self.text_max_size(doc),
+            max_size=max_size,
             min_size=self.min_size,
             overlap=self.overlap,
             merge=self.merges(),
@@ -292,9 +358,9 @@ class Chunker:
             # half a row, no key column: ``"15,000円",実費精算可``), and a record that fits max_size is
             # never cut for the overlap's room
             no_overlap_inside=self._records(doc) if self.overlap else (),
+            span=span,
             **self.packing_options(),
         )
-        return spans_plan(spans)
 
     @staticmethod
     def _records(doc: Document) -> list[tuple[int, int]]:
@@ -380,11 +446,15 @@ class Chunker:
             paths = None  # no heading anywhere: every path is ()
         title = plan.title or doc.title
         embed = plan.embed_text
-        prefix = None
+        prefix: Callable[[int, int], str] | None = None
         if isinstance(embed, TextItself):
             embed = None  # each chunk's text, with no context: what a plain text's chunks get
-        elif embed is None and self.context != "none":
-            prefix = self.context_builder(doc, paths, title).prefix
+        elif embed is None:
+            if self.context != "none":
+                prefix = self.context_builder(doc, paths, title).prefix
+            headers = self.table_headers(doc)
+            if headers is not None:
+                prefix = self._with_table_headers(prefix, headers)
         regions = RegionIndex(doc.regions) if doc.regions else None
         headings_of = plan.headings
         spans = plan.spans if type(plan.spans) is list else list(plan.spans)
@@ -412,6 +482,28 @@ class Chunker:
         return _NATIVE_CHUNKS(
             Chunk, doc_text, spans, ids, unit, title, all_headings, all_metadata, own_embeds
         )
+
+    def _with_table_headers(
+        self, prefix: Callable[[int, int], str] | None, headers: TableHeaders
+    ) -> Callable[[int, int], str]:
+        """``prefix`` (the context, or none) followed by the table header of a chunk that starts among a
+        table's rows. Unless ``context_in_budget=False`` (then it comes on top) the header goes only if the
+        whole still fits ``max_size``: `with_table_room` made room for it where a table had to be cut; a
+        header larger than that room allows, or one a token count does not add up for, is left out."""
+        text = headers.text
+        measure = self.measure
+        limit = self.max_size if self.context_in_budget is not False else None
+
+        def with_header(start: int, end: int) -> str:
+            before = prefix(start, end) if prefix is not None else ""
+            header = headers.at(start)
+            if not header:
+                return before
+            if limit is not None and measure(before + header + text[start:end]) > limit:
+                return before
+            return before + header
+
+        return with_header
 
     def _built_chunks(
         self,
@@ -494,6 +586,7 @@ class FixedChunker(Chunker):
     """Windows of ``max_size`` units, cut only between grapheme clusters. Use as a baseline."""
 
     strategy: ClassVar[str] = "fixed"
+    repeats_table_headers: ClassVar[bool] = False  # plain windows: embed_text is the text, as with any peer
 
     def levels(self) -> list[Level]:
         return []

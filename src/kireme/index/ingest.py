@@ -744,7 +744,9 @@ class Ingestor:
 # only the texts whose embed_text changed are embedded (the others come from the embedding cache). Chunk
 # ids do not depend on it (they hash the slice: a chunk whose cut a longer context moved gets a new one).
 # 2: a title for every file (front matter, first heading, else the file name); no heading said twice.
-EMBED_TEXT_VERSION = 2
+# 3: a table's header in front of the chunks that start among its rows, for every strategy that cuts
+#    tables where its own levels say (`recursive`, `paragraph`, `sentence`, `semantic`).
+EMBED_TEXT_VERSION = 3
 
 
 def entry_config_hash(chunker_config_hash: str, load_options: dict[str, Any] | None = None) -> str:

@@ -26,7 +26,7 @@ from kireme.document import Chunk, Document
 from kireme.embed.base import Embedder
 from kireme.embed.specs import EmbedderSpec, parse_spec
 from kireme.errors import ConfigError
-from kireme.pack import pack
+from kireme.pack import PackedSpan, pack
 from kireme.semantic.backends import make_backend, similarity_name, validate_similarity
 from kireme.semantic.segment import kernel_segment
 from kireme.semantic.thresholds import Threshold, resolve_auto
@@ -403,18 +403,29 @@ class SemanticChunker(Chunker):
             # lines — a table, a list, a transcript — was cut inside a line, its last field in the next chunk)
             *INSIDE_SENTENCE_LINES,
         ]
-        spans = pack(
-            doc.text,
-            levels,
-            self.measure.for_text(doc.text),
-            max_size=self.text_max_size(doc),
-            min_size=self.min_size,
-            overlap=self.overlap,
-            merge=False,
-            # a line of a one-sentence-a-line text is a sentence, no heading (`prose_headings`): as one, it
-            # kept every line end from being a cut, and whole lines that fit were cut at clauses and words
-            keep_headings=prose_headings(doc.format, self.sentences),
-            gap_cost=lambda pos: by_position.get(pos, 1.0),
-            **self.packing_options(),
-        )
-        return ChunkPlan(spans)
+        if doc.format in ("csv", "tsv"):
+            # a CSV's records before the gaps between its units: a file of unpunctuated records is one
+            # unit, which was cut at its commas (clauses), half a record in the next chunk
+            levels.insert(1, PositionLevel([s for s, _ in self._records(doc)], "records"))
+        sizer = self.measure.for_text(doc.text)
+
+        def packed(max_size: int, span: tuple[int, int] | None = None) -> list[PackedSpan]:
+            return pack(
+                doc.text,
+                levels,
+                sizer,
+                max_size=max_size,
+                min_size=self.min_size,
+                overlap=self.overlap,
+                merge=False,
+                # a line of a one-sentence-a-line text is a sentence, no heading (`prose_headings`): as one,
+                # it kept every line end from being a cut, and whole lines that fit were cut at clauses and
+                # words
+                keep_headings=prose_headings(doc.format, self.sentences),
+                gap_cost=lambda pos: by_position.get(pos, 1.0),
+                span=span,
+                **self.packing_options(),
+            )
+
+        budget = self.text_max_size(doc)
+        return ChunkPlan(self.with_table_room(doc, packed(budget), budget, packed))

@@ -2,24 +2,25 @@
 
 Several analyses are kept for the last few texts, keyed by the text itself, because a strategy's levels,
 its packer and its chunks' context all ask about the same document: the Markdown outline
-(`kireme.text.markdown`), the paragraph breaks and sentence index (`kireme.text.sentences`) and, for
-text without safe break pairs, every grapheme boundary (`kireme.text.graphemes`). They are an
-optimisation only: clearing them never changes a result. Benchmarks clear them before every pass so a
+(`kireme.text.markdown`) and its tables' headers (`kireme.text.tableheaders`), the paragraph breaks and
+sentence index (`kireme.text.sentences`) and, for text without safe break pairs, every grapheme boundary
+(`kireme.text.graphemes`). They are an optimisation only: clearing them never changes a result. Benchmarks clear them before every pass so a
 repeated document is not measured warm; long-running hosts may clear them to let go of large texts.
 Per-process caches that do not depend on a text (compiled patterns, the tokenizer, the parser) stay.
 """
 
 from __future__ import annotations
 
-from kireme.text import graphemes, markdown, sentences
+from kireme.text import graphemes, markdown, sentences, tableheaders
 
 __all__ = ["clear_text_caches"]
 
 
 def clear_text_caches() -> None:
-    """Forget every analysis kept for a text (outlines, sentence indexes, paragraph breaks, grapheme
-    boundaries)."""
+    """Forget every analysis kept for a text (outlines, table headers, sentence indexes, paragraph breaks,
+    grapheme boundaries)."""
     markdown._outline.cache_clear()
     sentences.sentence_index.cache_clear()
     sentences._breaks.cache_clear()
     graphemes._all_boundaries.cache_clear()
+    tableheaders._table_headers.cache_clear()

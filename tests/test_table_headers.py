@@ -1,0 +1,245 @@
+"""A table cut by `recursive`, `paragraph`, `sentence` or `semantic`: every piece after the first repeats
+the header in its ``embed_text`` (`kireme.text.tableheaders`), within ``max_size``; the rest of the
+document keeps its cuts; ``text`` and offsets never change."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.invariants import check_invariants
+from tests.strategies import csv_texts, markdown_texts
+
+from kireme import Document, get_measure, load, make_chunker
+from kireme.chunkers import Chunker
+from kireme.text.tableheaders import table_headers
+
+STRATEGIES = ["recursive", "paragraph", "sentence", "semantic"]
+REGIONS = ["東京", "大阪", "名古屋", "福岡"]
+HEADER = "| 支店 | 地域 | 日当 | 備考 |\n|---|---|---|---|\n"
+
+
+def _rows(n: int) -> str:
+    return "\n".join(
+        f"| 支店{i:02d} | {REGIONS[i % 4]} | {10000 + i * 500:,}円 | 実費精算 |" for i in range(n)
+    )
+
+
+def _allowance_doc(rows: int = 30) -> Document:
+    text = (
+        "# 出張手当\n\n出張の日当は支店ごとに定める。申請は出張の前日までに上長へ出す。\n\n"
+        f"{HEADER}{_rows(rows)}\n\n"
+        "## 精算\n\n領収書は帰着後十四日以内に経理課へ提出する。期限を過ぎた申請は受け付けない。\n"
+    )
+    return Document(text, id="allowance.md", metadata={"format": "markdown"})
+
+
+def _chunker(strategy: str, **options) -> Chunker:
+    if strategy == "semantic":
+        options.setdefault("similarity", "bigram")
+        options.setdefault("cache_dir", False)
+    return make_chunker(strategy, **options)
+
+
+def _body_start(doc: Document) -> tuple[int, int]:
+    found = table_headers(doc.text, doc.format)
+    assert found is not None
+    ((body, end, _, _),) = found.tables()
+    return body, end
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_every_piece_of_a_cut_table_names_its_columns(strategy: str) -> None:
+    doc = _allowance_doc()
+    chunker = _chunker(strategy, max_size=300)
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=300, chunker=chunker)
+    body, end = _body_start(doc)
+    inside = [c for c in chunks if body <= c.start < end]
+    assert len(inside) >= 2  # the table (about 1,100 characters) had to be cut
+    for c in inside:
+        assert c.embed_text == HEADER + c.text
+        assert len(c.embed_text) <= 300
+    for c in chunks:
+        if not body <= c.start < end:
+            assert c.embed_text == c.text  # no context asked for: nothing else changes
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_only_the_table_is_packed_again(strategy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The room for the header is made in the table's chunks, not by shrinking every chunk: the prose
+    before the table keeps its chunks (and ids); without a repeated header the chunks are the old ones."""
+    doc = _allowance_doc()
+    chunker = _chunker(strategy, max_size=300)
+    now = chunker.chunk(doc)
+    monkeypatch.setattr(type(chunker), "repeats_table_headers", False)
+    before = chunker.chunk(doc)
+    assert all(c.embed_text == c.text for c in before)
+    body, _ = _body_start(doc)
+    assert [c for c in now if c.end <= body] == [c for c in before if c.end <= body]
+    assert [c.start for c in now if c.start < body] == [c.start for c in before if c.start < body]
+
+
+def test_a_table_that_fits_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = _allowance_doc(rows=4)
+    chunker = make_chunker("recursive", max_size=300)
+    now = chunker.chunk(doc)
+    monkeypatch.setattr(type(chunker), "repeats_table_headers", False)
+    assert now == chunker.chunk(doc)
+    assert all(c.embed_text == c.text for c in now)
+
+
+def test_the_header_gives_way_to_a_row_that_fits_a_chunk() -> None:
+    """Rows of 90 characters at 100: with the 23-character header no row fits; the rows stay whole (and
+    carry no header) rather than be cut to make room for it."""
+    header = "| 項目 | 内容 |\n|---|---|\n"
+    rows = "\n".join(
+        f"| 規定{i:02d} | " + "出張の旅費は所定の様式により申請し上長の承認を得る。" * 3 + " |"
+        for i in range(6)
+    )
+    doc = Document(f"# 規定\n\n{header}{rows}\n", metadata={"format": "markdown"})
+    chunker = make_chunker("recursive", max_size=100)
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=100, chunker=chunker)
+    offset = doc.text.index(rows)
+    for line in rows.splitlines():
+        a = doc.text.index(line, offset)
+        assert any(c.start <= a and a + len(line) <= c.end for c in chunks), line[:10]  # whole
+    for c in chunks:
+        assert len(c.embed_text) <= 100
+
+
+def test_an_aligned_header_is_repeated_without_its_padding() -> None:
+    """Columns aligned with spaces and long dashes (a 160-character header at 300) are repeated as the
+    same table without the padding, which fits the half of a chunk a header may take."""
+    header = (
+        "| オプション                 | 説明                                   | 既定値           |\n"
+        "|--------------------------|--------------------------------------|-----------------|\n"
+    )
+    rows = "\n".join(
+        f"| `--option-{i:02d}`             | 出張申請の{i}番目の設定を切り替える          | `false`         |"
+        for i in range(30)
+    )
+    doc = Document(f"# 設定\n\n{header}{rows}\n", metadata={"format": "markdown"})
+    chunker = make_chunker("recursive", max_size=300)
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=300, chunker=chunker)
+    repeated = [c for c in chunks if c.embed_text != c.text]
+    assert len(repeated) >= 3
+    for c in repeated:
+        assert c.embed_text == "| オプション | 説明 | 既定値 |\n|---|---|---|\n" + c.text
+        assert len(c.embed_text) <= 300
+
+
+def test_fixed_windows_stay_plain() -> None:
+    doc = _allowance_doc()
+    chunks = make_chunker("fixed", max_size=300).chunk(doc)
+    assert all(c.embed_text == c.text for c in chunks)
+
+
+def test_context_comes_first_then_the_header_within_the_limit_in_tokens() -> None:
+    doc = _allowance_doc()
+    measure = get_measure("tokens")
+    chunker = make_chunker("recursive", max_size=120, unit="tokens", context="headings")
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=120, chunker=chunker)
+    body, end = _body_start(doc)
+    inside = [c for c in chunks if body <= c.start < end]
+    assert len(inside) >= 2
+    for c in inside:
+        assert c.embed_text.startswith("出張手当\n\n" + HEADER), c.embed_text[:60]
+        assert c.embed_text.endswith(c.text)
+        assert measure(c.embed_text) <= 120
+
+
+def test_context_outside_the_budget_puts_the_header_on_top(monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = _allowance_doc()
+    chunker = make_chunker("recursive", max_size=300, context="title", context_in_budget=False)
+    now = chunker.chunk(doc)
+    monkeypatch.setattr(type(chunker), "repeats_table_headers", False)
+    before = chunker.chunk(doc)
+    assert [(c.start, c.end) for c in now] == [(c.start, c.end) for c in before]  # no room made
+    body, end = _body_start(doc)
+    for new, old in zip(now, before, strict=True):
+        if body <= new.start < end:
+            assert new.embed_text == old.embed_text[: -len(old.text)] + HEADER + new.text
+        else:
+            assert new.embed_text == old.embed_text
+
+
+def test_a_header_larger_than_half_a_chunk_is_not_repeated() -> None:
+    wide = "| " + " | ".join(f"列{i}の名前" for i in range(12)) + " |\n|" + "---|" * 12 + "\n"
+    rows = "\n".join("| " + " | ".join(f"{r}-{i}" for i in range(12)) + " |" for r in range(20))
+    doc = Document(f"# 表\n\n{wide}{rows}\n", metadata={"format": "markdown"})
+    chunker = make_chunker("recursive", max_size=150)
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=150, chunker=chunker)
+    assert len(chunks) > 3
+    assert all(c.embed_text == c.text for c in chunks)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_csv_records_repeat_the_header_and_stay_whole(strategy: str) -> None:
+    lines = ["支店,地域,日当,備考"] + [
+        f"支店{i:02d},{REGIONS[i % 4]},{10000 + i * 500}円,実費精算" for i in range(40)
+    ]
+    text = "\n".join(lines) + "\n"
+    doc = Document(text, id="allowance.csv", metadata={"format": "csv"})
+    chunker = _chunker(strategy, max_size=200)
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=200, chunker=chunker)
+    record_starts = {0} | {i + 1 for i, ch in enumerate(text) if ch == "\n"}
+    assert len(chunks) >= 3
+    assert chunks[0].embed_text == chunks[0].text
+    for c in chunks[1:]:
+        assert c.start in record_starts, c.text[:20]  # never half a record (semantic cut at commas)
+        assert c.embed_text == "支店,地域,日当,備考\n" + c.text
+        assert len(c.embed_text) <= 200
+
+
+def test_html_tables_loaded_as_markdown_repeat_their_header(tmp_path) -> None:
+    rows = "".join(f"<tr><td>支店{i:02d}</td><td>{10000 + i * 500}円</td></tr>" for i in range(30))
+    path = tmp_path / "allowance.html"
+    path.write_text(
+        "<html><head><title>日当</title></head><body><h1>出張手当</h1><p>次の表のとおり。</p>"
+        f"<table><tr><th>支店</th><th>日当</th></tr>{rows}</table></body></html>",
+        encoding="utf-8",
+    )
+    doc = load(path)
+    chunker = make_chunker("recursive", max_size=200)
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=200, chunker=chunker)
+    repeated = [c for c in chunks if c.embed_text != c.text]
+    assert len(repeated) >= 2
+    for c in repeated:
+        assert c.embed_text.startswith("| 支店 | 日当 |\n")
+        assert c.embed_text.endswith(c.text) and not c.text.startswith("| 支店 | 日当 |")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.one_of(markdown_texts, csv_texts),
+    max_size=st.integers(1, 120),
+    data=st.data(),
+)
+def test_repeated_headers_keep_every_invariant(text: str, max_size: int, data) -> None:
+    """Generated Markdown and CSV, every strategy that repeats headers, chars and tokens, overlap and
+    ``min_size``: the invariants hold, and each ``embed_text`` is the text, or the header of the table it
+    starts in followed by the text, within ``max_size``."""
+    fmt = "csv" if data.draw(st.booleans()) and "," in text else "markdown"
+    strategy = data.draw(st.sampled_from(STRATEGIES))
+    unit = data.draw(st.sampled_from(["chars", "tokens"]))
+    max_size = max(max_size, 4) if unit == "tokens" else max_size
+    overlap = data.draw(st.sampled_from([0, 0, max_size // 4]))
+    min_size = data.draw(st.sampled_from([0, (max_size - overlap) // 3]))
+    chunker = _chunker(strategy, max_size=max_size, overlap=overlap, min_size=min_size, unit=unit)
+    doc = Document(text, id="doc", metadata={"format": fmt})
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=max_size, overlap=overlap, chunker=chunker)
+    found = table_headers(doc.text, fmt)
+    for c in chunks:
+        if c.embed_text == c.text:
+            continue
+        assert found is not None
+        assert c.embed_text == found.at(c.start) + c.text
+        assert chunker.measure(c.embed_text) <= max_size
