@@ -243,3 +243,32 @@ def test_repeated_headers_keep_every_invariant(text: str, max_size: int, data) -
         assert found is not None
         assert c.embed_text == found.at(c.start) + c.text
         assert chunker.measure(c.embed_text) <= max_size
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_row_that_fits_is_never_cut_at_the_sentences_in_its_cells(strategy: str) -> None:
+    """Cells that hold sentences and clauses (``申請する。``, ``ためには、``): `paragraph`, `sentence` and
+    `semantic` cut there, the row's last cells in the next chunk."""
+    rows = "\n".join(
+        f"| 手続き{i:02d} | 出張の{i}日前までに申請する。承認を得るためには、上長の確認が必要です。 | 経理課 |"
+        for i in range(24)
+    )
+    text = f"# 出張手続き\n\n手続きの一覧を次に示す。\n\n| 手続き | 内容 | 窓口 |\n|---|---|---|\n{rows}\n"
+    doc = Document(text, metadata={"format": "markdown"})
+    for max_size in (120, 200, 333):
+        chunker = _chunker(strategy, max_size=max_size)
+        chunks = chunker.chunk(doc)
+        check_invariants(doc, chunks, max_size=max_size, chunker=chunker)
+        offset = text.index(rows)
+        for line in rows.splitlines():
+            a = text.index(line, offset)
+            assert any(c.start <= a and a + len(line) <= c.end for c in chunks), (max_size, line[:12])
+
+
+def test_protected_spans_keep_a_heading_level_hard() -> None:
+    """`Outside` around a heading level (rows kept whole in a Markdown file) still keeps its sections
+    apart: the packer reads ``hard`` through it."""
+    from kireme.boundaries.levels import PARAGRAPH, Outside, PositionLevel
+
+    assert Outside(PositionLevel([5], "h2", hard=True), (1,), (3,)).hard
+    assert not Outside(PARAGRAPH, (1,), (3,)).hard

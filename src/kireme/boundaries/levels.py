@@ -352,6 +352,11 @@ class Outside:
     def cuts(self, text: str, a: int, b: int) -> list[int]:
         return _drop_inside(self.level.cuts(text, a, b), self.starts, self.ends)
 
+    @property
+    def hard(self) -> bool:
+        """The wrapped level's: a heading level keeps its sections apart with or without protected spans."""
+        return bool(getattr(self.level, "hard", False))
+
 
 def _drop_inside(cuts: list[int], starts: Sequence[int], ends: Sequence[int]) -> list[int]:
     """``cuts`` (sorted) but those inside a span (``starts[i] < cut < ends[i]``, a span ending no later

@@ -20,7 +20,15 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from kireme.boundaries.levels import CLAUSE, INSIDE_SENTENCE_LINES, SCRIPT, WORD, Level, PositionLevel
+from kireme.boundaries.levels import (
+    CLAUSE,
+    INSIDE_SENTENCE_LINES,
+    SCRIPT,
+    WORD,
+    Level,
+    Outside,
+    PositionLevel,
+)
 from kireme.chunkers import Chunker, ChunkPlan
 from kireme.document import Chunk, Document
 from kireme.embed.base import Embedder
@@ -403,11 +411,14 @@ class SemanticChunker(Chunker):
             # lines — a table, a list, a transcript — was cut inside a line, its last field in the next chunk)
             *INSIDE_SENTENCE_LINES,
         ]
+        sizer = self.measure.for_text(doc.text)
+        rows = self.rows_kept_whole(doc, sizer)
+        if rows is not None:  # no topic, gap or clause cut inside a table row that fits a chunk
+            levels = [Outside(level, *rows, getattr(level, "name", "")) for level in levels]
         if doc.format in ("csv", "tsv"):
             # a CSV's records before the gaps between its units: a file of unpunctuated records is one
             # unit, which was cut at its commas (clauses), half a record in the next chunk
             levels.insert(1, PositionLevel([s for s, _ in self._records(doc)], "records"))
-        sizer = self.measure.for_text(doc.text)
 
         def packed(max_size: int, span: tuple[int, int] | None = None) -> list[PackedSpan]:
             return pack(
