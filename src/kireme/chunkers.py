@@ -35,7 +35,7 @@ from kireme.pack import PACKINGS, PackedSpan, pack
 from kireme.text.headings import prose_headings
 from kireme.text.markdown import MARKDOWN_FORMATS, HeadingPaths, markdown_headings
 from kireme.text.sentences import check_sentence_mode
-from kireme.text.tableheaders import TableHeaders, table_headers
+from kireme.text.tableheaders import TABLE_FORMATS, TableHeaders, table_headers
 
 DEFAULT_MAX_SIZE = 512
 # The largest size any option may hold: more than any text, and exact in a JSON client's numbers
@@ -229,10 +229,11 @@ class Chunker:
         inside a record, a quoted cell's line breaks included (`kireme.text.csvtable.quoted_line_breaks`):
         a record cut there loses half a cell to a chunk without the file's header."""
         levels = with_sentences(self.document_levels(doc, sizer), self.sentences)
-        rows = self.rows_kept_whole(doc, sizer)
+        fmt = doc.format
+        rows = self.rows_kept_whole(doc, sizer) if fmt in MARKDOWN_FORMATS else None
         if rows is not None:
             levels = [Outside(level, *rows, getattr(level, "name", "")) for level in levels]
-        if doc.format in ("csv", "tsv"):
+        if fmt in ("csv", "tsv"):
             from kireme.text.csvtable import quoted_line_breaks, record_spans
 
             records = record_spans(doc.text)
@@ -354,11 +355,14 @@ class Chunker:
         sizer = self.measure.for_text(doc.text)  # once: in tokens it encodes the whole text
         levels = self.sentence_levels(doc, sizer)
         budget = self.text_max_size(doc)
+        spans = self._pack_levels(doc, levels, sizer, budget, None)
+        if len(spans) > 1 and doc.format in TABLE_FORMATS:
 
-        def packed(max_size: int, span: tuple[int, int] | None = None) -> list[PackedSpan]:
-            return self._pack_levels(doc, levels, sizer, max_size, span)
+            def packed(max_size: int, span: tuple[int, int] | None) -> list[PackedSpan]:
+                return self._pack_levels(doc, levels, sizer, max_size, span)
 
-        return spans_plan(self.with_table_room(doc, packed(budget), budget, packed))
+            spans = self.with_table_room(doc, spans, budget, packed)
+        return spans_plan(spans)
 
     def _pack_levels(
         self,
@@ -482,7 +486,7 @@ class Chunker:
         elif embed is None:
             if self.context != "none":
                 prefix = self.context_builder(doc, paths, title).prefix
-            headers = self.table_headers(doc)
+            headers = self.table_headers(doc) if doc.format in TABLE_FORMATS else None
             if headers is not None:
                 prefix = self._with_table_headers(prefix, headers)
         regions = RegionIndex(doc.regions) if doc.regions else None

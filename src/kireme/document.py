@@ -15,7 +15,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -135,9 +135,10 @@ class Document:
     def __setstate__(self, state: dict[str, Any]) -> None:
         _restore_state(self, state)
 
-    @property
+    @cached_property
     def format(self) -> str:
-        """The loader's format name (``"text"`` when not known)."""
+        """The loader's format name (``"text"`` when not known). Read once (the metadata is read-only):
+        every step of chunking asks it."""
         return str(self.metadata.get("format") or "text")
 
     @property

@@ -20,9 +20,10 @@ from functools import lru_cache
 
 from kireme.text.markdown import MARKDOWN_FORMATS, Table
 
-__all__ = ["TableHeaders", "table_headers"]
+__all__ = ["TABLE_FORMATS", "TableHeaders", "table_headers"]
 
-_TABLE_FORMATS = MARKDOWN_FORMATS | {"csv", "tsv"}
+# the formats whose documents may hold tables
+TABLE_FORMATS = MARKDOWN_FORMATS | {"csv", "tsv"}
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def _compact(header: str) -> str:
 def table_headers(text: str, fmt: str) -> TableHeaders | None:
     """The headers of the tables in ``text`` read as ``fmt`` (a loader's format name); ``None`` when the
     format has no tables or the text none. Kept for the last few texts (`clear_text_caches`)."""
-    if fmt not in _TABLE_FORMATS:
+    if fmt not in TABLE_FORMATS:
         return None
     return _table_headers(text, fmt)
 
