@@ -109,9 +109,11 @@ def test_the_header_gives_way_to_a_row_that_fits_a_chunk() -> None:
         assert len(c.embed_text) <= 100
 
 
-def test_an_aligned_header_is_repeated_without_its_padding() -> None:
+@pytest.mark.parametrize("strategy", ["recursive", "markdown"])
+def test_an_aligned_header_is_repeated_without_its_padding(strategy: str) -> None:
     """Columns aligned with spaces and long dashes (a 160-character header at 300) are repeated as the
-    same table without the padding, which fits the half of a chunk a header may take."""
+    same table without the padding, which fits the half of a chunk a header may take (`markdown` left
+    such a header out of 55 of its 152 chunks of table rows on the Japanese technical docs at 400)."""
     header = (
         "| オプション                 | 説明                                   | 既定値           |\n"
         "|--------------------------|--------------------------------------|-----------------|\n"
@@ -121,13 +123,14 @@ def test_an_aligned_header_is_repeated_without_its_padding() -> None:
         for i in range(30)
     )
     doc = Document(f"# 設定\n\n{header}{rows}\n", metadata={"format": "markdown"})
-    chunker = make_chunker("recursive", max_size=300)
+    chunker = make_chunker(strategy, max_size=300)
     chunks = chunker.chunk(doc)
     check_invariants(doc, chunks, max_size=300, chunker=chunker)
-    repeated = [c for c in chunks if c.embed_text != c.text]
-    assert len(repeated) >= 3
-    for c in repeated:
-        assert c.embed_text == "| オプション | 説明 | 既定値 |\n|---|---|---|\n" + c.text
+    compact = "| オプション | 説明 | 既定値 |\n|---|---|---|\n"
+    among_rows = [c for c in chunks if c.start > doc.text.index("| `--option-00`")]
+    assert len(among_rows) >= 3
+    for c in among_rows:
+        assert c.embed_text.endswith(compact + c.text), c.embed_text[:80]
         assert len(c.embed_text) <= 300
 
 

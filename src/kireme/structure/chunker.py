@@ -36,6 +36,7 @@ from kireme.structure.tables import (
 from kireme.text.leads import lead_ins
 from kireme.text.markdown import CodeBlock, HeadingPaths, Outline, Table
 from kireme.text.subword import DEFAULT_TOKENIZER
+from kireme.text.tableheaders import compact_header
 
 log = logging.getLogger(__name__)
 # The heading paths of a document without headings (shared: nothing in it changes once made)
@@ -695,7 +696,10 @@ class StructureChunker(Chunker):
         """Rows ``lo..hi`` of a table as sections: the first holds the header itself (as many rows as
         fit with it), the rest repeat it in their ``embed_text`` and leave room for it."""
         newline = "\r\n" if text.startswith("\r\n", table.header[1]) else "\n"
-        repeat = text[table.header[0] : table.header[1]] + newline
+        repeat = text[table.header[0] : table.header[1]]
+        if table.dialect == "markdown":  # without the padding that aligns its columns in the source
+            repeat = compact_header(repeat)
+        repeat += newline
         # a row is never cut to make room for the context or the repeated header: they give way to it
         widest = max((sizer.estimate(r.start, r.end) for r in table.rows[lo:hi]), default=0)
         rest = Section(

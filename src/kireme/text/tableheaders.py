@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from kireme.text.markdown import MARKDOWN_FORMATS, Table
 
-__all__ = ["TABLE_FORMATS", "TableHeaders", "table_headers"]
+__all__ = ["TABLE_FORMATS", "TableHeaders", "compact_header", "table_headers"]
 
 # the formats whose documents may hold tables
 TABLE_FORMATS = MARKDOWN_FORMATS | {"csv", "tsv"}
@@ -53,11 +53,11 @@ class TableHeaders:
 _PADDING = re.compile(r"(?<=\S)  +| {2,}(?=\S)|-{4,}")
 
 
-def _compact(header: str) -> str:
+def compact_header(header: str) -> str:
     """A pipe table's header and delimiter rows without the padding that aligns its columns in the
     source (``| Named    |`` → ``| Named |``, ``|---------|`` → ``|---|``): the same table to a reader
     or a model, in a fraction of the room (an aligned header of a wide table took more than half a chunk,
-    and went unrepeated)."""
+    and went unrepeated). What every strategy repeats, `markdown` included."""
     return _PADDING.sub(lambda m: "---" if m.group().startswith("-") else " ", header)
 
 
@@ -89,7 +89,7 @@ def _table_headers(text: str, fmt: str) -> TableHeaders | None:
         newline = "\r\n" if text.startswith("\r\n", table.header[1]) else "\n"
         header = text[table.header[0] : table.header[1]]
         if table.dialect == "markdown":
-            header = _compact(header)
+            header = compact_header(header)
         headers.append(header + newline)
     return TableHeaders(
         text=text,

@@ -1,0 +1,90 @@
+"""Table rows in the chunks of every strategy: cut inside, and without their header.
+
+    .venv/bin/python benchmarks/table_rows.py [--corpora ../shared/corpora] [--sizes 400 1000]
+
+Every Markdown file of ``ja-techdocs-md`` (``Document(format="markdown")``, as ``kireme chunk`` loads a
+``.md`` file), each strategy that cuts tables where its own levels say (`recursive`, `paragraph`,
+`sentence`) and `markdown` for reference, in characters (and tokens 512). Tables and rows are the parser's
+(`kireme.text.markdown.markdown_outline`). Per configuration:
+
+* ``among rows``: chunks that start among a table's body rows (after its header);
+* ``with header``: of those, the ones whose ``embed_text`` holds the table's header in front;
+* ``in a row``: chunks with a start or end strictly inside a row that fits a chunk (a row's last cells in
+  the next chunk);
+* ``over``: chunks whose ``embed_text`` is over ``max_size`` (0 is the contract).
+
+Skips cleanly when the corpus is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from bisect import bisect_right
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from kireme import Document, make_chunker
+from kireme.text.markdown import markdown_outline
+from throughput_docs import load_set
+
+STRATEGIES = ("recursive", "paragraph", "sentence", "markdown")
+
+
+def measure(texts: list[str], strategy: str, unit: str, size: int) -> dict[str, int]:
+    """The counts of one configuration over every text."""
+    chunker = make_chunker(strategy, max_size=size, unit=unit)
+    counts = {"chunks": 0, "among rows": 0, "with header": 0, "in a row": 0, "over": 0}
+    for i, text in enumerate(texts):
+        doc = Document(text, id=f"d{i}", metadata={"format": "markdown"})
+        tables = markdown_outline(text, warn=False).tables
+        bodies = [(t.header[1], t.end, text[t.header[0] : t.header[1]].split("\n")[0]) for t in tables]
+        body_starts = [b for b, _, _ in bodies]
+        rows = [
+            (r.start, r.end) for t in tables for r in t.rows if chunker.measure(text[r.start : r.end]) <= size
+        ]
+        row_starts = [a for a, _ in rows]
+        for chunk in chunker.chunk(doc):
+            counts["chunks"] += 1
+            counts["over"] += chunker.measure(chunk.embed_text) > size
+            j = bisect_right(body_starts, chunk.start) - 1
+            if j >= 0 and chunk.start < bodies[j][1]:
+                counts["among rows"] += 1
+                header_cells = [c.strip() for c in bodies[j][2].strip().strip("|").split("|")]
+                prefix = chunk.embed_text[: len(chunk.embed_text) - len(chunk.text)]
+                counts["with header"] += all(c in prefix for c in header_cells)
+            for cut in (chunk.start, chunk.end):
+                k = bisect_right(row_starts, cut) - 1
+                if k >= 0 and rows[k][0] < cut < rows[k][1]:
+                    counts["in a row"] += 1
+                    break
+    return counts
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--corpora", type=Path, default=Path(__file__).resolve().parents[1] / ".." / "shared" / "corpora"
+    )
+    ap.add_argument("--sizes", type=int, nargs="+", default=[400, 1000])
+    ap.add_argument("--strategies", nargs="+", default=list(STRATEGIES))
+    args = ap.parse_args()
+    docs = load_set(args.corpora, "ja-techdocs-md")
+    if docs is None:
+        print(f"skipped: ja-techdocs-md not found under {args.corpora}")
+        return
+    configs = [("chars", size) for size in args.sizes] + [("tokens", 512)]
+    print("| strategy | size | chunks | among rows | with header | in a row | over |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for strategy in args.strategies:
+        for unit, size in configs:
+            c = measure(docs.texts, strategy, unit, size)
+            print(
+                f"| `{strategy}` | {size} {unit} | {c['chunks']:,} | {c['among rows']} | {c['with header']} "
+                f"| {c['in a row']} | {c['over']} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
