@@ -289,6 +289,7 @@ def test_rerun_on_unchanged_files_embeds_and_writes_nothing(docs: Path, store: s
         "failed": 0,
         "chunks_written": 0,
         "texts_embedded": 0,
+        "empty": 0,
     }
     assert again.calls == 0  # not even the dimension probe: it is in the index's cache
     _, after = state(db)

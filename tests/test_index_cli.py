@@ -394,6 +394,26 @@ def test_ctrl_c_and_sigterm_stop_promptly_say_what_was_kept_and_restore_the_curs
 # ---------------------------------------------------------------------------------- partial failure
 
 
+def test_files_with_no_text_are_counted_apart_from_the_documents_that_can_be_found(tmp_path: Path) -> None:
+    """An empty and a whitespace-only file were counted among the documents added, with nothing of them
+    in the index: the summary says how many of those it added have no text (JSON ``empty``)."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "旅費規程.md").write_text(DOCS["旅費規程.md"], encoding="utf-8")
+    (folder / "空.md").write_text("", encoding="utf-8")
+    (folder / "空白.txt").write_text("  \n\n　\n", encoding="utf-8")
+    env = clean_env(tmp_path)
+    db = tmp_path / "db"
+    result = kireme("index", str(folder), "--db", str(db), "--embedder", "hash", "--format", "json", env=env)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["added"], summary["empty"]) == (3, 2)
+    assert "3 added, 0 updated (2 with no text to index)" in result.stderr
+    again = kireme("index", str(folder), "--db", str(db), "--embedder", "hash", "--format", "json", env=env)
+    assert (json.loads(again.stdout)["unchanged"], json.loads(again.stdout)["empty"]) == (3, 0)
+    assert "with no text" not in again.stderr
+
+
 def write_mixed(folder: Path) -> None:
     folder.mkdir()
     (folder / "a_旅費規程.md").write_text(DOCS["旅費規程.md"], encoding="utf-8")
@@ -416,9 +436,9 @@ def test_broken_files_are_reported_and_skipped(tmp_path: Path) -> None:
     summary = json.loads(result.stdout)
     assert set(summary) == {
         "documents", "added", "updated", "removed", "unchanged", "failed", "chunks_written", "texts_embedded",
-        "paths_not_read",
+        "empty", "paths_not_read",
     }  # fmt: skip
-    assert (summary["added"], summary["failed"]) == (3, 2)
+    assert (summary["added"], summary["failed"], summary["empty"]) == (3, 2, 0)
     assert summary["documents"] == summary["added"] + summary["failed"]
     hits = kireme("search", "在宅勤務は週何日まで？", "--db", str(db), "-k", "1", env=env)
     assert hits.returncode == 0 and "週3日" in json.loads(hits.stdout)["text"]

@@ -112,7 +112,7 @@ def test_the_header_gives_way_to_a_row_that_fits_a_chunk() -> None:
 @pytest.mark.parametrize("strategy", ["recursive", "markdown"])
 def test_an_aligned_header_is_repeated_without_its_padding(strategy: str) -> None:
     """Columns aligned with spaces and long dashes (a 160-character header at 300) are repeated as the
-    same table without the padding, which fits the half of a chunk a header may take (`markdown` left
+    same table without the padding, which fits the third of a chunk a header may take (`markdown` left
     such a header out of 55 of its 152 chunks of table rows on the Japanese technical docs at 400)."""
     header = (
         "| オプション                 | 説明                                   | 既定値           |\n"
@@ -170,7 +170,7 @@ def test_context_outside_the_budget_puts_the_header_on_top(monkeypatch: pytest.M
             assert new.embed_text == old.embed_text
 
 
-def test_a_header_larger_than_half_a_chunk_is_not_repeated() -> None:
+def test_a_header_larger_than_a_third_of_a_chunk_is_not_repeated() -> None:
     wide = "| " + " | ".join(f"列{i}の名前" for i in range(12)) + " |\n|" + "---|" * 12 + "\n"
     rows = "\n".join("| " + " | ".join(f"{r}-{i}" for i in range(12)) + " |" for r in range(20))
     doc = Document(f"# 表\n\n{wide}{rows}\n", metadata={"format": "markdown"})
@@ -275,3 +275,19 @@ def test_protected_spans_keep_a_heading_level_hard() -> None:
 
     assert Outside(PositionLevel([5], "h2", hard=True), (1,), (3,)).hard
     assert not Outside(PARAGRAPH, (1,), (3,)).hard
+
+
+def test_a_header_takes_at_most_a_third_of_a_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 40-character header at 100 characters (over a third): not repeated, the chunks as they were
+    (rows keep their room, a group's rows stay together); at 120 (under a third) repeated."""
+    doc = _allowance_doc()
+    assert len(HEADER) == 40
+    small = make_chunker("recursive", max_size=100)
+    now = small.chunk(doc)
+    assert all(c.embed_text == c.text for c in now)
+    monkeypatch.setattr(type(small), "repeats_table_headers", False)
+    assert now == small.chunk(doc)
+    monkeypatch.undo()
+    body, end = _body_start(doc)
+    larger = make_chunker("recursive", max_size=120).chunk(doc)
+    assert all(c.embed_text == HEADER + c.text for c in larger if body <= c.start < end)

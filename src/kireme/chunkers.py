@@ -319,13 +319,13 @@ class Chunker:
         that had to be cut: the run of chunks starting among its rows is packed again
         (``repack(smaller budget, (start, end))``) less the header's size where one of them would not fit
         with it. Only there: the rest of the document keeps its cuts. Context and header together take at
-        most half of a chunk (a larger header is not repeated, `_with_table_headers`). The header gives way
+        most a third of a chunk (`_largest_header`; a larger header is not repeated). The header gives way
         to a row: where the smaller budget would cut inside a row (one that fit a chunk) or an overlap
         could not be kept (the next chunk would start before the last new one), the run stays as it was."""
         headers = self.table_headers(doc)
         if headers is None or self.context_in_budget is False or len(spans) < 2:
             return spans
-        most = (self.max_size - self.overlap) // 2 - (self.max_size - budget)
+        most = self._largest_header(budget)
         out = spans
         for body_start, end, header, rows in reversed(headers.tables()):  # later runs first: indices hold
             starts = [s.start for s in out]
@@ -488,7 +488,8 @@ class Chunker:
                 prefix = self.context_builder(doc, paths, title).prefix
             headers = self.table_headers(doc) if doc.format in TABLE_FORMATS else None
             if headers is not None:
-                prefix = self._with_table_headers(prefix, headers)
+                most = self._largest_header(self.text_max_size(doc))
+                prefix = self._with_table_headers(prefix, headers, most)
         regions = RegionIndex(doc.regions) if doc.regions else None
         headings_of = plan.headings
         spans = plan.spans if type(plan.spans) is list else list(plan.spans)
@@ -517,23 +518,34 @@ class Chunker:
             Chunk, doc_text, spans, ids, unit, title, all_headings, all_metadata, own_embeds
         )
 
+    def _largest_header(self, budget: int) -> int:
+        """The largest table header repeated with a text budget of ``budget`` (``max_size`` less the
+        context): context and header together take at most a third of a chunk, so that the rows keep two
+        thirds (at 100 characters a 44-character header left room for one row a chunk, and a row whose
+        blank first cell means "the group above" went without the row that names the group)."""
+        return (self.max_size - self.overlap) // 3 - (self.max_size - budget)
+
     def _with_table_headers(
-        self, prefix: Callable[[int, int], str] | None, headers: TableHeaders
+        self, prefix: Callable[[int, int], str] | None, headers: TableHeaders, most: int
     ) -> Callable[[int, int], str]:
         """``prefix`` (the context, or none) followed by the table header of a chunk that starts among a
-        table's rows. Unless ``context_in_budget=False`` (then it comes on top) the header goes only if the
-        whole still fits ``max_size``: `with_table_room` made room for it where a table had to be cut; a
-        header larger than that room allows, or one a token count does not add up for, is left out."""
+        table's rows: a header up to ``most`` (`_largest_header`). Unless ``context_in_budget=False`` (then
+        it comes on top) the header goes only if the whole still fits ``max_size``: `with_table_room` made
+        room for it where a table had to be cut; where a token count does not add up, it is left out."""
         text = headers.text
         measure = self.measure
         limit = self.max_size if self.context_in_budget is not False else None
+        sizes: dict[str, int] = {}
 
         def with_header(start: int, end: int) -> str:
             before = prefix(start, end) if prefix is not None else ""
             header = headers.at(start)
             if not header:
                 return before
-            if limit is not None and measure(before + header + text[start:end]) > limit:
+            size = sizes.get(header)
+            if size is None:
+                size = sizes[header] = measure(header)
+            if size > most or (limit is not None and measure(before + header + text[start:end]) > limit):
                 return before
             return before + header
 

@@ -266,7 +266,8 @@ def _db_option(func: Callable[..., Any]) -> Callable[..., Any]:
     default="text",
     show_default=True,
     help="json: one summary object on stdout (documents, added, updated, removed, unchanged, failed, "
-    "chunks_written, texts_embedded, paths_not_read: paths given that named nothing to read; with "
+    "chunks_written, texts_embedded, empty: of those added or updated, the ones with no text to index, "
+    "paths_not_read: paths given that named nothing to read; with "
     "--contextualize also contextualize: requests, cached, chars_sent, chunks, documents_without_context, "
     "stopped).",
 )
@@ -559,8 +560,9 @@ def index_command(
     if fmt == "json":  # paths_not_read: paths given that named nothing to read (their errors above)
         click.echo(json.dumps({**summary.to_dict(), "paths_not_read": failures.usage}, ensure_ascii=False))
     not_read = f", {failures.usage} path(s) given not read (above)" if failures.usage else ""
+    empty = f" ({summary.empty} with no text to index)" if summary.empty else ""
     click.echo(
-        f"{summary.documents} document(s): {summary.added} added, {summary.updated} updated, "
+        f"{summary.documents} document(s): {summary.added} added, {summary.updated} updated{empty}, "
         f"{summary.unchanged} unchanged, {summary.removed} removed, {summary.failed} failed{not_read}; "
         f"{summary.chunks_written} chunks written, {summary.texts_embedded} texts embedded → {db}",
         err=True,

@@ -96,6 +96,9 @@ class IngestSummary:
     contextualize: ContextStats | None = None  # with a Contextualizer: what it asked and found
     # of ``updated``: documents whose content is unchanged, re-chunked because the settings differ
     rechunked: int = 0
+    # of ``added`` and ``updated``: documents with no text to index (an empty or whitespace-only file):
+    # recorded, so a re-run skips them, but nothing of them can be found
+    empty: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -638,6 +641,8 @@ class Ingestor:
                     self.replacing.remove(p.entry.doc_id)
                 else:
                     self.summary.added += 1
+                if not p.chunks:
+                    self.summary.empty += 1
                 self.manifest.put_text(p.entry.doc_id, p.entry.content_hash, p.text)
         except Exception:
             self._drop_partial([c for c in rows if c.doc_id not in committed])
