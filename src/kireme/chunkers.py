@@ -393,7 +393,8 @@ class Chunker:
             # never cut for the overlap's room
             no_overlap_inside=self._records(doc) if self.overlap else (),
             span=span,
-            **self.packing_options(),
+            packing=self.packing,  # `packing_options`, without a dict made per document
+            target_size=self.target_size,
         )
 
     @staticmethod
@@ -521,7 +522,7 @@ class Chunker:
     def _largest_header(self, budget: int) -> int:
         """The largest table header repeated with a text budget of ``budget`` (``max_size`` less the
         context): context and header together take at most a third of a chunk, so that the rows keep two
-        thirds (at 100 characters a 44-character header left room for one row a chunk, and a row whose
+        thirds (at 100 characters a 49-character header left room for one row a chunk, and a row whose
         blank first cell means "the group above" went without the row that names the group)."""
         return (self.max_size - self.overlap) // 3 - (self.max_size - budget)
 
