@@ -291,3 +291,64 @@ def test_a_header_takes_at_most_a_third_of_a_chunk(monkeypatch: pytest.MonkeyPat
     body, end = _body_start(doc)
     larger = make_chunker("recursive", max_size=120).chunk(doc)
     assert all(c.embed_text == HEADER + c.text for c in larger if body <= c.start < end)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_room_for_the_header_keeps_the_overlap_invariants(strategy: str) -> None:
+    """With overlap the run of a table's chunks starts inside the chunk before it; packed again tighter,
+    its first chunk ended inside that chunk (`semantic`, 400 with overlap 100 and min_size 100: chunks
+    ``[23, 331)`` then ``[238, 331)``). Such a run stays as it was; every configuration keeps the
+    invariants and every ``embed_text`` its limit."""
+    two_tables = _allowance_doc().text + f"\n## 宿泊\n\n{HEADER}{_rows(18)}\n\n以上。\n"
+    for text in (_allowance_doc().text, two_tables):
+        doc = Document(text, id="allowance.md", metadata={"format": "markdown"})
+        for max_size, overlap, min_size in [
+            (400, 100, 100),
+            (300, 80, 60),
+            (300, 50, 0),
+            (200, 60, 40),
+            (150, 20, 0),
+        ]:
+            chunker = _chunker(strategy, max_size=max_size, overlap=overlap, min_size=min_size)
+            chunks = chunker.chunk(doc)
+            check_invariants(doc, chunks, max_size=max_size, overlap=overlap, chunker=chunker)
+            assert all(len(c.embed_text) <= max_size for c in chunks)
+
+
+_cells = st.text(alphabet="出張日当東京大阪円0123456789、。 abc", min_size=0, max_size=14)
+
+
+@st.composite
+def _table_docs(draw: st.DrawFn) -> str:
+    """Prose, then one or two pipe tables of generated cells (sentences and clauses in them), then prose."""
+    parts = [draw(st.sampled_from(["# 手当\n\n", "", "前文です。\n\n"]))]
+    for _ in range(draw(st.integers(1, 2))):
+        width = draw(st.integers(1, 4))
+        header = "| " + " | ".join(f"列{i}" + " " * draw(st.integers(0, 6)) for i in range(width)) + " |\n"
+        header += "|" + "|".join("-" * draw(st.integers(3, 12)) for _ in range(width)) + "|\n"
+        rows = [
+            "| " + " | ".join(draw(_cells) for _ in range(width)) + " |"
+            for _ in range(draw(st.integers(1, 25)))
+        ]
+        parts.append(header + "\n".join(rows) + "\n\n" + draw(st.sampled_from(["", "後の段落です。\n\n"])))
+    return "".join(parts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_table_docs(), max_size=st.integers(20, 300), data=st.data())
+def test_generated_tables_keep_every_invariant(text: str, max_size: int, data) -> None:
+    """Generated tables (padded headers, cells with sentences and clauses, one or two tables) in every
+    strategy that repeats headers, with overlap and ``min_size``, in characters and tokens."""
+    strategy = data.draw(st.sampled_from(STRATEGIES))
+    unit = data.draw(st.sampled_from(["chars", "tokens"]))
+    overlap = data.draw(st.sampled_from([0, max_size // 4, max_size // 3]))
+    min_size = data.draw(st.sampled_from([0, (max_size - overlap) // 3]))
+    chunker = _chunker(strategy, max_size=max_size, overlap=overlap, min_size=min_size, unit=unit)
+    doc = Document(text, id="doc", metadata={"format": "markdown"})
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=max_size, overlap=overlap, chunker=chunker)
+    found = table_headers(text, "markdown")
+    for c in chunks:
+        assert chunker.measure(c.embed_text) <= max_size
+        if c.embed_text != c.text:
+            assert found is not None and c.embed_text == found.at(c.start) + c.text

@@ -321,7 +321,8 @@ class Chunker:
         with it. Only there: the rest of the document keeps its cuts. Context and header together take at
         most a third of a chunk (`_largest_header`; a larger header is not repeated). The header gives way
         to a row: where the smaller budget would cut inside a row (one that fit a chunk) or an overlap
-        could not be kept (the next chunk would start before the last new one), the run stays as it was."""
+        could not be kept (the first new chunk would end within the chunk before it, or the next chunk
+        would start before the last new one), the run stays as it was."""
         headers = self.table_headers(doc)
         if headers is None or self.context_in_budget is False or len(spans) < 2:
             return spans
@@ -339,6 +340,7 @@ class Chunker:
             cut_before = set(starts[lo:hi])
             if (
                 packed
+                and (lo == 0 or packed[0].end > out[lo - 1].end)
                 and (hi == len(out) or packed[-1].start < out[hi].start)
                 and all(s.start in rows or s.start in cut_before or s.start >= end for s in packed)
             ):
