@@ -21,9 +21,9 @@ from kireme.boundaries.levels import (
     PARAGRAPH,
     SENTENCE,
     Level,
-    Outside,
     PositionLevel,
     levels_for_separators,
+    outside_all,
     with_sentences,
 )
 from kireme.boundaries.presets import PRESET_ALIASES, PRESETS, PROSE_PRESETS, markdown_levels, preset_levels
@@ -232,7 +232,7 @@ class Chunker:
         fmt = doc.format
         rows = self.rows_kept_whole(doc, sizer) if fmt in MARKDOWN_FORMATS else None
         if rows is not None:
-            levels = [Outside(level, *rows, getattr(level, "name", "")) for level in levels]
+            levels = outside_all(levels, *rows)
         if fmt in ("csv", "tsv"):
             from kireme.text.csvtable import quoted_line_breaks, record_spans
 
@@ -241,7 +241,7 @@ class Chunker:
             if quoted:
                 starts = tuple(s for s, _ in quoted)
                 ends = tuple(e for _, e in quoted)
-                levels = [Outside(level, starts, ends, getattr(level, "name", "")) for level in levels]
+                levels = outside_all(levels, starts, ends)
             # between records first, whatever the strategy's own levels (`paragraph` has no line level)
             levels = [PositionLevel([s for s, _ in records], "records"), *levels]
         return levels
@@ -487,12 +487,13 @@ class Chunker:
         if isinstance(embed, TextItself):
             embed = None  # each chunk's text, with no context: what a plain text's chunks get
         elif embed is None:
-            if self.context != "none":
-                prefix = self.context_builder(doc, paths, title).prefix
+            context = self.context_builder(doc, paths, title) if self.context != "none" else None
+            prefix = context.prefix if context is not None else None
             headers = self.table_headers(doc) if doc.format in TABLE_FORMATS else None
             if headers is not None:
-                most = self._largest_header(self.text_max_size(doc))
-                prefix = self._with_table_headers(prefix, headers, most)
+                # the room `text_max_size` left for the context, from the builder at hand
+                room = context.largest() if context is not None and self.context_counts else 0
+                prefix = self._with_table_headers(prefix, headers, self._largest_header(self.max_size - room))
         regions = RegionIndex(doc.regions) if doc.regions else None
         headings_of = plan.headings
         spans = plan.spans if type(plan.spans) is list else list(plan.spans)

@@ -358,6 +358,12 @@ class Outside:
         return bool(getattr(self.level, "hard", False))
 
 
+def outside_all(levels: Sequence[Level], starts: tuple[int, ...], ends: tuple[int, ...]) -> list[Level]:
+    """Each of ``levels`` with no cut inside the spans (``starts``, ``ends``), under its own name: rows of a
+    table, a CSV's quoted line breaks."""
+    return [Outside(level, starts, ends, getattr(level, "name", "")) for level in levels]
+
+
 def _drop_inside(cuts: list[int], starts: Sequence[int], ends: Sequence[int]) -> list[int]:
     """``cuts`` (sorted) but those inside a span (``starts[i] < cut < ends[i]``, a span ending no later
     than one after the next one's start: nested spans are read as the outer one up to there); in C where

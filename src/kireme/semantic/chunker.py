@@ -26,8 +26,8 @@ from kireme.boundaries.levels import (
     SCRIPT,
     WORD,
     Level,
-    Outside,
     PositionLevel,
+    outside_all,
 )
 from kireme.chunkers import Chunker, ChunkPlan
 from kireme.document import Chunk, Document
@@ -414,7 +414,7 @@ class SemanticChunker(Chunker):
         sizer = self.measure.for_text(doc.text)
         rows = self.rows_kept_whole(doc, sizer)
         if rows is not None:  # no topic, gap or clause cut inside a table row that fits a chunk
-            levels = [Outside(level, *rows, getattr(level, "name", "")) for level in levels]
+            levels = outside_all(levels, *rows)
         if doc.format in ("csv", "tsv"):
             # a CSV's records before the gaps between its units: a file of unpunctuated records is one
             # unit, which was cut at its commas (clauses), half a record in the next chunk
