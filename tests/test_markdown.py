@@ -352,6 +352,76 @@ def test_scanned_outline_is_the_parsers(text: str) -> None:
     assert scanned == _parsed_outline(text, fm_end, fm_title)
 
 
+# lines made to test the C scan's edges: runs of marks just short of or past what opens a block, a closing
+# fence indented three or four columns, marks after spaces, a heading closed by its own marks
+_EDGE_LINES = [
+    *("##", "######", "####### x", "#\tタブ", "# 閉じ #", "# 閉じ#", "## #", "#"),
+    *("``", "~~", "```", "````", "~~~~", "   ```", "    ```", "  ~~~ ", "```~~~", "``` ", "~~~ `a`"),
+    *("<!---->", "<!-- -->", "<!--", "-->", " <!-- 字下げ -->", "<p>", "<", "<x"),
+    *(
+        "-",
+        "- ",
+        "+x",
+        "*",
+        "1.",
+        "1)x",
+        "12345.",
+        "9)",
+        "---",
+        "- -",
+        "===",
+        "=",
+        "__",
+        "***x",
+        ":",
+        "::",
+        "-:|",
+    ),
+    *(
+        "   # 三つ",
+        "    # 四つ",
+        "  > 引用",
+        "   |",
+        "[a]: /u",
+        "[a]",
+        "[x]:",
+        "本文。",
+        "続き",
+        "a | b",
+        "|",
+    ),
+]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.one_of(
+        _documents(),
+        _texts(),
+        st.lists(st.sampled_from([*_EDGE_LINES, "", " ", "\t"]), max_size=16).map("\n".join),
+        st.lists(st.sampled_from([*_EDGE_LINES, ""]), max_size=16).map("\r\n".join),
+    )
+)
+def test_scanned_outline_in_c_is_the_python_scan(text: str) -> None:
+    """The simple blocks read in C (`kireme._speedups.scan_blocks`) give the outline `_scanned_block`
+    gives reading every block in Python, on any lines; and the parser's, where the scan reads the text."""
+    import kireme.text.markdown as markdown
+
+    if markdown._NATIVE_SCAN_BLOCKS is None:
+        pytest.skip("kireme's C extension is not built")
+    fm_end, fm_title = front_matter(text)
+    in_c = _scanned_outline(text, fm_end, fm_title)
+    scan = markdown._NATIVE_SCAN_BLOCKS
+    markdown._NATIVE_SCAN_BLOCKS = None
+    try:
+        in_python = _scanned_outline(text, fm_end, fm_title)
+    finally:
+        markdown._NATIVE_SCAN_BLOCKS = scan
+    assert in_c == in_python
+    if in_c is not None:
+        assert in_c == _parsed_outline(text, fm_end, fm_title)
+
+
 @settings(max_examples=2000, deadline=None)
 @given(_texts())
 # a line a block could start with, holding a "|", above a delimiter row: markdown-it reads a table first

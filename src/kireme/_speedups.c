@@ -2881,6 +2881,257 @@ plain_none:
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------------------------------------------------
+ * `scan_blocks(text, pos)`: kireme/text/markdown.py `_scanned_outline`'s loop over the simple blocks, from `pos`
+ * (a line start) on: the blank lines skipped (`_BLANKS`), then each block `_scanned_block` reads, read the same
+ * way here — a paragraph whose first line can be nothing else (`_NOT_PARAGRAPH_FIRST`) and whose later lines
+ * neither end it nor turn it into something else (`_paragraph_stop`), up to a blank line; an HTML comment in
+ * column 0; an ATX heading; a fence that a later line closes — until a block it leaves to Python: one that may
+ * open a table, a list, quote or other block the parser reads, a fence never closed, HTML other than a comment,
+ * a paragraph ended otherwise than by a blank line or by a line that may open HTML, a paragraph that may hold
+ * a link reference definition. Returns (starts, headings, fences, pos, done): the block starts, in order; per
+ * heading four ints (start, marks end, content end, title end: `_scanned_heading`'s); per closed fence six
+ * (start, closing line start, its end, marker run length, info start, info end: `_scanned_fence`'s); `pos`
+ * where the block Python reads starts; `done` when only blank lines are left.
+ * -------------------------------------------------------------------------------------------------------- */
+
+#define MD_END ((Py_UCS4)0x110000) /* past the text: no character */
+#define MD_AT(i) ((i) < n ? PyUnicode_READ(kind, data, (i)) : MD_END)
+
+/* whether the line from `i` is blank up to its line feed or the end: `[ \t]*\r?$` (`$` before "\n" or at the end) */
+static int md_blank_rest(int kind, const void *data, Py_ssize_t n, Py_ssize_t i) {
+    while (i < n && (PyUnicode_READ(kind, data, i) == ' ' || PyUnicode_READ(kind, data, i) == '\t')) i++;
+    if (i < n && PyUnicode_READ(kind, data, i) == '\r') i++;
+    return i >= n || PyUnicode_READ(kind, data, i) == '\n';
+}
+
+/* whether the line from `i` holds only characters of `set` and ends as `\r?$` does: `[set]*\r?$` */
+static int md_only_rest(int kind, const void *data, Py_ssize_t n, Py_ssize_t i, const char *set) {
+    for (; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= 0x80 || c == 0 || strchr(set, (int)c) == NULL) break;
+    }
+    if (i < n && PyUnicode_READ(kind, data, i) == '\r') i++;
+    return i >= n || PyUnicode_READ(kind, data, i) == '\n';
+}
+
+/* `(?=[ \t\r\n]|\Z)` at i */
+static int md_line_end_ahead(int kind, const void *data, Py_ssize_t n, Py_ssize_t i) {
+    if (i >= n) return 1;
+    Py_UCS4 c = PyUnicode_READ(kind, data, i);
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* the length of the run of `c` from i */
+static Py_ssize_t md_run(int kind, const void *data, Py_ssize_t n, Py_ssize_t i, Py_UCS4 c) {
+    Py_ssize_t j = i;
+    while (j < n && PyUnicode_READ(kind, data, j) == c) j++;
+    return j - i;
+}
+
+/* what a line may start with, at i, that is not a paragraph's text — the alternatives `_NOT_PARAGRAPH_FIRST`
+ * and `_paragraph_stop` share: an ATX heading, a fence, a bullet, an ordered marker, a thematic break or setext
+ * underline (`[-*_=][-*_= \t]*\r?$`) */
+static int md_block_marker(int kind, const void *data, Py_ssize_t n, Py_ssize_t i) {
+    Py_UCS4 c = MD_AT(i);
+    if (c == '#') {
+        Py_ssize_t r = md_run(kind, data, n, i, '#');
+        if (r <= 6 && md_line_end_ahead(kind, data, n, i + r)) return 1;
+    }
+    if ((c == '`' || c == '~') && md_run(kind, data, n, i, c) >= 3) return 1;
+    if ((c == '-' || c == '+' || c == '*') && md_line_end_ahead(kind, data, n, i + 1)) return 1;
+    if (c >= '0' && c <= '9') {
+        Py_ssize_t j = i;
+        while (j < n && PyUnicode_READ(kind, data, j) >= '0' && PyUnicode_READ(kind, data, j) <= '9') j++;
+        if (j < n && (PyUnicode_READ(kind, data, j) == '.' || PyUnicode_READ(kind, data, j) == ')') &&
+            md_line_end_ahead(kind, data, n, j + 1))
+            return 1;
+    }
+    if ((c == '-' || c == '*' || c == '_' || c == '=') && md_only_rest(kind, data, n, i + 1, "-*_= \t")) return 1;
+    return 0;
+}
+
+/* `_may_open_table`: the line at i holds a "|" and the next one may be a delimiter row (`_DELIMITER_ROW`:
+ * `[ \t]*[|\-:][|\-: \t]*\r?(?:\n|\Z)`) */
+static int md_may_open_table(int kind, const void *data, Py_ssize_t n, Py_ssize_t i, Py_ssize_t line_end) {
+    if (line_end >= n) return 0;
+    Py_ssize_t j = i;
+    while (j < line_end && PyUnicode_READ(kind, data, j) != '|') j++;
+    if (j >= line_end) return 0;
+    j = line_end + 1;
+    while (j < n && (PyUnicode_READ(kind, data, j) == ' ' || PyUnicode_READ(kind, data, j) == '\t')) j++;
+    Py_UCS4 c = MD_AT(j);
+    if (c != '|' && c != '-' && c != ':') return 0;
+    return md_only_rest(kind, data, n, j + 1, "|-: \t");
+}
+
+static PyObject *scan_blocks(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    Py_ssize_t pos;
+    if (!PyArg_ParseTuple(args, "Un", &text, &pos)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *starts = PyList_New(0), *headings = PyList_New(0), *fences = PyList_New(0);
+    int done = 0;
+    if (starts == NULL || headings == NULL || fences == NULL) goto fail;
+    if (pos < 0) pos = 0;
+    for (;;) {
+        /* `_BLANKS`: whole blank lines */
+        while (pos < n) {
+            Py_ssize_t q = pos;
+            while (q < n && (PyUnicode_READ(kind, data, q) == ' ' || PyUnicode_READ(kind, data, q) == '\t')) q++;
+            if (q < n && PyUnicode_READ(kind, data, q) == '\r') q++;
+            if (q < n && PyUnicode_READ(kind, data, q) == '\n')
+                pos = q + 1;
+            else
+                break;
+        }
+        if (pos >= n) {
+            done = 1;
+            break;
+        }
+        { /* `_ONLY_BLANK`: `[ \t]*\r?\Z` */
+            Py_ssize_t q = pos;
+            while (q < n && (PyUnicode_READ(kind, data, q) == ' ' || PyUnicode_READ(kind, data, q) == '\t')) q++;
+            if (q < n && PyUnicode_READ(kind, data, q) == '\r') q++;
+            if (q >= n) {
+                done = 1;
+                break;
+            }
+        }
+        Py_UCS4 c = PyUnicode_READ(kind, data, pos);
+        Py_ssize_t line_end = next_newline(kind, data, pos, n);
+        if ((c == '#' || c == '`' || c == '~' || c == '<') && md_may_open_table(kind, data, n, pos, line_end)) break;
+        if (c == '#') {
+            Py_ssize_t marks = md_run(kind, data, n, pos, '#');
+            if (marks <= 6 && md_line_end_ahead(kind, data, n, pos + marks)) { /* `_scanned_heading` */
+                Py_ssize_t marks_end = pos + marks;
+                Py_ssize_t title_end =
+                    line_end > pos && PyUnicode_READ(kind, data, line_end - 1) == '\r' ? line_end - 1 : line_end;
+                Py_ssize_t end = title_end;
+                while (end > marks_end &&
+                       (PyUnicode_READ(kind, data, end - 1) == ' ' || PyUnicode_READ(kind, data, end - 1) == '\t'))
+                    end--;
+                Py_ssize_t closing = end;
+                while (closing > marks_end && PyUnicode_READ(kind, data, closing - 1) == '#') closing--;
+                if (closing > marks_end && (PyUnicode_READ(kind, data, closing - 1) == ' ' ||
+                                            PyUnicode_READ(kind, data, closing - 1) == '\t'))
+                    end = closing;
+                if (append_index(starts, pos) < 0 || append_index(headings, pos) < 0 ||
+                    append_index(headings, marks_end) < 0 || append_index(headings, end) < 0 ||
+                    append_index(headings, title_end) < 0)
+                    goto fail;
+                pos = line_end + 1 < n ? line_end + 1 : n;
+                continue;
+            }
+        }
+        if (c == '`' || c == '~') {
+            Py_ssize_t marks = md_run(kind, data, n, pos, c);
+            if (marks >= 3) { /* `_fence_opened`, then `_scanned_fence` for a fence a later line closes */
+                Py_ssize_t info_start = pos + marks, info_end = info_start;
+                int backtick_in_info = 0;
+                while (info_end < n) {
+                    Py_UCS4 d = PyUnicode_READ(kind, data, info_end);
+                    if (d == '\r' || d == '\n') break;
+                    if (d == '`') backtick_in_info = 1;
+                    info_end++;
+                }
+                if (c == '`' && backtick_in_info) break; /* no fence: a run of three, which the parser reads */
+                Py_ssize_t close_start = -1, close_end = -1;
+                for (Py_ssize_t nl = line_end; nl < n;) { /* each later line: `_FENCE_CLOSE` */
+                    Py_ssize_t ls = nl + 1, k = ls, next = next_newline(kind, data, ls, n);
+                    while (k < ls + 3 && k < n && PyUnicode_READ(kind, data, k) == ' ') k++;
+                    Py_UCS4 d = MD_AT(k);
+                    if (d == '`' || d == '~') {
+                        Py_ssize_t run = md_run(kind, data, n, k, d);
+                        if (run >= 3 && md_blank_rest(kind, data, n, k + run) && d == c && run >= marks) {
+                            close_start = ls;
+                            close_end = next < n ? next + 1 : n;
+                            break;
+                        }
+                    }
+                    nl = next;
+                }
+                if (close_start < 0) break; /* never closed: Python reads it */
+                if (append_index(starts, pos) < 0 || append_index(fences, pos) < 0 ||
+                    append_index(fences, close_start) < 0 || append_index(fences, close_end) < 0 ||
+                    append_index(fences, marks) < 0 || append_index(fences, info_start) < 0 ||
+                    append_index(fences, info_end) < 0)
+                    goto fail;
+                pos = close_end;
+                continue;
+            }
+        }
+        if (c == '<') {
+            if (pos + 4 <= n && PyUnicode_READ(kind, data, pos + 1) == '!' && PyUnicode_READ(kind, data, pos + 2) == '-' &&
+                PyUnicode_READ(kind, data, pos + 3) == '-') { /* `_scanned_comment` */
+                if (append_index(starts, pos) < 0) goto fail;
+                Py_ssize_t close = -1;
+                for (Py_ssize_t j = pos; j + 3 <= n; j++) {
+                    if (PyUnicode_READ(kind, data, j) == '-' && PyUnicode_READ(kind, data, j + 1) == '-' &&
+                        PyUnicode_READ(kind, data, j + 2) == '>') {
+                        close = j;
+                        break;
+                    }
+                }
+                if (close < 0) {
+                    pos = n;
+                } else {
+                    Py_ssize_t next = next_newline(kind, data, close, n);
+                    pos = next < n ? next + 1 : n;
+                }
+                continue;
+            }
+            break; /* other HTML: `_html_type` in Python */
+        }
+        if (c != '[' && (c == ' ' || c == '\t' || c == '>' || c == '|' || md_block_marker(kind, data, n, pos)))
+            break; /* `_NOT_PARAGRAPH_FIRST`: the parser reads it */
+        /* a paragraph: up to the first later line that is blank (`_paragraph_stop`'s group 1) */
+        Py_ssize_t end = n;
+        int other_stop = 0;
+        for (Py_ssize_t nl = line_end; nl < n;) {
+            Py_ssize_t ls = nl + 1;
+            if (md_blank_rest(kind, data, n, ls)) {
+                end = ls;
+                break;
+            }
+            Py_ssize_t k = ls;
+            while (k < ls + 3 && k < n && PyUnicode_READ(kind, data, k) == ' ') k++;
+            Py_UCS4 d = MD_AT(k);
+            if (d == '>' || d == '|' || d == '<' || md_block_marker(kind, data, n, k) ||
+                ((d == '-' || d == ':') && md_only_rest(kind, data, n, k + 1, "|-: \t"))) {
+                other_stop = 1; /* a line that may end it or make it something else ("<": `_html_type`) */
+                break;
+            }
+            nl = next_newline(kind, data, ls, n);
+        }
+        if (other_stop) break;
+        if (c == '[') { /* maybe a link reference definition */
+            int definition = 0;
+            for (Py_ssize_t j = pos; j + 2 <= end; j++) {
+                if (PyUnicode_READ(kind, data, j) == ']' && PyUnicode_READ(kind, data, j + 1) == ':') {
+                    definition = 1;
+                    break;
+                }
+            }
+            if (definition) break;
+        }
+        if (append_index(starts, pos) < 0) goto fail;
+        pos = end;
+    }
+    {
+        PyObject *result = Py_BuildValue("(NNNnO)", starts, headings, fences, pos, done ? Py_True : Py_False);
+        return result;
+    }
+fail:
+    Py_XDECREF(starts);
+    Py_XDECREF(headings);
+    Py_XDECREF(fences);
+    return NULL;
+}
+
 /*
  * `sha256_extensions(on)`: hash chunk ids with the processor's SHA extensions (on: where it has them) or with
  * the portable loop (off); returns whether the extensions are in use now. For the tests, which hash with both.
@@ -2943,6 +3194,8 @@ static PyMethodDef methods[] = {
     {"line_starts", line_starts, METH_VARARGS, "line_starts(text) -> 0 and the offset after every \\n"},
     {"plain_paragraph_starts", plain_paragraph_starts, METH_VARARGS,
      "plain_paragraph_starts(text) -> the paragraph starts of a text with no block syntax, else None"},
+    {"scan_blocks", scan_blocks, METH_VARARGS,
+     "scan_blocks(text, pos) -> (block starts, headings, fences, pos, done): the simple Markdown blocks from pos"},
     {"reference_words", reference_words, METH_NOARGS, "reference_words() -> the words of sentences._REFERENCE_WORDS"},
     {"label_words", label_words, METH_NOARGS, "label_words() -> the words of sentences._LABEL_WORDS"},
     {"vocabulary", vocabulary, METH_NOARGS, "vocabulary() -> (terminators, closers, openers, their closers)"},

@@ -74,3 +74,9 @@ def quoted_ends(text: str, a: int, b: int, /) -> list[int]:
 
 def word_cuts(text: str, a: int, b: int, /) -> list[int]:
     """The cuts of the word level (where each ``[ \\t\\u3000]+`` run starts) strictly inside (a, b)."""
+
+def scan_blocks(text: str, pos: int, /) -> tuple[list[int], list[int], list[int], int, bool]:
+    """`_scanned_outline`'s simple blocks from ``pos`` on (paragraphs, comments, ATX headings, closed fences):
+    their starts, four ints per heading (start, marks end, content end, title end), six per fence (start,
+    closing line start and end, marker length, info start and end), where the block left to Python starts,
+    and whether only blank lines are left."""
