@@ -352,6 +352,29 @@ def test_scanned_outline_is_the_parsers(text: str) -> None:
     assert scanned == _parsed_outline(text, fm_end, fm_title)
 
 
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.text(alphabet=" \t\r\n<>/:-!_.aZ9名x", max_size=40),
+    st.integers(min_value=0, max_value=45),
+    st.integers(min_value=0, max_value=45),
+)
+@example("a\n-->\rb\n</x>\r", 0, 13)  # a "\r" ends a closing line only before "\n"
+@example("a\n:::\r", 0, 6)
+@example("a\n</div>\n", 0, 7)  # the search ends inside the tag
+def test_line_marks_in_c_are_the_patterns(text: str, lo: int, hi: int) -> None:
+    """The C pass over the line feeds (`kireme._speedups.line_marks`) finds what `_CLOSER_LINE` and
+    `_OPENER_HINT` find searched from ``lo`` to ``hi``: the same closing-tag lines, the same line starts."""
+    import kireme.text.markdown as markdown
+
+    if markdown._NATIVE_LINE_MARKS is None:
+        pytest.skip("kireme's C extension is not built")
+    hi = min(hi, len(text))
+    for closers in (True, False):
+        assert markdown._NATIVE_LINE_MARKS(text, lo, hi, closers) == markdown._line_marks_python(
+            text, lo, hi, closers
+        )
+
+
 # lines made to test the C scan's edges: runs of marks just short of or past what opens a block, a closing
 # fence indented three or four columns, marks after spaces, a heading closed by its own marks
 _EDGE_LINES = [

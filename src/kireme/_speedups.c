@@ -3133,6 +3133,82 @@ fail:
 }
 
 /*
+ * `line_marks(text, lo, hi, closers)`: the lines whose line feed lies in [lo, hi), found in one pass over the
+ * line feeds. With `closers`: each match of kireme/text/markdown.py `_CLOSER_LINE` (a line holding only a
+ * closing tag, a run of colons or `-->`, between blanks; searched with `finditer(text, lo, hi)`) as its start
+ * and end, flat; without: the start of each line that `_OPENER_HINT` finds (blanks, then `<` and a letter,
+ * `:::` or `<!--`, within hi). Each regex tried at every line feed was most of `_with_wrappers`.
+ */
+static int md_word_char(Py_UCS4 c) { return c == '_' || Py_UNICODE_ISALNUM(c); }
+
+static PyObject *line_marks(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    Py_ssize_t lo, hi;
+    int closers;
+    if (!PyArg_ParseTuple(args, "Unnp", &text, &lo, &hi, &closers)) return NULL;
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    if (hi > length) hi = length;
+    if (lo < 0) lo = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = hi; /* the search ends at hi, as `endpos` makes it */
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t nl = next_newline(kind, data, lo, n); nl < n; nl = next_newline(kind, data, nl + 1, n)) {
+        Py_ssize_t k = nl + 1;
+        while (k < n && (PyUnicode_READ(kind, data, k) == ' ' || PyUnicode_READ(kind, data, k) == '\t')) k++;
+        Py_UCS4 c = MD_AT(k);
+        if (!closers) {
+            if (c == '<' && k + 1 < n) {
+                Py_UCS4 d = PyUnicode_READ(kind, data, k + 1);
+                if ((d >= 'A' && d <= 'Z') || (d >= 'a' && d <= 'z') ||
+                    (d == '!' && k + 3 < n && PyUnicode_READ(kind, data, k + 2) == '-' &&
+                     PyUnicode_READ(kind, data, k + 3) == '-')) {
+                    if (append_index(out, nl + 1) < 0) goto fail;
+                }
+            } else if (c == ':' && k + 2 < n && PyUnicode_READ(kind, data, k + 1) == ':' &&
+                       PyUnicode_READ(kind, data, k + 2) == ':') {
+                if (append_index(out, nl + 1) < 0) goto fail;
+            }
+            continue;
+        }
+        Py_ssize_t e = k;
+        if (c == '<' && MD_AT(k + 1) == '/') {
+            Py_UCS4 d = MD_AT(k + 2);
+            if (!((d >= 'A' && d <= 'Z') || (d >= 'a' && d <= 'z'))) continue;
+            e = k + 3;
+            while (e < n) {
+                Py_UCS4 x = PyUnicode_READ(kind, data, e);
+                if (!(md_word_char(x) || x == '.' || x == ':' || x == '-')) break;
+                e++;
+            }
+            while (e < n && (PyUnicode_READ(kind, data, e) == ' ' || PyUnicode_READ(kind, data, e) == '\t')) e++;
+            if (MD_AT(e) != '>') continue;
+            e++;
+        } else if (c == ':') {
+            Py_ssize_t run = md_run(kind, data, n, k, ':');
+            if (run < 3) continue;
+            e = k + run;
+        } else if (c == '-' && MD_AT(k + 1) == '-' && MD_AT(k + 2) == '>') {
+            e = k + 3;
+        } else {
+            continue;
+        }
+        while (e < n && (PyUnicode_READ(kind, data, e) == ' ' || PyUnicode_READ(kind, data, e) == '\t')) e++;
+        /* `(?=\r?\n|\Z)` */
+        if (!(e >= n || PyUnicode_READ(kind, data, e) == '\n' ||
+              (PyUnicode_READ(kind, data, e) == '\r' && e + 1 < n && PyUnicode_READ(kind, data, e + 1) == '\n')))
+            continue;
+        if (append_index(out, nl) < 0 || append_index(out, e) < 0) goto fail;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/*
  * `sha256_extensions(on)`: hash chunk ids with the processor's SHA extensions (on: where it has them) or with
  * the portable loop (off); returns whether the extensions are in use now. For the tests, which hash with both.
  */
@@ -3194,6 +3270,8 @@ static PyMethodDef methods[] = {
     {"line_starts", line_starts, METH_VARARGS, "line_starts(text) -> 0 and the offset after every \\n"},
     {"plain_paragraph_starts", plain_paragraph_starts, METH_VARARGS,
      "plain_paragraph_starts(text) -> the paragraph starts of a text with no block syntax, else None"},
+    {"line_marks", line_marks, METH_VARARGS,
+     "line_marks(text, lo, hi, closers) -> the closing-tag lines' spans (flat) or the opening-tag lines' starts"},
     {"scan_blocks", scan_blocks, METH_VARARGS,
      "scan_blocks(text, pos) -> (block starts, headings, fences, pos, done): the simple Markdown blocks from pos"},
     {"reference_words", reference_words, METH_NOARGS, "reference_words() -> the words of sentences._REFERENCE_WORDS"},

@@ -512,12 +512,13 @@ def opener_runs(
     where the content they open starts. ``outside``: sorted spans (code blocks) whose lines open nothing."""
     b = len(text) if b is None else b
     runs: list[tuple[int, int]] = []
-    finditer, match = _OPENER_HINT.finditer, _OPENER_RUN.match
+    match = _OPENER_RUN.match
+    marks = _NATIVE_LINE_MARKS or _line_marks_python
     for lo, hi in _between(outside, a, b):
         if lo >= hi or (text.find("<", lo, hi) < 0 and text.find(":::", lo, hi) < 0):
             continue
         starts = [lo] if lo == 0 or text[lo - 1] == "\n" else []
-        starts += [m.start() + 1 for m in finditer(text, lo - 1 if lo else 0, hi)]
+        starts += marks(text, lo - 1 if lo else 0, hi, False)
         for start in starts:
             if runs and start < runs[-1][1]:
                 continue  # a line of the run before
@@ -541,19 +542,32 @@ def closer_runs(text: str, outside: Sequence[tuple[int, int]] = ()) -> list[tupl
     if "</" not in text and ":::" not in text and "-->" not in text:
         return []
     runs: list[tuple[int, int]] = []
-    finditer = _CLOSER_LINE.finditer
+    marks = _NATIVE_LINE_MARKS or _line_marks_python
     for lo, hi in _between(outside, 0, len(text)):
-        for line in finditer(text, max(lo - 1, 0), hi):  # from the line feed before the gap's first line
-            start = line.start()
+        found = marks(text, max(lo - 1, 0), hi, True)  # from the line feed before the gap's first line
+        for i in range(0, len(found), 2):
+            start, line_end = found[i], found[i + 1]
             while start > 0 and text[start - 1].isspace():
                 start -= 1
             if start == 0:
                 continue  # nothing before it to close
             if runs and runs[-1][1] == start:  # `</Sandpack>` then `</Solution>`: one run
-                runs[-1] = (runs[-1][0], line.end())
+                runs[-1] = (runs[-1][0], line_end)
             else:
-                runs.append((start, line.end()))
+                runs.append((start, line_end))
     return runs
+
+
+def _line_marks_python(text: str, lo: int, hi: int, closers: bool) -> list[int]:
+    """The reference of `kireme._speedups.line_marks`: with ``closers`` the start and end (flat) of each
+    `_CLOSER_LINE` match in ``[lo, hi)``, else the start of each line `_OPENER_HINT` finds there."""
+    if not closers:
+        return [m.start() + 1 for m in _OPENER_HINT.finditer(text, lo, hi)]
+    return [x for m in _CLOSER_LINE.finditer(text, lo, hi) for x in m.span()]
+
+
+# the two line searches above in one C pass over the line feeds each (a regex tried at every line feed)
+_NATIVE_LINE_MARKS: Callable[[str, int, int, bool], list[int]] | None = native("line_marks")
 
 
 _ONLY_BLANKS = re.compile(r"[ \t\r\n]*")
@@ -702,7 +716,9 @@ def _with_wrappers(text: str, outline: Outline) -> Outline:
     heads = []
     for heading in outline.headings:  # a comment, then tag lines, then a comment above them
         start = outline.commented_from(outline.opened_from(outline.commented_from(heading.start)))
-        heads.append(heading if start == heading.start else replace(heading, start=start))
+        heads.append(
+            heading if start == heading.start else Heading(start, heading.end, heading.level, heading.title)
+        )
     return replace(outline, headings=tuple(heads))
 
 
