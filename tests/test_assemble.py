@@ -846,6 +846,48 @@ def test_hits_one_unit_apart_are_bridged_with_the_text_between() -> None:
     check_exact(bridged, TEXTS)
 
 
+def test_a_hit_that_continues_a_better_one_goes_before_the_hit_ranked_above_it() -> None:
+    # the two halves of 第2条's first paragraph were ranked 1st and 3rd, a sentence of the notes 2nd: with
+    # room for two of them, the reader gets the provision whole, not its first half and an aside
+    first = unit("rules", RULES, "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。")
+    rest = unit("rules", RULES, "東京都内に宿泊する場合は、１泊につき１２，０００円を上限とする。")
+    aside = unit("notes", NOTES, "Anything above that needs the director's approval.")
+    assert rest.start == first.end  # the next sentence of the same paragraph
+    budget = len(first.text) + len(aside.text) + 5  # the best hit and one of the other two
+    made = assembler(widen=0, bridge=0).assemble([first, aside, rest], budget)
+    assert [(s.doc_id, s.start) for s in made.spans] == [("rules", first.start)]  # one passage
+    assert rest.text in made.text and made.spans[0].ranks == (1, 3)  # the retriever's ranks
+    in_order = assembler(widen=0, bridge=0, ahead=0).assemble([first, aside, rest], budget)
+    assert [(s.doc_id, s.start, s.end) for s in in_order.spans] == [
+        ("rules", first.start, first.end),
+        ("notes", aside.start, aside.end),
+    ]
+    # only as far ahead as asked: two places down, the continuation waits its turn at ahead=1
+    other = unit("notes", NOTES, "It takes twelve minutes on the shared runners.")
+    later = assembler(widen=0, bridge=0).assemble([first, aside, other, rest], budget)
+    assert "notes" in {s.doc_id for s in later.spans} and rest.text not in later.text
+    further = assembler(widen=0, bridge=0, ahead=2).assemble([first, aside, other, rest], budget)
+    assert [s.doc_id for s in further.spans] == ["rules"] and rest.text in further.text
+    check_exact(made, TEXTS)
+    for wrong in (-1, 1.5, True):
+        with pytest.raises(ConfigError, match="ahead"):
+            assembler(ahead=wrong)
+
+
+def test_hits_continue_each_other_across_a_line_break_only() -> None:
+    from kireme.assemble import _continues
+
+    crlf = "第1条 目的\r\n社員の出張に適用する。\r\n\r\n第2条 宿泊費"
+    text_of = {"d": crlf}.get
+    first, second = span_of(crlf, "第1条 目的"), span_of(crlf, "社員の出張に適用する。")
+    third = span_of(crlf, "第2条 宿泊費")
+    assert _continues(first, second, "d", text_of)  # "\r\n" between them
+    assert _continues(second, first, "d", text_of)  # either order
+    assert not _continues(second, third, "d", text_of)  # a blank line between: another paragraph
+    assert _continues((0, 5), (6, 9), "unknown", lambda _: None)  # one character, whatever it is
+    assert not _continues((0, 5), (7, 9), "unknown", lambda _: None)  # two, where the text is not known
+
+
 def test_a_bridge_the_budget_cannot_hold_leaves_the_hits_apart() -> None:
     first = unit("rules", RULES, "宿泊費は、１泊につき１０，０００円を上限として実費を支給する。")
     third = unit("rules", RULES, "朝食代が含まれる場合も上限額は変わらない。")

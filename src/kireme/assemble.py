@@ -72,6 +72,9 @@ DEFAULT_BRIDGE = 1.0
 # a budget of 2 to 4 mean units passes the later hits as their best quarter of it when that loses none of
 # the query terms they hold (measured: docs/benchmarks.md)
 DEFAULT_SHARE = 4.0
+# a hit that continues a better one (the text right after or before it) is taken before the hit ranked right
+# above it, which continues none (measured: docs/benchmarks.md)
+DEFAULT_AHEAD = 1
 _SHARE_FROM = 2.0  # below 2 mean units the best hit takes most of the budget: nothing to share
 _INK = re.compile(r"[^\W_]")  # a letter or a digit, in any script
 _TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")  # an HTML or MDX tag: markup, not text a reader reads
@@ -230,6 +233,10 @@ class Assembler:
     with the text between them (heading lines too), when it fits (0: only hits that touch);
     ``share``: when the budget holds 2 to ``share`` mean units, a later hit larger than ``budget / share``
     gives its best sentences within that size if they hold every query term the hit holds (0: never);
+    ``ahead``: a hit that continues a better-ranked one (the next or the previous text of its document, at
+    most a line break or a space between them) is taken up to ``ahead`` places earlier, before the hits
+    ranked above it that continue none (0: in rank order): two halves of one provision or one answer,
+    ranked 1st and 3rd, go together before a 2nd hit elsewhere;
     ``overhead(doc_id, headings)``:
     what the caller adds around each span when rendering it (a citation line), counted against the budget;
     ``paths(doc_id, start, end)``: the heading path all of a part of a document shares, where the caller
@@ -265,6 +272,7 @@ class Assembler:
         cut: str = "all",
         bridge: float = DEFAULT_BRIDGE,
         share: float = DEFAULT_SHARE,
+        ahead: int = DEFAULT_AHEAD,
         overhead: Callable[[str, tuple[str, ...]], int] | None = None,
         paths: PathOf | None = None,
         hidden: HiddenOf | None = None,
@@ -279,6 +287,8 @@ class Assembler:
                 raise ConfigError(f"{name} must be a number >= 0, got {value!r}")
         if cut not in CUTS:
             raise ConfigError(f"cut must be one of {', '.join(CUTS)}, got {cut!r}")
+        if not isinstance(ahead, int) or isinstance(ahead, bool) or ahead < 0:
+            raise ConfigError(f"ahead must be a whole number >= 0, got {ahead!r}")
         self._text_of = text_of
         measure = measure_of(unit) if measure is None else measure
         if measure is len and unit != "chars":
@@ -294,6 +304,7 @@ class Assembler:
         self.reach = GROW_REACH
         self.bridge = float(bridge)
         self.share = float(share)
+        self.ahead = ahead
         self.cut = cut
         self.overhead = overhead
         self.paths = paths
@@ -326,7 +337,12 @@ class Assembler:
         if self.policy == "spans" and head:  # the gap is in characters, whatever the budget counts
             state.gap = int(self.bridge * sum(len(u.text) for u in head) / len(head))
         sharing = self.policy == "spans" and bool(wanted) and _SHARE_FROM * mean <= budget < self.share * mean
-        for rank, unit in enumerate(ranked, start=1):
+        order = (
+            _continuations_first(ranked, self.ahead, self.text)
+            if self.policy == "spans" and self.ahead
+            else enumerate(ranked, start=1)
+        )
+        for rank, unit in order:
             state.considered = rank
             if state.add_rank(unit, rank):  # a passage already holds it: it costs nothing
                 continue
@@ -948,6 +964,52 @@ def _blank_line(line: str) -> str:
     if line.endswith("\r"):
         return " " * (len(line) - 1) + "\r"
     return " " * len(line)
+
+
+def _continuations_first(
+    ranked: Sequence[Ranked], ahead: int, text_of: Callable[[str], str | None]
+) -> list[tuple[int, Ranked]]:
+    """``ranked`` with their 1-based ranks, in the order the assembly takes them: each next hit is the best
+    one left, unless it continues none of the hits taken before it and one of the ``ahead`` after it does
+    (`_continues`): then that one first. The ranks stay the retriever's."""
+    pending = list(enumerate(ranked, start=1))
+    out: list[tuple[int, Ranked]] = []
+    before: dict[str, list[Ranked]] = {}  # the hits taken so far, by document
+    while pending:
+        pick = 0
+        if before and not _continues_any(pending[0][1], before, text_of):
+            for j in range(1, min(ahead, len(pending) - 1) + 1):
+                if _continues_any(pending[j][1], before, text_of):
+                    pick = j
+                    break
+        taken = pending.pop(pick)
+        out.append(taken)
+        before.setdefault(taken[1].doc_id, []).append(taken[1])
+    return out
+
+
+def _continues_any(
+    unit: Ranked, before: dict[str, list[Ranked]], text_of: Callable[[str], str | None]
+) -> bool:
+    """Whether ``unit`` continues one of the hits ``before`` it in its document (`_continues`)."""
+    others = before.get(unit.doc_id)
+    if not others:
+        return False
+    return any(_continues((o.start, o.end), (unit.start, unit.end), unit.doc_id, text_of) for o in others)
+
+
+def _continues(
+    a: tuple[int, int], b: tuple[int, int], doc_id: str, text_of: Callable[[str], str | None]
+) -> bool:
+    """Whether two spans of one document overlap or follow each other with at most one character between
+    them (a line break or a space), or a ``\r\n`` (the text read only then)."""
+    (_, e1), (s2, _) = sorted([a, b])
+    if s2 - e1 <= 1:
+        return True
+    if s2 - e1 != 2:
+        return False
+    text = text_of(doc_id)
+    return text is not None and text[e1:s2] == "\r\n"
 
 
 def _touch(text: str, a: tuple[int, int], b: tuple[int, int], gap: int = 0) -> bool:
