@@ -672,7 +672,9 @@ def evaluate_kireme(
         budgets,
         fitted=fitted,
     )
-    want = probe[0].k if probe else len(chunks)
+    # per budget, as many of the best hits as evaluate_budgets gives that budget (its rows' ``k``)
+    wants = {row.budget: row.k for row in probe} if probe else {}
+    most = max(wants.values(), default=len(chunks))
     out: dict[str, dict[str, Row]] = {}
     for policy in ("spans", "chunks"):
         assembler = Assembler(texts.get, chunker.measure, unit=chunker.measure.name, policy=policy)
@@ -691,8 +693,9 @@ def evaluate_kireme(
         chars = dict.fromkeys(budgets, 0)
         plain = dict.fromkeys(budgets, 0)  # hits by context_answers itself, for the check
         for qi, q in enumerate(task.questions):
-            ranked = ranked_units(chunks, retriever.search(q.question, want, q.terms))
+            ranking = ranked_units(chunks, retriever.search(q.question, most, q.terms))
             for budget in budgets:
+                ranked = ranking[: wants.get(budget, most)]
                 made: Context = assembler.assemble(ranked, budget, q.question)
                 spans = [(s.doc_id, s.start, s.end) for s in made.spans]
                 assert all(texts[d][s:e] == sp.text for (d, s, e), sp in zip(spans, made.spans, strict=True))
