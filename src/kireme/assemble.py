@@ -1002,7 +1002,7 @@ def _continues(
     a: tuple[int, int], b: tuple[int, int], doc_id: str, text_of: Callable[[str], str | None]
 ) -> bool:
     """Whether two spans of one document overlap or follow each other with at most one character between
-    them (a line break or a space), or a ``\r\n`` (the text read only then)."""
+    them (the line break or space two chunks are cut at), or a ``\r\n`` (the text read only then)."""
     (_, e1), (s2, _) = sorted([a, b])
     if s2 - e1 <= 1:
         return True
