@@ -17,7 +17,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from kireme.assemble import Assembler, Ranked, _touch, grow_span, guided_span
+from kireme.assemble import Assembler, Ranked, _continues, _touch, grow_span, guided_span
 from kireme.document import Document
 from kireme.errors import ConfigError
 from kireme.index.passages import assemble_hits, render_passages
@@ -875,8 +875,6 @@ def test_a_hit_that_continues_a_better_one_goes_before_the_hit_ranked_above_it()
 
 
 def test_hits_continue_each_other_across_a_line_break_only() -> None:
-    from kireme.assemble import _continues
-
     crlf = "第1条 目的\r\n社員の出張に適用する。\r\n\r\n第2条 宿泊費"
     text_of = {"d": crlf}.get
     first, second = span_of(crlf, "第1条 目的"), span_of(crlf, "社員の出張に適用する。")

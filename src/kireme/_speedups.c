@@ -2898,10 +2898,28 @@ plain_none:
 #define MD_END ((Py_UCS4)0x110000) /* past the text: no character */
 #define MD_AT(i) ((i) < n ? PyUnicode_READ(kind, data, (i)) : MD_END)
 
+/* past `[ \t]*` from i */
+static Py_ssize_t md_spaces(int kind, const void *data, Py_ssize_t n, Py_ssize_t i) {
+    while (i < n && (PyUnicode_READ(kind, data, i) == ' ' || PyUnicode_READ(kind, data, i) == '\t')) i++;
+    return i;
+}
+
+/* past `[ \t]*\r?` from i: where a blank line's line feed is, or the end */
+static Py_ssize_t md_blank_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t i) {
+    i = md_spaces(kind, data, n, i);
+    return i < n && PyUnicode_READ(kind, data, i) == '\r' ? i + 1 : i;
+}
+
+/* past ` {0,3}` from i: the indentation a block may have and still be one */
+static Py_ssize_t md_indent(int kind, const void *data, Py_ssize_t n, Py_ssize_t i) {
+    Py_ssize_t k = i;
+    while (k < i + 3 && k < n && PyUnicode_READ(kind, data, k) == ' ') k++;
+    return k;
+}
+
 /* whether the line from `i` is blank up to its line feed or the end: `[ \t]*\r?$` (`$` before "\n" or at the end) */
 static int md_blank_rest(int kind, const void *data, Py_ssize_t n, Py_ssize_t i) {
-    while (i < n && (PyUnicode_READ(kind, data, i) == ' ' || PyUnicode_READ(kind, data, i) == '\t')) i++;
-    if (i < n && PyUnicode_READ(kind, data, i) == '\r') i++;
+    i = md_blank_end(kind, data, n, i);
     return i >= n || PyUnicode_READ(kind, data, i) == '\n';
 }
 
@@ -2958,8 +2976,7 @@ static int md_may_open_table(int kind, const void *data, Py_ssize_t n, Py_ssize_
     Py_ssize_t j = i;
     while (j < line_end && PyUnicode_READ(kind, data, j) != '|') j++;
     if (j >= line_end) return 0;
-    j = line_end + 1;
-    while (j < n && (PyUnicode_READ(kind, data, j) == ' ' || PyUnicode_READ(kind, data, j) == '\t')) j++;
+    j = md_spaces(kind, data, n, line_end + 1);
     Py_UCS4 c = MD_AT(j);
     if (c != '|' && c != '-' && c != ':') return 0;
     return md_only_rest(kind, data, n, j + 1, "|-: \t");
@@ -2979,27 +2996,14 @@ static PyObject *scan_blocks(PyObject *self, PyObject *args) {
     if (pos < 0) pos = 0;
     for (;;) {
         /* `_BLANKS`: whole blank lines */
-        while (pos < n) {
-            Py_ssize_t q = pos;
-            while (q < n && (PyUnicode_READ(kind, data, q) == ' ' || PyUnicode_READ(kind, data, q) == '\t')) q++;
-            if (q < n && PyUnicode_READ(kind, data, q) == '\r') q++;
-            if (q < n && PyUnicode_READ(kind, data, q) == '\n')
-                pos = q + 1;
-            else
-                break;
+        Py_ssize_t q = md_blank_end(kind, data, n, pos);
+        while (q < n && PyUnicode_READ(kind, data, q) == '\n') {
+            pos = q + 1;
+            q = md_blank_end(kind, data, n, pos);
         }
-        if (pos >= n) {
+        if (q >= n) { /* nothing left, or only `_ONLY_BLANK`: `[ \t]*\r?\Z` */
             done = 1;
             break;
-        }
-        { /* `_ONLY_BLANK`: `[ \t]*\r?\Z` */
-            Py_ssize_t q = pos;
-            while (q < n && (PyUnicode_READ(kind, data, q) == ' ' || PyUnicode_READ(kind, data, q) == '\t')) q++;
-            if (q < n && PyUnicode_READ(kind, data, q) == '\r') q++;
-            if (q >= n) {
-                done = 1;
-                break;
-            }
         }
         Py_UCS4 c = PyUnicode_READ(kind, data, pos);
         Py_ssize_t line_end = next_newline(kind, data, pos, n);
@@ -3041,8 +3045,7 @@ static PyObject *scan_blocks(PyObject *self, PyObject *args) {
                 if (c == '`' && backtick_in_info) break; /* no fence: a run of three, which the parser reads */
                 Py_ssize_t close_start = -1, close_end = -1;
                 for (Py_ssize_t nl = line_end; nl < n;) { /* each later line: `_FENCE_CLOSE` */
-                    Py_ssize_t ls = nl + 1, k = ls, next = next_newline(kind, data, ls, n);
-                    while (k < ls + 3 && k < n && PyUnicode_READ(kind, data, k) == ' ') k++;
+                    Py_ssize_t ls = nl + 1, k = md_indent(kind, data, n, ls), next = next_newline(kind, data, ls, n);
                     Py_UCS4 d = MD_AT(k);
                     if (d == '`' || d == '~') {
                         Py_ssize_t run = md_run(kind, data, n, k, d);
@@ -3097,8 +3100,7 @@ static PyObject *scan_blocks(PyObject *self, PyObject *args) {
                 end = ls;
                 break;
             }
-            Py_ssize_t k = ls;
-            while (k < ls + 3 && k < n && PyUnicode_READ(kind, data, k) == ' ') k++;
+            Py_ssize_t k = md_indent(kind, data, n, ls);
             Py_UCS4 d = MD_AT(k);
             if (d == '>' || d == '|' || d == '<' || md_block_marker(kind, data, n, k) ||
                 ((d == '-' || d == ':') && md_only_rest(kind, data, n, k + 1, "|-: \t"))) {
@@ -3156,8 +3158,7 @@ static PyObject *line_marks(PyObject *self, PyObject *args) {
     PyObject *out = PyList_New(0);
     if (out == NULL) return NULL;
     for (Py_ssize_t nl = next_newline(kind, data, lo, n); nl < n; nl = next_newline(kind, data, nl + 1, n)) {
-        Py_ssize_t k = nl + 1;
-        while (k < n && (PyUnicode_READ(kind, data, k) == ' ' || PyUnicode_READ(kind, data, k) == '\t')) k++;
+        Py_ssize_t k = md_spaces(kind, data, n, nl + 1);
         Py_UCS4 c = MD_AT(k);
         if (!closers) {
             if (c == '<' && k + 1 < n) {
@@ -3183,7 +3184,7 @@ static PyObject *line_marks(PyObject *self, PyObject *args) {
                 if (!(md_word_char(x) || x == '.' || x == ':' || x == '-')) break;
                 e++;
             }
-            while (e < n && (PyUnicode_READ(kind, data, e) == ' ' || PyUnicode_READ(kind, data, e) == '\t')) e++;
+            e = md_spaces(kind, data, n, e);
             if (MD_AT(e) != '>') continue;
             e++;
         } else if (c == ':') {
@@ -3195,7 +3196,7 @@ static PyObject *line_marks(PyObject *self, PyObject *args) {
         } else {
             continue;
         }
-        while (e < n && (PyUnicode_READ(kind, data, e) == ' ' || PyUnicode_READ(kind, data, e) == '\t')) e++;
+        e = md_spaces(kind, data, n, e);
         /* `(?=\r?\n|\Z)` */
         if (!(e >= n || PyUnicode_READ(kind, data, e) == '\n' ||
               (PyUnicode_READ(kind, data, e) == '\r' && e + 1 < n && PyUnicode_READ(kind, data, e + 1) == '\n')))
