@@ -246,6 +246,8 @@ def test_overlap_example_from_the_issue() -> None:
                 "？",
                 "次のとおりとする。",
                 "as follows.",
+                "Cell culture.",
+                "2.1 Scope.",
                 "\n",
                 "\n\n",
             ]
@@ -260,9 +262,11 @@ def test_fast_heading_test_agrees_with_the_line_rule(pieces: list[str], data) ->
         _ends_line,
         ends_with_heading,
         in_dialogue,
+        in_list,
         is_heading_line,
         is_lead_in_line,
         line_before,
+        titled_paragraph_line,
     )
 
     text = "".join(pieces)
@@ -275,6 +279,12 @@ def test_fast_heading_test_agrees_with_the_line_rule(pieces: list[str], data) ->
         while end > 0 and text[end - 1].isspace():
             end -= 1
         heading = not in_dialogue(text, text.rfind("\n", 0, end) + 1, end)
+    if at_line_end and not heading and line.rstrip().endswith((".", "．")):  # a paragraph's title with a stop
+        end = pos
+        while end > 0 and text[end - 1].isspace():
+            end -= 1
+        start = text.rfind("\n", 0, end) + 1
+        heading = titled_paragraph_line(text, start, end) and not in_list(text, start, end)
     assert ends_with_heading(text, pos) == (at_line_end and (heading or is_lead_in_line(line)))
 
 

@@ -297,6 +297,59 @@ def test_a_numbered_item_of_rules_is_no_heading() -> None:
     ]
 
 
+def test_a_paragraphs_title_with_a_full_stop_stays_with_its_body() -> None:
+    """A run-in section title written with a full stop on the first line of its paragraph (``Cell culture.``,
+    ``2.2 Requests.``, a paper's Methods and a specification's sections are written so) looked like prose:
+    `sentence`, `recursive`, `paragraph` and `semantic` ended a chunk with it while its body began the next
+    one. It is a heading now, where a blank line (or nothing) is above it and its body goes on, on the next
+    line; a sentence with a stop inside it, a line under another one, a title over a blank line and a
+    numbered list's items are not."""
+    from kireme import make_chunker
+    from kireme.text import headings
+
+    def ends(text: str, line: str) -> bool:
+        return headings.ends_with_heading(text, text.index(line) + len(line))
+
+    for title in (
+        "Cell culture.",
+        "2.2 Requests.",
+        "Drosophila genetics.",
+        "3.1 実験方法．",
+        "Version 2.0 notes.",
+    ):
+        text = f"The study ran for two years.\n\n{title}\nThe body of the section goes on here.\n"
+        assert ends(text, title), title
+        assert ends(f"{title}\nThe body starts at once.", title), title  # the text's first line
+        assert not ends(f"Intro.\n\n{title}\n\nA new paragraph.", title), title  # a blank line under it
+        assert not ends(f"A line above it\n{title}\nand one below.", title), title  # inside a paragraph
+    for prose in ("It rained. We left.", "Yes, it did.", "e.g. this one.", "A" * 40 + ".", "- A bullet."):
+        assert not ends(f"Intro.\n\n{prose}\nMore text follows.", prose), prose
+    steps = "Intro.\n\n1. Install it.\n2. Run it.\n"
+    assert not ends(steps, "1. Install it.")  # an item of a numbered list
+
+    sessions = "2.1 Sessions. A session starts when the client opens a connection and ends when it closes."
+    requests = (
+        "2.2 Requests.\nEach request carries an id chosen by the client. The server answers requests in "
+        "the order they arrive."
+    )
+    limits = "2.3 Limits.\nA client may keep at most eight requests open at once."
+    text = f"{sessions}\n\n{requests}\n\n{limits}\n"
+    for strategy in ("recursive", "paragraph"):
+        texts = [c.text for c in make_chunker(strategy, max_size=150).chunk(text)]
+        assert texts == [sessions, requests, limits], (strategy, texts)
+    for strategy, options in (
+        ("sentence", {}),
+        ("recursive", {}),
+        ("paragraph", {}),
+        ("semantic", {"similarity": "bigram"}),
+    ):
+        for size in range(60, 260, 20):
+            chunks = make_chunker(strategy, max_size=size, **options).chunk(text)
+            for chunk in chunks[:-1]:
+                last_line = chunk.text.rsplit("\n", 1)[-1]
+                assert last_line not in ("2.2 Requests.", "2.3 Limits."), (strategy, size, chunk.text)
+
+
 def test_the_word_closing_a_notices_block_stays_with_it() -> None:
     """``以上`` alone on its line closes a notice's 記 block; short and without a full stop, it was taken
     for a heading and moved to the next chunk, which it opened."""

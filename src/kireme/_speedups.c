@@ -797,7 +797,7 @@ static PyObject *line_break_cuts(PyObject *self, PyObject *args) {
  * it is a Markdown heading (`#` to `######`, then a space or tab) or, with at most 40 characters after its
  * indentation, no bullet nor "</" first and a letter or digit in it, does not end in prose punctuation
  * (closing brackets looked through) and is no speaker's turn in a dialogue (`in_dialogue`); or a lead-in line (`is_lead_in_line`): it ends with ":", "：", "?" or
- * "？" and holds a letter or digit.
+ * "？" and holds a letter or digit; or a paragraph's title with a full stop (`titled_line`).
  */
 #define MAX_HEADING_CHARS 40
 static const Py_UCS4 PROSE_MARKS[] = {0xFF0E, '.', 0x3001, 0xFF0C, ',', ';', 0xFF1B, ':', 0xFF1A, 0x2026}; /* ．.、，,;；:：… */
@@ -1000,6 +1000,30 @@ static int closing_word_next(int kind, const void *data, Py_ssize_t n, Py_ssize_
     return q == end;
 }
 
+/* kireme/text/headings.py `titled_paragraph_line` for the line [line_start, end) (i: its first non-space
+ * character, end: after its last), which `heading_at_end` has checked for a bullet, an item number, "</", its
+ * length and a letter or digit: a letter or digit first, "." or "．" last, no prose punctuation between but a
+ * period followed by a non-space ("2.2"), a blank line or nothing above it and its body on the next line */
+static int titled_line(int kind, const void *data, Py_ssize_t n, Py_ssize_t line_start, Py_ssize_t i, Py_ssize_t end) {
+    Py_UCS4 last = PyUnicode_READ(kind, data, end - 1);
+    if ((last != '.' && last != 0xFF0E) || end - i < 2 || !Py_UNICODE_ISALNUM(PyUnicode_READ(kind, data, i))) return 0;
+    for (Py_ssize_t k = i + 1; k < end - 1; k++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, k);
+        if (is_prose_end(c) && !(c == '.' && !Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, k + 1)))) return 0;
+    }
+    if (line_start > 0) { /* the line above is blank */
+        Py_ssize_t above = line_start - 2;
+        while (above >= 0 && is_line_pad(PyUnicode_READ(kind, data, above))) above--;
+        if (above >= 0 && PyUnicode_READ(kind, data, above) != '\n') return 0;
+    }
+    Py_ssize_t below = end;
+    while (below < n && is_line_pad(PyUnicode_READ(kind, data, below))) below++;
+    if (below >= n || PyUnicode_READ(kind, data, below) != '\n') return 0;
+    below++;
+    while (below < n && is_line_pad(PyUnicode_READ(kind, data, below))) below++;
+    return below < n && PyUnicode_READ(kind, data, below) != '\n';
+}
+
 /* whether a cut at pos leaves a heading line at the end of a chunk (0 or 1) */
 static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
     if (pos <= 0 || pos > n || !at_line_edge(kind, data, n, pos)) return 0;
@@ -1038,7 +1062,8 @@ static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p
     if (!alnum) return 0;
     Py_ssize_t r = end;
     while (r > i && is_closer(PyUnicode_READ(kind, data, r - 1))) r--;
-    if (r > i && is_prose_end(PyUnicode_READ(kind, data, r - 1))) return 0;
+    if (r > i && is_prose_end(PyUnicode_READ(kind, data, r - 1)) && !titled_line(kind, data, n, line_start, i, end))
+        return 0; /* prose, unless a paragraph's title with a full stop ("Cell culture.") */
     return !in_dialogue(kind, data, n, line_start, end) && !in_list(kind, data, n, line_start, end) &&
            !stage_direction(kind, data, i, end, line_start);
 }
