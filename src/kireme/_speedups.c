@@ -1002,13 +1002,17 @@ static int closing_word_next(int kind, const void *data, Py_ssize_t n, Py_ssize_
 
 /* kireme/text/headings.py `titled_paragraph_line` for the line [line_start, end) (i: its first non-space
  * character, end: after its last), which `heading_at_end` has checked for a bullet, an item number, "</", its
- * length and a letter or digit: a letter or digit first, "." or "．" last, no prose punctuation between but a
- * period followed by a non-space ("2.2"), a blank line or nothing above it and its body on the next line */
+ * length and a letter or digit: a letter or digit first, "." or "．" last right after a letter or digit, no
+ * prose punctuation between but a period followed by a non-space ("2.2") and none of = < > { } ` (code), a
+ * blank line or nothing above it and its body on the next line */
 static int titled_line(int kind, const void *data, Py_ssize_t n, Py_ssize_t line_start, Py_ssize_t i, Py_ssize_t end) {
     Py_UCS4 last = PyUnicode_READ(kind, data, end - 1);
-    if ((last != '.' && last != 0xFF0E) || end - i < 2 || !Py_UNICODE_ISALNUM(PyUnicode_READ(kind, data, i))) return 0;
+    if ((last != '.' && last != 0xFF0E) || end - i < 2 || !Py_UNICODE_ISALNUM(PyUnicode_READ(kind, data, i)) ||
+        !Py_UNICODE_ISALNUM(PyUnicode_READ(kind, data, end - 2)))
+        return 0;
     for (Py_ssize_t k = i + 1; k < end - 1; k++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, k);
+        if (c == '=' || c == '<' || c == '>' || c == '{' || c == '}' || c == '`') return 0; /* code */
         if (is_prose_end(c) && !(c == '.' && !Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, k + 1)))) return 0;
     }
     if (line_start > 0) { /* the line above is blank */

@@ -32,6 +32,7 @@ from kireme.text.headings import (
     HeadingEnds,
     at_line_edge,
     ends_with_heading,
+    ends_with_titled_line,
     lead_in_line_start,
     speaker_line,
 )
@@ -411,12 +412,20 @@ class _Packer:
                 return self.split_and_absorb(bounds, i, h, j, budget, out)
         if (
             not at_line_edge(text, first_end)
-            and lead_in_line_start(text, bounds[h]) >= 0
             and not ends_sentence(text[max(bounds[h], first_end - 64) : first_end])
+            and (
+                lead_in_line_start(text, bounds[h]) >= 0
+                or (
+                    ends_with_titled_line(text, bounds[h])
+                    and self.starts_clean(bounds[h], bounds[h + 1], j, budget)
+                )
+            )
         ):
             # a lead-in with what it introduces cut inside a line between words (code: ``def f(a: int,``):
             # the lead-in goes alone rather than cut what follows it there; a question keeps the first
-            # sentences of its answer (``Q: Who can access my records?`` / ``A: Only you. …``)
+            # sentences of its answer (``Q: Who can access my records?`` / ``A: Only you. …``). So does a
+            # title written with a full stop (``Chunking guide.``), which may as well be a one-line sentence
+            # over its paragraph, where its body's first sentence fits a chunk alone
             return self.split_and_absorb(bounds, i, h, j, budget, out)
         s, e = self.trim(bounds[i], first_end)
         out.append((s, e))
@@ -424,6 +433,16 @@ class _Packer:
             return h + 1
         bounds[h] = first_end
         return h
+
+    def starts_clean(self, a: int, b: int, j: int, budget: int) -> bool:
+        """Whether ``text[a:b]``, cut one level below ``j`` within ``budget``, has a first piece that ends at a
+        line edge or a sentence end: its first sentence fits a chunk alone."""
+        parts: list[Span] = []
+        self.split(a, b, j + 1, budget, parts)
+        if not parts:
+            return False
+        end = parts[0][1]
+        return at_line_edge(self.text, end) or ends_sentence(self.text[max(a, end - 64) : end])
 
     def split_and_absorb(
         self, bounds: list[int], i: int, stop: int, j: int, budget: int, out: list[Span]

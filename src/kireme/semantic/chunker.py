@@ -130,17 +130,22 @@ def _before_headings(text: str, cuts: list[int]) -> list[int]:
     A short line without a full stop is taken for a heading only where body text follows the cut: in a
     transcript or chat log of one unpunctuated utterance a line (``--sentences lines``) every line looks
     like one, and each topic cut walked back to the start of the text and was lost. A ``#`` heading
-    always moves (a chapter heading goes with its first section's heading)."""
+    always moves (a chapter heading goes with its first section's heading). A cut right after a run-in title
+    that opens its paragraph (``2.1 Sessions.`` and its body on one line) moves before the title too."""
     from kireme.text.headings import (
         ends_with_heading,
         is_heading_line,
         lead_in_line_start,
         line_after,
         next_line_span,
+        run_in_title_start,
     )
 
     moved: list[int] = []
     for cut in cuts:
+        title = run_in_title_start(text, cut)  # after ``2.1 Sessions.`` on its body's line: before the title
+        if title >= 0:
+            cut = title
         while cut > 0 and ends_with_heading(text, cut) and lead_in_line_start(text, cut) < 0:
             end = cut
             while end > 0 and text[end - 1].isspace():

@@ -37,11 +37,13 @@ _HEADING_LINE = lazy_re(
     re.DOTALL,
 )
 # A title with a full stop (`titled_paragraph_line`): at most MAX_HEADING_CHARS characters after its leading
-# space, no bullet, item number or ``</`` first, a letter or a digit first, a full stop last, and no prose
-# punctuation before it but a period inside a word or number (``2.2``, ``U.S``): one sentence of a few words
+# space, no bullet, item number or ``</`` first, a letter or a digit first, a full stop right after a letter
+# or a digit last, no prose punctuation before it but a period inside a word or number (``2.2``, ``U.S``)
+# and none of the marks of code (``= < > { } ` ``: ``const a = { /* ...``): one sentence of a few words
+_NOT_IN_TITLE = "=<>{}`"
 _TITLE_WITH_STOP = lazy_re(
     rf"\s*(?![{_BULLET_CLASS}]|</|{_ITEM_START})(?=\S.{{0,{MAX_HEADING_CHARS - 1}}}\Z)[^\W_]"
-    rf"(?:[^{re.escape(_PROSE_END)}]|\.(?=\S))*[.．]\Z",
+    rf"(?:[^{re.escape(_PROSE_END + _NOT_IN_TITLE)}]|\.(?=\S))*(?<=[^\W_])[.．]\Z",
     re.DOTALL,
 )
 # What pads a line: no text (`_ends_line`)
@@ -318,6 +320,50 @@ def titled_paragraph_line(text: str, start: int, end: int) -> bool:
     while below < len(text) and text[below] in _LINE_PAD:
         below += 1
     return below < len(text) and text[below] != "\n"
+
+
+def ends_with_titled_line(text: str, pos: int) -> bool:
+    """Whether the text before ``pos`` (trailing whitespace aside) ends with a paragraph's title written with
+    a full stop (`titled_paragraph_line`). Such a line is a heading, but a soft one, as a lead-in: where
+    its body's first sentence does not fit with it, it goes alone rather than take the start of that
+    sentence cut between words (``Chunking guide.`` over ``Split at``), since it may as well be a one-line
+    sentence over the rest of its paragraph."""
+    end = pos
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    if end <= 0 or text[end - 1] not in ".．":
+        return False
+    return titled_paragraph_line(text, text.rfind("\n", 0, end) + 1, end)
+
+
+def run_in_title_start(text: str, pos: int) -> int:
+    """Where the paragraph starts when ``pos`` falls right after its run-in title: a title with a full stop
+    (as `titled_paragraph_line` reads one: ``2.1 Sessions.``) that opens the paragraph's first line, whose
+    body goes on, on the same line (``2.1 Sessions. A session starts when…``); -1 otherwise. A topic cut
+    there (`kireme.semantic`) left the title alone as a chunk of a dozen characters."""
+    start = text.rfind("\n", 0, pos) + 1
+    end = pos
+    while end > start and text[end - 1] in _LINE_PAD:
+        end -= 1
+    rest = pos
+    while rest < len(text) and text[rest] in _LINE_PAD:
+        rest += 1
+    if (
+        end <= start
+        or rest >= len(text)
+        or text[rest] == "\n"
+        or _TITLE_WITH_STOP.match(text, start, end) is None
+    ):
+        return -1
+    if start > 0:  # the line above is blank
+        above = start - 2
+        while above >= 0 and text[above] in _LINE_PAD:
+            above -= 1
+        if above >= 0 and text[above] != "\n":
+            return -1
+    while start < end and text[start].isspace():
+        start += 1
+    return start
 
 
 ends_with_heading: Callable[[str, int], bool] = native("ends_with_heading") or _ends_with_heading_python

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
-from kireme.text.headings import HeadingEnds, is_heading_line, is_lead_in_line
+from kireme.text.headings import HeadingEnds, in_list, is_heading_line, is_lead_in_line, titled_paragraph_line
 from kireme.text.markdown import Outline
 
 
@@ -120,13 +120,15 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
     """Where a line that no chunk may end with ends, for `kireme.text.headings.HeadingEnds`: every heading
     of the outline, every list item with items nested under it (``- 特別休暇`` over ``  - 慶弔休暇：…``: a
     chunk that ends with it leaves its items without their name), and every lead-in line (`is_lead_in_line`: ``日当の上限は次のとおりです：`` over the
-    list that follows it, in the same paragraph or the next block) outside code blocks, tables and front
-    matter. ``HeadingEnds`` looks through the whitespace after a line, so each end is where its text
+    list that follows it, in the same paragraph or the next block) and every paragraph's title written with a
+    full stop (`titled_paragraph_line`: ``Cell culture.`` over its body) outside code blocks, tables and
+    front matter. ``HeadingEnds`` looks through the whitespace after a line, so each end is where its text
     stops."""
     ends = {h.end for h in outline.headings}
     # searched only between the code blocks and tables (their "key:" lines are no lead-ins)
     pos = outline.front_matter_end
     searched = _searched(text, _LEAD_IN_LINE_ENDS)
+    stops = [p for p, stop in zip(_TITLE_STOPS, ".．", strict=True) if stop in text]
     for start, stop in [*outline.protected(), (len(text), len(text))]:
         if start > pos:
             ends.update(_parent_items(text, outline.item_starts, pos, start))
@@ -135,8 +137,21 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
                     end = found.start("mark") + 1
                     if is_lead_in_line(text[text.rfind("\n", 0, end) + 1 : end]):
                         ends.add(end)
+            for pattern in stops:  # a paragraph's title with a full stop (``Cell culture.`` over its body)
+                for found in pattern.finditer(text, pos, start):
+                    end = found.start() + 1
+                    line_start = text.rfind("\n", 0, end) + 1
+                    if titled_paragraph_line(text, line_start, end) and not in_list(text, line_start, end):
+                        ends.add(end)
         pos = max(pos, stop)
     return frozenset(ends)
+
+
+# A full stop that ends its line, a non-blank line right under it (`titled_paragraph_line` decides): one
+# pattern per stop, each starting with its literal
+_TITLE_STOPS = tuple(
+    re.compile(re.escape(stop) + r"(?=[ \t\u3000\r]*\n[ \t\u3000\r]*[^\s])") for stop in ".．"
+)
 
 
 def heading_ends(text: str, outline: Outline) -> HeadingEnds:
