@@ -367,6 +367,8 @@ def test_a_paragraphs_title_with_a_full_stop_stays_with_its_body() -> None:
     assert headings.run_in_title_start(moved, moved.index("A session")) == moved.index("2.1")
     assert headings.run_in_title_start(f"Intro.\n{text}", len(f"Intro.\n{title}")) == -1  # a line above
     assert headings.run_in_title_start(text, text.index("The server")) == -1  # under a line of its paragraph
+    prose = "# FAQ\n\nAnswers for staff who travel abroad. The travel rules apply."
+    assert headings.run_in_title_start(prose, prose.index("The travel")) == -1  # no number: a sentence
     for size in range(60, 260, 20):
         texts = [c.text for c in make_chunker("semantic", max_size=size, similarity="bigram").chunk(text)]
         assert "2.1 Sessions." not in texts, (size, texts)

@@ -46,6 +46,8 @@ _TITLE_WITH_STOP = lazy_re(
     rf"(?:[^{re.escape(_PROSE_END + _NOT_IN_TITLE)}]|\.(?=\S))*(?<=[^\W_])[.．]\Z",
     re.DOTALL,
 )
+# A section number, then a space: ``2.1 ``, ``3. ``, ``１．２ `` (`run_in_title_start`)
+_SECTION_NUMBER = lazy_re(r"\s*[0-9０-９]{1,3}(?:[.．][0-9０-９]{1,3})*[.．]?[ \t\u3000]")
 # What pads a line: no text (`_ends_line`)
 _LINE_PAD = " \t\u3000\r"
 
@@ -337,10 +339,12 @@ def ends_with_titled_line(text: str, pos: int) -> bool:
 
 
 def run_in_title_start(text: str, pos: int) -> int:
-    """Where the paragraph starts when ``pos`` falls right after its run-in title: a title with a full stop
-    (as `titled_paragraph_line` reads one: ``2.1 Sessions.``) that opens the paragraph's first line, whose
-    body goes on, on the same line (``2.1 Sessions. A session starts when…``); -1 otherwise. A topic cut
-    there (`kireme.semantic`) left the title alone as a chunk of a dozen characters."""
+    """Where the paragraph starts when ``pos`` falls right after its run-in title: a numbered title with a
+    full stop (a section number first, then as `titled_paragraph_line` reads one: ``2.1 Sessions.``,
+    ``3. Results.``) that opens the paragraph's first line, whose body goes on, on the same line
+    (``2.1 Sessions. A session starts when…``); -1 otherwise. A topic cut there (`kireme.semantic`) left
+    the title alone as a chunk of a dozen characters. Without the number a short first sentence is as
+    likely prose (``Answers for staff who travel abroad.``), and its topic cut is left where it is."""
     start = text.rfind("\n", 0, pos) + 1
     end = pos
     while end > start and text[end - 1] in _LINE_PAD:
@@ -353,6 +357,7 @@ def run_in_title_start(text: str, pos: int) -> int:
         or rest >= len(text)
         or text[rest] == "\n"
         or _TITLE_WITH_STOP.match(text, start, end) is None
+        or _SECTION_NUMBER.match(text, start, end) is None
     ):
         return -1
     if start > 0:  # the line above is blank
