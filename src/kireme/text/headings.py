@@ -296,6 +296,14 @@ def _ends_with_heading_python(text: str, pos: int) -> bool:
     return text[end - 1] in _LEAD_IN_MARKS and _LEAD_IN_LINE.match(text, start, end) is not None
 
 
+def _opens_paragraph(text: str, start: int) -> bool:
+    """Whether the line starting at ``start`` is the text's first or has a blank line above it."""
+    above = start - 2  # ``text[start - 1]`` is the line feed that ends the line above
+    while above >= 0 and text[above] in _LINE_PAD:
+        above -= 1
+    return start <= 0 or above < 0 or text[above] == "\n"
+
+
 def titled_paragraph_line(text: str, start: int, end: int) -> bool:
     """Whether the line ``text[start:end]`` (``end`` after its last non-space character) is the title of the
     paragraph it opens, written with a full stop: a few words of one sentence (`_TITLE_WITH_STOP`:
@@ -307,12 +315,8 @@ def titled_paragraph_line(text: str, start: int, end: int) -> bool:
     (`kireme._speedups` has the same rule in C: `titled_line`.)"""
     if _TITLE_WITH_STOP.match(text, start, end) is None:
         return False
-    if start > 0:  # ``text[start - 1]`` is a line feed: the line above must be blank
-        above = start - 2
-        while above >= 0 and text[above] in _LINE_PAD:
-            above -= 1
-        if above >= 0 and text[above] != "\n":
-            return False
+    if not _opens_paragraph(text, start):
+        return False
     below = end
     while below < len(text) and text[below] in _LINE_PAD:
         below += 1
@@ -360,12 +364,8 @@ def run_in_title_start(text: str, pos: int) -> int:
         or _SECTION_NUMBER.match(text, start, end) is None
     ):
         return -1
-    if start > 0:  # the line above is blank
-        above = start - 2
-        while above >= 0 and text[above] in _LINE_PAD:
-            above -= 1
-        if above >= 0 and text[above] != "\n":
-            return -1
+    if not _opens_paragraph(text, start):
+        return -1
     while start < end and text[start].isspace():
         start += 1
     return start
