@@ -147,10 +147,11 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
     return frozenset(ends)
 
 
-# A full stop that ends its line, a non-blank line right under it (`titled_paragraph_line` decides): one
-# pattern per stop, each starting with its literal
+# A full stop after a letter or a digit that ends its line, a non-blank line right under it
+# (`titled_paragraph_line` decides): one pattern per stop, each starting with its literal
 _TITLE_STOPS = tuple(
-    re.compile(re.escape(stop) + r"(?=[ \t\u3000\r]*\n[ \t\u3000\r]*[^\s])") for stop in ".．"
+    re.compile(re.escape(stop) + rf"(?<=[^\W_]{re.escape(stop)})(?=[ \t\u3000\r]*\n[ \t\u3000\r]*[^\s])")
+    for stop in ".．"
 )
 
 
