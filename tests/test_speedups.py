@@ -631,6 +631,8 @@ def test_the_script_level_cuts_unpunctuated_japanese_before_each_content_word() 
 
 
 @given(heading_texts)
+@example("\u3000=\r\r\n以上\r")  # the closing word's line ends in a lone "\r" at the text's end
+@example("Intro.\n\n2.2 Requests.\nEach request.")
 def test_heading_test_in_c_equals_the_python_one(text: str) -> None:
     for pos in range(-1, len(text) + 2):
         assert native.ends_with_heading(text, pos) == headings._ends_with_heading_python(text, pos), pos

@@ -263,7 +263,7 @@ def is_lead_in_line(line: str) -> bool:
 
 
 # The closing word of a notice's 記 block alone on the next non-blank line (`_ends_with_heading_python`)
-_CLOSING_NEXT = lazy_re(r"\s*" + _CLOSING_TEXT + r"(?:\r?\n|\Z)")
+_CLOSING_NEXT = lazy_re(r"\s*" + _CLOSING_TEXT + r"\r?(?:\n|\Z)")
 
 
 def _ends_with_heading_python(text: str, pos: int) -> bool:
