@@ -130,8 +130,8 @@ def _before_headings(text: str, cuts: list[int]) -> list[int]:
     A short line without a full stop is taken for a heading only where body text follows the cut: in a
     transcript or chat log of one unpunctuated utterance a line (``--sentences lines``) every line looks
     like one, and each topic cut walked back to the start of the text and was lost. A ``#`` heading
-    always moves (a chapter heading goes with its first section's heading). A cut right after a run-in title
-    that opens its paragraph (``2.1 Sessions.`` and its body on one line) moves before the title too."""
+    always moves (a chapter heading goes with its first section's heading). A cut right after a numbered run-in
+    title that opens its paragraph (``2.1 Sessions.`` and its body on one line) moves before the title too."""
     from kireme.text.headings import (
         ends_with_heading,
         is_heading_line,

@@ -310,8 +310,8 @@ def titled_paragraph_line(text: str, start: int, end: int) -> bool:
     ``Cell culture.``, ``2.2 Requests.``) on the first line of a paragraph (a blank line or nothing above
     it) whose body goes on, on the very next line. A paper's or a specification's run-in section titles
     are written so; with the stop they looked like prose, and a chunk ended with ``Samples.`` while what it
-    titles began the next one. A one-line sentence over the rest of its paragraph reads the same way, and
-    keeping it with that paragraph cuts at the blank line above it instead, which costs nothing.
+    titles began the next one. A one-line sentence over the rest of its paragraph reads the same way: the
+    packer treats the line as a soft heading (`ends_with_titled_line`).
     (`kireme._speedups` has the same rule in C: `titled_line`.)"""
     if _TITLE_WITH_STOP.match(text, start, end) is None:
         return False
