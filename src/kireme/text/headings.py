@@ -292,7 +292,7 @@ def _ends_with_heading_python(text: str, pos: int) -> bool:
             in_dialogue(text, start, end) or in_list(text, start, end) or stage_direction(text, start, end)
         )
     if text[end - 1] in ".．" and titled_paragraph_line(text, start, end):
-        return not (in_dialogue(text, start, end) or in_list(text, start, end))
+        return not in_list(text, start, end)  # no colon in it: never a speaker's turn
     return text[end - 1] in _LEAD_IN_MARKS and _LEAD_IN_LINE.match(text, start, end) is not None
 
 
