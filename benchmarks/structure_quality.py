@@ -709,6 +709,9 @@ def kireme_configs(size: int) -> list[Config]:
         cfg.notes.append("strategy 'markdown' not registered yet: recursive stands in")
         out.append(cfg)
     out.append(_kireme("recursive", size, "kireme recursive"))
+    # the strategies that read a Markdown file's tables and code only to keep rows, blocks and lines whole
+    out.append(_kireme("sentence", size, "kireme sentence"))
+    out.append(_kireme("paragraph", size, "kireme paragraph"))
     return out
 
 

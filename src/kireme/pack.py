@@ -19,12 +19,12 @@ import itertools
 import logging
 import re
 import unicodedata
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, cast
 
 from kireme._native import native
-from kireme.boundaries.levels import Level
+from kireme.boundaries.levels import Level, Outside
 from kireme.errors import ConfigError
 from kireme.length import SpanSizer, _CharSizer
 from kireme.text.graphemes import SIMPLE_CHARS, CutFilter, ceil_boundary, floor_boundary
@@ -182,6 +182,10 @@ class _Packer:
         self.ends_with_heading = heading_end if heading_end is not None else ends_with_heading
         self.gap_cost = gap_cost
         self.levels = list(levels)
+        # the spans no level cuts inside (`Outside`: a table row or a line of code that fits a chunk); a
+        # heading's body is not cut inside one either (`heading_with_body`)
+        kept = self.levels[0] if self.levels and isinstance(self.levels[0], Outside) else None
+        self.kept: tuple[Sequence[int], Sequence[int]] = (kept.starts, kept.ends) if kept else ((), ())
         self.sizer = sizer
         self.max_size = max_size
         self.min_size = min_size
@@ -403,6 +407,10 @@ class _Packer:
             # a code block that fits a chunk but not with the headings before it: the headings go alone
             # rather than cut a line of it, or its closing fence (``"a": "Leave at the`` | ``front desk."``)
             return self.split_and_absorb(bounds, i, h, j, budget, out)
+        if self.inside_kept(first_end):
+            # a table row or a line of code that fits a chunk but not with the headings before it (an
+            # opening fence is one): they go alone rather than cut it where the room ran out
+            return self.split_and_absorb(bounds, i, h, j, budget, out)
         if _inside_table_row(text, first_end):
             row_start = text.rfind("\n", 0, first_end) + 1
             row_end = text.find("\n", first_end)
@@ -433,6 +441,12 @@ class _Packer:
             return h + 1
         bounds[h] = first_end
         return h
+
+    def inside_kept(self, pos: int) -> bool:
+        """Whether ``pos`` falls strictly inside one of the spans no level cuts inside (``kept``)."""
+        starts, ends = self.kept
+        k = bisect_right(starts, pos - 1) - 1
+        return k >= 0 and pos < ends[k]
 
     def starts_clean(self, a: int, b: int, j: int, budget: int) -> bool:
         """Whether ``text[a:b]``, cut one level below ``j`` within ``budget``, has a first piece that ends at a

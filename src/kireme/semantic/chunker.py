@@ -417,8 +417,8 @@ class SemanticChunker(Chunker):
             *INSIDE_SENTENCE_LINES,
         ]
         sizer = self.measure.for_text(doc.text)
-        rows = self.rows_kept_whole(doc, sizer)
-        if rows is not None:  # no topic, gap or clause cut inside a table row that fits a chunk
+        rows = self.lines_kept_whole(doc, sizer)
+        if rows is not None:  # no topic, gap or clause cut inside a table row or code line that fits a chunk
             levels = outside_all(levels, *rows)
         if doc.format in ("csv", "tsv"):
             # a CSV's records before the gaps between its units: a file of unpunctuated records is one

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from collections.abc import Collection
 
 from kireme.text.headings import HeadingEnds, in_list, is_heading_line, is_lead_in_line, titled_paragraph_line
 from kireme.text.markdown import Outline
@@ -34,7 +35,7 @@ def _searched(text: str, patterns: tuple[re.Pattern[str], ...]) -> list[re.Patte
 _LEAD_IN_ENDS = _lead_in_patterns(r"[ \t]*\r?\n(?:[ \t]*\r?\n)*")
 
 
-def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
+def lead_ins(text: str, outline: Outline, only: Collection[int] | None = None) -> list[tuple[int, int]]:
     """``(start, after)`` of each lead-in: a top-level block (a paragraph or list; not a heading, code block,
     table, comment or tag line) whose last line ends with a colon or a question mark and holds a letter or
     a digit (`is_lead_in_line`), followed by another
@@ -43,18 +44,22 @@ def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
     opening-tag lines before it), a short line without prose punctuation once its inline tags are left
     out (`_label_lines`). ``after`` is where the block introduced starts. ``詳しくは次のとおりです：`` over
     the list or the `<Sandpack>` code it introduces; ``<span class="filename">ファイル名: src/main.rs</span>``
-    over its code."""
+    over its code. ``only``: the lead-ins of the blocks that start there alone, found without searching the
+    whole text (the same answers for them)."""
     starts = outline.block_starts
     if not starts:
         return []
-    labels = _label_lines(text, outline)
+    labels = _label_lines(text, outline, only)
     searched = _searched(text, _LEAD_IN_ENDS)
     if not searched:
         return labels
     headings: set[int] | None = None  # made at the first candidate
     blocks: set[int] = set()
     out: list[tuple[int, int]] = []
-    ends = sorted((m.start("mark"), m.end()) for pattern in searched for m in pattern.finditer(text))
+    if only is None:
+        ends = sorted((m.start("mark"), m.end()) for pattern in searched for m in pattern.finditer(text))
+    else:
+        ends = sorted(found for after in only if (found := _mark_before(text, after, searched)) is not None)
     for colon, after in ends:  # ``colon``: the mark's offset
         i = bisect_left(starts, after)
         if i == len(starts) or starts[i] != after or i == 0:
@@ -78,13 +83,29 @@ def lead_ins(text: str, outline: Outline) -> list[tuple[int, int]]:
     return out
 
 
+def _mark_before(text: str, after: int, patterns: list[re.Pattern[str]]) -> tuple[int, int] | None:
+    """``(mark, after)`` where one of ``patterns`` (`_LEAD_IN_ENDS`) matches a mark and the line breaks after
+    it up to ``after``, as a search of the whole text would find it there (a match starts at its mark,
+    after the last character that is not whitespace before ``after``)."""
+    end = after
+    while end > 0 and text[end - 1] in " \t\r\n":
+        end -= 1
+    if end == 0:
+        return None
+    for pattern in patterns:
+        found = pattern.match(text, end - 1)
+        if found is not None and found.end() == after:
+            return end - 1, after
+    return None
+
+
 # The longest line read as a label, its inline tags included (a label is at most 40 characters without them)
 _LABEL_CHARS = 200
 # An inline HTML tag, left out of a label line before it is read (`_label_lines`)
 _INLINE_TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
 
 
-def _label_lines(text: str, outline: Outline) -> list[tuple[int, int]]:
+def _label_lines(text: str, outline: Outline, only: Collection[int] | None = None) -> list[tuple[int, int]]:
     """``(start, after)`` of each one-line block right above a code block or table (or the opening-tag
     lines before it) that names it: without its inline tags a short line with no prose punctuation at its
     end, as a heading is (`is_heading_line`: ``ファイル名: src/main.rs`` of mdBook's
@@ -92,8 +113,20 @@ def _label_lines(text: str, outline: Outline) -> list[tuple[int, int]]:
     starts = outline.block_starts
     out: list[tuple[int, int]] = []
     headings: set[int] | None = None
-    for block in [c.start for c in outline.code_blocks] + [t.start for t in outline.tables]:
-        after = outline.opened_from(block)
+    if only is None:
+        afters = [
+            outline.opened_from(b)
+            for b in [c.start for c in outline.code_blocks] + [t.start for t in outline.tables]
+        ]
+    else:  # only those of ``only`` where a code block or table starts, or the opening-tag lines over one
+        blocks = {c.start for c in outline.code_blocks} | {t.start for t in outline.tables}
+        runs = dict(outline.openers)
+        afters = [
+            after
+            for after in sorted(only)
+            if runs.get(after, after) in blocks and outline.opened_from(runs.get(after, after)) == after
+        ]
+    for after in afters:
         i = bisect_left(starts, after)
         if i == 0 or i == len(starts) or starts[i] != after:
             continue

@@ -612,6 +612,20 @@ def fenced_blocks(text: str, outline: Outline | None = None) -> list[CodeBlock]:
     return [block for block in outline.code_blocks if block.opening]
 
 
+def code_lines(text: str, start: int, end: int, starts: Sequence[int] | None = None) -> list[tuple[int, int]]:
+    """``(start, end)`` of each line of ``text[start:end]`` (a code block's body, ``start`` at a line's
+    start), its line feed left out (a ``\r`` before it kept: nothing cuts between the two). ``starts``:
+    `line_starts` of ``text``, when the caller has them."""
+    if starts is None:
+        starts = line_starts(text)
+    i = bisect_left(starts, start)
+    j = bisect_left(starts, end)
+    following = list(starts[i + 1 : j + 1])
+    if len(following) < j - i:  # the text's last line: no line feed after it
+        following.append(len(text) + 1)
+    return [(a, b - 1) for a, b in zip(starts[i:j], following, strict=True)]
+
+
 _FENCE_MARKS = re.compile(r"(`{3,}|~{3,})[^\n]*")  # a fence line's marker run and info string
 _ITEM_MARKER = re.compile(r"(?:[-+*]|[0-9]+[.)])(?=[ \t]|$)")  # a list item's marker before a fence
 
