@@ -71,7 +71,7 @@ def _chunker(strategy: str, **options) -> Chunker:
 
 
 def _code_lines(text: str) -> list[tuple[int, int]]:
-    return [line for block in fenced_blocks(text) for line in code_lines(text, *block.body)]
+    return [line for block in fenced_blocks(text) if block.closed for line in code_lines(text, *block.body)]
 
 
 def _blocks_cut(text: str, chunks, max_size: int) -> list[str]:
@@ -81,7 +81,7 @@ def _blocks_cut(text: str, chunks, max_size: int) -> list[str]:
     return [
         text[b.start : b.end]
         for b in fitting
-        if any(b.start < e < b.end and text[e : b.end].strip() for e in edges)
+        if any(b.start < e < b.end and text[b.start : e].strip() and text[e : b.end].strip() for e in edges)
     ]
 
 
@@ -224,10 +224,10 @@ def test_a_line_longer_than_a_chunk_is_still_cut_within_max_size() -> None:
     assert "".join(c.text for c in chunks if text.index(line) <= c.start < text.index(line) + len(line))
 
 
-def test_code_lines_are_the_lines_without_their_line_feed() -> None:
+def test_code_lines_are_the_lines_without_their_line_break() -> None:
     text = "x\n  a, b\r\n\n   \n\tc.\nd"
-    assert [text[a:b] for a, b in code_lines(text, 2, len(text))] == ["  a, b\r", "", "   ", "\tc.", "d"]
-    assert [text[a:b] for a, b in code_lines(text, 2, text.index("d"))] == ["  a, b\r", "", "   ", "\tc."]
+    assert [text[a:b] for a, b in code_lines(text, 2, len(text))] == ["  a, b", "", "   ", "\tc.", "d"]
+    assert [text[a:b] for a, b in code_lines(text, 2, text.index("d"))] == ["  a, b", "", "   ", "\tc."]
     assert code_lines(text, 2, 2) == []
 
 
@@ -272,6 +272,10 @@ def _markdown_with_code(draw: st.DrawFn) -> str:
 @settings(max_examples=60, deadline=None)
 @given(text=_markdown_with_code(), max_size=st.integers(30, 160), strategy=st.sampled_from(STRATEGIES))
 @example(text="設定：\n\n```js\n" + "a" * 27 + "_head: 1\nx, y\n```\n", max_size=35, strategy="sentence")
+@example(text="登録は次の手順で行う。\n\n```js\nperson.profile,\n```\n", max_size=20, strategy="recursive")
+@example(
+    text="登録は次の手順で行う。\n\n```js\r\nalpha,\r\n\r\nalpha,\r\n```\n", max_size=20, strategy="sentence"
+)
 def test_no_chunk_edge_inside_a_code_line_that_fits(text: str, max_size: int, strategy: str) -> None:
     doc = Document(text, metadata={"format": "markdown"})
     chunker = _chunker(strategy, max_size=max_size)

@@ -295,7 +295,9 @@ class Chunker:
         # nor parted from the line that introduces it (``次のとおりです：``, ``ファイル名: main.rs``) when they
         # fit together: the chunk before it does not end with that line
         tops = [outline.opened_from(block.start) for block in whole]
-        leads = _lead_in_lines(text, outline, set(tops)) if whole else {}
+        leads = (
+            _lead_in_lines(text, outline, set(tops)) if whole and self.keeps_lead_ins_with_code(doc) else {}
+        )
         for block, top in zip(whole, tops, strict=True):
             lead = leads.get(top, block.start)
             kept.append((lead if lead < block.start and fits(lead, block.end) else block.start, block.end))
@@ -311,6 +313,13 @@ class Chunker:
         kept.sort()
         kept_starts, kept_ends = zip(*kept, strict=True)
         return kept_starts, kept_ends
+
+    def keeps_lead_ins_with_code(self, doc: Document) -> bool:
+        """Whether `lines_kept_whole` keeps a code block that fits a chunk with the line that introduces it
+        (no cut between them at any level): yes, unless the strategy's own levels glue the two where that
+        is best (`recursive`'s markdown preset: a hard span there left the heading over the lead-in alone
+        in a chunk)."""
+        return True
 
     @property
     def context_counts(self) -> bool:
@@ -758,6 +767,9 @@ class RecursiveChunker(Chunker):
 
             return markdown_levels(doc.text, fits)
         return self.levels()
+
+    def keeps_lead_ins_with_code(self, doc: Document) -> bool:
+        return not (self.separators is None and self.preset == "markdown")
 
     def keep_headings(self) -> bool:
         return self.separators is None and (self.preset == "auto" or self.preset in PROSE_PRESETS)

@@ -300,7 +300,7 @@ def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -
     closing = [(start - 1, end) for start, end in outline.closers]
     # a fence line stays with the line of code next to it at every level as well: cut between them, a chunk
     # would open with a closing fence (and go on with the text after the block) or end with an opening one
-    closing += _fence_glue(text, outline.code_blocks)
+    closing += _fence_glue(text, outline.code_blocks, fits)
     glue += closing
     glue += [(start, after + 1) for start, after in leads]
     # a comment right above a block (`comment_leads`, found with the outline) stays with it
@@ -339,11 +339,15 @@ def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -
     return [*levels, *(outside(level, always) for level in rest)]
 
 
-def _fence_glue(text: str, blocks: Sequence[CodeBlock]) -> list[tuple[int, int]]:
+def _fence_glue(
+    text: str, blocks: Sequence[CodeBlock], fits: Callable[[int, int], bool] | None = None
+) -> list[tuple[int, int]]:
     """Spans, as `Outside` reads them, that keep each fence line of a fenced code block with the code line
     next to it: the opening fence with the first line's first character, the last line's last character
     with the closing fence (its quote or list prefix included). Only the cuts between the two are covered,
-    so a code line longer than a chunk is still cut at its words."""
+    so a code line longer than a chunk is still cut at its words. Where ``fits(start, end)`` says a fence
+    line and its whole code line do not fit a chunk together, the two are not glued: the fence goes alone
+    rather than the line (which fits alone) be cut where the room ran out."""
     spans: list[tuple[int, int]] = []
     for block in blocks:
         if not block.opening:  # indented code: no fence line
@@ -351,12 +355,15 @@ def _fence_glue(text: str, blocks: Sequence[CodeBlock]) -> list[tuple[int, int]]
         opening_end = block.start + len(block.opening)
         after = text[opening_end : block.end]
         first = opening_end + len(after) - len(after.lstrip())
-        spans.append((opening_end - 1, first + 1))
+        first_end = text.find("\n", first, block.end)
+        if fits is None or fits(block.start, first_end if first_end >= 0 else block.end):
+            spans.append((opening_end - 1, first + 1))
         if block.closed and block.closing:
             closing_start = block.end - len(block.closing)
             markup = closing_start + len(block.closing) - len(block.closing.lstrip())
             last = opening_end + len(text[opening_end:closing_start].rstrip())
-            spans.append((last - 1, markup + 1))
+            if fits is None or fits(text.rfind("\n", opening_end, last) + 1, block.end):
+                spans.append((last - 1, markup + 1))
     return spans
 
 

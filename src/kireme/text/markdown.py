@@ -614,8 +614,8 @@ def fenced_blocks(text: str, outline: Outline | None = None) -> list[CodeBlock]:
 
 def code_lines(text: str, start: int, end: int, starts: Sequence[int] | None = None) -> list[tuple[int, int]]:
     """``(start, end)`` of each line of ``text[start:end]`` (a code block's body, ``start`` at a line's
-    start), its line feed left out (a ``\r`` before it kept: nothing cuts between the two). ``starts``:
-    `line_starts` of ``text``, when the caller has them."""
+    start), its line break (``\n`` or ``\r\n``: a cut at a line's end goes before both) left out.
+    ``starts``: `line_starts` of ``text``, when the caller has them."""
     if starts is None:
         starts = line_starts(text)
     i = bisect_left(starts, start)
@@ -623,7 +623,10 @@ def code_lines(text: str, start: int, end: int, starts: Sequence[int] | None = N
     following = list(starts[i + 1 : j + 1])
     if len(following) < j - i:  # the text's last line: no line feed after it
         following.append(len(text) + 1)
-    return [(a, b - 1) for a, b in zip(starts[i:j], following, strict=True)]
+    lines = [(a, b - 1) for a, b in zip(starts[i:j], following, strict=True)]
+    if lines and text.find("\r", start, lines[-1][1]) >= 0:
+        lines = [(a, b - 1) if b > a and text[b - 1] == "\r" else (a, b) for a, b in lines]
+    return lines
 
 
 _FENCE_MARKS = re.compile(r"(`{3,}|~{3,})[^\n]*")  # a fence line's marker run and info string
