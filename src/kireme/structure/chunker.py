@@ -527,7 +527,11 @@ class StructureChunker(Chunker):
                 # a code block that fits max_size is never cut to make room for the context (the
                 # context gives way), nor a code line for the context and the fences
                 whole = sizer.estimate(code.start, code.end)
-                widest = whole if whole <= self.max_size else self._widest_line(text, sizer, *code.body)
+                widest = (
+                    whole
+                    if whole <= self.max_size
+                    else self._widest_line(text, sizer, *code.body, code.start)
+                )
 
                 def build_code(lead: int, code: CodeBlock = code, widest: int = widest) -> list[Section]:
                     repeat = code.opening + "\n"
@@ -607,11 +611,21 @@ class StructureChunker(Chunker):
             out.append(Section(pos, b, budget))
         return out
 
-    def _widest_line(self, text: str, sizer: SpanSizer, a: int, b: int) -> int:
-        """The size of the longest line in ``text[a:b]``."""
+    def _widest_line(self, text: str, sizer: SpanSizer, a: int, b: int, fence: int | None = None) -> int:
+        """The size of the longest line in ``text[a:b]``; with ``fence`` (where the opening fence line of a
+        code block whose body ``[a, b)`` is starts), the fence line with the first line counts as one: a
+        fence never ends a piece, and a first line that fits with it was cut where the room ran out
+        (``function ContactList({contacts,`` | ``selectedId, dispatch}) {``) when the piece's budget was
+        only the widest line's."""
+        first = 0
+        if fence is not None:
+            end = text.find("\n", a, b)
+            first = sizer.estimate(fence, b if end < 0 else end)
+            if first > self.max_size:  # it cannot be one piece whatever the budget
+                first = 0
         if isinstance(self.measure, Chars):  # a line's size is its length
-            return max(map(len, text[a:b].split("\n")))
-        widest = 0
+            return max(first, *map(len, text[a:b].split("\n")))
+        widest = first
         pos = a
         while pos < b:
             end = text.find("\n", pos, b)
