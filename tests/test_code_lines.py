@@ -1,8 +1,9 @@
 """A line of a fenced code block that fits a chunk is never cut by `sentence`, `paragraph`, `semantic` or
-`recursive` in a Markdown document: its commas, colons and full stops (``function MediaBar({ onStart,``,
-``subject: '準備はいいですか？',``, ``value={person.profile.city}``) are no clause or sentence ends, and a
-heading or lead-in line over it (an opening fence, ``City:``) goes alone rather than take the line's first
-characters with it."""
+`recursive` in a Markdown document, nor a block that fits whole: its commas, colons and full stops
+(``function MediaBar({ onStart,``, ``subject: '準備はいいですか？',``, ``value={person.profile.city}``) are no
+clause or sentence ends, a block keeps the line that introduces it where they fit together, and a heading,
+lead-in or opening fence over a line goes alone rather than take the line's first characters with it
+(`markdown`: its fence with a large block's first line)."""
 
 from __future__ import annotations
 
