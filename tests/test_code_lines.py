@@ -307,7 +307,7 @@ def test_lead_ins_of_chosen_blocks_are_those_of_the_whole_search(text: str, data
 CONTACTS = (
     "# 連絡先の一覧を表示するコンポーネントの作り方\n\n## リデューサーで選択中の連絡先を更新する手順の詳細\n\n"
     "一覧は次のファイルにあります。選択中の連絡先は、リデューサーが持つ状態から読み取ります。\n\n"
-    "```js src/ContactList.js hidden\nexport default function ContactList({contacts, selectedId, dispatch}) {\n"
+    "```js src/PeoplePicker.tsx readonly\nexport default function PeoplePicker({people, activeId, onPick}) {\n"
     "  return (\n    <ul>\n"
     + "\n".join(f"      <li key={{item{i}.id}}>{{item{i}.name}}</li>" for i in range(8))
     + "\n    </ul>\n  );\n}\n```\n"
@@ -317,13 +317,13 @@ CONTACTS = (
 @pytest.mark.parametrize("max_size", [120, 150, 180, 200, 230])
 def test_markdown_keeps_the_first_line_of_a_large_block_with_its_fence(max_size: int) -> None:
     """`markdown` holds an opening fence with the code line under it: a block's pieces had the budget of
-    its widest line, so a long fence line (``src/ContactList.js hidden``) with the first line did not fit,
-    and the line was cut where the room ran out (``ContactList({contacts,`` | ``selectedId, …``)."""
+    its widest line, so a long fence line (``src/PeoplePicker.tsx readonly``) with the first line did not fit,
+    and the line was cut where the room ran out (``PeoplePicker({people,`` | ``activeId, …``)."""
     doc = Document(CONTACTS, metadata={"format": "markdown"})
     chunker = make_chunker("markdown", max_size=max_size)
     chunks = chunker.chunk(doc)
     check_invariants(doc, chunks, max_size=max_size, chunker=chunker)
-    first = "export default function ContactList({contacts, selectedId, dispatch}) {"
+    first = "export default function PeoplePicker({people, activeId, onPick}) {"
     start = CONTACTS.index(first)
     assert any(c.start <= start and start + len(first) <= c.end for c in chunks)
     assert _cut_inside(CONTACTS, chunks, _code_lines(CONTACTS), max_size) == []

@@ -615,7 +615,7 @@ class StructureChunker(Chunker):
         """The size of the longest line in ``text[a:b]``; with ``fence`` (where the opening fence line of a
         code block whose body ``[a, b)`` is starts), the fence line with the first line counts as one: a
         fence never ends a piece, and a first line that fits with it was cut where the room ran out
-        (``function ContactList({contacts,`` | ``selectedId, dispatch}) {``) when the piece's budget was
+        (``function PeoplePicker({people,`` | ``activeId, onPick}) {``) when the piece's budget was
         only the widest line's."""
         first = 0
         if fence is not None:
