@@ -267,10 +267,10 @@ class Chunker:
             "|" not in text and "```" not in text and "~~~" not in text
         ):
             return None
-        from kireme.text.markdown import code_lines, line_starts, markdown_outline
+        from kireme.text.markdown import code_lines, fenced_blocks, line_starts, markdown_outline
 
         outline = markdown_outline(text, warn=False)
-        blocks = [block for block in outline.code_blocks if block.opening and block.closed]
+        blocks = [block for block in fenced_blocks(text, outline) if block.closed]
         if not outline.tables and not blocks:
             return None
         measured = sizer if sizer is not None else self.measure.for_text(text)
