@@ -17,11 +17,13 @@ from typing import Any, ClassVar
 
 from kireme._native import native
 from kireme.boundaries.levels import (
+    BRACKET_SHARE,
     INSIDE_SENTENCE_LINES,
     PARAGRAPH,
     SENTENCE,
     Level,
     PositionLevel,
+    keep_brackets,
     levels_for_separators,
     outside_all,
     with_sentences,
@@ -232,6 +234,7 @@ class Chunker:
         inside a record, a quoted cell's line breaks included (`kireme.text.csvtable.quoted_line_breaks`):
         a record cut there loses half a cell to a chunk without the file's header."""
         levels = with_sentences(self.document_levels(doc, sizer), self.sentences)
+        levels = keep_brackets(levels, self.fits_budget(doc, sizer, BRACKET_SHARE))
         fmt = doc.format
         rows = self.lines_kept_whole(doc, sizer) if fmt in MARKDOWN_FORMATS else None
         if rows is not None:
@@ -276,14 +279,7 @@ class Chunker:
         measured = sizer if sizer is not None else self.measure.for_text(text)
         budget = self.max_size - self.overlap
         chars = type(measured) is _CharSizer
-
-        def fits(a: int, b: int) -> bool:
-            size = measured.estimate(a, b)
-            # whole lines read alone differ from the text's stream at their two ends only, by a token or
-            # two: far below the budget they fit without encoding them again
-            return size <= budget and (
-                size + _SURE_FIT_MARGIN <= budget or measured.exact([(a, b)])[0] <= budget
-            )
+        fits = self.fits_budget(doc, measured)
 
         kept = [
             (row.start, row.end) for table in outline.tables for row in table.rows if fits(row.start, row.end)
@@ -313,6 +309,27 @@ class Chunker:
         kept.sort()
         kept_starts, kept_ends = zip(*kept, strict=True)
         return kept_starts, kept_ends
+
+    def fits_budget(
+        self, doc: Document, sizer: SpanSizer | None = None, share: float = 1.0
+    ) -> Callable[[int, int], bool]:
+        """Whether a span of ``doc`` (a table row, a line or block of code) fits a chunk with its overlap
+        (``share`` of that: a bracket is kept whole while it fills half a chunk at most), read alone: what
+        the levels keep whole (`lines_kept_whole`, `keep_brackets`)."""
+        measured = sizer if sizer is not None else self.measure.for_text(doc.text)
+        budget = int((self.max_size - self.overlap) * share)
+        if type(measured) is _CharSizer:
+            return lambda a, b: b - a <= budget
+
+        def fits(a: int, b: int) -> bool:
+            size = measured.estimate(a, b)
+            # whole lines read alone differ from the text's stream at their two ends only, by a token or
+            # two: far below the budget they fit without encoding them again
+            return size <= budget and (
+                size + _SURE_FIT_MARGIN <= budget or measured.exact([(a, b)])[0] <= budget
+            )
+
+        return fits
 
     def keeps_lead_ins_with_code(self, doc: Document) -> bool:
         """Whether `lines_kept_whole` keeps a code block that fits a chunk with the line that introduces it

@@ -16,7 +16,7 @@ from kireme.errors import ConfigError, PatternTimeoutError
 from kireme.text.headings import after_speaker_label
 from kireme.text.marks import CLOSERS, FULL_STOPS, TERMINATORS
 from kireme.text.patterns import compile_pattern
-from kireme.text.sentences import check_sentence_mode, paragraph_cuts, sentence_cuts
+from kireme.text.sentences import bracket_pairs, check_sentence_mode, paragraph_cuts, sentence_cuts
 
 
 class Level(Protocol):
@@ -364,6 +364,104 @@ def outside_all(levels: Sequence[Level], starts: tuple[int, ...], ends: tuple[in
     return [Outside(level, starts, ends, getattr(level, "name", "")) for level in levels]
 
 
+# How much of a chunk's budget a bracket kept whole (`keep_brackets`) may fill: a larger one (a law's
+# parenthesis of 385 characters) left the words before and after it as chunks of 17–80 characters.
+BRACKET_SHARE = 0.5
+
+
+class KeptBrackets:
+    """The brackets of a text that a chunk keeps whole: the outermost balanced ones (`bracket_pairs`) that
+    fit (``fits(start, end)``; an inner one where the outer does not), as sorted starts and ends (after the
+    closing bracket). Found once per text, over the whole text, the first time a level asks — only for a
+    sentence longer than a chunk — so that the answer never depends on the window asked about."""
+
+    def __init__(self, fits: Callable[[int, int], bool]) -> None:
+        self.fits = fits
+        self._text: str | None = None
+        self._spans: tuple[list[int], list[int]] = ([], [])
+
+    def spans(self, text: str) -> tuple[list[int], list[int]]:
+        if self._text is not text:
+            starts: list[int] = []
+            ends: list[int] = []
+            fits = self.fits
+            # outermost first: by opening, the longer of two that open together first
+            for start, end in sorted(bracket_pairs(text, 0, len(text)), key=_outer_first):
+                if (not ends or start >= ends[-1]) and fits(start, end):
+                    starts.append(start)
+                    ends.append(end)
+            self._text, self._spans = text, (starts, ends)
+        return self._spans
+
+
+def _outer_first(pair: tuple[int, int]) -> tuple[int, int]:
+    return (pair[0], -pair[1])
+
+
+@dataclass(frozen=True)
+class OutsideBrackets:
+    """A level below the sentence whose cuts inside a bracket or quotation kept whole are dropped.
+
+    A sentence longer than a chunk is cut at the sentence ends quoted in it, then at its clauses, words and
+    script changes; in law and rules text those fall inside a short parenthesis as often as outside one:
+    ``有価証券（特定有価証券を除く。`` ‖ ``以下この条において同じ。）が…`` left the exception's second half in
+    the next chunk, away from the term it qualifies. Asked first, this level cuts only outside the
+    brackets of `KeptBrackets`; `keep_brackets` puts the same level unwrapped after it.
+    """
+
+    level: Level
+    brackets: KeptBrackets = field(compare=False)
+    name: str = ""
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        cuts = self.level.cuts(text, a, b)
+        if not cuts:
+            return cuts
+        starts, ends = self.brackets.spans(text)
+        return _drop_inside(cuts, starts, ends) if starts else cuts
+
+
+@dataclass(frozen=True)
+class BracketEdges:
+    """After (``after``) or before each bracket that `KeptBrackets` keeps whole: where a sentence with no
+    other cut outside its brackets (``会社は（除く。）会社は（含む。）``) is cut rather than inside one —
+    after a closing bracket first, which leaves the term with the parenthesis that qualifies it."""
+
+    brackets: KeptBrackets = field(compare=False)
+    after: bool = True
+    name: str = "after brackets"
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        starts, ends = self.brackets.spans(text)
+        edges = ends if self.after else starts
+        return edges[bisect_right(edges, a) : bisect_left(edges, b)]
+
+
+def keep_brackets(levels: Sequence[Level], fits: Callable[[int, int], bool] | None) -> list[Level]:
+    """``levels`` with the run of levels that cut inside a sentence (from `QUOTED_SENTENCE` on: its clauses,
+    lines, words, script changes) asked first outside the brackets that fit (`OutsideBrackets`), then after
+    and before those brackets (`BracketEdges`), then as they are. Unchanged without `QUOTED_SENTENCE` (a
+    user's separators, code) or without ``fits``."""
+    out = list(levels)
+    if fits is None or QUOTED_SENTENCE not in out:
+        return out
+    first = out.index(QUOTED_SENTENCE)
+    last = first
+    while last < len(out) and out[last] in _INSIDE_SENTENCE_SET:
+        last += 1
+    run = out[first:last]
+    brackets = KeptBrackets(fits)
+    kept: list[Level] = [
+        OutsideBrackets(level, brackets, f"{_level_name(level)} (outside brackets)") for level in run
+    ]
+    edges: list[Level] = [BracketEdges(brackets), BracketEdges(brackets, False, "before brackets")]
+    return [*out[:first], *kept, *edges, *run, *out[last:]]
+
+
+def _level_name(level: Level) -> str:
+    return str(getattr(level, "name", "") or type(level).__name__)
+
+
 def _drop_inside(cuts: list[int], starts: Sequence[int], ends: Sequence[int]) -> list[int]:
     """``cuts`` (sorted) but those inside a span (``starts[i] < cut < ends[i]``, a span ending no later
     than one after the next one's start: nested spans are read as the outer one up to there); in C where
@@ -420,6 +518,7 @@ INSIDE_SENTENCE: tuple[Level, ...] = (QUOTED_SENTENCE, CLAUSE, WORD, SCRIPT)
 # them (an unpunctuated table, list or transcript is one sentence to the rules): after its clauses, its
 # line breaks, so a row stays whole, then spaces and script changes.
 INSIDE_SENTENCE_LINES: tuple[Level, ...] = (QUOTED_SENTENCE, CLAUSE, LINE, WORD, SCRIPT)
+_INSIDE_SENTENCE_SET: tuple[Level, ...] = INSIDE_SENTENCE_LINES
 
 
 def with_sentences(levels: Sequence[Level], mode: str = "auto") -> list[Level]:

@@ -9,7 +9,7 @@ between units of comparable size.
 
 from __future__ import annotations
 
-from kireme.boundaries.levels import INSIDE_SENTENCE, LINE, SENTENCE, Level
+from kireme.boundaries.levels import INSIDE_SENTENCE, LINE, SENTENCE, keep_brackets
 from kireme.length import Chars
 from kireme.pack import pack
 from kireme.text.sentences import sentence_spans
@@ -24,7 +24,11 @@ def semantic_units(
     the sentence mode (``"lines"``: one unit per line, a line over ``max_unit_chars`` cut at its
     sentence ends first)."""
     units: list[tuple[int, int]] = []
-    levels: list[Level] = [LINE if sentences == "auto" else SENTENCE, *INSIDE_SENTENCE]
+    # a unit ends outside the brackets that fit one (`keep_brackets`): a gap between two units is where a
+    # topic cut may fall, and ``（特定有価証券を除く。`` ‖ ``以下この条において同じ。）`` is no topic's edge
+    levels = keep_brackets(
+        [LINE if sentences == "auto" else SENTENCE, *INSIDE_SENTENCE], lambda a, b: b - a <= max_unit_chars
+    )
     for s, e in sentence_spans(text, sentences):
         if e - s <= max_unit_chars:
             units.append((s, e))

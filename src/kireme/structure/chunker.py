@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from kireme.boundaries.levels import Level
+from kireme.boundaries.levels import BRACKET_SHARE, Level
 from kireme.chunkers import Chunker, ChunkPlan, TextItself
 from kireme.context import ContextBuilder
 from kireme.document import Document
@@ -149,7 +149,8 @@ class StructureChunker(Chunker):
 
         # the lead-ins (`lead_ins`), found once for the levels and the sections
         leads = lead_ins(doc.text, outline)
-        levels = LazyLevels(doc, outline, paragraphs, self.sentences, fits, leads)
+        bracket_fits = self.fits_budget(doc, sizer, BRACKET_SHARE)
+        levels = LazyLevels(doc, outline, paragraphs, self.sentences, fits, leads, bracket_fits)
         keep_headings, heading_end = heading_rule(doc, outline, self.sentences)
         spans: list[PackedSpan] = []
         embeds: dict[tuple[int, int], str] = {}

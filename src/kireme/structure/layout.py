@@ -32,6 +32,7 @@ from kireme.boundaries.levels import (
     Outside,
     PositionLevel,
     _drop_inside,
+    keep_brackets,
     with_sentences,
 )
 from kireme.document import Document
@@ -67,8 +68,9 @@ class LazyLevels(Sequence[Level]):
         sentences: str = "auto",
         fits: Callable[[int, int], bool] | None = None,
         leads: Sequence[tuple[int, int]] | None = None,
+        bracket_fits: Callable[[int, int], bool] | None = None,
     ) -> None:
-        self._args = (doc, outline, paragraph_starts, sentences, fits, leads)
+        self._args = (doc, outline, paragraph_starts, sentences, fits, leads, bracket_fits)
         self.outline = outline
         self._levels: list[Level] | None = None
         self._protected: list[tuple[int, int]] | None = None
@@ -107,12 +109,15 @@ def structure_levels(
     sentences: str = "auto",
     fits: Callable[[int, int], bool] | None = None,
     leads: Sequence[tuple[int, int]] | None = None,
+    bracket_fits: Callable[[int, int], bool] | None = None,
 ) -> list[Level]:
     """Levels strongest first for this document's structure (see the module docstring); ``sentences``
     is the sentence mode (`kireme.boundaries.levels.with_sentences`: ``"lines"`` cuts hard-wrapped PDF
     text at its line breaks too, before its sentences). ``fits(start, end)``: whether a span fits one
     chunk, for the opening-tag lines before a code block or table (`_opener_spans`); without it every
-    such block is taken to fit. ``leads``: the document's `lead_ins`, when the caller has them."""
+    such block is taken to fit. ``leads``: the document's `lead_ins`, when the caller has them.
+    ``bracket_fits(start, end)``: whether a bracket is short enough to keep whole (`keep_brackets`);
+    without it a long sentence is cut as its levels find."""
     text = doc.text
     protected = outline.protected()
     starts = tuple(s for s, _ in protected)
@@ -200,7 +205,8 @@ def structure_levels(
         tail = [SENTENCE, *INSIDE_SENTENCE] if by_lines else [*INSIDE_SENTENCE]
     else:
         tail = with_sentences([SENTENCE, *INSIDE_SENTENCE], sentences)
-    levels += [outside(level) for level in tail]
+    # a sentence too long for a chunk is cut outside its brackets that fit one first (`keep_brackets`)
+    levels += [outside(level) for level in keep_brackets(tail, bracket_fits)]
     if protected:  # a single row or code line larger than the limit: a row between its cells first
         cells: list[Level] = [TableCells(outline.tables)] if outline.tables else []
         levels += cells + ([SENTENCE, *INSIDE_SENTENCE] if paragraph_starts is None else tail)

@@ -430,6 +430,28 @@ def _quoted_spans(text: str, a: int, b: int) -> list[tuple[int, int]]:
     return spans
 
 
+def bracket_pairs(text: str, a: int, b: int) -> list[tuple[int, int]]:
+    """Every balanced bracket or quotation (`OPEN_TO_CLOSE`) inside ``[a, b)``, nested ones too, as
+    ``(opening, after closing)`` in the order they close: ``有価証券（特定有価証券を除く。）`` holds one. A
+    closer pairs with the nearest open bracket of its kind (those opened after it and still open are
+    dropped, as `_quoted_spans` reads them); one that never closes pairs with nothing."""
+    positions = list(map(_START, _BRACKETS.finditer(text, a, b)))
+    pairs: list[tuple[int, int]] = []
+    stack: list[tuple[int, str]] = []
+    for pos, ch in zip(positions, _chars_at(text, positions), strict=True):
+        if ch in _CLOSER_OF:
+            if len(stack) >= _MAX_DEPTH:
+                del stack[0]
+            stack.append((pos, _CLOSER_OF[ch]))
+            continue
+        for depth in range(len(stack) - 1, -1, -1):
+            if stack[depth][1] == ch:
+                pairs.append((stack[depth][0], pos + 1))
+                del stack[depth:]
+                break
+    return pairs
+
+
 def _line_break_cuts(text: str, a: int, b: int, items: list[int] | None = None) -> list[int]:
     """Sentence starts after the single line breaks inside ``[a, b)`` that end a sentence.
 
