@@ -46,7 +46,7 @@ MAX_SIZE_LIMIT = 2**53
 # never pickled or copied.
 # `kireme._speedups.make_chunks` (None without the C extension): a plan's chunks and ids in one call
 _NATIVE_CHUNKS: Callable[..., list[Chunk]] | None = native("make_chunks")
-_DERIVED = ("_config_hash", "_variants", "_levels", "_table_mode")
+_DERIVED = ("_config_hash", "_variants", "_levels", "_table_mode", "_bracket_levels")
 # Tokens by which a whole line of a text, read alone, may differ from the whole text's stream over it (at
 # its two ends): a line measured this far below the budget fits without encoding it again.
 _SURE_FIT_MARGIN = 16
@@ -234,7 +234,7 @@ class Chunker:
         inside a record, a quoted cell's line breaks included (`kireme.text.csvtable.quoted_line_breaks`):
         a record cut there loses half a cell to a chunk without the file's header."""
         levels = with_sentences(self.document_levels(doc, sizer), self.sentences)
-        levels = keep_brackets(levels, self.fits_budget(doc, sizer, BRACKET_SHARE))
+        levels = self.with_brackets_kept(levels, doc, sizer)
         fmt = doc.format
         rows = self.lines_kept_whole(doc, sizer) if fmt in MARKDOWN_FORMATS else None
         if rows is not None:
@@ -309,6 +309,22 @@ class Chunker:
         kept.sort()
         kept_starts, kept_ends = zip(*kept, strict=True)
         return kept_starts, kept_ends
+
+    def with_brackets_kept(self, levels: list[Level], doc: Document, sizer: SpanSizer | None) -> list[Level]:
+        """``levels`` that keep a sentence's short brackets whole (`keep_brackets`, up to `BRACKET_SHARE` of
+        a chunk); in characters made once per chunker, as what fits is the same for every text."""
+        if sizer is None or type(sizer) is not _CharSizer:
+            return keep_brackets(levels, self.fits_budget(doc, sizer, BRACKET_SHARE))
+        if 2 * (len(doc.text) + self.overlap) <= self.max_size:
+            # the text fits a chunk whatever context goes in front of it (half a chunk at most): no level
+            # inside a sentence is ever asked, and a short document pays nothing for them
+            return levels
+        kept: tuple[Callable[[int, int], bool], dict[tuple[int, ...], tuple[Level, ...]]] | None
+        kept = self.__dict__.get("_bracket_levels")
+        if kept is None:
+            kept = (self.fits_budget(doc, sizer, BRACKET_SHARE), {})
+            object.__setattr__(self, "_bracket_levels", kept)
+        return keep_brackets(levels, *kept)
 
     def fits_budget(
         self, doc: Document, sizer: SpanSizer | None = None, share: float = 1.0

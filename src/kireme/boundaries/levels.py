@@ -377,21 +377,23 @@ class KeptBrackets:
 
     def __init__(self, fits: Callable[[int, int], bool]) -> None:
         self.fits = fits
-        self._text: str | None = None
-        self._spans: tuple[list[int], list[int]] = ([], [])
+        # the last text and its spans, as one value: threads sharing a chunker read a consistent pair
+        self._last: tuple[str, tuple[list[int], list[int]]] | None = None
 
     def spans(self, text: str) -> tuple[list[int], list[int]]:
-        if self._text is not text:
-            starts: list[int] = []
-            ends: list[int] = []
-            fits = self.fits
-            # outermost first: by opening, the longer of two that open together first
-            for start, end in sorted(bracket_pairs(text, 0, len(text)), key=_outer_first):
-                if (not ends or start >= ends[-1]) and fits(start, end):
-                    starts.append(start)
-                    ends.append(end)
-            self._text, self._spans = text, (starts, ends)
-        return self._spans
+        last = self._last
+        if last is not None and last[0] is text:
+            return last[1]
+        starts: list[int] = []
+        ends: list[int] = []
+        fits = self.fits
+        # outermost first: by opening, the longer of two that open together first
+        for start, end in sorted(bracket_pairs(text, 0, len(text)), key=_outer_first):
+            if (not ends or start >= ends[-1]) and fits(start, end):
+                starts.append(start)
+                ends.append(end)
+        self._last = (text, (starts, ends))
+        return starts, ends
 
 
 def _outer_first(pair: tuple[int, int]) -> tuple[int, int]:
@@ -437,25 +439,41 @@ class BracketEdges:
         return edges[bisect_right(edges, a) : bisect_left(edges, b)]
 
 
-def keep_brackets(levels: Sequence[Level], fits: Callable[[int, int], bool] | None) -> list[Level]:
+def keep_brackets(
+    levels: Sequence[Level],
+    fits: Callable[[int, int], bool] | None,
+    cache: dict[tuple[int, ...], tuple[Level, ...]] | None = None,
+) -> list[Level]:
     """``levels`` with the run of levels that cut inside a sentence (from `QUOTED_SENTENCE` on: its clauses,
     lines, words, script changes) asked first outside the brackets that fit (`OutsideBrackets`), then after
     and before those brackets (`BracketEdges`), then as they are. Unchanged without `QUOTED_SENTENCE` (a
-    user's separators, code) or without ``fits``."""
+    user's separators, code) or without ``fits``. ``cache``: the wrapped runs made with this ``fits``
+    before, kept by a caller whose ``fits`` is the same for every text (in characters), so that a short
+    document does not pay for making them."""
     out = list(levels)
-    if fits is None or QUOTED_SENTENCE not in out:
+    if fits is None:
         return out
-    first = out.index(QUOTED_SENTENCE)
-    last = first
-    while last < len(out) and out[last] in _INSIDE_SENTENCE_SET:
+    ids = list(map(id, out))  # the built-in levels are compared as themselves: their ids never change
+    if _QUOTED_SENTENCE_ID not in ids:
+        return out
+    first = ids.index(_QUOTED_SENTENCE_ID)
+    last = first + 1
+    while last < len(out) and ids[last] in _INSIDE_SENTENCE_IDS:
         last += 1
     run = out[first:last]
-    brackets = KeptBrackets(fits)
-    kept: list[Level] = [
-        OutsideBrackets(level, brackets, f"{_level_name(level)} (outside brackets)") for level in run
-    ]
-    edges: list[Level] = [BracketEdges(brackets), BracketEdges(brackets, False, "before brackets")]
-    return [*out[:first], *kept, *edges, *run, *out[last:]]
+    key = tuple(ids[first:last])
+    wrapped = cache.get(key) if cache is not None else None
+    if wrapped is None:
+        brackets = KeptBrackets(fits)
+        wrapped = (
+            *(OutsideBrackets(level, brackets, f"{_level_name(level)} (outside brackets)") for level in run),
+            BracketEdges(brackets),
+            BracketEdges(brackets, False, "before brackets"),
+            *run,
+        )
+        if cache is not None:
+            cache[key] = wrapped
+    return [*out[:first], *wrapped, *out[last:]]
 
 
 def _level_name(level: Level) -> str:
@@ -518,7 +536,9 @@ INSIDE_SENTENCE: tuple[Level, ...] = (QUOTED_SENTENCE, CLAUSE, WORD, SCRIPT)
 # them (an unpunctuated table, list or transcript is one sentence to the rules): after its clauses, its
 # line breaks, so a row stays whole, then spaces and script changes.
 INSIDE_SENTENCE_LINES: tuple[Level, ...] = (QUOTED_SENTENCE, CLAUSE, LINE, WORD, SCRIPT)
-_INSIDE_SENTENCE_SET: tuple[Level, ...] = INSIDE_SENTENCE_LINES
+# The same, as `keep_brackets` finds them in a strategy's levels.
+_QUOTED_SENTENCE_ID = id(QUOTED_SENTENCE)
+_INSIDE_SENTENCE_IDS = frozenset(map(id, INSIDE_SENTENCE_LINES))
 
 
 def with_sentences(levels: Sequence[Level], mode: str = "auto") -> list[Level]:

@@ -21,14 +21,12 @@ from typing import Any, ClassVar, cast
 import numpy as np
 
 from kireme.boundaries.levels import (
-    BRACKET_SHARE,
     CLAUSE,
     INSIDE_SENTENCE_LINES,
     SCRIPT,
     WORD,
     Level,
     PositionLevel,
-    keep_brackets,
     outside_all,
 )
 from kireme.chunkers import Chunker, ChunkPlan
@@ -419,7 +417,7 @@ class SemanticChunker(Chunker):
             *INSIDE_SENTENCE_LINES,
         ]
         sizer = self.measure.for_text(doc.text)
-        levels = keep_brackets(levels, self.fits_budget(doc, sizer, BRACKET_SHARE))
+        levels = self.with_brackets_kept(levels, doc, sizer)
         rows = self.lines_kept_whole(doc, sizer)
         if rows is not None:  # no topic, gap or clause cut inside a table row or code line that fits a chunk
             levels = outside_all(levels, *rows)
