@@ -28,6 +28,7 @@ from kireme.boundaries.levels import (
     BracketEdges,
     KeptBrackets,
     OutsideBrackets,
+    SpanLimit,
     keep_brackets,
 )
 from kireme.chunkers import Chunker
@@ -244,3 +245,16 @@ def test_semantic_units_end_outside_short_brackets(max_unit_chars: int) -> None:
     edges = {e for unit in units for e in unit}
     kept = [(a, b) for a, b in bracket_pairs(first, 0, len(first)) if b - a <= max_unit_chars]
     assert kept and not [first[a:b] for a, b in kept if any(a < e < b for e in edges)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet="（）「」『』()【】〈〉《》〔〕甲、。\n", max_size=120),
+    limit=st.integers(0, 40),
+)
+@example(text="（" * 40 + "甲" + "）" * 40, limit=80)  # deeper than the stack the scan keeps
+@example(text="「（」）（）", limit=10)
+def test_kept_brackets_in_c_is_the_python_reference(text: str, limit: int) -> None:
+    native = pytest.importorskip("kireme._speedups")
+    assert native.kept_brackets(text, limit) == KeptBrackets.reference(text, SpanLimit(limit))
+    assert KeptBrackets(SpanLimit(limit)).spans(text) == KeptBrackets.reference(text, SpanLimit(limit))

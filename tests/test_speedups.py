@@ -221,6 +221,7 @@ SWITCHES = [
     (levels, "_NATIVE_CLAUSE_CUTS", native.clause_cuts, None),
     (levels, "_NATIVE_WORD_CUTS", native.word_cuts, None),
     (levels, "_NATIVE_QUOTED_ENDS", native.quoted_ends, None),
+    (levels, "_NATIVE_KEPT_BRACKETS", native.kept_brackets, None),
     (markdown, "line_starts", native.line_starts, markdown._line_starts_python),
     (
         markdown,

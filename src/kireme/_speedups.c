@@ -2838,6 +2838,94 @@ static PyObject *word_cuts(PyObject *self, PyObject *args) {
 }
 
 /*
+ * `kept_brackets(text, limit)`: kireme/boundaries/levels.py `KeptBrackets.spans` for a limit in characters
+ * (its reference: `bracket_pairs` over the whole text, each pair as (opening, after closing), sorted by
+ * opening with the longer of two first, kept while it opens at or after the last kept one's end and is at
+ * most `limit` long). The pairs: an opener pushed (the oldest dropped from a full stack of `_MAX_DEPTH`), a
+ * closer paired with the nearest open bracket of its kind, the brackets opened after that one dropped.
+ * Returns (starts, ends).
+ */
+#define BRACKET_MAX_DEPTH 32
+
+typedef struct {
+    Py_ssize_t start, end;
+} BracketPair;
+
+static int bracket_order(const void *x, const void *y) {
+    const BracketPair *p = x, *q = y;
+    if (p->start != q->start) return p->start < q->start ? -1 : 1;
+    if (p->end != q->end) return p->end > q->end ? -1 : 1;
+    return 0;
+}
+
+static PyObject *kept_brackets(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "Un", &text, &limit)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t open_at[BRACKET_MAX_DEPTH];
+    Py_UCS4 closes[BRACKET_MAX_DEPTH];
+    int depth = 0;
+    Py_ssize_t count = 0, room = 0;
+    BracketPair *pairs = NULL;
+    PyObject *starts = NULL, *ends = NULL;
+    for (Py_ssize_t p = 0; p < n; p++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, p);
+        if (c >= 0x10000 || !(MARK_CLASS[c] & (MARK_OPENER | MARK_BRACKET_CLOSER))) continue;
+        int opener = opener_index(c);
+        if (opener >= 0) {
+            if (depth == BRACKET_MAX_DEPTH) {
+                memmove(open_at, open_at + 1, sizeof(open_at[0]) * (BRACKET_MAX_DEPTH - 1));
+                memmove(closes, closes + 1, sizeof(closes[0]) * (BRACKET_MAX_DEPTH - 1));
+                depth--;
+            }
+            open_at[depth] = p;
+            closes[depth] = OPENER_CLOSES[opener];
+            depth++;
+            continue;
+        }
+        for (int d = depth - 1; d >= 0; d--) {
+            if (closes[d] != c) continue;
+            if (count == room) {
+                Py_ssize_t grown = room ? room * 2 : 64;
+                BracketPair *more = PyMem_Realloc(pairs, sizeof(BracketPair) * (size_t)grown);
+                if (more == NULL) {
+                    PyErr_NoMemory();
+                    goto error;
+                }
+                pairs = more;
+                room = grown;
+            }
+            pairs[count].start = open_at[d];
+            pairs[count].end = p + 1;
+            count++;
+            depth = d;
+            break;
+        }
+    }
+    if (count > 1) qsort(pairs, (size_t)count, sizeof(BracketPair), bracket_order);
+    starts = PyList_New(0);
+    ends = PyList_New(0);
+    if (starts == NULL || ends == NULL) goto error;
+    Py_ssize_t last_end = -1;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (pairs[i].start < last_end || pairs[i].end - pairs[i].start > limit) continue;
+        if (append_index(starts, pairs[i].start) < 0 || append_index(ends, pairs[i].end) < 0) goto error;
+        last_end = pairs[i].end;
+    }
+    PyMem_Free(pairs);
+    return Py_BuildValue("(NN)", starts, ends);
+error:
+    PyMem_Free(pairs);
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    return NULL;
+}
+
+/*
  * `line_starts(text)`: 0 and the offset after every "\n" (kireme/text/markdown.py `_line_starts_python`: the
  * start of every line; "\r\n" ends one line), without a regex match object per line.
  */
@@ -3297,6 +3385,8 @@ static PyMethodDef methods[] = {
      "clause_cuts(text, a, b, labels=False) -> the cuts of the clause level (labels: none after a speaker's name)"},
     {"word_cuts", word_cuts, METH_VARARGS, "word_cuts(text, a, b) -> the cuts of the word level"},
     {"quoted_ends", quoted_ends, METH_VARARGS, "quoted_ends(text, a, b) -> the cuts of the quoted sentence level"},
+    {"kept_brackets", kept_brackets, METH_VARARGS,
+     "kept_brackets(text, limit) -> (starts, ends) of the outermost brackets at most limit characters long"},
     {"line_starts", line_starts, METH_VARARGS, "line_starts(text) -> 0 and the offset after every \\n"},
     {"plain_paragraph_starts", plain_paragraph_starts, METH_VARARGS,
      "plain_paragraph_starts(text) -> the paragraph starts of a text with no block syntax, else None"},

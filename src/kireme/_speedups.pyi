@@ -72,6 +72,10 @@ def clause_cuts(text: str, a: int, b: int, labels: bool = False, /) -> list[int]
 def quoted_ends(text: str, a: int, b: int, /) -> list[int]:
     """The cuts of the quoted sentence level (the end of each ``[。！？｡]+(?![closers, terminators])[ \\t\\u3000]*``) strictly inside (a, b)."""
 
+def kept_brackets(text: str, limit: int, /) -> tuple[list[int], list[int]]:
+    """The outermost balanced brackets of the whole text at most ``limit`` characters long (an inner one
+    where the outer is longer), as (starts, ends after the closing bracket): `KeptBrackets.spans`."""
+
 def word_cuts(text: str, a: int, b: int, /) -> list[int]:
     """The cuts of the word level (where each ``[ \\t\\u3000]+`` run starts) strictly inside (a, b)."""
 

@@ -23,6 +23,7 @@ from kireme.boundaries.levels import (
     SENTENCE,
     Level,
     PositionLevel,
+    SpanLimit,
     keep_brackets,
     levels_for_separators,
     outside_all,
@@ -46,7 +47,7 @@ MAX_SIZE_LIMIT = 2**53
 # never pickled or copied.
 # `kireme._speedups.make_chunks` (None without the C extension): a plan's chunks and ids in one call
 _NATIVE_CHUNKS: Callable[..., list[Chunk]] | None = native("make_chunks")
-_DERIVED = ("_config_hash", "_variants", "_levels", "_table_mode", "_bracket_levels")
+_DERIVED = ("_config_hash", "_variants", "_levels", "_table_mode", "_bracket_levels", "_bracket_last")
 # Tokens by which a whole line of a text, read alone, may differ from the whole text's stream over it (at
 # its two ends): a line measured this far below the budget fits without encoding it again.
 _SURE_FIT_MARGIN = 16
@@ -319,12 +320,21 @@ class Chunker:
             # the text fits a chunk whatever context goes in front of it (half a chunk at most): no level
             # inside a sentence is ever asked, and a short document pays nothing for them
             return levels
+        key = tuple(map(id, levels))
+        last: tuple[tuple[int, ...], tuple[Level, ...], list[Level]] | None = self.__dict__.get(
+            "_bracket_last"
+        )
+        if last is not None and last[0] == key:  # the same levels as the document before (most strategies)
+            return list(last[2])
         kept: tuple[Callable[[int, int], bool], dict[tuple[int, ...], tuple[Level, ...]]] | None
         kept = self.__dict__.get("_bracket_levels")
         if kept is None:
             kept = (self.fits_budget(doc, sizer, BRACKET_SHARE), {})
             object.__setattr__(self, "_bracket_levels", kept)
-        return keep_brackets(levels, *kept)
+        made = keep_brackets(levels, *kept)
+        # the levels themselves kept with their ids: no other level can take one of those ids meanwhile
+        object.__setattr__(self, "_bracket_last", (key, tuple(levels), made))
+        return list(made)
 
     def fits_budget(
         self, doc: Document, sizer: SpanSizer | None = None, share: float = 1.0
@@ -335,7 +345,7 @@ class Chunker:
         measured = sizer if sizer is not None else self.measure.for_text(doc.text)
         budget = int((self.max_size - self.overlap) * share)
         if type(measured) is _CharSizer:
-            return lambda a, b: b - a <= budget
+            return SpanLimit(budget)
 
         def fits(a: int, b: int) -> bool:
             size = measured.estimate(a, b)

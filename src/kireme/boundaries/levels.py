@@ -369,6 +369,21 @@ def outside_all(levels: Sequence[Level], starts: tuple[int, ...], ends: tuple[in
 BRACKET_SHARE = 0.5
 
 
+@dataclass(frozen=True)
+class SpanLimit:
+    """``limit(start, end)``: whether a span is at most ``limit`` characters long — a measure of what fits
+    that C can apply too (`KeptBrackets`)."""
+
+    limit: int
+
+    def __call__(self, start: int, end: int) -> bool:
+        return end - start <= self.limit
+
+
+# `KeptBrackets.spans` for a `SpanLimit` in C (`kireme._speedups.kept_brackets`), or None: the reference.
+_NATIVE_KEPT_BRACKETS: Callable[[str, int], tuple[list[int], list[int]]] | None = native("kept_brackets")
+
+
 class KeptBrackets:
     """The brackets of a text that a chunk keeps whole: the outermost balanced ones (`bracket_pairs`) that
     fit (``fits(start, end)``; an inner one where the outer does not), as sorted starts and ends (after the
@@ -384,15 +399,24 @@ class KeptBrackets:
         last = self._last
         if last is not None and last[0] is text:
             return last[1]
+        fits = self.fits
+        if _NATIVE_KEPT_BRACKETS is not None and type(fits) is SpanLimit:
+            found = _NATIVE_KEPT_BRACKETS(text, fits.limit)
+        else:
+            found = self.reference(text, fits)
+        self._last = (text, found)
+        return found
+
+    @staticmethod
+    def reference(text: str, fits: Callable[[int, int], bool]) -> tuple[list[int], list[int]]:
+        """`spans` in Python: the reference, and the answer for a measure other than characters."""
         starts: list[int] = []
         ends: list[int] = []
-        fits = self.fits
         # outermost first: by opening, the longer of two that open together first
         for start, end in sorted(bracket_pairs(text, 0, len(text)), key=_outer_first):
             if (not ends or start >= ends[-1]) and fits(start, end):
                 starts.append(start)
                 ends.append(end)
-        self._last = (text, (starts, ends))
         return starts, ends
 
 

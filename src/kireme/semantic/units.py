@@ -9,7 +9,7 @@ between units of comparable size.
 
 from __future__ import annotations
 
-from kireme.boundaries.levels import INSIDE_SENTENCE, LINE, SENTENCE, keep_brackets
+from kireme.boundaries.levels import INSIDE_SENTENCE, LINE, SENTENCE, SpanLimit, keep_brackets
 from kireme.length import Chars
 from kireme.pack import pack
 from kireme.text.sentences import sentence_spans
@@ -27,7 +27,7 @@ def semantic_units(
     # a unit ends outside the brackets that fit one (`keep_brackets`): a gap between two units is where a
     # topic cut may fall, and ``（特定有価証券を除く。`` ‖ ``以下この条において同じ。）`` is no topic's edge
     levels = keep_brackets(
-        [LINE if sentences == "auto" else SENTENCE, *INSIDE_SENTENCE], lambda a, b: b - a <= max_unit_chars
+        [LINE if sentences == "auto" else SENTENCE, *INSIDE_SENTENCE], SpanLimit(max_unit_chars)
     )
     for s, e in sentence_spans(text, sentences):
         if e - s <= max_unit_chars:
