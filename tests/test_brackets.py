@@ -217,16 +217,15 @@ def _rule_sentences(draw) -> str:
 
 
 @settings(max_examples=150, deadline=None)
-@given(
-    text=_rule_sentences(), max_size=st.integers(30, 120), strategy=st.sampled_from(["recursive", "sentence"])
-)
+@given(text=_rule_sentences(), max_size=st.integers(30, 120), strategy=st.sampled_from(STRATEGIES))
 @example(text="会社は（除く。以下同じ。）旅費を、" * 6 + "。", max_size=30, strategy="recursive")
 def test_no_edge_inside_a_bracket_of_half_a_chunk_where_clauses_fit(
     text: str, max_size: int, strategy: str
 ) -> None:
-    chunker = make_chunker(strategy, max_size=max_size)
-    chunks = chunker.chunk(text)
-    check_invariants(text, chunks, max_size=max_size, chunker=chunker)
+    doc = Document(text, metadata={"format": "markdown"} if strategy == "markdown" else {})
+    chunker = _chunker(strategy, max_size=max_size)
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=max_size, chunker=chunker)
     # every clause (the text between two cuts outside the brackets) is at most 5 + 3 * 8 + 1 characters
     # with its parenthesis: one fits a chunk from 30 on, so no bracket of half a chunk is ever cut
     assert _cut_brackets(text, chunks, int(max_size * BRACKET_SHARE)) == []
