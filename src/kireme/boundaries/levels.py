@@ -390,6 +390,8 @@ class KeptBrackets:
     closing bracket). Found once per text, over the whole text, the first time a level asks — only for a
     sentence longer than a chunk — so that the answer never depends on the window asked about."""
 
+    __slots__ = ("_last", "fits")
+
     def __init__(self, fits: Callable[[int, int], bool]) -> None:
         self.fits = fits
         # the last text and its spans, as one value: threads sharing a chunker read a consistent pair
@@ -424,7 +426,6 @@ def _outer_first(pair: tuple[int, int]) -> tuple[int, int]:
     return (pair[0], -pair[1])
 
 
-@dataclass(frozen=True)
 class OutsideBrackets:
     """A level below the sentence whose cuts inside a bracket or quotation kept whole are dropped.
 
@@ -432,12 +433,19 @@ class OutsideBrackets:
     script changes; in law and rules text those fall inside a short parenthesis as often as outside one:
     ``有価証券（特定有価証券を除く。`` ‖ ``以下この条において同じ。）が…`` left the exception's second half in
     the next chunk, away from the term it qualifies. Asked first, this level cuts only outside the
-    brackets of `KeptBrackets`; `keep_brackets` puts the same level unwrapped after it.
+    brackets of `KeptBrackets`; `keep_brackets` puts the same level unwrapped after it. (A plain class
+    with slots: in tokens a document's levels are made for it, and a frozen dataclass costs more to make.)
     """
 
-    level: Level
-    brackets: KeptBrackets = field(compare=False)
-    name: str = ""
+    __slots__ = ("brackets", "level", "name")
+
+    def __init__(self, level: Level, brackets: KeptBrackets, name: str = "") -> None:
+        self.level = level
+        self.brackets = brackets
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"OutsideBrackets({self.level!r}, name={self.name!r})"
 
     def cuts(self, text: str, a: int, b: int) -> list[int]:
         cuts = self.level.cuts(text, a, b)
@@ -447,15 +455,20 @@ class OutsideBrackets:
         return _drop_inside(cuts, starts, ends) if starts else cuts
 
 
-@dataclass(frozen=True)
 class BracketEdges:
     """After (``after``) or before each bracket that `KeptBrackets` keeps whole: where a sentence with no
     other cut outside its brackets (``会社は（除く。）会社は（含む。）``) is cut rather than inside one —
     after a closing bracket first, which leaves the term with the parenthesis that qualifies it."""
 
-    brackets: KeptBrackets = field(compare=False)
-    after: bool = True
-    name: str = "after brackets"
+    __slots__ = ("after", "brackets", "name")
+
+    def __init__(self, brackets: KeptBrackets, after: bool = True, name: str = "after brackets") -> None:
+        self.brackets = brackets
+        self.after = after
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"BracketEdges(after={self.after!r}, name={self.name!r})"
 
     def cuts(self, text: str, a: int, b: int) -> list[int]:
         starts, ends = self.brackets.spans(text)
@@ -490,7 +503,7 @@ def keep_brackets(
     if wrapped is None:
         brackets = KeptBrackets(fits)
         wrapped = (
-            *(OutsideBrackets(level, brackets, f"{_level_name(level)} (outside brackets)") for level in run),
+            *[OutsideBrackets(level, brackets, _OUTSIDE_NAMES[id(level)]) for level in run],
             BracketEdges(brackets),
             BracketEdges(brackets, False, "before brackets"),
             *run,
@@ -498,10 +511,6 @@ def keep_brackets(
         if cache is not None:
             cache[key] = wrapped
     return [*out[:first], *wrapped, *out[last:]]
-
-
-def _level_name(level: Level) -> str:
-    return str(getattr(level, "name", "") or type(level).__name__)
 
 
 def _drop_inside(cuts: list[int], starts: Sequence[int], ends: Sequence[int]) -> list[int]:
@@ -563,6 +572,7 @@ INSIDE_SENTENCE_LINES: tuple[Level, ...] = (QUOTED_SENTENCE, CLAUSE, LINE, WORD,
 # The same, as `keep_brackets` finds them in a strategy's levels.
 _QUOTED_SENTENCE_ID = id(QUOTED_SENTENCE)
 _INSIDE_SENTENCE_IDS = frozenset(map(id, INSIDE_SENTENCE_LINES))
+_OUTSIDE_NAMES = {id(level): f"{level.name} (outside brackets)" for level in INSIDE_SENTENCE_LINES}
 
 
 def with_sentences(levels: Sequence[Level], mode: str = "auto") -> list[Level]:
