@@ -365,7 +365,7 @@ def outside_all(levels: Sequence[Level], starts: tuple[int, ...], ends: tuple[in
 
 
 # How much of a chunk's budget a bracket kept whole (`keep_brackets`) may fill: a larger one (a law's
-# parenthesis of 385 characters) left the words before and after it as chunks of 17–80 characters.
+# parenthesis of 385 characters) left the words before and after it as chunks of 17–81 characters.
 BRACKET_SHARE = 0.5
 
 
