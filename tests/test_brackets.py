@@ -63,7 +63,7 @@ def _cut_brackets(text: str, chunks, room: int) -> list[str]:
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
-@pytest.mark.parametrize("max_size", [50, 60, 80, 100, 120, 150])
+@pytest.mark.parametrize("max_size", [50, 60, 80, 100, 120])
 def test_a_short_parenthesis_in_a_long_sentence_is_not_cut(strategy: str, max_size: int) -> None:
     doc = Document(RULE, metadata={"format": "markdown"} if strategy == "markdown" else {})
     chunker = _chunker(strategy, max_size=max_size)
