@@ -277,10 +277,7 @@ class Chunker:
         blocks = [block for block in fenced_blocks(text, outline) if block.closed]
         if not outline.tables and not blocks:
             return None
-        measured = sizer if sizer is not None else self.measure.for_text(text)
-        budget = self.max_size - self.overlap
-        chars = type(measured) is _CharSizer
-        fits = self.fits_budget(doc, measured)
+        fits = self.fits_budget(doc, sizer)
 
         kept = [
             (row.start, row.end) for table in outline.tables for row in table.rows if fits(row.start, row.end)
@@ -301,8 +298,9 @@ class Chunker:
         starts = line_starts(text) if large else []
         for block in large:
             lines = code_lines(text, *block.body, starts)
-            if chars:  # a line's size is its length: no call per line (a block has hundreds)
-                kept += (line for line in lines if line[1] - line[0] <= budget)
+            if type(fits) is SpanLimit:  # a line's size is its length: no call per line (hundreds a block)
+                limit = fits.limit
+                kept += (line for line in lines if line[1] - line[0] <= limit)
             else:
                 kept += (line for line in lines if fits(*line))
         if not kept:
