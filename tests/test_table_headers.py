@@ -352,3 +352,103 @@ def test_generated_tables_keep_every_invariant(text: str, max_size: int, data) -
         assert chunker.measure(c.embed_text) <= max_size
         if c.embed_text != c.text:
             assert found is not None and c.embed_text == found.at(c.start) + c.text
+
+
+# A travel-expense rule whose table follows its paragraph's last line directly (no blank line: GFM lets a
+# table interrupt a paragraph). At 120 characters the paragraph and the header line fit one chunk.
+_RULE_WITH_TABLE = (
+    "# 出張旅費規程\n\n"
+    "第5条 出張旅費は、交通費、日当及び宿泊料とする。日当は出張の日数に応じて支給する。"
+    "宿泊料は実際に宿泊した夜数に応じて支給する。なお、役員の出張については別に定める。\n"
+    "| 区分 | 日当 | 宿泊料 |\n|---|---|---|\n"
+    "| 部長 | 3,000円 | 12,000円 |\n| 課長 | 2,500円 | 11,000円 |\n| 一般職員 | 2,000円 | 10,000円 |\n\n"
+    "第6条 前条の規定にかかわらず、日帰りの出張については宿泊料を支給しない。\n"
+)
+
+
+def _header_and_first_row(text: str) -> tuple[int, int]:
+    from kireme.text.markdown import markdown_outline
+
+    (table,) = markdown_outline(text, warn=False).tables
+    return table.header[0], table.rows[0].end
+
+
+@pytest.mark.parametrize("strategy", [*STRATEGIES, "markdown"])
+@pytest.mark.parametrize("max_size", [100, 120, 140, 160])
+def test_a_table_under_a_paragraph_line_keeps_its_header_with_its_first_row(
+    strategy: str, max_size: int
+) -> None:
+    """Before: `recursive` packed the header line with the paragraph (``…別に定める。\\n| 区分 | 日当 |
+    宿泊料 |``) and started the next chunk at the delimiter row, the rows without their column names."""
+    doc = Document(_RULE_WITH_TABLE, id="rule.md", metadata={"format": "markdown"})
+    chunker = _chunker(strategy, max_size=max_size)
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=max_size, chunker=chunker)
+    start, end = _header_and_first_row(doc.text)
+    assert not [c for c in chunks if start < c.end < end or start < c.start < end]
+    holder = next(c for c in chunks if c.start <= start < c.end)
+    assert "| 区分 | 日当 | 宿泊料 |\n|---|---|---|\n| 部長 |" in holder.text
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_header_too_large_with_its_first_row_is_still_kept_whole(strategy: str) -> None:
+    """A header that fits a chunk but not with its (long) first row is still never cut inside."""
+    long_row = "| 部長 | 3,000円 | 役員会で別に定める額とし、出張の目的及び日数に応じて加算することがある。 |"
+    text = _RULE_WITH_TABLE.replace("| 部長 | 3,000円 | 12,000円 |", long_row)
+    doc = Document(text, id="rule.md", metadata={"format": "markdown"})
+    chunker = _chunker(strategy, max_size=70)
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=70, chunker=chunker)
+    start, row_end = _header_and_first_row(text)
+    header_end = text.index("|---|---|---|") + len("|---|---|---|")
+    assert row_end - start > 70 >= header_end - start
+    assert not [c for c in chunks if start < c.end < header_end]
+
+
+_lead = st.sampled_from(
+    ["", "# 手当\n\n", "前文です。\n", "支給額は次の表のとおりとする。\n", "前文です。\n\n"]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lead=_lead, rest=_table_docs(), max_size=st.integers(20, 300), data=st.data())
+def test_generated_headers_are_never_parted_from_their_first_row(
+    lead: str, rest: str, max_size: int, data
+) -> None:
+    """Property: wherever a table's header and first row fit a chunk with its overlap, no chunk starts or
+    ends between them (tables right under a text line included), in every strategy that repeats headers."""
+    from kireme.text.markdown import markdown_outline
+
+    text = lead + rest
+    strategy = data.draw(st.sampled_from(STRATEGIES))
+    overlap = data.draw(st.sampled_from([0, max_size // 4]))
+    chunker = _chunker(strategy, max_size=max_size, overlap=overlap)
+    doc = Document(text, id="doc", metadata={"format": "markdown"})
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=max_size, overlap=overlap, chunker=chunker)
+    for table in markdown_outline(text, warn=False).tables:
+        start, end = table.header[0], table.rows[0].end
+        if end - start <= max_size - overlap:
+            assert not [c for c in chunks if start < c.end < end or start < c.start < end]
+
+
+def _approvals_doc() -> Document:
+    rows = "\n".join(f"| 申請{i} | 部署{i}の課長 | {i}日以内 | 可 |" for i in range(1, 9))
+    text = (
+        "# 申請の一覧\n\n各申請の承認者と期限は次のとおりとする。\n\n"
+        "| 申請の種類 | 承認者 | 提出期限 | 代理申請できる？ |\n|---|---|---|---|\n" + rows + "\n\n以上。\n"
+    )
+    return Document(text, id="approvals.md", metadata={"format": "markdown"})
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("max_size", [100, 200, 300])
+def test_a_question_mark_in_a_header_cell_does_not_end_a_chunk(strategy: str, max_size: int) -> None:
+    """Before: `sentence`, `paragraph` and `semantic` ended a chunk at ``代理申請できる？`` at every size, the
+    header's closing ``|`` and delimiter row starting the next chunk."""
+    doc = _approvals_doc()
+    chunker = _chunker(strategy, max_size=max_size)
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=max_size, chunker=chunker)
+    start, end = _header_and_first_row(doc.text)
+    assert not [c for c in chunks if start < c.end < end or start < c.start < end]
