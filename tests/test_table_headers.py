@@ -452,3 +452,32 @@ def test_a_question_mark_in_a_header_cell_does_not_end_a_chunk(strategy: str, ma
     check_invariants(doc, chunks, max_size=max_size, chunker=chunker)
     start, end = _header_and_first_row(doc.text)
     assert not [c for c in chunks if start < c.end < end or start < c.start < end]
+
+
+_ALLOWANCE_PROSE = (
+    "出張の日当は、出張の日数に応じて支給する。半日の出張には半額を支給する。"
+    "日当には昼食代及び現地での交通費を含むものとし、別に請求することはできない。"
+    "宿泊を伴う出張では、宿泊料を実費で精算する。領収書は帰着後十四日以内に提出する。"
+)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("max_size", [110, 120, 130])
+def test_a_table_keeps_the_line_that_introduces_it(strategy: str, max_size: int) -> None:
+    """The lead-in ``…次の表のとおりとする：`` goes with the table's header and first row where the three fit:
+    before, `paragraph`, `sentence` and `semantic` ended a chunk with it at 120 characters, the table it
+    announces in the next chunk."""
+    text = (
+        f"# 日当\n\n{_ALLOWANCE_PROSE}\n\n{_ALLOWANCE_PROSE.replace('出張', '海外出張')}\n\n"
+        "役職ごとの日当の額は、次の表のとおりとする：\n\n"
+        "| 区分 | 国内 | 海外 |\n|---|---|---|\n| 部長 | 3,000円 | 6,000円 |\n| 課長 | 2,500円 | 5,000円 |\n"
+        "| 一般職員 | 2,000円 | 4,000円 |\n"
+    )
+    doc = Document(text, id="allowance.md", metadata={"format": "markdown"})
+    chunker = _chunker(strategy, max_size=max_size)
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=max_size, chunker=chunker)
+    lead, table = text.index("役職ごと"), text.index("| 区分")
+    assert not [c for c in chunks if lead < c.end <= table]
+    holder = next(c for c in chunks if c.start <= lead < c.end)
+    assert "次の表のとおりとする：\n\n| 区分 | 国内 | 海外 |\n|---|---|---|\n| 部長 |" in holder.text

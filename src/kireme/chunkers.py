@@ -286,17 +286,20 @@ class Chunker:
             return None
         fits = self.fits_budget(doc, sizer)
 
-        kept = _table_spans_kept(outline.tables, fits)
         whole: list[CodeBlock] = []  # not cut at all
         large: list[CodeBlock] = []
         for block in blocks:
             (whole if fits(block.start, block.end) else large).append(block)
         # nor parted from the line that introduces it (``次のとおりです：``, ``ファイル名: main.rs``) when they
-        # fit together: the chunk before it does not end with that line
+        # fit together: the chunk before it does not end with that line; a table's header the same way
         tops = [outline.opened_from(block.start) for block in whole]
+        table_tops = [outline.opened_from(table.start) for table in outline.tables]
         leads = (
-            _lead_in_lines(text, outline, set(tops)) if whole and self.keeps_lead_ins_with_code(doc) else {}
+            _lead_in_lines(text, outline, {*tops, *table_tops})
+            if (whole or table_tops) and self.keeps_lead_ins_with_code(doc)
+            else {}
         )
+        kept = _table_spans_kept(outline.tables, fits, [leads.get(top, top) for top in table_tops])
         for block, top in zip(whole, tops, strict=True):
             lead = leads.get(top, block.start)
             kept.append((lead if lead < block.start and fits(lead, block.end) else block.start, block.end))
@@ -836,22 +839,26 @@ class RecursiveChunker(Chunker):
         return {"preset": self.preset}
 
 
-def _table_spans_kept(tables: Sequence[Table], fits: Callable[[int, int], bool]) -> list[tuple[int, int]]:
+def _table_spans_kept(
+    tables: Sequence[Table], fits: Callable[[int, int], bool], leads: Sequence[int]
+) -> list[tuple[int, int]]:
     """What no level cuts inside of ``tables``: each body row that fits a chunk, and the header (its
-    delimiter row with it) together with the first body row where they fit, else the header alone. A
-    table written right under a paragraph line was cut between its header and delimiter rows (the
-    header line packed with the paragraph, the rows in the next chunk without it), or after its
-    delimiter row (a chunk ending with a header and no row): 3 of the 32 tables of ja-techdocs at 200
-    characters in `recursive`, `paragraph`, `sentence` and `semantic`, 1–6 at 400 and 1,000."""
+    delimiter row with it) together with the first body row where they fit, else the header alone —
+    from the table's lead-in line (``leads``: where each table's introducing line starts, else where the
+    table or the tag lines over it start; ``次の表のとおりです：``) where that fits too. A table written right
+    under a paragraph line was cut between its header and delimiter rows (the header line packed with
+    the paragraph, the rows in the next chunk without it), or after its delimiter row (a chunk ending
+    with a header and no row): 3 of the 32 tables of ja-techdocs at 200 characters in `recursive`,
+    `paragraph`, `sentence` and `semantic`, 1–6 at 400 and 1,000."""
     kept: list[tuple[int, int]] = []
-    for table in tables:
+    for table, lead in zip(tables, leads, strict=True):
         rows = table.rows
         start, end = table.header
         if rows and fits(start, rows[0].end):
-            kept.append((start, rows[0].end))
+            end = rows[0].end
             rows = rows[1:]
-        elif fits(start, end):
-            kept.append((start, end))
+        if fits(start, end):
+            kept.append((lead if lead < start and fits(lead, end) else start, end))
         kept += ((row.start, row.end) for row in rows if fits(row.start, row.end))
     return kept
 
