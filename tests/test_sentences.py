@@ -262,6 +262,26 @@ def test_a_straight_quote_after_a_full_stop_opens_the_next_sentence_unless_it_cl
     assert sentences('終わりです。"') == ['終わりです。"']  # nothing after it to open
 
 
+def test_a_comma_after_a_closing_bracket_goes_on_with_the_sentence() -> None:
+    """``（…を除く。）、第六項`` ended a sentence after ``）``, the next opening with ``、`` (law text: a chunk
+    of lawqa started ``、第六項、第七項及び第十一項の規定にかかわらず…``); a particle after it already went on."""
+    text = "同条第二項（第三号ハに係る部分を除く。）、第六項の規定にかかわらず、承認を与える。次の条に移る。"
+    assert sentences(text) == [
+        "同条第二項（第三号ハに係る部分を除く。）、第六項の規定にかかわらず、承認を与える。",
+        "次の条に移る。",
+    ]
+    assert sentences("彼は「行く。」、と短く答えた。翌日に出発した。") == [
+        "彼は「行く。」、と短く答えた。",
+        "翌日に出発した。",
+    ]
+    assert sentences('He said "Go.", then left. The door shut.') == [
+        'He said "Go.", then left.',
+        "The door shut.",
+    ]
+    # a closing bracket with nothing after it but the next sentence still ends one
+    assert sentences("（注：この条は削除。）次の条に移る。") == ["（注：この条は削除。）", "次の条に移る。"]
+
+
 WRAPPED = (
     "When the program returns, both variables point at the same buffer, and this is a\n"
     "problem: when the two owners go out of scope, both of them try to release the\n"

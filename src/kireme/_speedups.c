@@ -124,6 +124,9 @@ static int quote_continues(int kind, const void *data, Py_ssize_t n, Py_ssize_t 
         case 0x3067: /* で */
         case 0x3082: /* も */
         case 0x3084: /* や */
+        case 0x3001: /* 、 (no sentence opens with a comma: 除く。）、第六項) */
+        case 0xFF0C: /* ， */
+        case ',':
             return 1;
         default:
             break;

@@ -210,8 +210,11 @@ _LOWER_LABEL = lazy_re(r"[ \t]*[a-z][A-Za-z0-9_-]{0,11}:[ \t]")
 _WRAP_END = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789,")
 _WRAPPED_LINE_MIN = 40  # a line shorter than this is a title or a lead-in, not a line of wrapped prose
 _LABEL_BEFORE_DOT = lazy_regex(r"(?:^|\n)[ \t\u3000]*[\p{L}\p{N}]$")
-# What may follow a closing quote inside the same sentence: particles and quotative verbs.
-_QUOTE_CONTINUES = lazy_regex(r"(?:と|って|という|の|が|を|は|に|で|も|や|より|から|まで|など|か[、。])")
+# What may follow a closing quote inside the same sentence: particles and quotative verbs, and a comma (a
+# law's ``同条第二項（第三号ハに係る部分を除く。）、第六項…``: no sentence opens with ``、``).
+_QUOTE_CONTINUES = lazy_regex(
+    r"(?:と|って|という|の|が|を|は|に|で|も|や|より|から|まで|など|か[、。]|[、，,])"
+)
 _NEXT_START = lazy_regex(r"\s*([\p{Lu}\p{N}\"'“‘(\[「『（]|[^\p{L}\p{N}\s]|[^\p{Latin}\s])")
 _LOWER_NEXT = lazy_regex(r"\s*\p{Ll}")
 
