@@ -410,6 +410,20 @@ _lead = st.sampled_from(
 )
 
 
+def test_room_for_a_header_does_not_cut_the_next_tables_header_and_first_row() -> None:
+    """Found by the property below: making room for the first table's repeated header (overlap 12, 51
+    characters) packed its last chunk again into the second table, cutting that table's first row
+    (``|  |`` ‖ ``|``); the header gives way instead, as it does to a row."""
+    text = "# 手当\n\n| 列0 |\n|---|\n" + "|  |\n" * 7 + "\n| 列0 | 列1 |\n|---|---|\n|  |  |\n\n"
+    doc = Document(text, id="doc", metadata={"format": "markdown"})
+    chunker = _chunker("recursive", max_size=51, overlap=12)
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=51, overlap=12, chunker=chunker)
+    start = text.index("| 列0 | 列1 |")
+    end = text.index("|  |  |") + len("|  |  |")
+    assert not [c for c in chunks if start < c.end < end or start < c.start < end]
+
+
 @settings(max_examples=200, deadline=None)
 @given(lead=_lead, rest=_table_docs(), max_size=st.integers(20, 300), data=st.data())
 def test_generated_headers_are_never_parted_from_their_first_row(

@@ -411,6 +411,7 @@ class Chunker:
         spans: list[PackedSpan],
         budget: int,
         repack: Callable[[int, tuple[int, int]], list[PackedSpan]],
+        kept: tuple[Sequence[int], Sequence[int]] | None = None,
     ) -> list[PackedSpan]:
         """``spans`` (packed within ``budget``) with room for the repeated header in the chunks of a table
         that had to be cut: the run of chunks starting among its rows is packed again
@@ -419,7 +420,9 @@ class Chunker:
         most a third of a chunk (`_largest_header`; a larger header is not repeated). The header gives way
         to a row: where the smaller budget would cut inside a row (one that fit a chunk) or an overlap
         could not be kept (the first new chunk would end within the chunk before it, or the next chunk
-        would start before the last new one), the run stays as it was."""
+        would start before the last new one), or a new chunk would start or end inside one of the spans
+        ``kept`` whole (`lines_kept_whole`: a row, a header with its first row, a code line), the run
+        stays as it was."""
         headers = self.table_headers(doc)
         if headers is None or self.context_in_budget is False or len(spans) < 2:
             return spans
@@ -440,6 +443,7 @@ class Chunker:
                 and (lo == 0 or packed[0].end > out[lo - 1].end)
                 and (hi == len(out) or packed[-1].start < out[hi].start)
                 and all(s.start in rows or s.start in cut_before or s.start >= end for s in packed)
+                and (kept is None or not _edges_inside(packed, kept))
             ):
                 out = [*out[:lo], *packed, *out[hi:]]
         return out
@@ -460,7 +464,8 @@ class Chunker:
             def packed(max_size: int, span: tuple[int, int] | None) -> list[PackedSpan]:
                 return self._pack_levels(doc, levels, sizer, max_size, span)
 
-            spans = self.with_table_room(doc, spans, budget, packed)
+            kept = self.lines_kept_whole(doc, sizer) if doc.format in MARKDOWN_FORMATS else None
+            spans = self.with_table_room(doc, spans, budget, packed, kept)
         return spans_plan(spans)
 
     def _pack_levels(
@@ -837,6 +842,23 @@ class RecursiveChunker(Chunker):
         if self.separators is not None:
             return {"separators": list(self.separators)}
         return {"preset": self.preset}
+
+
+def _edges_inside(spans: Sequence[PackedSpan], kept: tuple[Sequence[int], Sequence[int]]) -> bool:
+    """Whether one of ``spans`` starts or ends strictly inside one of the ``kept`` spans (starts, ends; sorted
+    by start, nested or overlapping ones too)."""
+    starts, ends = kept
+    reach: list[int] = []  # the furthest end among the kept spans up to each one
+    furthest = -1
+    for end in ends:
+        furthest = max(furthest, end)
+        reach.append(furthest)
+    for span in spans:
+        for edge in (span.start, span.end):
+            i = bisect_left(starts, edge) - 1  # the kept spans that start before the edge
+            if i >= 0 and reach[i] > edge:
+                return True
+    return False
 
 
 def _table_spans_kept(

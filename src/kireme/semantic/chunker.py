@@ -445,4 +445,4 @@ class SemanticChunker(Chunker):
             )
 
         budget = self.text_max_size(doc)
-        return ChunkPlan(self.with_table_room(doc, packed(budget), budget, packed))
+        return ChunkPlan(self.with_table_room(doc, packed(budget), budget, packed, rows))
