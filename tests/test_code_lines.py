@@ -327,3 +327,56 @@ def test_markdown_keeps_the_first_line_of_a_large_block_with_its_fence(max_size:
     start = CONTACTS.index(first)
     assert any(c.start <= start and start + len(first) <= c.end for c in chunks)
     assert _cut_inside(CONTACTS, chunks, _code_lines(CONTACTS), max_size) == []
+
+
+# a state table in JavaScript: one object per place, nested objects and arrays, no blank line (a real
+# page's `places.js` is 3,400 characters of these)
+PLACES = (
+    "# 旅行先の一覧\n\n旅行先の木構造を一つのオブジェクトにまとめる。\n\n```js\nexport const initialTravelPlan = {\n"
+    + "".join(
+        f"  {i}: {{\n    id: {i},\n    title: '{name}',\n    childIds: [{i * 10}, {i * 10 + 1}]\n  }},\n"
+        for i, name in enumerate(
+            ["地球", "アフリカ", "ボツワナ", "エジプト", "ケニア", "マダガスカル", "モロッコ", "ナイジェリア"]
+        )
+    )
+    + "};\n```\n"
+)
+
+
+def _code_chunks(text: str, chunks) -> list:
+    body = text.index("```js\n") + len("```js\n")
+    end = text.index("\n```", body)
+    return [c for c in chunks if body < c.start < end or body < c.end < end]
+
+
+@pytest.mark.parametrize("max_size", [100, 120, 150, 200, 250])
+def test_markdown_cuts_a_large_code_block_between_brackets(max_size: int) -> None:
+    """A code block larger than a chunk was cut at any line: chunks opened with ``},`` (the close of the
+    object before) and ended with ``  3: {`` (an object's first line, its fields in the next chunk). Now a
+    cut falls before a line that opens or holds something, after one that closes it."""
+    doc = Document(PLACES, metadata={"format": "markdown"})
+    chunker = make_chunker("markdown", max_size=max_size)
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=max_size, chunker=chunker)
+    inside = _code_chunks(PLACES, chunks)
+    assert len(inside) >= 2  # the block (about 600 characters) was cut
+    for c in inside:
+        assert not c.text.lstrip().startswith(("}", "]", ")")), c.text[:40]
+        assert not c.text.rstrip().endswith(("{", "[", "(")), c.text[-40:]
+
+
+def test_code_lines_between_brackets_leave_out_closing_lines_and_lines_after_an_opening_one() -> None:
+    from kireme.structure.layout import CodeLinesBetweenBrackets, code_line_cuts
+
+    text = (
+        "```js\nconst a = {\n  b: [\n    1,\n  ],\n  c: 2,\n};\nrender(\n  <App />\n);\n</div>\nok();\n```\n"
+    )
+    outline = markdown_outline(text, warn=False)
+    _, lines = code_line_cuts(text, outline)
+    level = CodeLinesBetweenBrackets(lines, [b.body for b in outline.code_blocks])
+    kept = level.cuts(text, 0, len(text))
+    starts = {text[at : text.index("\n", at)] for at in kept}
+    # not after `const a = {`, `  b: [`, `render(` (so not before `  b: [`, `    1,`, `  <App />`); not before
+    # `  ],`, `};`, `);`, `</div>`
+    assert starts == {"  c: 2,", "render(", "ok();"}
+    assert level.cuts(text, kept[0], len(text)) == kept[1:]  # a window: the same cuts in it
