@@ -349,13 +349,15 @@ def _code_chunks(text: str, chunks) -> list:
     return [c for c in chunks if body < c.start < end or body < c.end < end]
 
 
+@pytest.mark.parametrize("strategy", ["markdown", "recursive"])
 @pytest.mark.parametrize("max_size", [100, 120, 150, 200, 250])
-def test_markdown_cuts_a_large_code_block_between_brackets(max_size: int) -> None:
-    """A code block larger than a chunk was cut at any line: chunks opened with ``},`` (the close of the
-    object before) and ended with ``  3: {`` (an object's first line, its fields in the next chunk). Now a
-    cut falls before a line that opens or holds something, after one that closes it."""
+def test_markdown_cuts_a_large_code_block_between_brackets(strategy: str, max_size: int) -> None:
+    """A code block larger than a chunk was cut at any line (`markdown`, and `recursive`'s markdown preset):
+    chunks opened with ``},`` (the close of the object before) and ended with ``  3: {`` (an object's first
+    line, its fields in the next chunk). Now a cut falls before a line that opens or holds something, after
+    one that closes it."""
     doc = Document(PLACES, metadata={"format": "markdown"})
-    chunker = make_chunker("markdown", max_size=max_size)
+    chunker = make_chunker(strategy, max_size=max_size)
     chunks = chunker.chunk(doc)
     check_invariants(doc, chunks, max_size=max_size, chunker=chunker)
     inside = _code_chunks(PLACES, chunks)

@@ -336,7 +336,17 @@ def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -
             originals = set(translated)
             levels.append(outside(paragraph, protected(kept + [g for g in glue if g not in originals])))
         levels.append(outside(paragraph, always))
-    return [*levels, *(outside(level, always) for level in rest)]
+    line, *below = rest
+    code_lines: list[Level] = []
+    large = [b for b in code if not (fits is not None and fits(b.start, b.end))]
+    if large:
+        # a large code block's lines between brackets before any line (`CodeLinesBetweenBrackets`): no chunk
+        # opens with ``});`` nor ends with ``artwork: {`` while another line fits
+        from kireme.structure.layout import CodeLinesBetweenBrackets, code_line_cuts
+
+        _, every = code_line_cuts(text, outline)
+        code_lines.append(outside(CodeLinesBetweenBrackets(every, [b.body for b in large]), always))
+    return [*levels, *code_lines, *(outside(level, always) for level in (line, *below))]
 
 
 def _fence_glue(
