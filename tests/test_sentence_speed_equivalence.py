@@ -51,7 +51,7 @@ _REF_ITEM_LINE_START = re.compile(_REF_ITEM_LINE)
 _REF_ITEM_LINE_AFTER_BREAK = re.compile(rf"\n(?={_REF_ITEM_LINE})")
 _REF_LABEL_BEFORE_DOT = regex.compile(r"(?:^|\n)[ \t\u3000]*[\p{L}\p{N}]$")
 _REF_QUOTE_CONTINUES = regex.compile(
-    r"(?:と|って|という|の|が|を|は|に|で|も|や|より|から|まで|など|か[、。])"
+    r"(?:と|って|という|の|が|を|は|に|で|も|や|より|から|まで|など|か[、。]|[、，,])"
 )
 _REF_NEXT_START = regex.compile(r"\s*([\p{Lu}\p{N}\"'“‘(\[「『（]|[^\p{L}\p{N}\s]|[^\p{Latin}\s])")
 _REF_LOWER_NEXT = regex.compile(r"\s*\p{Ll}")
@@ -330,6 +330,9 @@ _PIECES = [
     "！」",
     "？』",
     "、",
+    "，",
+    "。）、",
+    '."," ',
     "「",
     "」",
     "『",
@@ -560,7 +563,8 @@ def test_ascii_letters_are_the_cased_ascii() -> None:
 
 
 def test_long_and_deep_brackets_match_the_reference() -> None:
-    """What short generated text never reaches: quotes near `_QUOTE_SPAN_LIMIT`, nesting past the depth."""
+    """What short generated text never reaches: quotes near `_QUOTE_SPAN_LIMIT`, nesting past the depth; and
+    what it reaches rarely: a comma right after a closer (the sentence goes on)."""
     body = "文です。" * 499
     samples = [
         "「" + body + "」。次。",
@@ -569,6 +573,8 @@ def test_long_and_deep_brackets_match_the_reference() -> None:
         "（" * 40 + "深い。" + "）" * 40 + "。次。",
         "「" + "（" * 33 + "深い。」。次。",
         "「（」）。「『」』。次。\n\n「\n\n」。",
+        "同条第二項（第三号を除く。）、第六項の規定。次。（例。），次。「行く。」,次。",
+        'He said "Go.", then left. Next.',
     ]
     for text in samples:
         n = len(text)
