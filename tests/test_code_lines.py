@@ -368,7 +368,8 @@ def test_markdown_cuts_a_large_code_block_between_brackets(strategy: str, max_si
 
 
 def test_code_lines_between_brackets_leave_out_closing_lines_and_lines_after_an_opening_one() -> None:
-    from kireme.structure.layout import CodeLinesBetweenBrackets, code_line_cuts
+    from kireme.boundaries.levels import CodeLinesBetweenBrackets
+    from kireme.structure.layout import code_line_cuts
 
     text = (
         "```js\nconst a = {\n  b: [\n    1,\n  ],\n  c: 2,\n};\nrender(\n  <App />\n);\n</div>\nok();\n```\n"

@@ -609,3 +609,50 @@ def levels_for_separators(separators: Sequence[str | Level]) -> list[Level]:
         else:
             levels.append(sep)
     return levels
+
+
+# a code line that closes what an earlier line opened — a bracket, or a tag (``</div>``, ``/>``) — and a code
+# line that ends by opening what a later line closes (trailing blanks aside): found from the line feed
+_CLOSING_CODE_LINE = re.compile(r"\n[ \t]*(?:[}\])]|</|/?>)")
+_OPENING_CODE_END = re.compile(r"[{\[(][ \t\r]*\n")
+
+
+class CodeLinesBetweenBrackets:
+    """The code line starts (``lines``, inside the code ``bodies``) where a chunk may start and end without
+    cutting a bracket's opening or closing line away from what it holds: not before a line that closes
+    (``});``, ``},``, ``</div>``), not after a line that ends by opening (``artwork: {``, ``items.map(item =>
+    (``). A code block larger than a chunk was cut at any line: chunks opened with ``});`` or ``},`` (82 of
+    13,075 `markdown` chunks on ja-techdocs at 400 characters). Worked out for a block at the first question
+    about it, so a block that fits a chunk costs nothing."""
+
+    name = "code line between brackets"
+    __slots__ = ("bodies", "kept", "lines", "starts")
+
+    def __init__(self, lines: Sequence[int], bodies: Sequence[tuple[int, int]]) -> None:
+        self.lines = lines
+        self.bodies = bodies  # sorted, apart
+        self.starts = [start for start, _ in bodies]
+        self.kept: dict[int, list[int]] = {}  # by body index: its line starts that are kept
+
+    def __repr__(self) -> str:
+        return f"CodeLinesBetweenBrackets({len(self.lines)} lines)"
+
+    def cuts(self, text: str, a: int, b: int) -> list[int]:
+        bodies = self.bodies
+        out: list[int] = []
+        for k in range(max(bisect_right(self.starts, a) - 1, 0), bisect_left(self.starts, b)):
+            if bodies[k][1] <= a:
+                continue
+            kept = self.kept.get(k)
+            if kept is None:
+                kept = self.kept[k] = self._kept(text, *bodies[k])
+            out += kept[bisect_right(kept, a) : bisect_left(kept, b)]
+        return out
+
+    def _kept(self, text: str, start: int, end: int) -> list[int]:
+        lines = self.lines
+        mine = lines[bisect_right(lines, start) : bisect_left(lines, end)]
+        # the body starts at its first line: the line feed before it is the fence line's
+        dropped = {m.start() + 1 for m in _CLOSING_CODE_LINE.finditer(text, max(start - 1, 0), end)}
+        dropped.update(m.end() for m in _OPENING_CODE_END.finditer(text, start, end))
+        return [at for at in mine if at not in dropped] if dropped else list(mine)

@@ -19,6 +19,7 @@ from kireme.boundaries.levels import (
     PARAGRAPH,
     SENTENCE,
     WORD,
+    CodeLinesBetweenBrackets,
     Level,
     Outside,
     PositionLevel,
@@ -342,10 +343,10 @@ def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -
     if large:
         # a large code block's lines between brackets before any line (`CodeLinesBetweenBrackets`): no chunk
         # opens with ``});`` nor ends with ``artwork: {`` while another line fits
-        from kireme.structure.layout import CodeLinesBetweenBrackets, code_line_cuts
+        from kireme.text.markdown import line_starts
 
-        _, every = code_line_cuts(text, outline)
-        code_lines.append(outside(CodeLinesBetweenBrackets(every, [b.body for b in large]), always))
+        brackets = CodeLinesBetweenBrackets(line_starts(text), [b.body for b in large])
+        code_lines.append(outside(brackets, always))
     return [*levels, *code_lines, *(outside(level, always) for level in (line, *below))]
 
 
