@@ -24,6 +24,7 @@ from kireme.boundaries.levels import (
     Level,
     PositionLevel,
     SpanLimit,
+    _drop_inside,
     keep_brackets,
     levels_for_separators,
     outside_all,
@@ -237,16 +238,22 @@ class Chunker:
         the measure of this text that the packing uses, for levels that depend on what fits."""
         return self.levels()
 
-    def sentence_levels(self, doc: Document, sizer: SpanSizer | None = None) -> list[Level]:
-        """`document_levels` in the chunker's sentence mode (``sentences``); in a CSV or TSV file none cuts
-        inside a record, a quoted cell's line breaks included (`kireme.text.csvtable.quoted_line_breaks`):
-        a record cut there loses half a cell to a chunk without the file's header."""
+    def sentence_levels(
+        self,
+        doc: Document,
+        sizer: SpanSizer | None,
+        kept: tuple[tuple[int, ...], tuple[int, ...]] | None,
+    ) -> list[Level]:
+        """`document_levels` in the chunker's sentence mode (``sentences``), none cutting inside the spans
+        ``kept`` whole (`lines_kept_whole`, which the caller has for `with_table_room` too); in a CSV or
+        TSV file none cuts inside a record, a quoted cell's line breaks included
+        (`kireme.text.csvtable.quoted_line_breaks`): a record cut there loses half a cell to a chunk
+        without the file's header."""
         levels = with_sentences(self.document_levels(doc, sizer), self.sentences)
         levels = self.with_brackets_kept(levels, doc, sizer)
         fmt = doc.format
-        rows = self.lines_kept_whole(doc, sizer) if fmt in MARKDOWN_FORMATS else None
-        if rows is not None:
-            levels = outside_all(levels, *rows)
+        if kept is not None:
+            levels = outside_all(levels, *kept)
         if fmt in ("csv", "tsv"):
             from kireme.text.csvtable import quoted_line_breaks, record_spans
 
@@ -443,7 +450,7 @@ class Chunker:
                 and (lo == 0 or packed[0].end > out[lo - 1].end)
                 and (hi == len(out) or packed[-1].start < out[hi].start)
                 and all(s.start in rows or s.start in cut_before or s.start >= end for s in packed)
-                and (kept is None or not _edges_inside(packed, kept))
+                and (kept is None or not _edges_dropped(packed, kept))
             ):
                 out = [*out[:lo], *packed, *out[hi:]]
         return out
@@ -456,7 +463,8 @@ class Chunker:
         (sections with their own budgets, topic cuts) overrides it.
         """
         sizer = self.measure.for_text(doc.text)  # once: in tokens it encodes the whole text
-        levels = self.sentence_levels(doc, sizer)
+        kept = self.lines_kept_whole(doc, sizer)
+        levels = self.sentence_levels(doc, sizer, kept)
         budget = self.text_max_size(doc)
         spans = self._pack_levels(doc, levels, sizer, budget, None)
         if len(spans) > 1 and doc.format in TABLE_FORMATS:
@@ -464,7 +472,6 @@ class Chunker:
             def packed(max_size: int, span: tuple[int, int] | None) -> list[PackedSpan]:
                 return self._pack_levels(doc, levels, sizer, max_size, span)
 
-            kept = self.lines_kept_whole(doc, sizer) if doc.format in MARKDOWN_FORMATS else None
             spans = self.with_table_room(doc, spans, budget, packed, kept)
         return spans_plan(spans)
 
@@ -844,21 +851,11 @@ class RecursiveChunker(Chunker):
         return {"preset": self.preset}
 
 
-def _edges_inside(spans: Sequence[PackedSpan], kept: tuple[Sequence[int], Sequence[int]]) -> bool:
-    """Whether one of ``spans`` starts or ends strictly inside one of the ``kept`` spans (starts, ends; sorted
-    by start, nested or overlapping ones too)."""
-    starts, ends = kept
-    reach: list[int] = []  # the furthest end among the kept spans up to each one
-    furthest = -1
-    for end in ends:
-        furthest = max(furthest, end)
-        reach.append(furthest)
-    for span in spans:
-        for edge in (span.start, span.end):
-            i = bisect_left(starts, edge) - 1  # the kept spans that start before the edge
-            if i >= 0 and reach[i] > edge:
-                return True
-    return False
+def _edges_dropped(spans: Sequence[PackedSpan], kept: tuple[Sequence[int], Sequence[int]]) -> bool:
+    """Whether a start or end of ``spans`` falls where the levels cut nothing: inside one of the spans
+    ``kept`` whole, as `Outside` reads them (`_drop_inside`)."""
+    edges = sorted({edge for span in spans for edge in (span.start, span.end)})
+    return len(_drop_inside(edges, *kept)) < len(edges)
 
 
 def _table_spans_kept(

@@ -337,8 +337,7 @@ def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -
             originals = set(translated)
             levels.append(outside(paragraph, protected(kept + [g for g in glue if g not in originals])))
         levels.append(outside(paragraph, always))
-    line, *below = rest
-    code_lines: list[Level] = []
+    code_lines: list[Level] = []  # before `rest`, whose first level is the line level
     large = [b for b in code if not (fits is not None and fits(b.start, b.end))]
     if large:
         # a large code block's lines between brackets before any line (`CodeLinesBetweenBrackets`): no chunk
@@ -347,7 +346,7 @@ def markdown_levels(text: str, fits: Callable[[int, int], bool] | None = None) -
 
         brackets = CodeLinesBetweenBrackets(line_starts(text), [b.body for b in large])
         code_lines.append(outside(brackets, always))
-    return [*levels, *code_lines, *(outside(level, always) for level in (line, *below))]
+    return [*levels, *code_lines, *(outside(level, always) for level in rest)]
 
 
 def _fence_glue(
