@@ -18,10 +18,19 @@ from kireme.pack import PackedSpan
 @given(texts)
 def test_a_text_document_is_the_document_of_the_text(text: str) -> None:
     made, expected = text_document(text), Document(text)
+    assert expected.format == "text"  # the cached property, which `text_document` sets when it makes one
     assert list(vars(made).items()) == list(vars(expected).items())  # the same fields, in the same order
     assert made == expected and repr(made) == repr(expected)
     assert made.id == expected.id and made.title == expected.title == "" and made.format == "text"
     assert pickle.loads(pickle.dumps(made)) == expected
+
+
+@given(texts, st.sampled_from(["text", "markdown", "csv", ""]))
+def test_a_text_document_of_a_format_is_the_document_with_that_format(text: str, fmt: str) -> None:
+    made, expected = text_document(text, fmt), Document(text, metadata={"format": fmt})
+    assert expected.format == (fmt or "text")
+    assert list(vars(made).items()) == list(vars(expected).items())
+    assert made == expected and pickle.loads(pickle.dumps(made)) == expected
 
 
 @given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50), st.integers(0, 50)), max_size=4))

@@ -12,6 +12,7 @@ import json
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import is_
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -35,7 +36,7 @@ from kireme.context import ContextBuilder, check_context_mode
 from kireme.document import NO_METADATA, Chunk, ChunkIds, Document, RegionIndex, lazy_chunk, text_document
 from kireme.errors import ConfigError
 from kireme.length import Measure, SpanSizer, _CharSizer, get_measure
-from kireme.pack import PACKINGS, PackedSpan, pack
+from kireme.pack import PACKINGS, PackedSpan, pack, whole_span
 from kireme.text.headings import prose_headings
 from kireme.text.markdown import (
     MARKDOWN_FORMATS,
@@ -95,6 +96,11 @@ class ChunkPlan:
     title: str = ""
     embed_text: Callable[[int, int], str] | None = None
     headings: Callable[[int, int], tuple[tuple[str, ...], dict[str, Any]]] | None = None
+
+
+def _same_objects(known: tuple[Any, ...], given: Sequence[Any]) -> bool:
+    """Whether ``given`` holds the very objects of ``known``, in order (identity, no ``__eq__`` called)."""
+    return len(known) == len(given) and all(map(is_, known, given))
 
 
 def spans_plan(spans: list[PackedSpan]) -> ChunkPlan:
@@ -333,20 +339,16 @@ class Chunker:
             # the text fits a chunk whatever context goes in front of it (half a chunk at most): no level
             # inside a sentence is ever asked, and a short document pays nothing for them
             return levels
-        key = tuple(map(id, levels))
-        last: tuple[tuple[int, ...], tuple[Level, ...], list[Level]] | None = self.__dict__.get(
-            "_bracket_last"
-        )
-        if last is not None and last[0] == key:  # the same levels as the document before (most strategies)
-            return list(last[2])
+        last: tuple[tuple[Level, ...], list[Level]] | None = self.__dict__.get("_bracket_last")
+        if last is not None and _same_objects(last[0], levels):
+            return list(last[1])  # the same levels as the document before (most strategies)
         kept: tuple[Callable[[int, int], bool], dict[tuple[int, ...], tuple[Level, ...]]] | None
         kept = self.__dict__.get("_bracket_levels")
         if kept is None:
             kept = (self.fits_budget(doc, sizer, BRACKET_SHARE), {})
             object.__setattr__(self, "_bracket_levels", kept)
         made = keep_brackets(levels, *kept)
-        # the levels themselves kept with their ids: no other level can take one of those ids meanwhile
-        object.__setattr__(self, "_bracket_last", (key, tuple(levels), made))
+        object.__setattr__(self, "_bracket_last", (tuple(levels), made))
         return list(made)
 
     def fits_budget(
@@ -463,9 +465,13 @@ class Chunker:
         (sections with their own budgets, topic cuts) overrides it.
         """
         sizer = self.measure.for_text(doc.text)  # once: in tokens it encodes the whole text
+        budget = self.text_max_size(doc)
+        if self.merges():  # a text that fits one chunk (most short documents) needs no level
+            whole = whole_span(doc.text, sizer, budget)
+            if whole is not None:
+                return spans_plan(whole)
         kept = self.lines_kept_whole(doc, sizer)
         levels = self.sentence_levels(doc, sizer, kept)
-        budget = self.text_max_size(doc)
         spans = self._pack_levels(doc, levels, sizer, budget, None)
         if len(spans) > 1 and doc.format in TABLE_FORMATS:
 

@@ -158,7 +158,6 @@ class _Packer:
         text: str,
         levels: Sequence[Level],
         sizer: SpanSizer,
-        *,
         max_size: int,
         min_size: int,
         overlap: int,
@@ -194,8 +193,8 @@ class _Packer:
         # between lines, never inside one
         self.overlap_levels = self.levels if overlap_levels is None else self.levels[:overlap_levels]
         # spans (tables, code blocks) no overlap starts inside: half a row or a command, a stray fence
-        self.no_overlap = sorted(no_overlap_inside)
-        self.no_overlap_starts = [a for a, _ in self.no_overlap]
+        self.no_overlap = sorted(no_overlap_inside) if no_overlap_inside else []
+        self.no_overlap_starts = [a for a, _ in self.no_overlap] if no_overlap_inside else []
         self.merge = merge
         self.budget = max_size - overlap
         # a grapheme cluster up to this size is never split, even when it is over ``max_size`` (a caller's
@@ -1073,6 +1072,27 @@ def _is_punct(ch: str) -> bool:
     return unicodedata.category(ch).startswith("P")
 
 
+def whole_span(
+    text: str, sizer: SpanSizer, max_size: int, span: Span | None = None
+) -> list[PackedSpan] | None:
+    """`pack`'s answer (merging) when ``text`` (or ``span`` of it) fits one chunk once trimmed, worked out
+    without a level: that one span, or ``[]`` when it is all whitespace; ``None`` when it must be packed.
+
+    One chunk gets no overlap (it has no chunk before it to repeat): it may take all of ``max_size``, not
+    ``max_size`` less the room kept for an overlap (a code block that fit was cut for that room)."""
+    a, b = span if span is not None else (0, len(text))
+    a, b = _trim(text, a, b)
+    if a >= b:
+        return []
+    size = sizer.estimate(a, b)
+    if size <= max_size:
+        if not sizer.exact_estimates:
+            size = sizer.exact([(a, b)])[0]
+        if size <= max_size:
+            return [_new_tuple(PackedSpan, (a, b, size))]
+    return None
+
+
 def pack(
     text: str,
     levels: Sequence[Level],
@@ -1113,39 +1133,24 @@ def pack(
     """
     if packing not in PACKINGS:
         raise ConfigError(f"packing must be one of {', '.join(PACKINGS)}, not {packing!r}")
-    if merge:  # the whole span fits one chunk (most small documents): no packer to build
-        a, b = span if span is not None else (0, len(text))
-        a, b = _trim(text, a, b)
-        if a >= b:
-            return []
-        # one chunk gets no overlap (it has no chunk before it to repeat): it may take all of max_size,
-        # not max_size less the room kept for an overlap (a code block that fit was cut for that room)
-        size = sizer.estimate(a, b)
-        if size <= max_size and isinstance(keep_headings, bool):
-            if not sizer.exact_estimates:
-                size = sizer.exact([(a, b)])[0]
-            if size <= max_size:
-                return [PackedSpan(a, b, size)]
-    extra: dict[str, object] = {}
-    packer_class: type[_Packer] = _Packer
-    if packing == "optimal":
-        packer_class = _OptimalPacker
-        extra["target_size"] = target_size
-    return packer_class(
+    if merge and isinstance(keep_headings, bool):  # most small documents: no packer to build
+        whole = whole_span(text, sizer, max_size, span)
+        if whole is not None:
+            return whole
+    args = (
         text,
         levels,
         sizer,
-        max_size=max_size,
-        min_size=min_size,
-        overlap=overlap,
-        merge=merge,
-        keep_headings=keep_headings,
-        heading_end=heading_end,
-        gap_cost=gap_cost,
-        span=span,
-        hard_max_size=hard_max_size,
-        cut_memo=cut_memo,
-        overlap_levels=overlap_levels,
-        no_overlap_inside=no_overlap_inside,
-        **extra,
-    ).run()
+        max_size,
+        min_size,
+        overlap,
+        merge,
+        keep_headings,
+        heading_end,
+        gap_cost,
+        span,
+    )
+    rest = (hard_max_size, cut_memo, overlap_levels, no_overlap_inside)
+    if packing == "optimal":
+        return _OptimalPacker(*args, *rest, target_size=target_size).run()
+    return _Packer(*args, *rest).run()  # by position: a packer is built per packed text or section
