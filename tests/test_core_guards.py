@@ -21,7 +21,7 @@ from kireme.text import graphemes
 from kireme.text.patterns import compile_pattern, uses_set_operations
 from kireme.text.sentences import (
     PARAGRAPH_BREAK,
-    _paragraph_positions,
+    _breaks,
     _quoted_spans,
     paragraph_cuts,
     sentence_cuts,
@@ -156,7 +156,7 @@ def test_paragraph_cuts_do_not_depend_on_the_window(text: str, data) -> None:
 )
 def test_fast_paragraph_scanner_agrees_with_the_pattern(pieces: list[str]) -> None:
     text = "".join(pieces)
-    assert _paragraph_positions(text) == tuple(m.start() for m in PARAGRAPH_BREAK.finditer(text))
+    assert _breaks(text).paragraphs == tuple(m.start() for m in PARAGRAPH_BREAK.finditer(text))
 
 
 def test_a_blank_line_ends_a_sentence() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pickle
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.strategies import texts
+from tests.strategies import csv_texts, markdown_texts, texts
 
 from kireme import make_chunker
 from kireme.chunkers import ChunkPlan, spans_plan
@@ -46,3 +46,46 @@ def test_a_string_and_its_document_give_the_same_chunks() -> None:
     for strategy in ("fixed", "recursive", "paragraph", "sentence", "markdown"):
         chunker = make_chunker(strategy, max_size=40)
         assert chunker.chunk(text) == chunker.chunk(Document(text))
+
+
+_FORMATS = st.sampled_from(["text", "markdown", "csv", "code"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.one_of(texts, markdown_texts, csv_texts), _FORMATS), min_size=2, max_size=6),
+    st.sampled_from(["recursive", "paragraph", "sentence"]),
+    st.sampled_from([24, 60, 200]),
+)
+def test_a_chunker_kept_across_documents_cuts_each_as_a_fresh_one(
+    docs: list[tuple[str, str]], strategy: str, size: int
+) -> None:
+    """What a chunker keeps between documents (the levels made once per length class and format, a
+    whole text fitting one chunk planned without levels) never carries one document's answer to the
+    next: short and long texts, Markdown, CSV and plain text in turn, each cut as by a new chunker."""
+    kept = make_chunker(strategy, max_size=size)
+    for text, fmt in docs:
+        doc = Document(text, metadata={"format": fmt})
+        assert kept.chunk(doc) == make_chunker(strategy, max_size=size).chunk(doc)
+
+
+def test_markdown_levels_are_read_from_each_document() -> None:
+    """`recursive` reads a Markdown file's own headings and code blocks: the levels of one file are not
+    kept for the next (the plain-text levels are)."""
+    first = (
+        "# 出張規程\n\n"
+        + "出張の申請は前日までに行う。" * 6
+        + "\n\n## 宿泊費\n\n"
+        + "宿泊費は実費とする。" * 8
+    )
+    second = (
+        "## 交通費\n\n"
+        + "交通費は最も安い経路で計算する。" * 5
+        + "\n\n### 日当\n\n"
+        + "日当は定額とする。" * 6
+    )
+    with_code = second + "\n\n```\nrate = 12000\n```\n\n" + "以上。" * 3
+    kept = make_chunker("recursive", max_size=80)
+    for text in (first, second, with_code, first):
+        doc = Document(text, metadata={"format": "markdown"})
+        assert kept.chunk(doc) == make_chunker("recursive", max_size=80).chunk(doc)

@@ -56,7 +56,15 @@ MAX_SIZE_LIMIT = 2**53
 # never pickled or copied.
 # `kireme._speedups.make_chunks` (None without the C extension): a plan's chunks and ids in one call
 _NATIVE_CHUNKS: Callable[..., list[Chunk]] | None = native("make_chunks")
-_DERIVED = ("_config_hash", "_variants", "_levels", "_table_mode", "_bracket_levels", "_bracket_last")
+_DERIVED = (
+    "_config_hash",
+    "_variants",
+    "_levels",
+    "_table_mode",
+    "_bracket_levels",
+    "_bracket_last",
+    "_static_levels",
+)
 # Tokens by which a whole line of a text, read alone, may differ from the whole text's stream over it (at
 # its two ends): a line measured this far below the budget fits without encoding it again.
 _SURE_FIT_MARGIN = 16
@@ -244,20 +252,41 @@ class Chunker:
         the measure of this text that the packing uses, for levels that depend on what fits."""
         return self.levels()
 
+    def levels_depend_on_document(self, doc: Document) -> bool:
+        """Whether `document_levels` reads ``doc`` (its text, its parsed headings): by default only where a
+        strategy overrides it."""
+        return type(self).document_levels is not Chunker.document_levels
+
     def sentence_levels(
         self,
         doc: Document,
         sizer: SpanSizer | None,
         kept: tuple[tuple[int, ...], tuple[int, ...]] | None,
-    ) -> list[Level]:
+    ) -> Sequence[Level]:
         """`document_levels` in the chunker's sentence mode (``sentences``), none cutting inside the spans
         ``kept`` whole (`lines_kept_whole`, which the caller has for `with_table_room` too); in a CSV or
         TSV file none cuts inside a record, a quoted cell's line breaks included
         (`kireme.text.csvtable.quoted_line_breaks`): a record cut there loses half a cell to a chunk
-        without the file's header."""
+        without the file's header.
+
+        In characters, for a document whose levels are the chunker's own (`levels_depend_on_document`),
+        nothing kept whole and no records, the answer is the same for every such document of a length on
+        the same side of `with_brackets_kept`'s line: made once per chunker for each side."""
+        fmt = doc.format
+        static = kept is None and type(sizer) is _CharSizer and fmt not in ("csv", "tsv")
+        if static and not self.levels_depend_on_document(doc):
+            short = 2 * (len(doc.text) + self.overlap) <= self.max_size
+            made: dict[bool, tuple[Level, ...]] | None = self.__dict__.get("_static_levels")
+            if made is None:
+                made = {}
+                object.__setattr__(self, "_static_levels", made)
+            known = made.get(short)
+            if known is None:
+                levels = with_sentences(self.document_levels(doc, sizer), self.sentences)
+                known = made[short] = tuple(self.with_brackets_kept(levels, doc, sizer))
+            return known
         levels = with_sentences(self.document_levels(doc, sizer), self.sentences)
         levels = self.with_brackets_kept(levels, doc, sizer)
-        fmt = doc.format
         if kept is not None:
             levels = outside_all(levels, *kept)
         if fmt in ("csv", "tsv"):
@@ -821,6 +850,9 @@ class RecursiveChunker(Chunker):
                 cached = tuple(preset_levels("default" if self.preset == "auto" else self.preset))
             object.__setattr__(self, "_levels", cached)
         return list(cached)
+
+    def levels_depend_on_document(self, doc: Document) -> bool:
+        return self.separators is None and self.preset == "markdown"
 
     def document_levels(self, doc: Document, sizer: SpanSizer | None = None) -> list[Level]:
         if self.separators is None and self.preset == "markdown":  # headings and code from the parser

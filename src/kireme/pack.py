@@ -180,7 +180,8 @@ class _Packer:
         self.keep_headings = keep_headings
         self.ends_with_heading = heading_end if heading_end is not None else ends_with_heading
         self.gap_cost = gap_cost
-        self.levels = list(levels)
+        # never changed here: a caller's tuple is read as it is (a chunker's levels, made once)
+        self.levels: Sequence[Level] = levels if type(levels) is tuple else list(levels)
         # the spans no level cuts inside (`Outside`: a table row or a line of code that fits a chunk); a
         # heading's body is not cut inside one either (`heading_with_body`)
         kept = self.levels[0] if self.levels and isinstance(self.levels[0], Outside) else None

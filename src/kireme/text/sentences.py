@@ -835,13 +835,8 @@ def paragraph_cuts(text: str, a: int = 0, b: int | None = None) -> list[int]:
 
     Found once per text (cached) and bisected, so the answer never depends on the window.
     """
-    b = len(text) if b is None else b
-    cuts = _paragraph_positions(text)
-    return list(cuts[bisect_right(cuts, a) : bisect_left(cuts, b)])
-
-
-def _paragraph_positions(text: str) -> tuple[int, ...]:
-    return _breaks(text).paragraphs
+    cuts = _breaks(text).paragraphs
+    return list(cuts[bisect_right(cuts, a) : bisect_left(cuts, len(text) if b is None else b)])
 
 
 class _Breaks(NamedTuple):
@@ -869,13 +864,19 @@ _END = cast(Callable[[re.Match[str]], int], re.Match.end)
 _GROUP_END = cast(Callable[[re.Match[str]], int], methodcaller("end", 1))
 
 
+_new_breaks = cast(
+    Callable[[type[_Breaks], tuple[tuple[int, ...], list[int], list[int]]], _Breaks], tuple.__new__
+)
+
+
 @lru_cache(maxsize=8)
 def _breaks(text: str) -> _Breaks:
     """Paragraph breaks and the blocks between blank lines, from one scan of the text (cached): in C where
     kireme's extension is built (`kireme._speedups.paragraph_breaks`), else `_breaks_python`."""
     if _NATIVE_BREAKS is not None:
         starts, blocks, items = _NATIVE_BREAKS(text)
-        return _Breaks(tuple(starts), blocks, items)
+        # the named tuple made as a tuple of its class, without its Python-level __new__ (once per text)
+        return _new_breaks(_Breaks, (tuple(starts), blocks, items))
     return _breaks_python(text)
 
 
