@@ -11,6 +11,7 @@ in text with no cut outside it, is cut as before (nothing is lost, no chunk grow
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import pytest
 from hypothesis import example, given, settings
@@ -257,3 +258,42 @@ def test_kept_brackets_in_c_is_the_python_reference(text: str, limit: int) -> No
     native = pytest.importorskip("kireme._speedups")
     assert native.kept_brackets(text, limit) == KeptBrackets.reference(text, SpanLimit(limit))
     assert KeptBrackets(SpanLimit(limit)).spans(text) == KeptBrackets.reference(text, SpanLimit(limit))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet="（）「」『』()【】〈〉《》〔〕甲乙、。\n", max_size=120),
+    limit=st.integers(0, 40),
+)
+@example(text="（" * 40 + "甲" + "）" * 40, limit=80)
+def test_kept_brackets_in_c_asks_another_measure_as_the_reference_does(text: str, limit: int) -> None:
+    """A measure other than characters (tokens): C finds the pairs and asks ``fits`` of exactly the pairs
+    the Python reference asks, in the same order, and keeps what it keeps."""
+    native = pytest.importorskip("kireme._speedups")
+
+    def measured(asked: list[tuple[int, int]]) -> Callable[[int, int], bool]:
+        def fits(start: int, end: int) -> bool:
+            asked.append((start, end))
+            return text.count("甲", start, end) * 3 + (end - start) <= limit  # not a length limit
+
+        return fits
+
+    asked_c: list[tuple[int, int]] = []
+    asked_py: list[tuple[int, int]] = []
+    assert native.kept_brackets(text, 0, measured(asked_c)) == KeptBrackets.reference(
+        text, measured(asked_py)
+    )
+    assert asked_c == asked_py
+    assert KeptBrackets(measured([])).spans(text) == KeptBrackets.reference(text, measured([]))
+
+
+def test_kept_brackets_in_c_passes_on_what_the_measure_raises() -> None:
+    native = pytest.importorskip("kireme._speedups")
+
+    def broken(start: int, end: int) -> bool:
+        raise ValueError("no tokenizer")
+
+    with pytest.raises(ValueError, match="no tokenizer"):
+        native.kept_brackets("甲（乙）丙", 0, broken)
+    with pytest.raises(TypeError, match="callable"):
+        native.kept_brackets("甲（乙）丙", 0, 5)

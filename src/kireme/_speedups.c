@@ -2841,10 +2841,11 @@ static PyObject *word_cuts(PyObject *self, PyObject *args) {
 }
 
 /*
- * `kept_brackets(text, limit)`: kireme/boundaries/levels.py `KeptBrackets.spans` for a limit in characters
- * (its reference: `bracket_pairs` over the whole text, each pair as (opening, after closing), sorted by
- * opening with the longer of two first, kept while it opens at or after the last kept one's end and is at
- * most `limit` long). The pairs: an opener pushed (the oldest dropped from a full stack of `_MAX_DEPTH`), a
+ * `kept_brackets(text, limit, fits=None)`: kireme/boundaries/levels.py `KeptBrackets.spans` (its reference:
+ * `bracket_pairs` over the whole text, each pair as (opening, after closing), sorted by opening with the
+ * longer of two first, kept while it opens at or after the last kept one's end and is at most `limit`
+ * characters long, or, where `fits` is given (another measure: tokens), while `fits(start, end)` is true:
+ * it is asked of exactly the pairs the reference asks it of, in the same order). The pairs: an opener pushed (the oldest dropped from a full stack of `_MAX_DEPTH`), a
  * closer paired with the nearest open bracket of its kind, the brackets opened after that one dropped.
  * Returns (starts, ends).
  */
@@ -2863,9 +2864,13 @@ static int bracket_order(const void *x, const void *y) {
 
 static PyObject *kept_brackets(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *text;
+    PyObject *text, *fits = Py_None;
     Py_ssize_t limit;
-    if (!PyArg_ParseTuple(args, "Un", &text, &limit)) return NULL;
+    if (!PyArg_ParseTuple(args, "Un|O", &text, &limit, &fits)) return NULL;
+    if (fits != Py_None && !PyCallable_Check(fits)) {
+        PyErr_SetString(PyExc_TypeError, "kept_brackets: fits must be callable or None");
+        return NULL;
+    }
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
@@ -2915,7 +2920,17 @@ static PyObject *kept_brackets(PyObject *self, PyObject *args) {
     if (starts == NULL || ends == NULL) goto error;
     Py_ssize_t last_end = -1;
     for (Py_ssize_t i = 0; i < count; i++) {
-        if (pairs[i].start < last_end || pairs[i].end - pairs[i].start > limit) continue;
+        if (pairs[i].start < last_end) continue;
+        if (fits == Py_None) {
+            if (pairs[i].end - pairs[i].start > limit) continue;
+        } else {
+            PyObject *answer = PyObject_CallFunction(fits, "nn", pairs[i].start, pairs[i].end);
+            if (answer == NULL) goto error;
+            int kept = PyObject_IsTrue(answer);
+            Py_DECREF(answer);
+            if (kept < 0) goto error;
+            if (!kept) continue;
+        }
         if (append_index(starts, pairs[i].start) < 0 || append_index(ends, pairs[i].end) < 0) goto error;
         last_end = pairs[i].end;
     }
@@ -3389,7 +3404,8 @@ static PyMethodDef methods[] = {
     {"word_cuts", word_cuts, METH_VARARGS, "word_cuts(text, a, b) -> the cuts of the word level"},
     {"quoted_ends", quoted_ends, METH_VARARGS, "quoted_ends(text, a, b) -> the cuts of the quoted sentence level"},
     {"kept_brackets", kept_brackets, METH_VARARGS,
-     "kept_brackets(text, limit) -> (starts, ends) of the outermost brackets at most limit characters long"},
+     "kept_brackets(text, limit, fits=None) -> (starts, ends) of the outermost brackets that fit (limit "
+     "characters, or fits(start, end))"},
     {"line_starts", line_starts, METH_VARARGS, "line_starts(text) -> 0 and the offset after every \\n"},
     {"plain_paragraph_starts", plain_paragraph_starts, METH_VARARGS,
      "plain_paragraph_starts(text) -> the paragraph starts of a text with no block syntax, else None"},

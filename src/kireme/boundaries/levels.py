@@ -380,8 +380,9 @@ class SpanLimit:
         return end - start <= self.limit
 
 
-# `KeptBrackets.spans` for a `SpanLimit` in C (`kireme._speedups.kept_brackets`), or None: the reference.
-_NATIVE_KEPT_BRACKETS: Callable[[str, int], tuple[list[int], list[int]]] | None = native("kept_brackets")
+# `KeptBrackets.spans` in C (`kireme._speedups.kept_brackets`: a `SpanLimit` read there, another test called), or
+# None: the reference.
+_NATIVE_KEPT_BRACKETS: Callable[..., tuple[list[int], list[int]]] | None = native("kept_brackets")
 
 
 class KeptBrackets:
@@ -402,10 +403,12 @@ class KeptBrackets:
         if last is not None and last[0] is text:
             return last[1]
         fits = self.fits
-        if _NATIVE_KEPT_BRACKETS is not None and type(fits) is SpanLimit:
-            found = _NATIVE_KEPT_BRACKETS(text, fits.limit)
-        else:
+        if _NATIVE_KEPT_BRACKETS is None:
             found = self.reference(text, fits)
+        elif type(fits) is SpanLimit:
+            found = _NATIVE_KEPT_BRACKETS(text, fits.limit)
+        else:  # the pairs found in C, each asked of ``fits`` as the reference asks it
+            found = _NATIVE_KEPT_BRACKETS(text, 0, fits)
         self._last = (text, found)
         return found
 
