@@ -12,6 +12,7 @@ they skip, and kireme runs in pure Python.
 
 from __future__ import annotations
 
+import array
 import hashlib
 import itertools
 import os
@@ -28,6 +29,7 @@ from tests.strategies import markdown_texts, text_and_window
 from tests.strategies import texts as mixed_texts
 
 import kireme.document as document_module
+import kireme.length as length_module
 from kireme import Document, chunkers, make_chunker, pack
 from kireme.boundaries import levels
 from kireme.boundaries.levels import CLAUSE, LINE, QUOTED_SENTENCE, SCRIPT, SENTENCE_LINE, WORD
@@ -222,6 +224,7 @@ SWITCHES = [
     (levels, "_NATIVE_WORD_CUTS", native.word_cuts, None),
     (levels, "_NATIVE_QUOTED_ENDS", native.quoted_ends, None),
     (levels, "_NATIVE_KEPT_BRACKETS", native.kept_brackets, None),
+    (length_module, "_NATIVE_TOKEN_OFFSETS", native.token_offsets, None),
     (markdown, "line_starts", native.line_starts, markdown._line_starts_python),
     (
         markdown,
@@ -273,6 +276,36 @@ def test_the_compiled_marks_are_the_vocabulary() -> None:
     assert closers == CLOSERS
     assert openers == "".join(OPEN_TO_CLOSE)
     assert their_closers == "".join(OPEN_TO_CLOSE.values())
+
+
+@given(st.one_of(scanned_texts, st.text(max_size=80)))
+def test_token_tables_in_c_equal_the_numpy_ones(text: str) -> None:
+    """Where each token of the stream starts, for any text (characters of one to four UTF-8 bytes, a token
+    that starts inside a character): the numpy steps and the one C pass agree."""
+    if not text:
+        return
+    starts, flags = length_module._token_tables_native(text)
+    numpy_starts, numpy_flags = length_module._token_tables_numpy(text)
+    assert list(starts) == list(numpy_starts) and list(flags) == list(numpy_flags)
+
+
+def test_token_tables_in_c_refuse_an_id_beyond_them() -> None:
+    counts, firsts, _ = length_module._token_char_tables()
+    ids = array.array("I", [0, len(counts)])
+    with pytest.raises(ValueError, match="not in the tables"):
+        native.token_offsets(ids, counts, firsts)
+    with pytest.raises(ValueError, match="4-byte"):
+        native.token_offsets(b"abc", counts, firsts)
+
+
+@pytest.mark.parametrize("strategy", ["fixed", "recursive", "paragraph", "sentence"])
+@given(text=st.one_of(scanned_texts, markdown_texts), size=st.sampled_from([8, 30, 120]))
+def test_token_chunks_are_the_same_either_way(strategy: str, text: str, size: int) -> None:
+    chunker = make_chunker(strategy, max_size=size, unit="tokens")
+    with scanner(c=False):
+        expected = chunker.chunk(text)
+    with scanner(c=True):
+        assert chunker.chunk(text) == expected
 
 
 @given(scanned_texts)

@@ -38,6 +38,8 @@
  *   line_starts         kireme/text/markdown.py `line_starts`: where every line starts (the outline's line map).
  *   clause_cuts         kireme/boundaries/levels.py `CLAUSE`: after clause marks (a comma before a digit aside).
  *   word_cuts           kireme/boundaries/levels.py `WORD`: where each run of spaces starts.
+ *   kept_brackets       kireme/boundaries/levels.py `KeptBrackets.spans`: the brackets a chunk keeps whole.
+ *   token_offsets       kireme/length.py `_TokenSizer`'s tables of a token stream (where each token starts).
  *   vocabulary          the marks compiled in, for the test that keeps them equal to kireme.text.marks.
  */
 #define PY_SSIZE_T_CLEAN
@@ -2944,6 +2946,55 @@ error:
 }
 
 /*
+ * `token_offsets(ids, counts, firsts)`: kireme/length.py `_TokenSizer`'s tables for one encoded text in one
+ * pass (its numpy steps, `_token_tables_numpy`, are the reference): for each token id (4-byte unsigned ints,
+ * as tiktoken's buffer holds them) the character its first byte belongs to — the characters begun in the
+ * bytes of the tokens before it (`counts`, one signed byte per id), less one when its first byte continues a
+ * character (`firsts`, one byte per id: 1 when it starts one) — as native 4-byte ints, and that `firsts` byte.
+ * Returns (starts, flags) as bytes; ValueError for an id the tables do not hold.
+ */
+static PyObject *token_offsets(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer ids, counts, firsts;
+    if (!PyArg_ParseTuple(args, "y*y*y*", &ids, &counts, &firsts)) return NULL;
+    PyObject *starts = NULL, *flags = NULL, *result = NULL;
+    if (ids.len % 4 != 0 || counts.len != firsts.len) {
+        PyErr_SetString(PyExc_ValueError, "token_offsets: ids must be 4-byte ints and the tables equally long");
+        goto done;
+    }
+    Py_ssize_t n = ids.len / 4, vocab = counts.len;
+    starts = PyBytes_FromStringAndSize(NULL, n * 4);
+    flags = PyBytes_FromStringAndSize(NULL, n);
+    if (starts == NULL || flags == NULL) goto done;
+    const unsigned char *id_bytes = ids.buf;
+    const signed char *count = counts.buf;
+    const signed char *first = firsts.buf;
+    char *start_bytes = PyBytes_AS_STRING(starts);
+    char *flag_bytes = PyBytes_AS_STRING(flags);
+    long long begun = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t t;
+        memcpy(&t, id_bytes + 4 * i, 4);
+        if ((Py_ssize_t)t >= vocab) {
+            PyErr_Format(PyExc_ValueError, "token_offsets: token id %lu is not in the tables", (unsigned long)t);
+            goto done;
+        }
+        int32_t at = (int32_t)(begun + first[t] - 1);
+        memcpy(start_bytes + 4 * i, &at, 4);
+        flag_bytes[i] = (char)first[t];
+        begun += count[t];
+    }
+    result = PyTuple_Pack(2, starts, flags);
+done:
+    Py_XDECREF(starts);
+    Py_XDECREF(flags);
+    PyBuffer_Release(&ids);
+    PyBuffer_Release(&counts);
+    PyBuffer_Release(&firsts);
+    return result;
+}
+
+/*
  * `line_starts(text)`: 0 and the offset after every "\n" (kireme/text/markdown.py `_line_starts_python`: the
  * start of every line; "\r\n" ends one line), without a regex match object per line.
  */
@@ -3403,6 +3454,8 @@ static PyMethodDef methods[] = {
      "clause_cuts(text, a, b, labels=False) -> the cuts of the clause level (labels: none after a speaker's name)"},
     {"word_cuts", word_cuts, METH_VARARGS, "word_cuts(text, a, b) -> the cuts of the word level"},
     {"quoted_ends", quoted_ends, METH_VARARGS, "quoted_ends(text, a, b) -> the cuts of the quoted sentence level"},
+    {"token_offsets", token_offsets, METH_VARARGS,
+     "token_offsets(ids, counts, firsts) -> (starts, flags) of a token stream, as bytes"},
     {"kept_brackets", kept_brackets, METH_VARARGS,
      "kept_brackets(text, limit, fits=None) -> (starts, ends) of the outermost brackets that fit (limit "
      "characters, or fits(start, end))"},

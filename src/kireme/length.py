@@ -23,10 +23,11 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import regex
 
+from kireme._native import native
 from kireme.errors import ConfigError
 from kireme.text.subword import DEFAULT_TOKENIZER, SubwordTokenizer, load_tokenizer, parse_tokenizer
 
@@ -250,6 +251,53 @@ def _is_token(piece: str) -> bool:
     return True
 
 
+def _token_tables_numpy(text: str) -> tuple[Sequence[int], Sequence[int]]:
+    """`_TokenSizer`'s tables of a non-empty ``text``: the character each stream token's first byte belongs
+    to (sorted), and whether that byte starts the character (1) or continues it (0). The reference, and the
+    way for a text encoded in parallel parts (each part's ids let go once read: two bytes a token kept)."""
+    import numpy as np
+
+    char_counts, first_is_start, _ = _token_char_tables()
+    counts: list[npt.NDArray[np.int8] | None] = []
+    firsts: list[npt.NDArray[np.int8] | None] = []
+    for part in _encode_stream(text):  # each part's ids are let go once read: two bytes a token kept
+        ids = part.view(np.int32)  # ids < 2**31: a view, no copy
+        counts.append(char_counts[ids])
+        firsts.append(first_is_start[ids])
+        del part, ids
+    total = sum(len(c) for c in counts if c is not None)
+    starts = np.empty(total, dtype=np.int32)
+    flags = np.empty(total, dtype=np.int8)
+    pos = begun = 0
+    for k, (count, first) in enumerate(zip(counts, firsts, strict=True)):
+        assert count is not None and first is not None
+        counts[k] = firsts[k] = None  # let go as soon as it is read
+        # the character a token's first byte belongs to: the characters begun before it, less one
+        # when it continues a character
+        block = starts[pos : pos + len(count)]
+        np.cumsum(count, dtype=np.int32, out=block)
+        block -= count
+        block += first
+        block += begun - 1
+        flags[pos : pos + len(count)] = first
+        begun += int(count.sum(dtype=np.int64))
+        pos += len(count)
+        del count, first, block
+    return starts.data, flags.data  # memoryviews: bisected and indexed as fast as arrays
+
+
+def _token_tables_native(text: str) -> tuple[Sequence[int], Sequence[int]]:
+    """`_token_tables_numpy` for a text encoded in one part, in one C pass (`kireme._speedups.token_offsets`):
+    a dozen numpy calls cost more than the pass itself on a short document."""
+    char_counts, first_is_start, _ = _token_char_tables()
+    assert _NATIVE_TOKEN_OFFSETS is not None
+    starts, flags = _NATIVE_TOKEN_OFFSETS(_encode_part(text), char_counts, first_is_start)
+    return memoryview(starts).cast("i"), flags
+
+
+_NATIVE_TOKEN_OFFSETS: Callable[[Any, Any, Any], tuple[bytes, bytes]] | None = native("token_offsets")
+
+
 class _TokenSizer:
     """Span sizes from one encoding of the whole text.
 
@@ -268,8 +316,6 @@ class _TokenSizer:
     exact_estimates = False
 
     def __init__(self, text: str) -> None:
-        import numpy as np
-
         self._text = text
         self._n = len(text)
         self._starts: Sequence[int] = array("i")
@@ -277,34 +323,10 @@ class _TokenSizer:
         self._exact_sizes: dict[tuple[int, int], int] = {}
         if not text:
             return
-        char_counts, first_is_start, _ = _token_char_tables()
-        counts: list[npt.NDArray[np.int8] | None] = []
-        firsts: list[npt.NDArray[np.int8] | None] = []
-        for part in _encode_stream(text):  # each part's ids are let go once read: two bytes a token kept
-            ids = part.view(np.int32)  # ids < 2**31: a view, no copy
-            counts.append(char_counts[ids])
-            firsts.append(first_is_start[ids])
-            del part, ids
-        total = sum(len(c) for c in counts if c is not None)
-        starts = np.empty(total, dtype=np.int32)
-        flags = np.empty(total, dtype=np.int8)
-        pos = begun = 0
-        for k, (count, first) in enumerate(zip(counts, firsts, strict=True)):
-            assert count is not None and first is not None
-            counts[k] = firsts[k] = None  # let go as soon as it is read
-            # the character a token's first byte belongs to: the characters begun before it, less one
-            # when it continues a character
-            block = starts[pos : pos + len(count)]
-            np.cumsum(count, dtype=np.int32, out=block)
-            block -= count
-            block += first
-            block += begun - 1
-            flags[pos : pos + len(count)] = first
-            begun += int(count.sum(dtype=np.int64))
-            pos += len(count)
-            del count, first, block
-        self._starts = starts.data  # a memoryview: bisected and indexed as fast as an array
-        self._flags = flags.data
+        if _NATIVE_TOKEN_OFFSETS is not None and len(text) < _PARALLEL_MIN_CHARS:
+            self._starts, self._flags = _token_tables_native(text)
+            return
+        self._starts, self._flags = _token_tables_numpy(text)
 
     def _before(self, c: int) -> int:
         """Stream tokens that start before character ``c``."""
