@@ -254,6 +254,8 @@ def test_semantic_units_end_outside_short_brackets(max_unit_chars: int) -> None:
 )
 @example(text="（" * 40 + "甲" + "）" * 40, limit=80)  # deeper than the stack the scan keeps
 @example(text="「（」）（）", limit=10)
+@example(text="a (b) [c (d)] e) (f", limit=6)  # one byte a character
+@example(text="😀（甲）「😀」(乙", limit=4)  # four bytes a character
 def test_kept_brackets_in_c_is_the_python_reference(text: str, limit: int) -> None:
     native = pytest.importorskip("kireme._speedups")
     assert native.kept_brackets(text, limit) == KeptBrackets.reference(text, SpanLimit(limit))

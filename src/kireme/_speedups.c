@@ -2882,9 +2882,23 @@ static PyObject *kept_brackets(PyObject *self, PyObject *args) {
     Py_ssize_t count = 0, room = 0;
     BracketPair *pairs = NULL;
     PyObject *starts = NULL, *ends = NULL;
+    /* the next bracket at or after p (n: none), by the text's kind: one table read per character */
+#define NEXT_BRACKET(T)                                                                      \
+    do {                                                                                     \
+        const T *t = data;                                                                   \
+        while (p < n && (t[p] >= 0x10000 || !(MARK_CLASS[t[p]] & (MARK_OPENER | MARK_BRACKET_CLOSER)))) \
+            p++;                                                                             \
+    } while (0)
     for (Py_ssize_t p = 0; p < n; p++) {
+        if (kind == PyUnicode_1BYTE_KIND) {
+            NEXT_BRACKET(Py_UCS1);
+        } else if (kind == PyUnicode_2BYTE_KIND) {
+            NEXT_BRACKET(Py_UCS2);
+        } else {
+            NEXT_BRACKET(Py_UCS4);
+        }
+        if (p >= n) break;
         Py_UCS4 c = PyUnicode_READ(kind, data, p);
-        if (c >= 0x10000 || !(MARK_CLASS[c] & (MARK_OPENER | MARK_BRACKET_CLOSER))) continue;
         int opener = opener_index(c);
         if (opener >= 0) {
             if (depth == BRACKET_MAX_DEPTH) {
@@ -2916,6 +2930,7 @@ static PyObject *kept_brackets(PyObject *self, PyObject *args) {
             break;
         }
     }
+#undef NEXT_BRACKET
     if (count > 1) qsort(pairs, (size_t)count, sizeof(BracketPair), bracket_order);
     starts = PyList_New(0);
     ends = PyList_New(0);
