@@ -28,6 +28,7 @@ from kireme.boundaries.levels import (
     WORD,
     BracketEdges,
     KeptBrackets,
+    MeasuredLimit,
     OutsideBrackets,
     SpanLimit,
     keep_brackets,
@@ -299,3 +300,45 @@ def test_kept_brackets_in_c_passes_on_what_the_measure_raises() -> None:
         native.kept_brackets("甲（乙）丙", 0, broken)
     with pytest.raises(TypeError, match="callable"):
         native.kept_brackets("甲（乙）丙", 0, 5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(alphabet="（）「」()甲乙、。 a😀\n", max_size=120),
+    sure=st.integers(0, 12),
+)
+def test_kept_brackets_in_c_keeps_short_pairs_of_a_measured_limit_unasked(text: str, sure: int) -> None:
+    """A `MeasuredLimit` says that spans up to ``sure`` characters fit: C keeps those without asking its
+    test, asks it of the longer ones in the reference's order, and answers as the reference does."""
+    native = pytest.importorskip("kireme._speedups")
+    asked: list[tuple[int, int]] = []
+
+    def test(start: int, end: int) -> bool:
+        asked.append((start, end))
+        return end - start <= sure or text.count("甲", start, end) < 2
+
+    expected = KeptBrackets.reference(text, MeasuredLimit(test, sure))
+    asked.clear()
+    assert native.kept_brackets(text, sure, test) == expected
+    assert all(end - start > sure for start, end in asked)
+    assert KeptBrackets(MeasuredLimit(test, sure)).spans(text) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.text(
+        alphabet=st.sampled_from(["甲", "a", " ", "😀", "é", "\u0301", "（", "）", "\n", "。"]), max_size=160
+    ),
+    size=st.integers(4, 80),
+)
+def test_a_span_of_the_sure_length_fits_a_token_budget(text: str, size: int) -> None:
+    """What `Chunker.fits_budget` promises in cl100k tokens: every span of at most ``sure`` characters fits
+    (a character is four bytes at most, a token one byte at least) — the test agrees on each one."""
+    chunker = make_chunker("recursive", max_size=size, unit="tokens")
+    document = Document(text)
+    fits = chunker.fits_budget(document, chunker.measure.for_text(text))
+    assert isinstance(fits, MeasuredLimit)
+    for start in range(len(text)):
+        end = min(len(text), start + fits.sure)
+        if start < end:
+            assert fits.test(start, end)

@@ -2847,7 +2847,8 @@ static PyObject *word_cuts(PyObject *self, PyObject *args) {
  * `bracket_pairs` over the whole text, each pair as (opening, after closing), sorted by opening with the
  * longer of two first, kept while it opens at or after the last kept one's end and is at most `limit`
  * characters long, or, where `fits` is given (another measure: tokens), while `fits(start, end)` is true:
- * it is asked of exactly the pairs the reference asks it of, in the same order). The pairs: an opener pushed (the oldest dropped from a full stack of `_MAX_DEPTH`), a
+ * it is asked of the pairs the reference asks it of, in the same order, but those at most `limit`
+ * characters long, which the caller knows fit; -1 asks it of all). The pairs: an opener pushed (the oldest dropped from a full stack of `_MAX_DEPTH`), a
  * closer paired with the nearest open bracket of its kind, the brackets opened after that one dropped.
  * Returns (starts, ends).
  */
@@ -2940,7 +2941,7 @@ static PyObject *kept_brackets(PyObject *self, PyObject *args) {
         if (pairs[i].start < last_end) continue;
         if (fits == Py_None) {
             if (pairs[i].end - pairs[i].start > limit) continue;
-        } else {
+        } else if (pairs[i].end - pairs[i].start > limit) { /* at most limit characters: fits, unasked */
             PyObject *answer = PyObject_CallFunction(fits, "nn", pairs[i].start, pairs[i].end);
             if (answer == NULL) goto error;
             int kept = PyObject_IsTrue(answer);

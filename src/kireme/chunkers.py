@@ -23,6 +23,7 @@ from kireme.boundaries.levels import (
     PARAGRAPH,
     SENTENCE,
     Level,
+    MeasuredLimit,
     PositionLevel,
     SpanLimit,
     _drop_inside,
@@ -35,7 +36,7 @@ from kireme.boundaries.presets import PRESET_ALIASES, PRESETS, PROSE_PRESETS, ma
 from kireme.context import ContextBuilder, check_context_mode
 from kireme.document import NO_METADATA, Chunk, ChunkIds, Document, RegionIndex, lazy_chunk, text_document
 from kireme.errors import ConfigError
-from kireme.length import Measure, SpanSizer, _CharSizer, get_measure
+from kireme.length import Measure, SpanSizer, Tokens, _CharSizer, get_measure
 from kireme.pack import PACKINGS, PackedSpan, pack, whole_span
 from kireme.text.headings import prose_headings
 from kireme.text.markdown import (
@@ -47,6 +48,7 @@ from kireme.text.markdown import (
     markdown_headings,
 )
 from kireme.text.sentences import check_sentence_mode
+from kireme.text.subword import DEFAULT_TOKENIZER
 from kireme.text.tableheaders import TABLE_FORMATS, TableHeaders, table_headers
 
 DEFAULT_MAX_SIZE = 512
@@ -399,6 +401,10 @@ class Chunker:
                 size + _SURE_FIT_MARGIN <= budget or measured.exact([(a, b)])[0] <= budget
             )
 
+        if isinstance(self.measure, Tokens) and self.measure.tokenizer == DEFAULT_TOKENIZER:
+            # cl100k: a token holds a byte at least, and the stream's tokens starting in a span, one more for
+            # a token it cuts, no more than its bytes and one; a character is four bytes at most
+            return MeasuredLimit(fits, (budget - 1) // 4)
         return fits
 
     def keeps_lead_ins_with_code(self, doc: Document) -> bool:

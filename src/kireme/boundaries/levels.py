@@ -380,8 +380,23 @@ class SpanLimit:
         return end - start <= self.limit
 
 
-# `KeptBrackets.spans` in C (`kireme._speedups.kept_brackets`: a `SpanLimit` read there, another test called), or
-# None: the reference.
+class MeasuredLimit:
+    """``test(start, end)`` for a measure other than characters (tokens), with what C may read: every span
+    of at most ``sure`` characters fits (its answer is ``True``; `KeptBrackets` does not ask it). A plain
+    class with slots: a document measured in tokens makes its own."""
+
+    __slots__ = ("sure", "test")
+
+    def __init__(self, test: Callable[[int, int], bool], sure: int) -> None:
+        self.test = test
+        self.sure = sure
+
+    def __call__(self, start: int, end: int) -> bool:
+        return self.test(start, end)
+
+
+# `KeptBrackets.spans` in C (`kireme._speedups.kept_brackets`: a `SpanLimit` read there, another test called,
+# a `MeasuredLimit`'s short spans kept without asking it), or None: the reference.
 _NATIVE_KEPT_BRACKETS: Callable[..., tuple[list[int], list[int]]] | None = native("kept_brackets")
 
 
@@ -407,8 +422,10 @@ class KeptBrackets:
             found = self.reference(text, fits)
         elif type(fits) is SpanLimit:
             found = _NATIVE_KEPT_BRACKETS(text, fits.limit)
+        elif type(fits) is MeasuredLimit:  # the pairs found in C, the longer ones asked of the test
+            found = _NATIVE_KEPT_BRACKETS(text, fits.sure, fits.test)
         else:  # the pairs found in C, each asked of ``fits`` as the reference asks it
-            found = _NATIVE_KEPT_BRACKETS(text, 0, fits)
+            found = _NATIVE_KEPT_BRACKETS(text, -1, fits)
         self._last = (text, found)
         return found
 
