@@ -2848,8 +2848,9 @@ static PyObject *word_cuts(PyObject *self, PyObject *args) {
  * longer of two first, kept while it opens at or after the last kept one's end and is at most `limit`
  * characters long, or, where `fits` is given (another measure: tokens), while `fits(start, end)` is true:
  * it is asked of the pairs the reference asks it of, in the same order, but those at most `limit`
- * characters long, which the caller knows fit; -1 asks it of all). The pairs: an opener pushed (the oldest dropped from a full stack of `_MAX_DEPTH`), a
- * closer paired with the nearest open bracket of its kind, the brackets opened after that one dropped.
+ * characters long, which the caller knows fit; -1 asks it of all). The pairs: an opener pushed (the oldest
+ * dropped from a full stack of `_MAX_DEPTH`), a closer paired with the nearest open bracket of its kind, the
+ * brackets opened after that one dropped.
  * Returns (starts, ends).
  */
 #define BRACKET_MAX_DEPTH 32

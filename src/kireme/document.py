@@ -163,12 +163,10 @@ def text_document(text: str, fmt: str | None = None) -> Document:
     without the frozen dataclass's ``__init__`` (a chunker handed a string makes one per call; a fifth of the
     time a 20-character string takes): the same fields, the same id worked out when read."""
     doc = object.__new__(Document)
-    if fmt is None:
-        # its `format` set too: what the cached property would work out at its first read, without the
-        # property's lock (every step of chunking reads it)
-        doc.__dict__.update(text=text, metadata=_NO_METADATA, regions=(), format="text")
-    else:
-        doc.__dict__.update(text=text, metadata=_format_metadata(fmt), regions=(), format=fmt or "text")
+    metadata = _NO_METADATA if fmt is None else _format_metadata(fmt)
+    # its `format` set too: what the cached property would work out at its first read, without the
+    # property's lock (every step of chunking reads it)
+    doc.__dict__.update(text=text, metadata=metadata, regions=(), format=fmt or "text")
     return doc
 
 

@@ -194,8 +194,8 @@ class _Packer:
         # between lines, never inside one
         self.overlap_levels = self.levels if overlap_levels is None else self.levels[:overlap_levels]
         # spans (tables, code blocks) no overlap starts inside: half a row or a command, a stray fence
-        self.no_overlap = sorted(no_overlap_inside) if no_overlap_inside else []
-        self.no_overlap_starts = [a for a, _ in self.no_overlap] if no_overlap_inside else []
+        self.no_overlap = sorted(no_overlap_inside)
+        self.no_overlap_starts = [a for a, _ in self.no_overlap] if self.no_overlap else []
         self.merge = merge
         self.budget = max_size - overlap
         # a grapheme cluster up to this size is never split, even when it is over ``max_size`` (a caller's
@@ -1138,6 +1138,7 @@ def pack(
         whole = whole_span(text, sizer, max_size, span)
         if whole is not None:
             return whole
+    # by position: a packer is built per packed text or section
     args = (
         text,
         levels,
@@ -1150,8 +1151,11 @@ def pack(
         heading_end,
         gap_cost,
         span,
+        hard_max_size,
+        cut_memo,
+        overlap_levels,
+        no_overlap_inside,
     )
-    rest = (hard_max_size, cut_memo, overlap_levels, no_overlap_inside)
     if packing == "optimal":
-        return _OptimalPacker(*args, *rest, target_size=target_size).run()
-    return _Packer(*args, *rest).run()  # by position: a packer is built per packed text or section
+        return _OptimalPacker(*args, target_size=target_size).run()
+    return _Packer(*args).run()
