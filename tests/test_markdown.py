@@ -375,6 +375,36 @@ def test_line_marks_in_c_are_the_patterns(text: str, lo: int, hi: int) -> None:
         )
 
 
+@settings(max_examples=1500, deadline=None)
+@given(st.text(alphabet=" \t\r\n<>/:-!_.aZ9名x", max_size=40))
+@example("x\n  <Tabs>\n")
+@example("x\n:::")
+@example("<!--")
+def test_opening_lines_told_as_the_pattern_tells_them(text: str) -> None:
+    """`has_opening_lines`, answered from the C pass over the line feeds, is the pattern's answer; and
+    `holds` is ``in``."""
+    import kireme.text.markdown as markdown
+
+    expected = markdown._OPENER_RUN.match(text) is not None or markdown._OPENER_HINT.search(text) is not None
+    assert markdown.has_opening_lines(text) == expected
+    for needle, gate in (("<!--", ""), ("-->", ">"), ("</", ""), ("```", "`")):
+        assert markdown.holds(text, needle, gate) == (needle in text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="#- |\t\r\n\x00aZ名`>", max_size=60))
+@example("# 見出し\r\n\r\n本文\x00です\r\n")
+@example("a\rb\n===\r")
+def test_newlines_and_nul_read_as_markdown_it_reads_them(text: str) -> None:
+    """kireme's parser skips markdown-it's ``normalize`` rule only where it would change nothing: a text
+    with ``\r`` or NUL parses to the tokens of the parser as shipped."""
+    from kireme.text.markdown import _parser
+
+    shipped = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
+    ours = [(t.type, t.map, t.content, t.markup) for t in _parser().parse(text, {})]
+    assert ours == [(t.type, t.map, t.content, t.markup) for t in shipped.parse(text, {})]
+
+
 # lines made to test the C scan's edges: runs of marks just short of or past what opens a block, a closing
 # fence indented three or four columns, marks after spaces, a heading closed by its own marks
 _EDGE_LINES = [

@@ -1338,6 +1338,47 @@ def test_the_length_test_never_rejects_a_line_that_says_the_title(title: str, pa
         assert builder._may_say_title(line) or not builder._is_title(line)
 
 
+def test_a_printable_ascii_character_splits_the_title_key() -> None:
+    """What `ContextBuilder._key_may_start` stands on: NFKC of any character followed by a printable ASCII
+    one is NFKC of the character, then that one (no composition takes ASCII as its second part), for every
+    code point; so the key of a line's first characters, cut before one, starts the line's key."""
+    import sys
+
+    for code in range(sys.maxunicode + 1):
+        if 0xD800 <= code < 0xE000:
+            continue
+        char = chr(code)
+        alone = unicodedata.normalize("NFKC", char)
+        for ascii in "a~":
+            assert unicodedata.normalize("NFKC", char + ascii) == alone + ascii, hex(code)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    title=st.lists(_TITLE_CHARS | st.sampled_from(["Wnt", "β", "-", "Cell 7."]), min_size=1, max_size=12).map(
+        "".join
+    ),
+    tail=st.text(alphabet="aβ é.\u0301", max_size=30),
+)
+def test_a_line_opening_otherwise_is_turned_down_early(title: str, tail: str) -> None:
+    """A line whose first words are not the title's is turned down on them (`_key` of the whole line
+    never taken), and a line that is the title, written another way, still passes."""
+    import kireme.context as context
+
+    builder = ContextBuilder("title", title, None, len, 100)
+    other = "Curve " + "x" * 20 + " " + title + tail  # opens with other words, long enough to be cut early
+    keyed: list[str] = []
+    real = context._key
+    try:
+        context._key = lambda name: keyed.append(name) or real(name)  # type: ignore[func-returns-value]
+        assert not builder._may_say_title(other)
+        assert all(len(name) < len(other) for name in keyed)
+    finally:
+        context._key = real
+    written = unicodedata.normalize("NFD", title).upper()
+    assert builder._may_say_title(written) or not builder._is_title(written)
+
+
 LEAD_IN_DOC = """# 申請の手順
 
 出張の申請は、出発の五営業日前までに行います。申請書は総務課の共有フォルダにあります。

@@ -319,7 +319,7 @@ class Chunker:
         are not read."""
         text = doc.text
         if doc.format not in MARKDOWN_FORMATS or (
-            "|" not in text and "```" not in text and "~~~" not in text
+            "|" not in text and not ("`" in text and "```" in text) and not ("~" in text and "~~~" in text)
         ):
             return None
         from kireme.text.markdown import code_lines, fenced_blocks, line_starts, markdown_outline

@@ -24,6 +24,8 @@ from kireme.text.markdown import Heading, HeadingPaths
 CONTEXT_MODES = ("none", "title", "headings")
 # the marks of an ATX heading line: "## 第2章 ##" names "第2章"
 _ATX_MARKS = re.compile(r"^#{1,6}(?=\s|$)|\s+#+$")
+# a printable ASCII character: where a line's key may be cut without changing what comes before it
+_ASCII_GRAPHIC = re.compile(r"[!-~]")
 
 
 def check_context_mode(mode: str) -> str:
@@ -87,12 +89,29 @@ class ContextBuilder:
         case folding is one character for one). Spares normalising a long first line."""
         # an ASCII line's key is its words lower-cased (NFKC leaves ASCII as it is): no longer than the title's
         limit = len(self._title_key) if line.isascii() else 4 * len(self._title_key) + 4
-        if len(line) <= limit:
+        if len(line) > limit:
+            # collapsing a prefix never gives more than collapsing the whole line: a long line is turned down
+            # after reading twice the limit, not all of it (a paragraph of prose is every "first line" of its
+            # chunks)
+            head = line[: 2 * limit + 2]
+            if len(" ".join(head.split())) > limit or len(" ".join(line.split())) > limit:
+                return False
+        return self._key_may_start(line)
+
+    def _key_may_start(self, line: str) -> bool:
+        """Whether the title's key may start with the key of ``line``'s first characters, up to the first
+        printable ASCII character from the 16th on: a line that does not open with the title's first words
+        is turned down after normalising a few words, not all of it (a long title lets many lines through
+        the length test).
+
+        Sound because a printable ASCII character splits normalisation: no canonical composition takes an
+        ASCII character as its second part, so NFKC of ``a + b`` is NFKC of ``a`` then of ``b`` when ``b``
+        starts with one (checked over every code point in the tests); case folding is one character at a
+        time; and collapsing whitespace keeps the key of ``a`` as the start of the key of ``a + b``."""
+        found = _ASCII_GRAPHIC.search(line, 16)
+        if found is None:
             return True
-        # collapsing a prefix never gives more than collapsing the whole line: a long line is turned down
-        # after reading twice the limit, not all of it (a paragraph of prose is every "first line" of its chunks)
-        head = line[: 2 * limit + 2]
-        return len(" ".join(head.split())) <= limit and len(" ".join(line.split())) <= limit
+        return self._title_key.startswith(_key(line[: found.start()]))
 
     def _is_title(self, name: str) -> bool:
         """Whether ``name`` says the title (`_key` equal), remembered per name."""
