@@ -32,6 +32,7 @@ from kireme.text.markdown import (
     markdown_outline,
     paragraph_starts,
 )
+from kireme.text.quick import has_content, holds
 
 GUIDE = (
     "# 導入ガイド\r\n\r\n"
@@ -381,14 +382,17 @@ def test_line_marks_in_c_are_the_patterns(text: str, lo: int, hi: int) -> None:
 @example("x\n:::")
 @example("<!--")
 def test_opening_lines_told_as_the_pattern_tells_them(text: str) -> None:
-    """`has_opening_lines`, answered from the C pass over the line feeds, is the pattern's answer; and
-    `holds` is ``in``."""
+    """`has_opening_lines`, answered from the C pass over the line feeds, is the pattern's answer; `holds`
+    is ``in``, and `has_content` a stripped slice's truth."""
     import kireme.text.markdown as markdown
 
     expected = markdown._OPENER_RUN.match(text) is not None or markdown._OPENER_HINT.search(text) is not None
     assert markdown.has_opening_lines(text) == expected
     for needle, gate in (("<!--", ""), ("-->", ">"), ("</", ""), ("```", "`")):
-        assert markdown.holds(text, needle, gate) == (needle in text)
+        assert holds(text, needle, gate) == (needle in text)
+    for a in range(len(text) + 1):
+        assert has_content(text, a, len(text)) == bool(text[a:].strip())
+        assert has_content(text, 0, a) == bool(text[:a].strip())
 
 
 @settings(max_examples=500, deadline=None)

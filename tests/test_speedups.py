@@ -36,7 +36,7 @@ from kireme.boundaries.levels import CLAUSE, LINE, QUOTED_SENTENCE, SCRIPT, SENT
 from kireme.document import NO_METADATA, Chunk, ChunkIds, Region
 from kireme.pack import PackedSpan
 from kireme.structure import layout
-from kireme.text import graphemes, headings, markdown, sentences
+from kireme.text import graphemes, headings, leads, markdown, sentences
 from kireme.text.caches import clear_text_caches
 from kireme.text.graphemes import SIMPLE_CHARS
 from kireme.text.marks import CLOSERS, OPEN_TO_CLOSE, TERMINATORS
@@ -233,6 +233,8 @@ SWITCHES = [
         markdown._plain_paragraph_starts_python,
     ),
     (layout, "line_starts", native.line_starts, markdown._line_starts_python),
+    (markdown, "_NATIVE_LINE_MARKS", native.line_marks, None),
+    (leads, "_NATIVE_LINE_END_MARKS", native.line_end_marks, None),
 ]
 
 
@@ -306,6 +308,31 @@ def test_token_chunks_are_the_same_either_way(strategy: str, text: str, size: in
         expected = chunker.chunk(text)
     with scanner(c=True):
         assert chunker.chunk(text) == expected
+
+
+_LINE_END_TEXTS = st.text(alphabet=" \t\r\n\u3000:：?？.．aZ名_-", max_size=50)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(text=_LINE_END_TEXTS, lo=st.integers(0, 55), hi=st.integers(0, 55))
+@example("a:\r \n", 0, 5)  # a "\r" before blanks: the C look back takes it, the lead-in pattern does not
+@example("Cell.\u3000\nbody", 0, 11)
+@example("x?", 0, 2)  # the end of the window ends the line
+def test_marks_at_line_ends_in_c_find_what_the_patterns_find(text: str, lo: int, hi: int) -> None:
+    """`leads._at_line_ends` with the marks that end a line found in C (`line_end_marks`, then each pattern
+    tried there) gives the matches of searching each pattern through ``[lo, hi)``, for the three kinds
+    of line end the lead-in rules read: a lead-in with the blank lines after it, a lead-in line's end, a
+    paragraph title's full stop."""
+    families = [
+        dict(zip(leads._MARKS, leads._LEAD_IN_ENDS, strict=True)),
+        dict(zip(leads._MARKS, leads._LEAD_IN_LINE_ENDS, strict=True)),
+        dict(zip(".．", leads._TITLE_STOPS, strict=True)),
+    ]
+    for patterns in families:
+        with scanner(c=False):
+            expected = [m.span() for m in leads._at_line_ends(text, lo, hi, patterns)]
+        with scanner(c=True):
+            assert [m.span() for m in leads._at_line_ends(text, lo, hi, patterns)] == expected
 
 
 @given(scanned_texts)

@@ -85,6 +85,9 @@ def scan_blocks(text: str, pos: int, /) -> tuple[list[int], list[int], list[int]
     closing line start and end, marker length, info start and end), where the block left to Python starts,
     and whether only blank lines are left."""
 
+def line_end_marks(text: str, lo: int, hi: int, marks: str, /) -> list[int]:
+    """Where a character of ``marks`` ends its line in ``[lo, hi)`` (only blanks after it to a line feed or ``hi``)."""
+
 def line_marks(text: str, lo: int, hi: int, closers: bool, /) -> list[int]:
     """With ``closers``: the start and end (flat) of each ``_CLOSER_LINE`` match of ``finditer(text, lo, hi)``;
     without: the start of each line ``_OPENER_HINT`` finds there."""

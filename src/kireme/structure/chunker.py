@@ -35,6 +35,7 @@ from kireme.structure.tables import (
 )
 from kireme.text.leads import lead_ins
 from kireme.text.markdown import CodeBlock, HeadingPaths, Outline, Table
+from kireme.text.quick import has_content
 from kireme.text.subword import DEFAULT_TOKENIZER
 from kireme.text.tableheaders import compact_header
 
@@ -369,7 +370,9 @@ class StructureChunker(Chunker):
         starts = [h.start for h in heads]
         bounds: list[tuple[int, int]] = []
         first = heads[0].start if heads else len(text)
-        if text[outline.front_matter_end : first].strip() or (not heads and text.strip()):
+        if has_content(text, outline.front_matter_end, first) or (
+            not heads and has_content(text, 0, len(text))
+        ):
             bounds.append((0, first))
         elif outline.front_matter_end and heads:
             # front matter alone goes with the first section when they fit one chunk; else it is a section
@@ -577,19 +580,19 @@ class StructureChunker(Chunker):
             ):
                 lead = start
             if (
-                text[pos:lead].strip()
+                has_content(text, pos, lead)
                 and sizer.estimate(pos, start) > own[0].max_size // 2
                 and not _only_headings(text, outline, pos, lead)  # a heading goes on with its lead-in
             ):
                 out.append(Section(pos, lead, budget))
                 if lead < start:
                     own = rebuild(lead)
-            elif text[pos:start].strip():
+            elif has_content(text, pos, start):
                 if (
                     own[0].code is not None
                     and len(own) == 1
                     and sizer.estimate(lead, end) <= self.max_size < sizer.estimate(pos, end)
-                    and text[pos:lead].strip()
+                    and has_content(text, pos, lead)
                 ):  # a code block that fits is never cut to keep the heading above it: that goes before it
                     out.append(Section(pos, lead, budget))
                     if lead < start:
@@ -608,7 +611,7 @@ class StructureChunker(Chunker):
                 end = trail
             out.extend(own)
             pos = end
-        if text[pos:b].strip() or not out:
+        if has_content(text, pos, b) or not out:
             out.append(Section(pos, b, budget))
         return out
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
+from typing import cast
 
+from kireme._native import native
 from kireme.text.headings import HeadingEnds, in_list, is_heading_line, is_lead_in_line, titled_paragraph_line
 from kireme.text.markdown import Outline
 
@@ -26,10 +28,32 @@ def _lead_in_patterns(after: str) -> tuple[re.Pattern[str], ...]:
 _MARKS = ":：?？"
 
 
-def _searched(text: str, patterns: tuple[re.Pattern[str], ...]) -> list[re.Pattern[str]]:
-    """The patterns (one per mark of `_MARKS`) whose mark is in ``text``: a text without one is not searched
-    for it (``in`` scans a text about seven times faster than the pattern's search)."""
-    return [pattern for pattern, mark in zip(patterns, _MARKS, strict=True) if mark in text]
+def _at_line_ends(text: str, lo: int, hi: int, patterns: dict[str, re.Pattern[str]]) -> list[re.Match[str]]:
+    """The matches in ``[lo, hi)`` (``hi`` the text's end for them, as ``finditer(text, lo, hi)`` has it) of
+    ``patterns`` (by mark: each opens with its mark and matches only where the mark ends its line, blanks
+    aside), in order. With the extension the marks that end a line are found in one pass over the line
+    feeds (`kireme._speedups.line_end_marks`) and each pattern is tried there alone; without it each pattern
+    is searched for through the text (``:`` and ``.`` are everywhere in English)."""
+    if _NATIVE_LINE_END_MARKS is None:
+        found = [m for pattern in patterns.values() for m in pattern.finditer(text, lo, hi)]
+        found.sort(key=_START)
+        return found
+    matches = []
+    for pos in _NATIVE_LINE_END_MARKS(text, lo, hi, "".join(patterns)):
+        match = patterns[text[pos]].match(text, pos, hi)
+        if match is not None:
+            matches.append(match)
+    return matches
+
+
+def _present(text: str, marks: str, patterns: Sequence[re.Pattern[str]]) -> dict[str, re.Pattern[str]]:
+    """The patterns (one per mark of ``marks``) whose mark is in ``text``, by mark: a text without one is not
+    searched for it."""
+    return {mark: pattern for mark, pattern in zip(marks, patterns, strict=True) if mark in text}
+
+
+_START = cast("Callable[[re.Match[str]], int]", re.Match.start)
+_NATIVE_LINE_END_MARKS: Callable[[str, int, int, str], list[int]] | None = native("line_end_marks")
 
 
 _LEAD_IN_ENDS = _lead_in_patterns(r"[ \t]*\r?\n(?:[ \t]*\r?\n)*")
@@ -50,14 +74,14 @@ def lead_ins(text: str, outline: Outline, only: Collection[int] | None = None) -
     if not starts:
         return []
     labels = _label_lines(text, outline, only)
-    searched = _searched(text, _LEAD_IN_ENDS)
+    searched = _present(text, _MARKS, _LEAD_IN_ENDS)
     if not searched:
         return labels
     headings: set[int] | None = None  # made at the first candidate
     blocks: set[int] = set()
     out: list[tuple[int, int]] = []
     if only is None:
-        ends = sorted((m.start("mark"), m.end()) for pattern in searched for m in pattern.finditer(text))
+        ends = [(m.start("mark"), m.end()) for m in _at_line_ends(text, 0, len(text), searched)]
     else:
         ends = sorted(found for after in only if (found := _mark_before(text, after, searched)) is not None)
     for colon, after in ends:  # ``colon``: the mark's offset
@@ -83,7 +107,7 @@ def lead_ins(text: str, outline: Outline, only: Collection[int] | None = None) -
     return out
 
 
-def _mark_before(text: str, after: int, patterns: list[re.Pattern[str]]) -> tuple[int, int] | None:
+def _mark_before(text: str, after: int, patterns: dict[str, re.Pattern[str]]) -> tuple[int, int] | None:
     """``(mark, after)`` where one of ``patterns`` (`_LEAD_IN_ENDS`) matches a mark and the line breaks after
     it up to ``after``, as a search of the whole text would find it there (a match starts at its mark,
     after the last character that is not whitespace before ``after``)."""
@@ -92,7 +116,7 @@ def _mark_before(text: str, after: int, patterns: list[re.Pattern[str]]) -> tupl
         end -= 1
     if end == 0:
         return None
-    for pattern in patterns:
+    for pattern in patterns.values():
         found = pattern.match(text, end - 1)
         if found is not None and found.end() == after:
             return end - 1, after
@@ -160,22 +184,21 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
     ends = {h.end for h in outline.headings}
     # searched only between the code blocks and tables (their "key:" lines are no lead-ins)
     pos = outline.front_matter_end
-    searched = _searched(text, _LEAD_IN_LINE_ENDS)
-    stops = [p for p, stop in zip(_TITLE_STOPS, ".．", strict=True) if stop in text]
+    searched = _present(text, _MARKS, _LEAD_IN_LINE_ENDS)
+    stops = _present(text, ".．", _TITLE_STOPS)
     for start, stop in [*outline.protected(), (len(text), len(text))]:
         if start > pos:
             ends.update(_parent_items(text, outline.item_starts, pos, start))
-            for pattern in searched:
-                for found in pattern.finditer(text, pos, start):
-                    end = found.start("mark") + 1
-                    if is_lead_in_line(text[text.rfind("\n", 0, end) + 1 : end]):
-                        ends.add(end)
-            for pattern in stops:  # a paragraph's title with a full stop (``Cell culture.`` over its body)
-                for found in pattern.finditer(text, pos, start):
-                    end = found.start() + 1
-                    line_start = text.rfind("\n", 0, end) + 1
-                    if titled_paragraph_line(text, line_start, end) and not in_list(text, line_start, end):
-                        ends.add(end)
+            for found in _at_line_ends(text, pos, start, searched):
+                end = found.start("mark") + 1
+                if is_lead_in_line(text[text.rfind("\n", 0, end) + 1 : end]):
+                    ends.add(end)
+            # a paragraph's title with a full stop (``Cell culture.`` over its body)
+            for found in _at_line_ends(text, pos, start, stops):
+                end = found.start() + 1
+                line_start = text.rfind("\n", 0, end) + 1
+                if titled_paragraph_line(text, line_start, end) and not in_list(text, line_start, end):
+                    ends.add(end)
         pos = max(pos, stop)
     return frozenset(ends)
 
