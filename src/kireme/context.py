@@ -87,16 +87,16 @@ class ContextBuilder:
         character of the title's key comes from at most four of the line's (a canonical composition
         joins at most four characters into one; an ASCII line's at most one, as NFKC leaves ASCII alone and its
         case folding is one character for one). Spares normalising a long first line."""
+        if not self._key_may_start(line):  # most lines differ from the title in their first words
+            return False
         # an ASCII line's key is its words lower-cased (NFKC leaves ASCII as it is): no longer than the title's
         limit = len(self._title_key) if line.isascii() else 4 * len(self._title_key) + 4
-        if len(line) > limit:
-            # collapsing a prefix never gives more than collapsing the whole line: a long line is turned down
-            # after reading twice the limit, not all of it (a paragraph of prose is every "first line" of its
-            # chunks)
-            head = line[: 2 * limit + 2]
-            if len(" ".join(head.split())) > limit or len(" ".join(line.split())) > limit:
-                return False
-        return self._key_may_start(line)
+        if len(line) <= limit:
+            return True
+        # collapsing a prefix never gives more than collapsing the whole line: a long line is turned down
+        # after reading twice the limit, not all of it (a paragraph of prose is every "first line" of its chunks)
+        head = line[: 2 * limit + 2]
+        return len(" ".join(head.split())) <= limit and len(" ".join(line.split())) <= limit
 
     def _key_may_start(self, line: str) -> bool:
         """Whether the title's key may start with the key of ``line``'s first characters, up to the first
