@@ -507,7 +507,7 @@ class Chunker:
                 return spans_plan(whole)
         kept = self.lines_kept_whole(doc, sizer)
         levels = self.sentence_levels(doc, sizer, kept)
-        spans = self._pack_levels(doc, levels, sizer, budget, None)
+        spans = self._pack_levels(doc, levels, sizer, budget, None, whole_checked=self.merges())
         if len(spans) > 1 and doc.format in TABLE_FORMATS:
 
             def packed(max_size: int, span: tuple[int, int] | None) -> list[PackedSpan]:
@@ -523,8 +523,9 @@ class Chunker:
         sizer: SpanSizer,
         max_size: int,
         span: tuple[int, int] | None,
+        whole_checked: bool = False,
     ) -> list[PackedSpan]:
-        """`plan`'s packing of ``doc`` (or of ``span`` of it) within ``max_size``."""
+        """`plan`'s packing of ``doc`` (or of ``span`` of it) within ``max_size`` (``whole_checked``: `pack`'s)."""
         return pack(
             doc.text,
             levels,
@@ -547,6 +548,7 @@ class Chunker:
             span=span,
             packing=self.packing,  # `packing_options`, without a dict made per document
             target_size=self.target_size,
+            whole_checked=whole_checked,
         )
 
     @staticmethod

@@ -1113,6 +1113,7 @@ def pack(
     cut_memo: dict[tuple[int, int, int], tuple[int, list[int]]] | None = None,
     overlap_levels: int | None = None,
     no_overlap_inside: Sequence[tuple[int, int]] = (),
+    whole_checked: bool = False,
 ) -> list[PackedSpan]:
     """Cut ``text`` at the strongest available boundaries into spans of at most ``max_size``.
 
@@ -1130,11 +1131,13 @@ def pack(
     ``levels`` (sections of one document, packed again tighter): the cuts found in a span are reused.
     ``overlap_levels``: how many of ``levels`` (strongest first) an overlap may start at (default all;
     code and JSON: those between lines, so that no overlap starts inside a line). ``no_overlap_inside``:
-    spans (a document's tables and code blocks) no overlap starts strictly inside.
+    spans (a document's tables and code blocks) no overlap starts strictly inside. ``whole_checked``: the
+    caller asked `whole_span` of the same text, span, sizer and ``max_size`` and got ``None`` (it is not
+    asked again).
     """
     if packing not in PACKINGS:
         raise ConfigError(f"packing must be one of {', '.join(PACKINGS)}, not {packing!r}")
-    if merge and isinstance(keep_headings, bool):  # most small documents: no packer to build
+    if merge and not whole_checked and isinstance(keep_headings, bool):  # most small documents: no packer
         whole = whole_span(text, sizer, max_size, span)
         if whole is not None:
             return whole
