@@ -850,6 +850,35 @@ def test_periods_judged_in_c_are_judged_as_in_python(case: tuple[str, int, int],
     assert sorted(cuts) == sorted(expected)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "本文です。\n\n<!--\nThe original.\n-->\n訳文です。",
+        '呼び出します println!("{}", x); 次へ。',
+        "`vec!` マクロ、`panic!` マクロ。`?` 演算子。",
+        "if a != b! then x?: string; f()?; go!{ x } ![図](a.png) Really?! Yes! No?",
+        "!<!x!=`!`!(?;",
+    ],
+)
+def test_bangs_in_code_and_markup_are_judged_in_c_as_in_python(text: str) -> None:
+    """The ASCII ``!`` and ``?`` runs C decides by the characters around them (`<!--`, ``!=``, a code span's
+    end, a macro, an optional field) get `_inside_token`'s answer, every window; C decides some of them."""
+    decided_somewhere = False
+    for a in range(len(text)):
+        for b in (a + 1, len(text)):
+            pending = _judged_candidates(text, a, b)
+            cuts, left = native.judge_periods(
+                text, pending, a, b, False, sentences._ABBREVIATIONS, sentences._MAY_END
+            )
+            decided = [p for p in pending if p not in left]
+            decided_somewhere |= any(text[s] in "!?" for s, _ in decided)
+            expected = [
+                c for s, e in decided if (c := sentences._judged_end(text, s, e, a, b, False)) is not None
+            ]
+            assert sorted(cuts) == sorted(expected), (a, b)
+    assert decided_somewhere
+
+
 def test_what_c_reads_as_no_word_before_a_period_is_no_latin_letter_nor_number() -> None:
     """The characters outside ASCII the C period rule reads as the end of the word before a period
     (`word_break_other` in _speedups.c: ° ± µ · × ÷, Greek and Cyrillic, arrows, mathematical operators) are

@@ -1963,6 +1963,27 @@ static PyObject *judge_core(PyObject *text, PyObject *pending, Py_ssize_t a, Py_
         } else if ((first == 0xFF01 || first == 0xFF1F) && !is_closer(PyUnicode_READ(kind, data, e - 1))) {
             verdict = 1; /* "！" or "？" with no closer at its run's end ends its sentence; after a closer,
                             a space and a lower-case letter it may not ('"Are you sure?" he asked'): Python's */
+        } else if (first == '!' || first == '?') {
+            /* an ASCII run of "!" and "?" alone that kireme/text/sentences.py `_inside_token` finds part of
+               markup or code by the characters around it: `<!--`, `!=`, the end of a code span (`vec!`` `), a
+               macro (`println!(`), an optional field (`name?:`); every other run stays Python's */
+            int plain = 1;
+            for (Py_ssize_t k = s; k < e; k++) {
+                Py_UCS4 x = PyUnicode_READ(kind, data, k);
+                if (x != '!' && x != '?') {
+                    plain = 0;
+                    break;
+                }
+            }
+            if (plain) {
+                Py_UCS4 before = s > a ? PyUnicode_READ(kind, data, s - 1) : 0;
+                Py_UCS4 after = e < b ? PyUnicode_READ(kind, data, e) : ' ';
+                if (first == '!' && before == '<') verdict = 0;
+                else if (after == '=' || after == '`' || (after == '[' && PyUnicode_READ(kind, data, e - 1) == '!'))
+                    verdict = 0;
+                else if (before >= '!' && before <= '~' && (after == '(' || after == ';' || after == ':' || after == '{'))
+                    verdict = 0; /* a code span or not, the same answer */
+            }
         }
         if (verdict < 0) goto error;
         if (verdict == UNDECIDED) {
