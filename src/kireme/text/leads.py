@@ -34,6 +34,8 @@ def _at_line_ends(text: str, lo: int, hi: int, patterns: dict[str, re.Pattern[st
     aside), in order. With the extension the marks that end a line are found in one pass over the line
     feeds (`kireme._speedups.line_end_marks`) and each pattern is tried there alone; without it each pattern
     is searched for through the text (``:`` and ``.`` are everywhere in English)."""
+    if not patterns:
+        return []
     if _NATIVE_LINE_END_MARKS is None:
         found = [m for pattern in patterns.values() for m in pattern.finditer(text, lo, hi)]
         found.sort(key=_START)
