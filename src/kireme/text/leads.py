@@ -186,20 +186,19 @@ def kept_line_ends(text: str, outline: Outline) -> frozenset[int]:
     ends = {h.end for h in outline.headings}
     # searched only between the code blocks and tables (their "key:" lines are no lead-ins)
     pos = outline.front_matter_end
-    searched = _present(text, _MARKS, _LEAD_IN_LINE_ENDS)
-    stops = _present(text, ".．", _TITLE_STOPS)
+    # the lead-in marks and the full stops of titled paragraphs, found in one pass a gap
+    searched = _present(text, _MARKS, _LEAD_IN_LINE_ENDS) | _present(text, ".．", _TITLE_STOPS)
     for start, stop in [*outline.protected(), (len(text), len(text))]:
         if start > pos:
             ends.update(_parent_items(text, outline.item_starts, pos, start))
             for found in _at_line_ends(text, pos, start, searched):
-                end = found.start("mark") + 1
-                if is_lead_in_line(text[text.rfind("\n", 0, end) + 1 : end]):
-                    ends.add(end)
-            # a paragraph's title with a full stop (``Cell culture.`` over its body)
-            for found in _at_line_ends(text, pos, start, stops):
                 end = found.start() + 1
                 line_start = text.rfind("\n", 0, end) + 1
-                if titled_paragraph_line(text, line_start, end) and not in_list(text, line_start, end):
+                if text[end - 1] in _MARKS:
+                    if is_lead_in_line(text[line_start:end]):
+                        ends.add(end)
+                # a paragraph's title with a full stop (``Cell culture.`` over its body)
+                elif titled_paragraph_line(text, line_start, end) and not in_list(text, line_start, end):
                     ends.add(end)
         pos = max(pos, stop)
     return frozenset(ends)
