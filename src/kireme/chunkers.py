@@ -47,6 +47,7 @@ from kireme.text.markdown import (
     Table,
     markdown_headings,
 )
+from kireme.text.quick import holds
 from kireme.text.sentences import check_sentence_mode
 from kireme.text.subword import DEFAULT_TOKENIZER
 from kireme.text.tableheaders import TABLE_FORMATS, TableHeaders, table_headers
@@ -319,7 +320,7 @@ class Chunker:
         are not read."""
         text = doc.text
         if doc.format not in MARKDOWN_FORMATS or (
-            "|" not in text and not ("`" in text and "```" in text) and not ("~" in text and "~~~" in text)
+            "|" not in text and not holds(text, "```") and not holds(text, "~~~")
         ):
             return None
         from kireme.text.markdown import code_lines, fenced_blocks, line_starts, markdown_outline

@@ -743,15 +743,12 @@ def _with_wrappers(text: str, outline: Outline) -> Outline:
     title stay its line's."""
     comments = tuple(comment_leads(text, outline.block_starts)) if holds(text, "<!--") else ()
     opens = has_opening_lines(text)
-    closers: tuple[tuple[int, int], ...] = ()
-    openers: tuple[tuple[int, int], ...] = ()
-    if opens or _NATIVE_LINE_MARKS is not None or _may_close(text):
-        spans = [(c.start, c.end) for c in outline.code_blocks] + [(t.start, t.end) for t in outline.tables]
-        if outline.front_matter_end:
-            spans.append((0, outline.front_matter_end))
-        spans.sort()  # the lines of code blocks and tables open and close nothing
-        closers = tuple(closer_runs(text, outside=spans))
-        openers = tuple(opener_runs(text, outside=spans)) if opens else ()
+    spans = [(c.start, c.end) for c in outline.code_blocks] + [(t.start, t.end) for t in outline.tables]
+    if outline.front_matter_end:
+        spans.append((0, outline.front_matter_end))
+    spans.sort()  # the lines of code blocks and tables open and close nothing
+    closers = tuple(closer_runs(text, outside=spans))
+    openers = tuple(opener_runs(text, outside=spans)) if opens else ()
     if not (comments or closers or openers):
         return outline
     outline = replace(outline, comments=comments, closers=closers, openers=openers)
