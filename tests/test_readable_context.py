@@ -282,6 +282,29 @@ def test_the_prompt_of_ask_names_the_columns_of_the_rows_it_passes() -> None:
         assert (header in rendered.text[: rendered.text.index("4,500円")]) == (budget >= 70), rendered.text
 
 
+def test_the_prompt_of_ask_names_the_columns_of_a_plain_texts_rows() -> None:
+    """A ``.txt`` file holding a pipe table: `kireme ask`'s prompt puts the header above the rows it
+    passes, and `kireme search --budget` reads the table by rows (`kireme.framing.Framing`) — before, a
+    plain text had no tables and its rows went without the names of their columns."""
+    from kireme.framing import Framing
+
+    text = ALLOWANCE.replace("## 日当\n\n", "日当について\n\n")
+    doc = Document(text, id="guide", metadata={"format": "text"})
+    chunks = make_chunker("recursive", max_size=90).chunk(doc)
+    chunks.sort(key=lambda c: "| 一般社員 | 海外" not in c.text)
+    assert "| 区分" not in chunks[0].text
+    hits = stored_hits(chunks, source="notes/guide.txt", fmt="text")
+    header = "| 区分 | 地域 | 日当 | 備考 |\n| --- | --- | --- | --- |\n"
+    rendered = render_passages(hits, 90, {"guide": text}.get, query="一般社員 海外 日当")
+    assert rendered.tokens <= 90 and "4,500円" in rendered.text, rendered.text
+    assert header in rendered.text[: rendered.text.index("4,500円")], rendered.text
+    framing = Framing({"guide": text}.get, {"guide": "text"})
+    (table,) = framing.tables("guide")
+    assert text[slice(*table.header)] == header.rstrip("\n")
+    row = text.index("| 部長 | 海外")
+    assert framing("guide", row, row + 10) == (header, "")
+
+
 def test_the_prompt_of_ask_names_the_columns_of_a_csv_files_rows() -> None:
     rows = [f"社員{k:02d},部署{k % 3},{100 + k}" for k in range(30)]
     text = "氏名,部署,内線\n" + "\n".join(rows) + "\n"

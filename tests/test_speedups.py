@@ -235,6 +235,7 @@ SWITCHES = [
     (layout, "line_starts", native.line_starts, markdown._line_starts_python),
     (markdown, "_NATIVE_LINE_MARKS", native.line_marks, None),
     (leads, "_NATIVE_LINE_END_MARKS", native.line_end_marks, None),
+    (markdown, "_delimiter_lines", native.delimiter_lines, markdown._delimiter_lines_python),
 ]
 
 
@@ -334,6 +335,23 @@ def test_marks_at_line_ends_in_c_find_what_the_patterns_find(text: str, lo: int,
             expected = [m.span() for m in leads._at_line_ends(text, lo, hi, patterns)]
         with scanner(c=True):
             assert [m.span() for m in leads._at_line_ends(text, lo, hi, patterns)] == expected
+
+
+_DELIMITER_TEXTS = st.text(alphabet=" \t\r\n|-:a表😀", max_size=40)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(text=_DELIMITER_TEXTS)
+@example("a\n |--\r")  # a carriage return at the end of the text
+@example("a\n|-\rx\n")  # a carriage return inside the line: no delimiter row
+def test_delimiter_rows_in_c_are_the_patterns(text: str) -> None:
+    """`delimiter_lines` (C) finds the line feed before each line `_DELIMITER_LINE` matches, in texts
+    of one, two and four bytes a character; and a plain text's tables are the same either way."""
+    assert native.delimiter_lines(text) == markdown._delimiter_lines_python(text)
+    with scanner(c=False):
+        expected = markdown.plain_text_tables(text)
+    with scanner(c=True):
+        assert markdown.plain_text_tables(text) == expected
 
 
 @given(scanned_texts)

@@ -25,13 +25,13 @@ def _rows(n: int) -> str:
     )
 
 
-def _allowance_doc(rows: int = 30) -> Document:
+def _allowance_doc(rows: int = 30, fmt: str = "markdown") -> Document:
     text = (
         "# 出張手当\n\n出張の日当は支店ごとに定める。申請は出張の前日までに上長へ出す。\n\n"
         f"{HEADER}{_rows(rows)}\n\n"
         "## 精算\n\n領収書は帰着後十四日以内に経理課へ提出する。期限を過ぎた申請は受け付けない。\n"
     )
-    return Document(text, id="allowance.md", metadata={"format": "markdown"})
+    return Document(text, id=f"allowance.{'md' if fmt == 'markdown' else 'txt'}", metadata={"format": fmt})
 
 
 def _chunker(strategy: str, **options) -> Chunker:
@@ -48,9 +48,14 @@ def _body_start(doc: Document) -> tuple[int, int]:
     return body, end
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-def test_every_piece_of_a_cut_table_names_its_columns(strategy: str) -> None:
-    doc = _allowance_doc()
+@pytest.mark.parametrize(
+    ("strategy", "fmt"),
+    [*((s, "markdown") for s in STRATEGIES), *((s, "text") for s in [*STRATEGIES, "markdown"])],
+)
+def test_every_piece_of_a_cut_table_names_its_columns(strategy: str, fmt: str) -> None:
+    """In Markdown, and in a plain text (a ``.txt`` file, a string) holding the same pipe table, `markdown`
+    too (what `kireme index` runs): before, the chunks of a plain text's later rows carried no header."""
+    doc = _allowance_doc(fmt=fmt)
     chunker = _chunker(strategy, max_size=300)
     chunks = chunker.chunk(doc)
     check_invariants(doc, chunks, max_size=300, chunker=chunker)
@@ -65,11 +70,12 @@ def test_every_piece_of_a_cut_table_names_its_columns(strategy: str) -> None:
             assert c.embed_text == c.text  # no context asked for: nothing else changes
 
 
+@pytest.mark.parametrize("fmt", ["markdown", "text"])
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_only_the_table_is_packed_again(strategy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_only_the_table_is_packed_again(strategy: str, fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The room for the header is made in the table's chunks, not by shrinking every chunk: the prose
     before the table keeps its chunks (and ids); without a repeated header the chunks are the old ones."""
-    doc = _allowance_doc()
+    doc = _allowance_doc(fmt=fmt)
     chunker = _chunker(strategy, max_size=300)
     now = chunker.chunk(doc)
     monkeypatch.setattr(type(chunker), "repeats_table_headers", False)
@@ -248,16 +254,19 @@ def test_repeated_headers_keep_every_invariant(text: str, max_size: int, data) -
         assert chunker.measure(c.embed_text) <= max_size
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-def test_a_row_that_fits_is_never_cut_at_the_sentences_in_its_cells(strategy: str) -> None:
+@pytest.mark.parametrize(
+    ("strategy", "fmt"),
+    [*((s, "markdown") for s in STRATEGIES), *((s, "text") for s in [*STRATEGIES, "markdown"])],
+)
+def test_a_row_that_fits_is_never_cut_at_the_sentences_in_its_cells(strategy: str, fmt: str) -> None:
     """Cells that hold sentences and clauses (``申請する。``, ``ためには、``): `paragraph`, `sentence` and
-    `semantic` cut there, the row's last cells in the next chunk."""
+    `semantic` cut there, the row's last cells in the next chunk (in a plain text's table too)."""
     rows = "\n".join(
         f"| 手続き{i:02d} | 出張の{i}日前までに申請する。承認を得るためには、上長の確認が必要です。 | 経理課 |"
         for i in range(24)
     )
     text = f"# 出張手続き\n\n手続きの一覧を次に示す。\n\n| 手続き | 内容 | 窓口 |\n|---|---|---|\n{rows}\n"
-    doc = Document(text, metadata={"format": "markdown"})
+    doc = Document(text, metadata={"format": fmt})
     for max_size in (120, 200, 333):
         chunker = _chunker(strategy, max_size=max_size)
         chunks = chunker.chunk(doc)
@@ -338,16 +347,18 @@ def _table_docs(draw: st.DrawFn) -> str:
 @given(text=_table_docs(), max_size=st.integers(20, 300), data=st.data())
 def test_generated_tables_keep_every_invariant(text: str, max_size: int, data) -> None:
     """Generated tables (padded headers, cells with sentences and clauses, one or two tables) in every
-    strategy that repeats headers, with overlap and ``min_size``, in characters and tokens."""
-    strategy = data.draw(st.sampled_from(STRATEGIES))
+    strategy that repeats headers, with overlap and ``min_size``, in characters and tokens, in Markdown and
+    in plain text."""
+    fmt = data.draw(st.sampled_from(["markdown", "text"]))
+    strategy = data.draw(st.sampled_from(STRATEGIES if fmt == "markdown" else [*STRATEGIES, "markdown"]))
     unit = data.draw(st.sampled_from(["chars", "tokens"]))
     overlap = data.draw(st.sampled_from([0, max_size // 4, max_size // 3]))
     min_size = data.draw(st.sampled_from([0, (max_size - overlap) // 3]))
     chunker = _chunker(strategy, max_size=max_size, overlap=overlap, min_size=min_size, unit=unit)
-    doc = Document(text, id="doc", metadata={"format": "markdown"})
+    doc = Document(text, id="doc", metadata={"format": fmt})
     chunks = chunker.chunk(doc)
     check_invariants(doc, chunks, max_size=max_size, overlap=overlap, chunker=chunker)
-    found = table_headers(text, "markdown")
+    found = table_headers(text, fmt)
     for c in chunks:
         assert chunker.measure(c.embed_text) <= max_size
         if c.embed_text != c.text:
@@ -373,14 +384,18 @@ def _header_and_first_row(text: str) -> tuple[int, int]:
     return table.header[0], table.rows[0].end
 
 
-@pytest.mark.parametrize("strategy", [*STRATEGIES, "markdown"])
+@pytest.mark.parametrize(
+    ("strategy", "fmt"),
+    [*((s, "markdown") for s in [*STRATEGIES, "markdown"]), *((s, "text") for s in STRATEGIES)],
+)
 @pytest.mark.parametrize("max_size", [100, 120, 140, 160])
 def test_a_table_under_a_paragraph_line_keeps_its_header_with_its_first_row(
-    strategy: str, max_size: int
+    strategy: str, fmt: str, max_size: int
 ) -> None:
     """Before: `recursive` packed the header line with the paragraph (``…別に定める。\\n| 区分 | 日当 |
-    宿泊料 |``) and started the next chunk at the delimiter row, the rows without their column names."""
-    doc = Document(_RULE_WITH_TABLE, id="rule.md", metadata={"format": "markdown"})
+    宿泊料 |``) and started the next chunk at the delimiter row, the rows without their column names (in
+    a plain text's table until its tables were read)."""
+    doc = Document(_RULE_WITH_TABLE, id="rule", metadata={"format": fmt})
     chunker = _chunker(strategy, max_size=max_size)
     chunks = chunker.chunk(doc)
     check_invariants(doc, chunks, max_size=max_size, chunker=chunker)
@@ -437,7 +452,7 @@ def test_generated_headers_are_never_parted_from_their_first_row(
     strategy = data.draw(st.sampled_from(STRATEGIES))
     overlap = data.draw(st.sampled_from([0, max_size // 4]))
     chunker = _chunker(strategy, max_size=max_size, overlap=overlap)
-    doc = Document(text, id="doc", metadata={"format": "markdown"})
+    doc = Document(text, id="doc", metadata={"format": data.draw(st.sampled_from(["markdown", "text"]))})
     chunks = chunker.chunk(doc)
     check_invariants(doc, chunks, max_size=max_size, overlap=overlap, chunker=chunker)
     for table in markdown_outline(text, warn=False).tables:
@@ -475,9 +490,10 @@ _ALLOWANCE_PROSE = (
 )
 
 
+@pytest.mark.parametrize("fmt", ["markdown", "text"])
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("max_size", [110, 120, 130])
-def test_a_table_keeps_the_line_that_introduces_it(strategy: str, max_size: int) -> None:
+def test_a_table_keeps_the_line_that_introduces_it(strategy: str, max_size: int, fmt: str) -> None:
     """The lead-in ``…次の表のとおりとする：`` goes with the table's header and first row where the three fit:
     before, `paragraph`, `sentence` and `semantic` ended a chunk with it at 120 characters, the table it
     announces in the next chunk."""
@@ -487,7 +503,7 @@ def test_a_table_keeps_the_line_that_introduces_it(strategy: str, max_size: int)
         "| 区分 | 国内 | 海外 |\n|---|---|---|\n| 部長 | 3,000円 | 6,000円 |\n| 課長 | 2,500円 | 5,000円 |\n"
         "| 一般職員 | 2,000円 | 4,000円 |\n"
     )
-    doc = Document(text, id="allowance.md", metadata={"format": "markdown"})
+    doc = Document(text, id="allowance", metadata={"format": fmt})
     chunker = _chunker(strategy, max_size=max_size)
     chunks = chunker.chunk(doc)
     check_invariants(doc, chunks, max_size=max_size, chunker=chunker)
@@ -495,3 +511,287 @@ def test_a_table_keeps_the_line_that_introduces_it(strategy: str, max_size: int)
     assert not [c for c in chunks if lead < c.end <= table]
     holder = next(c for c in chunks if c.start <= lead < c.end)
     assert "次の表のとおりとする：\n\n| 区分 | 国内 | 海外 |\n|---|---|---|\n| 部長 |" in holder.text
+
+
+# --- pipe tables in plain text ---------------------------------------------------------------------------
+
+_PLAIN_NOTES = (
+    "出張の精算メモ\n"
+    "精算は cat receipts.txt | sort のように並べてから行う。\n"
+    "- | 金額（千円）\n"
+    "2024年度 | 1,200\n\n"
+    "日当の表：\n"
+    "| 区分 | 日当 |\n"
+    "|:---|---:|\n"
+    "| 部長 | 3,000円 |\n"
+    "| 課長 | 2,500円 |\n\n"
+    "宿泊料 | 上限\r\n"
+    "--- | ---\r\n"
+    "東京 | 12,000円\r\n"
+    "大阪 | 11,000円"
+)
+
+
+def test_a_plain_texts_pipe_tables_are_read_with_exact_offsets() -> None:
+    """A pipe table under a colon line, one without outer pipes in CRLF at the end of the text; a shell
+    pipe and pipe-separated lines without a delimiter row are no table."""
+    from kireme.text.markdown import plain_text_tables
+
+    text = _PLAIN_NOTES
+    first, second = plain_text_tables(text)
+    assert (
+        text[first.start : first.end]
+        == "| 区分 | 日当 |\n|:---|---:|\n| 部長 | 3,000円 |\n| 課長 | 2,500円 |"
+    )
+    assert text[slice(*first.header)] == "| 区分 | 日当 |\n|:---|---:|"
+    assert first.columns == ("区分", "日当")
+    assert [r.cells for r in first.rows] == [("部長", "3,000円"), ("課長", "2,500円")]
+    assert (
+        text[second.start : second.end] == "宿泊料 | 上限\r\n--- | ---\r\n東京 | 12,000円\r\n大阪 | 11,000円"
+    )
+    assert [text[r.start : r.end] for r in second.rows] == ["東京 | 12,000円", "大阪 | 11,000円"]
+    assert plain_text_tables("精算は cat a.txt | sort で並べる。\n- | 金額\n2024年度 | 1,200\n") == ()
+    assert (
+        plain_text_tables("") == () and plain_text_tables("|") == () and plain_text_tables("| a |\n|-|") != ()
+    )
+
+
+_plain_lines = st.sampled_from(
+    [
+        "",
+        "  ",
+        "出張の日当は次のとおり。",
+        "Travel costs are paid monthly:",
+        "| 区分 | 日当 |",
+        "| 部長 | 3,000円 |",
+        "区分 | 日当",
+        "a | b | c",
+        "|---|---|",
+        "|:--|--:|",
+        "--- | ---",
+        " |---| ",
+        "|-|-|",
+        "|---|",
+        "| x |",
+        "---",
+        "cat a | sort",
+        "| 課長 | 2,500円 | 超過分 |",
+        "|  |",
+        "|",
+        "   | 字下げ三つ |",
+        "| a \\| b |",
+        "| **太字** | `x|y` |",
+        "| [規程](rules.md) | &amp; |",
+        "| 一 | 二 | 三 | 四 |",
+        "|　全角　|",
+    ]
+)
+# lines a plain text reads otherwise than Markdown (block syntax), and what `_scanned_table` leaves to the
+# parser (tabs, NUL, deep indentation, a lone carriage return)
+_other_lines = st.sampled_from(
+    [
+        "- 項目",
+        "- | 金額",
+        "> 引用",
+        "# 見出し",
+        "```",
+        "    | 字下げ四つ |",
+        "\t| タブ |",
+        "|\t---|",
+        "| \x00 |",
+        "| 改行\r |",
+        "\u3000| 全角空白 |",
+        "1. | 番号 |",
+        "<div>",
+        "[規程]: rules.md",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(lines=st.lists(_plain_lines, max_size=14), crlf=st.booleans(), last_break=st.booleans())
+def test_a_plain_texts_tables_are_the_ones_markdown_reads(
+    lines: list[str], crlf: bool, last_break: bool
+) -> None:
+    """Property: on texts of lines a plain text and Markdown read alike (prose, pipe rows, delimiter rows,
+    blank lines; no other block syntax), the tables found line by line are where markdown-it reads tables
+    in the whole text as Markdown, with the same rows and columns; the cells too, but where Markdown reads
+    inline syntax (a plain text's cells are as written: ``**太字**`` stays)."""
+    from kireme.text.markdown import _plain_text_tables, markdown_outline, plain_text_tables
+
+    text = ("\r\n" if crlf else "\n").join(lines) + ("\n" if last_break and lines else "")
+    _plain_text_tables.cache_clear()
+    found, parsed = plain_text_tables(text), markdown_outline(text, warn=False).tables
+    assert [_shape(t) for t in found] == [_shape(t) for t in parsed]
+    if not any(mark in text for mark in "!&*<[\\]_`"):  # no inline syntax: the cells read alike too
+        assert found == parsed
+
+
+def _shape(table):
+    """Where a table, its header and each of its rows are, and how many columns it has."""
+    return table.start, table.end, table.header, len(table.columns), [(r.start, r.end) for r in table.rows]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    lines=st.lists(st.one_of(_plain_lines, _other_lines), max_size=14),
+    crlf=st.booleans(),
+    last_break=st.booleans(),
+)
+def test_tables_read_without_the_parser_are_the_parsers(
+    lines: list[str], crlf: bool, last_break: bool
+) -> None:
+    """Property: the tables read without the parser (`_table_columns` at each header line, `_scanned_table`
+    where the rows start with a pipe) are what markdown-it reads from each line over a delimiter row,
+    offsets, columns and cells."""
+    from unittest import mock
+
+    from kireme.text import markdown
+    from kireme.text.markdown import _plain_text_tables, plain_text_tables
+
+    text = ("\r\n" if crlf else "\n").join(lines) + ("\n" if last_break and lines else "")
+    _plain_text_tables.cache_clear()
+    scanned = plain_text_tables(text)
+    _plain_text_tables.cache_clear()
+    with mock.patch.object(markdown, "_table_columns", lambda header, delimiter: None):
+        parsed = plain_text_tables(text)
+    _plain_text_tables.cache_clear()
+    assert scanned == parsed
+
+
+_HEADS = [
+    "| 区分 | 日当 |",
+    "区分 | 日当",
+    "   | 区分 | 日当 |",
+    "    | 区分 | 日当 |",
+    "\t| 区分 | 日当 |",
+    "|",
+    "| a \\| b |",
+    "\\| 区分 | 日当 |",
+    "| 区分 | 日当 | 備考 |",
+]
+_DELIMITERS = [
+    "|---|---|",
+    "| --- | --- |",
+    "---|---",
+    "- | ---",
+    "-|-",
+    " |:-|-:| ",
+    "   |---|---|",
+    "    |---|---|",
+    "|---|",
+    "|-",
+    "||",
+    "|---||---|",
+]
+_BODIES = [
+    "| 部長 | 3,000円 |",
+    "   | 課長 |",
+    "    | 字下げ四つ |",
+    "部長 | 3,000円",
+    "| \x1c区分\x1c | 　全角　 |",
+    "| **太字** | `x|y` |",
+    "|",
+    "- 項目",
+    "> 引用",
+    "",
+    "| 改行\r |",
+    "| a \\| b | c \\\\| d |",
+    "| \\|先頭 |",
+    "-->",
+    "---",
+    "- - -",
+    "***",
+    "*強調* | x",
+    "-1 | x",
+    "+ 項目",
+    "+x | y",
+    "1. 番号",
+    "1.5 | x",
+    "12) 番号",
+    "#[meta] | 属性",
+    "## 見出し",
+    "\u3000",
+    "_ _ _",
+    "__init__ | x",
+    "`code` | x",
+    "<!-- メモ -->",
+    "[規程]: rules.md",
+    "=== | x",
+]
+
+
+def test_every_header_delimiter_and_rows_read_without_the_parser_as_with_it() -> None:
+    """Every header line, delimiter row and one or two rows of the lists above, with line feeds or CRLF:
+    `_scanned_table` reads them as markdown-it does, or leaves them to it."""
+    from unittest import mock
+
+    from kireme.text import markdown
+    from kireme.text.markdown import _plain_text_tables, plain_text_tables
+
+    def both(text: str) -> tuple[tuple, tuple]:
+        _plain_text_tables.cache_clear()
+        scanned = plain_text_tables(text)
+        _plain_text_tables.cache_clear()
+        with mock.patch.object(markdown, "_table_columns", lambda header, delimiter: None):
+            parsed = plain_text_tables(text)
+        _plain_text_tables.cache_clear()
+        return scanned, parsed
+
+    read = 0
+    for head in _HEADS:
+        for delimiter in _DELIMITERS:
+            for rows in [[], *([row] for row in _BODIES), *([a, b] for a in _BODIES[:6] for b in _BODIES)]:
+                for newline in ("\n", "\r\n"):
+                    text = newline.join(["前文です。", head, delimiter, *rows, "", "後文です。"])
+                    scanned, parsed = both(text)
+                    assert scanned == parsed, repr(text)
+                    read += bool(parsed)
+    assert read > 500  # tables were read, not only turned down
+
+
+def test_a_table_of_pipe_rows_is_read_without_the_parser() -> None:
+    """The rows of the tables a plain text holds most often start with a pipe: read without markdown-it
+    (about 1 ms a table there); a row that may be something else goes to the parser. Whether a line starts
+    a table at all is the table rule's answer at it (`_table_columns`)."""
+    from kireme.text.markdown import _scanned_table, _table_columns
+
+    text = "日当の表：\n| 区分 | 日当 |\n|---|---:|\n| 部長 | **3,000円** |\n| 課長 |\n\n以上。"
+    start = text.index("| 区分")
+    end = text.index("\n\n") + 1
+    assert _table_columns("| 区分 | 日当 |", "|---|---:|") == 2
+    assert _table_columns("| 区分 | 日当 |", "|---|") == 0  # one alignment for two columns: no table
+    assert _table_columns("    | 区分 |", "|---|") == 0  # indented code
+    assert _table_columns("| 区分 |\t", "|---|") is None  # a tab: the parser decides
+    table = _scanned_table(text, start, end, 2)
+    assert table is not None
+    assert table.columns == ("区分", "日当")
+    assert [row.cells for row in table.rows] == [("部長", "**3,000円**"), ("課長", "")]  # as written
+    assert text[table.start : table.end] == "| 区分 | 日当 |\n|---|---:|\n| 部長 | **3,000円** |\n| 課長 |"
+    assert _scanned_table(text.replace("| 課長 |", "課長 | 2,500円"), start, end + 7, 2) is None
+
+
+def test_kireme_chunk_on_a_txt_file_repeats_a_tables_header(tmp_path) -> None:
+    """Through the command line: ``kireme chunk notes.txt`` gives the chunks of a plain text's later rows
+    the table's header in their ``embed_text``; the text and its offsets stay the file's."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    text = _allowance_doc(fmt="text").text
+    (tmp_path / "notes.txt").write_text(text, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KIREME_CHAT"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "kireme.cli", "chunk", "notes.txt", "--max-size", "300", "--format", "jsonl"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    chunks = [json.loads(line) for line in done.stdout.splitlines()]
+    assert all(text[c["start"] : c["end"]] == c["text"] for c in chunks)
+    among_rows = [c for c in chunks if c["text"].startswith("| 支店") and "|---|" not in c["text"]]
+    assert len(among_rows) >= 2
+    assert all(c["embed_text"] == HEADER + c["text"] for c in among_rows)

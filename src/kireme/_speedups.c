@@ -3367,6 +3367,37 @@ fail:
  */
 static int md_word_char(Py_UCS4 c) { return c == '_' || Py_UNICODE_ISALNUM(c); }
 
+/* delimiter_lines(text): the line feed before each line that may be a pipe table's delimiter row, each
+   `\n[ \t]*[|\-:][|\-: \t]*\r?(?=\n|\Z)` match's start (`kireme.text.markdown._DELIMITER_LINE`). */
+static PyObject *delimiter_lines(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U", &text)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t nl = next_newline(kind, data, 0, n); nl < n; nl = next_newline(kind, data, nl + 1, n)) {
+        Py_ssize_t k = md_spaces(kind, data, n, nl + 1);
+        Py_UCS4 c = MD_AT(k);
+        if (c != '|' && c != '-' && c != ':') continue;
+        Py_ssize_t e = k + 1;
+        while (e < n) {
+            Py_UCS4 x = PyUnicode_READ(kind, data, e);
+            if (x != '|' && x != '-' && x != ':' && x != ' ' && x != '\t') break;
+            e++;
+        }
+        if (e < n && PyUnicode_READ(kind, data, e) == '\r') e++;
+        if (e < n && PyUnicode_READ(kind, data, e) != '\n') continue;
+        if (append_index(out, nl) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 static PyObject *line_marks(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *text;
@@ -3553,6 +3584,8 @@ static PyMethodDef methods[] = {
      "plain_paragraph_starts(text) -> the paragraph starts of a text with no block syntax, else None"},
     {"line_end_marks", line_end_marks, METH_VARARGS,
      "line_end_marks(text, lo, hi, marks) -> where a character of marks ends its line (blanks after it)"},
+    {"delimiter_lines", delimiter_lines, METH_VARARGS,
+     "delimiter_lines(text) -> the line feed before each line that may be a pipe table's delimiter row"},
     {"line_marks", line_marks, METH_VARARGS,
      "line_marks(text, lo, hi, closers) -> the closing-tag lines' spans (flat) or the opening-tag lines' starts"},
     {"scan_blocks", scan_blocks, METH_VARARGS,

@@ -88,6 +88,10 @@ def scan_blocks(text: str, pos: int, /) -> tuple[list[int], list[int], list[int]
 def line_end_marks(text: str, lo: int, hi: int, marks: str, /) -> list[int]:
     """Where a character of ``marks`` ends its line in ``[lo, hi)`` (only blanks after it to a line feed or ``hi``)."""
 
+def delimiter_lines(text: str, /) -> list[int]:
+    """The line feed before each line that may be a pipe table's delimiter row: where each match of
+    ``kireme.text.markdown._DELIMITER_LINE`` starts."""
+
 def line_marks(text: str, lo: int, hi: int, closers: bool, /) -> list[int]:
     """With ``closers``: the start and end (flat) of each ``_CLOSER_LINE`` match of ``finditer(text, lo, hi)``;
     without: the start of each line ``_OPENER_HINT`` finds there."""

@@ -309,7 +309,8 @@ class Chunker:
         self, doc: Document, sizer: SpanSizer | None = None
     ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         """The rows of a Markdown document's tables, its fenced code blocks and, of a block too large, its
-        lines that fit a chunk, as `Outside` reads spans (starts, ends); ``None`` when there are none. No
+        lines that fit a chunk (of a plain text, the rows of its pipe tables: `_plain_rows_kept_whole`), as
+        `Outside` reads spans (starts, ends); ``None`` when there are none. No
         level cuts inside them. A row's cells hold sentences and clauses (``変更するためには、``), where
         `paragraph` and `sentence` cut 0.6% of their chunks on Japanese technical docs, a row's last cells
         in the next chunk; code holds commas, colons and full stops (``function MediaBar({ onStart,``
@@ -319,6 +320,8 @@ class Chunker:
         chunk is cut as before; indented code blocks (often wrapped prose: a licence) and an unclosed fence
         are not read."""
         text = doc.text
+        if doc.format == "text":  # a plain text's pipe tables (its fences are not read: not Markdown)
+            return self._plain_rows_kept_whole(doc, sizer)
         if doc.format not in MARKDOWN_FORMATS or (
             "|" not in text and not holds(text, "```") and not holds(text, "~~~")
         ):
@@ -356,6 +359,32 @@ class Chunker:
                 kept += (line for line in lines if line[1] - line[0] <= limit)
             else:
                 kept += (line for line in lines if fits(*line))
+        if not kept:
+            return None
+        kept.sort()
+        kept_starts, kept_ends = zip(*kept, strict=True)
+        return kept_starts, kept_ends
+
+    def _plain_rows_kept_whole(
+        self, doc: Document, sizer: SpanSizer | None
+    ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """`lines_kept_whole` of a plain text: the rows of its pipe tables (`plain_text_tables`) and each
+        header with its first row, from the line that introduces the table where they fit
+        (`_table_spans_kept`), as in Markdown; its paragraphs are the blocks a lead-in line ends."""
+        from kireme.text.markdown import paragraph_above, paragraphs_outline, plain_text_tables
+
+        text = doc.text
+        tables = plain_text_tables(text)
+        if not tables:
+            return None
+        tops = [table.start for table in tables]
+        leads: dict[int, int] = {}
+        if self.keeps_lead_ins_with_code(doc):
+            above = (paragraph_above(text, top) for top in tops)  # the blocks a lead-in line may end
+            blocks = tuple(sorted({*tops, *(start for start in above if start is not None)}))
+            outline = replace(paragraphs_outline(blocks), tables=tables)
+            leads = _lead_in_lines(text, outline, tops)
+        kept = _table_spans_kept(tables, self.fits_budget(doc, sizer), [leads.get(top, top) for top in tops])
         if not kept:
             return None
         kept.sort()

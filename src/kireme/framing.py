@@ -27,16 +27,18 @@ from kireme.text.markdown import (
     fences_around,
     table_header_for,
 )
+from kireme.text.tableheaders import TABLE_FORMATS
 
-TABLE_FORMATS = frozenset({*MARKDOWN_FORMATS, "csv", "tsv"})
+__all__ = ["TABLE_FORMATS", "Framing", "table_rows", "tables_of"]
 
 
 def tables_of(
     text_of: Callable[[str], str | None], formats: Mapping[str, str]
 ) -> Callable[[str], tuple[Table, ...]]:
     """``doc_id -> tables`` of the documents that have them as kireme reads them (Markdown pipe tables, in
-    Markdown, HTML, DOCX and notebooks; a CSV or TSV file as one table), each document's outline read once,
-    when asked for; none for any other document. ``formats``: each document's format."""
+    Markdown, HTML, DOCX and notebooks, and those of a plain text; a CSV or TSV file as one table), each
+    document's outline read once, when asked for; none for any other document. ``formats``: each
+    document's format."""
     found: dict[str, tuple[Table, ...]] = {}
 
     def tables(doc_id: str) -> tuple[Table, ...]:

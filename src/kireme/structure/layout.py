@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from itertools import pairwise
 from operator import attrgetter
 from typing import overload
@@ -40,7 +41,14 @@ from kireme.document import Document
 from kireme.text.csvtable import csv_outline
 from kireme.text.headings import prose_headings
 from kireme.text.leads import heading_ends, indent_width, lead_ins
-from kireme.text.markdown import MARKDOWN_FORMATS, Outline, Table, line_starts, markdown_outline
+from kireme.text.markdown import (
+    MARKDOWN_FORMATS,
+    Outline,
+    Table,
+    line_starts,
+    markdown_outline,
+    plain_text_tables,
+)
 from kireme.text.sentences import check_sentence_mode
 
 # The outline of every plain-text document (frozen: one shared instance, not one made per document)
@@ -48,12 +56,17 @@ _NO_OUTLINE = Outline()
 
 
 def document_outline(doc: Document) -> Outline:
-    """The outline of any loaded document: parsed Markdown, a CSV/TSV table, or nothing (plain text)."""
+    """The outline of any loaded document: parsed Markdown, a CSV/TSV table, a plain text's pipe tables
+    (`plain_text_tables`: nothing else of a plain text is read as Markdown), or nothing."""
     fmt = doc.format
     if fmt in MARKDOWN_FORMATS:
         return markdown_outline(doc.text, lambda: doc.id)  # the id (maybe a hash) only for a warning
     if fmt in ("csv", "tsv"):
         return csv_outline(doc.text, fmt, doc.title)
+    if fmt == "text":
+        tables = plain_text_tables(doc.text)
+        if tables:
+            return replace(_NO_OUTLINE, tables=tables)
     return _NO_OUTLINE
 
 

@@ -20,6 +20,7 @@ def clear_text_caches() -> None:
     """Forget every analysis kept for a text (outlines, table headers, sentence indexes, paragraph breaks,
     grapheme boundaries)."""
     markdown._outline.cache_clear()
+    markdown._plain_text_tables.cache_clear()
     sentences.sentence_index.cache_clear()
     sentences._breaks.cache_clear()
     graphemes._all_boundaries.cache_clear()

@@ -8,7 +8,8 @@ its own levels say, and `kireme.chunkers.Chunker` puts the header found here in 
 of each chunk that starts inside a table's body. ``text`` and its offsets never change.
 
 Tables are the parser's (`kireme.text.markdown`: pipe tables of Markdown, and of HTML, Word and notebooks
-rendered as Markdown) and a CSV/TSV file's header record (`kireme.text.csvtable`).
+rendered as Markdown; the pipe tables of a plain text, `plain_text_tables`) and a CSV/TSV file's header
+record (`kireme.text.csvtable`).
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from kireme.text.markdown import MARKDOWN_FORMATS, Table
+from kireme.text.markdown import MARKDOWN_FORMATS, Table, plain_text_tables
 
 __all__ = ["TABLE_FORMATS", "TableHeaders", "compact_header", "table_headers"]
 
-# the formats whose documents may hold tables
-TABLE_FORMATS = MARKDOWN_FORMATS | {"csv", "tsv"}
+# the formats whose documents may hold tables (``text``: pipe tables only, `plain_text_tables`)
+TABLE_FORMATS = MARKDOWN_FORMATS | {"csv", "tsv", "text"}
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,8 @@ def _table_headers(text: str, fmt: str) -> TableHeaders | None:
         from kireme.text.csvtable import csv_outline
 
         tables = csv_outline(text, fmt).tables
+    elif fmt == "text":
+        tables = plain_text_tables(text)
     else:
         if "|" not in text:  # no pipe table without a pipe: the outline is not asked for
             return None
