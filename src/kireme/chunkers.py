@@ -46,6 +46,9 @@ from kireme.text.markdown import (
     Outline,
     Table,
     markdown_headings,
+    paragraph_above,
+    paragraphs_outline,
+    plain_text_tables,
 )
 from kireme.text.quick import holds
 from kireme.text.sentences import check_sentence_mode
@@ -321,7 +324,7 @@ class Chunker:
         are not read."""
         text = doc.text
         if doc.format == "text":  # a plain text's pipe tables (its fences are not read: not Markdown)
-            return self._plain_rows_kept_whole(doc, sizer)
+            return self._plain_rows_kept_whole(doc, sizer) if "|" in text else None
         if doc.format not in MARKDOWN_FORMATS or (
             "|" not in text and not holds(text, "```") and not holds(text, "~~~")
         ):
@@ -371,8 +374,6 @@ class Chunker:
         """`lines_kept_whole` of a plain text: the rows of its pipe tables (`plain_text_tables`) and each
         header with its first row, from the line that introduces the table where they fit
         (`_table_spans_kept`), as in Markdown; its paragraphs are the blocks a lead-in line ends."""
-        from kireme.text.markdown import paragraph_above, paragraphs_outline, plain_text_tables
-
         text = doc.text
         tables = plain_text_tables(text)
         if not tables:
@@ -477,7 +478,10 @@ class Chunker:
         starting among a table's rows (`kireme.text.tableheaders`); ``None``: none to repeat."""
         if not self.repeats_table_headers:
             return None
-        return table_headers(doc.text, doc.format)
+        text, fmt = doc.text, doc.format
+        if fmt == "text" and "|" not in text:  # asked for every chunked text: answered here
+            return None
+        return table_headers(text, fmt)
 
     def with_table_room(
         self,
@@ -538,7 +542,7 @@ class Chunker:
         kept = self.lines_kept_whole(doc, sizer)
         levels = self.sentence_levels(doc, sizer, kept)
         spans = self._pack_levels(doc, levels, sizer, budget, None, whole_checked=self.merges())
-        if len(spans) > 1 and doc.format in TABLE_FORMATS:
+        if len(spans) > 1 and doc.format in TABLE_FORMATS and self.table_headers(doc) is not None:
 
             def packed(max_size: int, span: tuple[int, int] | None) -> list[PackedSpan]:
                 return self._pack_levels(doc, levels, sizer, max_size, span)
@@ -671,7 +675,8 @@ class Chunker:
         elif embed is None:
             context = self.context_builder(doc, paths, title) if self.context != "none" else None
             prefix = context.prefix if context is not None else None
-            headers = self.table_headers(doc) if doc.format in TABLE_FORMATS else None
+            # (one chunk starts where the text does: never among a table's rows)
+            headers = self.table_headers(doc) if len(plan.spans) > 1 and doc.format in TABLE_FORMATS else None
             if headers is not None:
                 # the room `text_max_size` left for the context, from the builder at hand
                 room = context.largest() if context is not None and self.context_counts else 0

@@ -65,7 +65,7 @@ def compact_header(header: str) -> str:
 def table_headers(text: str, fmt: str) -> TableHeaders | None:
     """The headers of the tables in ``text`` read as ``fmt`` (a loader's format name); ``None`` when the
     format has no tables or the text none. Kept for the last few texts (`clear_text_caches`)."""
-    if fmt not in TABLE_FORMATS:
+    if fmt not in TABLE_FORMATS or (fmt == "text" and "|" not in text):
         return None
     return _table_headers(text, fmt)
 
