@@ -388,6 +388,40 @@ def test_kireme_search_budget_passes_a_csv_row(tmp_path: Path) -> None:
     assert sum(p["size"] for p in passages) <= 30
 
 
+def test_kireme_search_budget_passes_a_row_of_a_txt_files_table(tmp_path: Path) -> None:
+    """`kireme index` (its default `markdown` strategy) and `kireme search --budget` on a ``.txt`` file
+    holding a pipe table: the chunks of later rows carry the header in ``embed_text``, and a budget smaller
+    than a chunk passes the whole row that holds the words (an exact slice), not half of two rows."""
+    rows = [f"| 社員{k:02d} | 部署{k % 3} | 内線{100 + k} |" for k in range(40)]
+    text = (
+        "内線番号の一覧です。\n\n| 氏名 | 部署 | 内線 |\n|---|---|---|\n" + "\n".join(rows) + "\n\n以上。\n"
+    )
+    (tmp_path / "staff.txt").write_text(text, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "KIREME_CHAT"))}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "kireme.cli", *args], capture_output=True, text=True, cwd=tmp_path, env=env
+        )
+
+    done = cli("index", "staff.txt", "--embedder", "hash", "--max-size", "150", "--unit", "chars")
+    assert done.returncode == 0, done.stderr
+    chunks = cli("chunk", "staff.txt", "--strategy", "markdown", "--max-size", "150", "--format", "jsonl")
+    among_rows = [json.loads(line) for line in chunks.stdout.splitlines()]
+    among_rows = [
+        c for c in among_rows if c["text"].startswith("| 社員") and c["start"] > text.index("| 社員00")
+    ]
+    assert among_rows and all(
+        c["embed_text"].endswith("| 氏名 | 部署 | 内線 |\n|---|---|---|\n" + c["text"]) for c in among_rows
+    )
+    found = cli("search", "社員27 内線", "--mode", "bm25", "--budget", "30", "--format", "jsonl")
+    assert found.returncode == 0, found.stderr
+    passages = [json.loads(line) for line in found.stdout.splitlines()]
+    assert any(p["text"] == "| 社員27 | 部署0 | 内線127 |" for p in passages), passages
+    assert all(text[p["start"] : p["end"]] == p["text"] for p in passages)
+    assert sum(p["size"] for p in passages) <= 30
+
+
 def test_a_hit_cut_to_one_row_takes_the_row_that_answers_though_it_is_the_first() -> None:
     """Room for one row: the first row (役員, 東京) was glued to the header and did not fit, so the row of
     役員 and 大阪 — half of the question's words — was passed, and a reader would answer 15,000円."""
