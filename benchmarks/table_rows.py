@@ -1,9 +1,10 @@
 """Table rows in the chunks of every strategy: cut inside, and without their header.
 
     .venv/bin/python benchmarks/table_rows.py [--corpora ../shared/corpora] [--sizes 400 1000]
+        [--format markdown|text]
 
 Every Markdown file of ``ja-techdocs-md`` (``Document(format="markdown")``, as ``kireme chunk`` loads a
-``.md`` file), each strategy that cuts tables where its own levels say (`recursive`, `paragraph`,
+``.md`` file; ``--format text``: as a plain text, as a ``.txt`` file or a string is read), each strategy that cuts tables where its own levels say (`recursive`, `paragraph`,
 `sentence`) and `markdown` for reference, in characters (and tokens 512). Tables and rows are the parser's
 (`kireme.text.markdown.markdown_outline`). Per configuration:
 
@@ -47,12 +48,12 @@ def _header_guard(
     return (start, end) if size_of(text[start:end]) <= size else None
 
 
-def measure(texts: list[str], strategy: str, unit: str, size: int) -> dict[str, int]:
-    """The counts of one configuration over every text."""
+def measure(texts: list[str], strategy: str, unit: str, size: int, fmt: str = "markdown") -> dict[str, int]:
+    """The counts of one configuration over every text read as ``fmt``; the tables are Markdown's."""
     chunker = make_chunker(strategy, max_size=size, unit=unit)
     counts = {"chunks": 0, "among rows": 0, "with header": 0, "in a row": 0, "header parted": 0, "over": 0}
     for i, text in enumerate(texts):
-        doc = Document(text, id=f"d{i}", metadata={"format": "markdown"})
+        doc = Document(text, id=f"d{i}", metadata={"format": fmt})
         tables = markdown_outline(text, warn=False).tables
         bodies = [(t.header[1], t.end, text[t.header[0] : t.header[1]].split("\n")[0]) for t in tables]
         body_starts = [b for b, _, _ in bodies]
@@ -87,6 +88,12 @@ def main() -> None:
     )
     ap.add_argument("--sizes", type=int, nargs="+", default=[400, 1000])
     ap.add_argument("--strategies", nargs="+", default=list(STRATEGIES))
+    ap.add_argument(
+        "--format",
+        choices=["markdown", "text"],
+        default="markdown",
+        help="read each file as Markdown (as `kireme chunk` reads a .md file) or as plain text (a .txt file)",
+    )
     args = ap.parse_args()
     docs = load_set(args.corpora, "ja-techdocs-md")
     if docs is None:
@@ -97,7 +104,7 @@ def main() -> None:
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for strategy in args.strategies:
         for unit, size in configs:
-            c = measure(docs.texts, strategy, unit, size)
+            c = measure(docs.texts, strategy, unit, size, args.format)
             print(
                 f"| `{strategy}` | {size} {unit} | {c['chunks']:,} | {c['among rows']} | {c['with header']} "
                 f"| {c['in a row']} | {c['header parted']} | {c['over']} |"

@@ -586,8 +586,7 @@ _plain_lines = st.sampled_from(
         "|　全角　|",
     ]
 )
-# lines a plain text reads otherwise than Markdown (block syntax), and what `_scanned_table` leaves to the
-# parser (tabs, NUL, deep indentation, a lone carriage return)
+# lines a plain text reads otherwise than Markdown (block syntax), tabs, deep indentation
 _other_lines = st.sampled_from(
     [
         "- 項目",
@@ -598,8 +597,6 @@ _other_lines = st.sampled_from(
         "    | 字下げ四つ |",
         "\t| タブ |",
         "|\t---|",
-        "| \x00 |",
-        "| 改行\r |",
         "\u3000| 全角空白 |",
         "1. | 番号 |",
         "<div>",
@@ -632,31 +629,77 @@ def _shape(table):
     return table.start, table.end, table.header, len(table.columns), [(r.start, r.end) for r in table.rows]
 
 
-@settings(max_examples=400, deadline=None)
+def _parser_tables(text: str) -> list[tuple]:
+    """The reference: from each line holding ``|`` over a line of pipes, dashes, colons and blanks, outside
+    the table before it, markdown-it (CommonMark + GFM tables, as it is) reads the rest of the text; where
+    its first block is a table, that table's shape (`_shape`) and its cells (the parser's inline contents:
+    as written, trimmed, ``\\|`` read as ``|``)."""
+    import re as re_module
+
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark").enable("table")
+    starts = [0, *(m.end() for m in re_module.finditer("\n", text))]
+    lines = text.split("\n")
+
+    def span(first: int, last: int) -> tuple[int, int]:  # lines [first, last) without the last line break
+        end = starts[last] - 1 if last < len(starts) else len(text)
+        return starts[first], end - (text[end - 1 : end] == "\r" and end > starts[first])
+
+    found: list[tuple] = []
+    end = 0
+    for i in range(len(lines) - 1):
+        if (
+            starts[i] < end
+            or "|" not in lines[i]
+            or not re_module.fullmatch(r"[ \t]*[|\-:][|\-: \t]*\r?", lines[i + 1])
+        ):
+            continue
+        tokens = md.parse(text[starts[i] :])
+        if not tokens or tokens[0].type != "table_open":
+            continue
+        close = next(k for k, t in enumerate(tokens) if t.type == "table_close")
+        table = tokens[: close + 1]
+        first, last = table[0].map
+        rows: list[tuple[int, int]] = []
+        cells: list[list[str]] = []
+        for tok in table:
+            if tok.type == "tr_open":
+                cells.append([])
+                if tok.map[0] >= first + 2:  # a body row (the header's is the first line)
+                    rows.append(span(i + tok.map[0], i + tok.map[1]))
+            elif tok.type == "inline":
+                cells[-1].append(tok.content)
+        start, stop = span(i + first, i + last)
+        header = (start, span(i + first, i + first + 2)[1])
+        found.append((start, stop, header, len(cells[0]), rows, cells))
+        end = stop
+    return found
+
+
+def _read(text: str) -> list[tuple]:
+    from kireme.text.markdown import _plain_text_tables, plain_text_tables
+
+    _plain_text_tables.cache_clear()
+    tables = plain_text_tables(text)
+    _plain_text_tables.cache_clear()
+    return [(*_shape(t), [list(t.columns), *(list(r.cells) for r in t.rows)]) for t in tables]
+
+
+@settings(max_examples=500, deadline=None)
 @given(
     lines=st.lists(st.one_of(_plain_lines, _other_lines), max_size=14),
     crlf=st.booleans(),
     last_break=st.booleans(),
 )
-def test_tables_read_without_the_parser_are_the_parsers(
+def test_a_plain_texts_tables_are_the_parsers_reading_from_each_header(
     lines: list[str], crlf: bool, last_break: bool
 ) -> None:
-    """Property: the tables read without the parser (`_table_columns` at each header line, `_scanned_table`
-    where the rows start with a pipe) are what markdown-it reads from each line over a delimiter row,
-    offsets, columns and cells."""
-    from unittest import mock
-
-    from kireme.text import markdown
-    from kireme.text.markdown import _plain_text_tables, plain_text_tables
-
+    """Property: the tables read line by line (`_table_columns` at each header line, `_is_row` for each line
+    after the delimiter row, the parser asked only of a line that may open a block) are what markdown-it
+    reads from each such header line: offsets, header, rows, columns and every cell."""
     text = ("\r\n" if crlf else "\n").join(lines) + ("\n" if last_break and lines else "")
-    _plain_text_tables.cache_clear()
-    scanned = plain_text_tables(text)
-    _plain_text_tables.cache_clear()
-    with mock.patch.object(markdown, "_table_columns", lambda header, delimiter: None):
-        parsed = plain_text_tables(text)
-    _plain_text_tables.cache_clear()
-    assert scanned == parsed
+    assert _read(text) == [(*t[:5], t[5]) for t in _parser_tables(text)]
 
 
 _HEADS = [
@@ -695,7 +738,6 @@ _BODIES = [
     "- 項目",
     "> 引用",
     "",
-    "| 改行\r |",
     "| a \\| b | c \\\\| d |",
     "| \\|先頭 |",
     "-->",
@@ -705,6 +747,7 @@ _BODIES = [
     "*強調* | x",
     "-1 | x",
     "+ 項目",
+    "-\t項目",
     "+x | y",
     "1. 番号",
     "1.5 | x",
@@ -721,54 +764,79 @@ _BODIES = [
 ]
 
 
-def test_every_header_delimiter_and_rows_read_without_the_parser_as_with_it() -> None:
+def test_every_header_delimiter_and_rows_read_as_the_parser_reads_them() -> None:
     """Every header line, delimiter row and one or two rows of the lists above, with line feeds or CRLF:
-    `_scanned_table` reads them as markdown-it does, or leaves them to it."""
-    from unittest import mock
-
-    from kireme.text import markdown
-    from kireme.text.markdown import _plain_text_tables, plain_text_tables
-
-    def both(text: str) -> tuple[tuple, tuple]:
-        _plain_text_tables.cache_clear()
-        scanned = plain_text_tables(text)
-        _plain_text_tables.cache_clear()
-        with mock.patch.object(markdown, "_table_columns", lambda header, delimiter: None):
-            parsed = plain_text_tables(text)
-        _plain_text_tables.cache_clear()
-        return scanned, parsed
-
+    read as markdown-it reads them (`_parser_tables`)."""
     read = 0
     for head in _HEADS:
         for delimiter in _DELIMITERS:
             for rows in [[], *([row] for row in _BODIES), *([a, b] for a in _BODIES[:6] for b in _BODIES)]:
                 for newline in ("\n", "\r\n"):
                     text = newline.join(["前文です。", head, delimiter, *rows, "", "後文です。"])
-                    scanned, parsed = both(text)
-                    assert scanned == parsed, repr(text)
-                    read += bool(parsed)
+                    expected = _parser_tables(text)
+                    assert _read(text) == [(*t[:5], t[5]) for t in expected], repr(text)
+                    read += bool(expected)
     assert read > 500  # tables were read, not only turned down
+
+
+def test_a_line_the_parser_reads_as_two_ends_a_table() -> None:
+    """A lone carriage return (the parser reads the line as two) ends the table before its line, and a
+    header or delimiter row holding one starts none; NUL in a cell is kept as written."""
+    from kireme.text.markdown import _plain_text_tables, plain_text_tables
+
+    text = "| 区分 | 日当 |\n|---|---|\n| 部長 | 3,000円 |\n| 課長\r | 2,500円 |\n| 係長 | 2,200円 |\n"
+    _plain_text_tables.cache_clear()
+    (table,) = plain_text_tables(text)
+    assert [r.cells for r in table.rows] == [("部長", "3,000円")]
+    assert plain_text_tables("| 区分\r | 日当 |\n|---|---|\n| 部長 | 3,000円 |\n") == ()
+    assert plain_text_tables("| 区分 | 日当 |\n|---|---|\n| 部長\x00 | 3,000円 |\n")[0].rows[0].cells == (
+        "部長\x00",
+        "3,000円",
+    )
+
+
+def test_reading_a_plain_texts_tables_takes_linear_time() -> None:
+    """Thousands of tables, each ended by a list item, and a table of thousands of rows the parser is asked
+    about (``#x | y``, ``<b>``): the first version parsed up to the next blank line for each table (24,000
+    characters took 52 s); now each line is read once."""
+    import time
+
+    from kireme.text.markdown import plain_text_tables
+
+    many = "a|b\n-|-\n- x\n" * 4000
+    long = "a|b\n-|-\n" + "<b>x</b> | y\n" * 3000
+    started = time.process_time()
+    assert len(plain_text_tables(many)) == 4000
+    assert len(plain_text_tables(long)[0].rows) == 3000
+    assert time.process_time() - started < 30  # linear: well under a second here; quadratic: minutes
 
 
 def test_a_table_of_pipe_rows_is_read_without_the_parser() -> None:
     """The rows of the tables a plain text holds most often start with a pipe: read without markdown-it
-    (about 1 ms a table there); a row that may be something else goes to the parser. Whether a line starts
-    a table at all is the table rule's answer at it (`_table_columns`)."""
-    from kireme.text.markdown import _scanned_table, _table_columns
+    (about 1 ms a table there); only a line that may open another block goes to the parser. Whether a line
+    starts a table at all is the table rule's answer at it (`_table_columns`)."""
+    from unittest import mock
 
-    text = "日当の表：\n| 区分 | 日当 |\n|---|---:|\n| 部長 | **3,000円** |\n| 課長 |\n\n以上。"
+    from kireme.text import markdown
+    from kireme.text.markdown import _read_table, _table_columns
+
+    text = "日当の表：\n| 区分 | 日当 |\n|---|---:|\n| 部長 | **3,000円** |\n| 課長 |\n課長代理 | 2,400円\n\n以上。"
     start = text.index("| 区分")
-    end = text.index("\n\n") + 1
+    line_feed = text.index("\n|---")
+    row_end = text.index("\n", line_feed + 1)
     assert _table_columns("| 区分 | 日当 |", "|---|---:|") == 2
     assert _table_columns("| 区分 | 日当 |", "|---|") == 0  # one alignment for two columns: no table
     assert _table_columns("    | 区分 |", "|---|") == 0  # indented code
-    assert _table_columns("| 区分 |\t", "|---|") is None  # a tab: the parser decides
-    table = _scanned_table(text, start, end, 2)
-    assert table is not None
+    assert _table_columns("\t| 区分 |", "|---|") == 0  # a tab reaches the fourth column: code
+    with mock.patch.object(markdown, "_parser", side_effect=AssertionError("parser asked")):
+        table = _read_table(text, start, line_feed, row_end, 2)
     assert table.columns == ("区分", "日当")
-    assert [row.cells for row in table.rows] == [("部長", "**3,000円**"), ("課長", "")]  # as written
-    assert text[table.start : table.end] == "| 区分 | 日当 |\n|---|---:|\n| 部長 | **3,000円** |\n| 課長 |"
-    assert _scanned_table(text.replace("| 課長 |", "課長 | 2,500円"), start, end + 7, 2) is None
+    assert [row.cells for row in table.rows] == [
+        ("部長", "**3,000円**"),
+        ("課長", ""),
+        ("課長代理", "2,400円"),
+    ]
+    assert text[table.start : table.end].endswith("| 課長 |\n課長代理 | 2,400円")
 
 
 def test_kireme_chunk_on_a_txt_file_repeats_a_tables_header(tmp_path) -> None:

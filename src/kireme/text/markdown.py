@@ -966,8 +966,6 @@ def _may_open_table(text: str, pos: int) -> bool:
     return end >= 0 and text.find("|", pos, end) >= 0 and _DELIMITER_ROW.match(text, end + 1) is not None
 
 
-# a blank line: where a pipe table of a plain text ends at the latest (the line feed before it kept)
-_BLANK_LINE = re.compile(r"\n[ \t]*\r?\n")
 # a line that may be a table's delimiter row (`_DELIMITER_ROW`), with the line feed before it
 _DELIMITER_LINE = re.compile(r"\n[ \t]*[|\-:][|\-: \t]*\r?(?=\n|\Z)")
 
@@ -984,12 +982,18 @@ _delimiter_lines: Callable[[str], list[int]] = native("delimiter_lines") or _del
 def plain_text_tables(text: str) -> tuple[Table, ...]:
     """The pipe tables of a plain text (a ``.txt`` file, a string): a line holding ``|`` right over a GFM
     delimiter row (``|---|---|``), outside the table before it, starts one where markdown-it's ``table``
-    rule reads one from there, and the table holds the rows the rule reads (up to a blank line at the
-    latest). The rest of a plain text is not Markdown (a ``#``, ``-`` or indented line means nothing
-    there, nor ``**`` in a cell: the cells are as written, trimmed, ``\\|`` read as ``|``), but a table
-    pasted from Markdown or written by a model is a table all the same, and its rows need their header
-    where a chunk starts among them. ``()`` for a text without one. Kept for the last few texts
-    (`clear_text_caches`)."""
+    rule reads one from there, and the table holds the rows the rule reads after it (a blank line, an
+    indented line or one that starts another block ends it; a line holding a lone carriage return, which
+    the parser reads as two, ends it too). The rest of a plain text is not Markdown (a ``#``, ``-`` or
+    indented line means nothing there, nor ``**`` in a cell: the cells are as written, trimmed, ``\\|``
+    read as ``|``), but a table pasted from Markdown or written by a model is a table all the same, and
+    its rows need their header where a chunk starts among them. ``()`` for a text without one. Kept for
+    the last few texts (`clear_text_caches`).
+
+    Read line by line, in time linear in the text: the parser is asked only whether one line that may
+    start another block (``- 項目``, ``# 見出し``, ``<div>``) is a row, with the header and delimiter row
+    above it (its reading of a row does not depend on the rows before); proved equal to the parser's
+    reading of the whole table by property tests."""
     if "|" not in text:
         return ()
     return _plain_text_tables(text)
@@ -998,7 +1002,6 @@ def plain_text_tables(text: str) -> tuple[Table, ...]:
 @lru_cache(maxsize=4)
 def _plain_text_tables(text: str) -> tuple[Table, ...]:
     tables: list[Table] = []
-    found: _Found | None = None
     end = 0  # where the last table ends: a delimiter row before it is one of its rows
     for line_feed in _delimiter_lines(text):
         if line_feed < end:
@@ -1007,98 +1010,119 @@ def _plain_text_tables(text: str) -> tuple[Table, ...]:
         if start < end or text.find("|", start, line_feed) < 0:
             continue
         row_end = text.find("\n", line_feed + 1)
-        columns = _table_columns(
-            text[start:line_feed], text[line_feed + 1 : row_end if row_end >= 0 else None]
-        )
-        if columns == 0:
-            continue  # the parser's table rule turns this header down: no table starts on the line
-        blank = _BLANK_LINE.search(text, line_feed)
-        region_end = blank.start() + 1 if blank is not None else len(text)
-        table = _scanned_table(text, start, region_end, columns) if columns is not None else None
-        if table is None:
-            found = found or _Found(text)
-            table = _parsed_table(found, start, region_end)
-        if table is not None:
+        row_end = len(text) if row_end < 0 else row_end
+        columns = _table_columns(text[start:line_feed], text[line_feed + 1 : row_end])
+        if columns:
+            table = _read_table(text, start, line_feed, row_end, columns)
             tables.append(table)
             end = table.end
     return tuple(tables)
 
 
-def _parsed_table(found: _Found, start: int, end: int) -> Table | None:
-    """The table markdown-it reads at the first line of ``found.text[start:end]``, if one starts there,
-    its cells as written (`_as_written`)."""
-    env: dict[str, Any] = {}
-    tokens = _parser().parse(found.text[start:end], env)
-    if not tokens or tokens[0].type != "table_open":
-        return None
-    close = next(i for i, tok in enumerate(tokens) if tok.type == "table_close")
-    before = len(found.tables)
-    found.add(tokens[: close + 1], env, _line_of(found, start))
-    return _as_written(found.text, found.tables[before])
-
-
-# what the lines of a table read without the parser may not hold: a tab (indentation counted in columns),
-# NUL (which the parser replaces)
-_NOT_SCANNED = re.compile(r"[\t\x00]")
 # an alignment cell of a delimiter row (markdown-it's ``headerLineRe``)
 _ALIGN_CELL = re.compile(r":?-+:?")
 # an ordered list item's marker (markdown-it's ``list`` rule), which ends a table
 _ORDERED_ITEM = re.compile(r"[0-9]{1,9}[.)](?:[ \t]|\r?$)")
+# what an ATX heading starts with (markdown-it's ``heading`` rule)
+_ATX_MARKS = re.compile(r"#{1,6}(?:[ \t\r]|$)")
 # a pipe that separates cells (``\\|`` is a pipe in a cell)
 _CELL_PIPE = re.compile(r"(?<!\\)\|")
 
 
-def _table_columns(header: str, delimiter: str) -> int | None:
-    """How many columns a table whose header line and delimiter row are these has, as markdown-it's
-    ``table`` rule decides at the header line (the first block rule asked: where it answers, the line
-    starts a table); ``0``: the rule turns it down; ``None``: a tab, NUL or carriage return inside a line
-    (the parser decides)."""
-    header, delimiter = header.removesuffix("\r"), delimiter.removesuffix("\r")
-    if _NOT_SCANNED.search(header) or _NOT_SCANNED.search(delimiter) or "\r" in header or "\r" in delimiter:
-        return None
-    row = delimiter.lstrip(" ")
-    if len(header) - len(header.lstrip(" ")) > 3 or len(delimiter) - len(row) > 3:
-        return 0  # code, not a table
-    if len(row) < 2 or row[1] not in "|-: " or row.startswith("- "):
+def _indented(line: str) -> bool:
+    """Whether ``line`` is indented four columns or more (a tab reaches the fourth): code to the parser."""
+    body = line.lstrip(" \t")
+    return len(line) - len(body) > 3 or "\t" in line[: len(line) - len(body)]
+
+
+def _lone_cr(line: str) -> bool:
+    """Whether ``line`` (without its line feed) holds a carriage return that does not end it."""
+    return "\r" in line.removesuffix("\r")
+
+
+def _table_columns(header: str, delimiter: str) -> int:
+    """How many columns the table whose header line and delimiter row are these has, as markdown-it's
+    ``table`` rule decides at the header line (the first block rule asked: where it reads a table, the line
+    starts one); ``0`` where it does not (or a line holds a lone carriage return)."""
+    if _lone_cr(header) or _lone_cr(delimiter) or _indented(header) or _indented(delimiter):
         return 0
-    aligns = [cell.strip(_md_trim_chars()) for cell in row.split("|")]
+    header, delimiter = header.removesuffix("\r"), delimiter.removesuffix("\r")
+    row = delimiter.lstrip(" ")
+    if len(row) < 2 or row[1] not in "|-: \t" or row[:2] in ("- ", "-\t"):
+        return 0
+    trim = _md_trim_chars()
+    aligns = [cell.strip(trim) for cell in row.split("|")]
     last = len(aligns) - 1
     for i, cell in enumerate(aligns):
         if (not cell and 0 < i < last) or (cell and _ALIGN_CELL.fullmatch(cell) is None):
             return 0
-    columns = len(_row_cells(header.strip(_md_trim_chars())))
+    columns = len(_row_cells(header.strip(trim)))
     return columns if columns == sum(1 for cell in aligns if cell) else 0
 
 
-def _scanned_table(text: str, start: int, end: int, columns: int) -> Table | None:
-    """The pipe table of ``text[start:end]`` (a header line and delimiter row of ``columns`` columns, then
-    rows up to the end) as markdown-it reads it, where every line after the delimiter row is a row whatever
-    surrounds it (`_plain_row`: no other block starts there, nor ends the table) and the lines hold no
-    tab, NUL or lone ``\\r``; ``None`` for anything else (the parser reads it). The parser takes about 1 ms
-    a table (its character-by-character cell split, its tokens). Equal to the parser's (`_parsed_table`)
-    by property tests."""
-    region = text[start:end]
-    if _NOT_SCANNED.search(region) is not None or region.count("\r") != region.count("\r\n"):
-        return None
-    lines = region.split("\n")
-    if len(lines) > 2 and lines[-1] == "":
-        lines.pop()  # the line feed ending the last row
-    body = lines[2:]
+def _read_table(text: str, start: int, line_feed: int, row_end: int, columns: int) -> Table:
+    """The table whose header line starts at ``start`` and whose delimiter row (of ``columns`` columns)
+    runs from ``line_feed`` + 1 to ``row_end``: its rows are the lines after it up to the first that the
+    table rule does not read as one (`_is_row`), each line's cells as written."""
     trim = _md_trim_chars()
-    if not all(line.startswith("|") or _plain_row(line, trim) for line in body):
-        return None
-    split = [_row_cells(line.removesuffix("\r").strip(trim)) for line in body]
-    if sum(max(0, columns - len(cells)) for cells in split) > 0xFFFF:
-        return None  # the parser stops at so many empty cells filled in
+    header = text[start:line_feed].removesuffix("\r")
+    delimiter = text[line_feed + 1 : row_end].removesuffix("\r")
     rows: list[TableRow] = []
-    offset = start + len(lines[0]) + len(lines[1]) + 2
-    for line, cells in zip(body, split, strict=True):
-        rows.append(TableRow(offset, offset + len(line.removesuffix("\r")), _fitted(cells, columns)))
-        offset += len(line) + 1
-    header_end = start + len(lines[0]) + 1 + len(lines[1].removesuffix("\r"))
-    names = tuple(_row_cells(lines[0].removesuffix("\r").strip(trim)))
-    table_end = rows[-1].end if rows else header_end
-    return Table(start, table_end, (start, header_end), names, tuple(rows), "markdown")
+    filled = 0  # the empty cells filled in so far: the parser stops past 65,536
+    pos = row_end + 1
+    n = len(text)
+    while pos < n:
+        nl = text.find("\n", pos)
+        nl = n if nl < 0 else nl
+        line = text[pos:nl]
+        if not _is_row(line, trim, header, delimiter):
+            break
+        content = line.removesuffix("\r")
+        cells = _row_cells(content.strip(trim))
+        filled += columns - len(cells)
+        if filled > 0x10000:
+            break
+        rows.append(TableRow(pos, pos + len(content), _fitted(cells, columns)))
+        pos = nl + 1
+    header_end = line_feed + 1 + len(delimiter)
+    names = tuple(_row_cells(header.strip(trim)))
+    return Table(
+        start, rows[-1].end if rows else header_end, (start, header_end), names, tuple(rows), "markdown"
+    )
+
+
+def _is_row(line: str, trim: str, header: str, delimiter: str) -> bool:
+    """Whether markdown-it's ``table`` rule reads ``line`` (no line feed) after a table's rows as one more
+    row: not blank, not indented four columns, starting with nothing that opens a block that ends a table
+    (a fence, quote, rule, list item, HTML block or heading; `-->` is a row, ``- 項目`` is not). Most lines
+    are answered here; the parser answers the few that may open a block, under ``header`` and
+    ``delimiter`` (what the rule decides of a row does not depend on the rows before it)."""
+    if _lone_cr(line) or not line.strip(trim) or _indented(line):
+        return False
+    body = line.lstrip(" ")
+    first = body[0]
+    if first == "|":
+        return True
+    if first in "0123456789":
+        if _ORDERED_ITEM.match(body) is None:
+            return True
+    elif first in "-*+_":
+        list_item = first != "_" and (len(body) == 1 or body[1] in " \t\r")
+        rule = first != "+" and not body.removesuffix("\r").strip(first + " \t")
+        if not list_item and not rule:
+            return True
+    elif first == ">":
+        return False  # a quote: it always ends a table
+    elif first == "#":
+        if _ATX_MARKS.match(body) is None:
+            return True  # ``#[derive]``, ``#タグ``: no heading
+    elif first in "`~":
+        if not body.startswith(first * 3):
+            return True  # no fence
+    elif first != "<":
+        return True
+    tokens = _parser().parse(f"{header}\n{delimiter}\n{line}")
+    return any(tok.type == "tbody_open" for tok in tokens)
 
 
 def _fitted(cells: list[str], columns: int) -> tuple[str, ...]:
@@ -1106,41 +1130,6 @@ def _fitted(cells: list[str], columns: int) -> tuple[str, ...]:
     if len(cells) == columns:
         return tuple(cells)
     return (*cells[:columns], *[""] * (columns - len(cells)))
-
-
-def _as_written(text: str, table: Table) -> Table:
-    """``table`` (the parser's) with its column names and cells as written in ``text``
-    (`plain_text_tables`)."""
-    trim = _md_trim_chars()
-    head_end = text.find("\n", table.start)
-    names = tuple(_row_cells(text[table.start : head_end].removesuffix("\r").strip(trim)))
-    rows = tuple(
-        replace(row, cells=_fitted(_row_cells(text[row.start : row.end].strip(trim)), len(names)))
-        for row in table.rows
-    )
-    return replace(table, columns=names, rows=rows)
-
-
-def _plain_row(line: str, trim: str) -> bool:
-    """Whether markdown-it's ``table`` rule reads ``line`` (no tab, no line feed) after a table's rows as
-    one more row, whatever the text around it: not blank, indented less than four spaces, starting with
-    nothing that may open a block that ends a table (a fence, quote, rule, list item, HTML block or
-    heading: `-->` is a row, ``- 項目`` may not be). ``False`` where that is not sure."""
-    body = line.lstrip(" ")
-    if len(line) - len(body) > 3 or not body.strip(trim):
-        return False
-    first = body[0]
-    if first == "|":
-        return True
-    if first in "`~><#":
-        return False
-    if first in "0123456789":
-        return _ORDERED_ITEM.match(body) is None
-    if first in "-*+_":
-        if first != "_" and (len(body) == 1 or body[1] in " \t\r"):
-            return False  # a list item
-        return first == "+" or bool(body.removesuffix("\r").strip(first + " "))  # else maybe a rule
-    return True
 
 
 def _row_cells(line: str) -> list[str]:
