@@ -381,7 +381,9 @@ class Chunker:
         tops = [table.start for table in tables]
         leads: dict[int, int] = {}
         if self.keeps_lead_ins_with_code(doc):
-            above = (paragraph_above(text, top) for top in tops)  # the blocks a lead-in line may end
+            # the blocks a lead-in line may end: the paragraph over each table, below the table before it
+            floors = [0, *(text.find("\n", table.end) + 1 or len(text) for table in tables[:-1])]
+            above = (paragraph_above(text, top, floor) for top, floor in zip(tops, floors, strict=True))
             blocks = tuple(sorted({*tops, *(start for start in above if start is not None)}))
             outline = replace(paragraphs_outline(blocks), tables=tables)
             leads = _lead_in_lines(text, outline, tops)

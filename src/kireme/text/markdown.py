@@ -440,19 +440,20 @@ def paragraph_starts(text: str) -> list[int]:
 _BLANK = re.compile(r"[ \t]*\r?")
 
 
-def paragraph_above(text: str, start: int) -> int | None:
+def paragraph_above(text: str, start: int, floor: int = 0) -> int | None:
     """Where the run of non-blank lines right above the line at ``start`` (blank lines between or not)
-    starts; ``None`` with nothing but blank lines above. The paragraph `paragraph_starts` gives there on a
-    text whose lines start flush left, found without reading the rest of the text."""
+    starts, not above ``floor`` (a line's start: where a block may start at the earliest, the line after a
+    table); ``None`` with nothing but blank lines between. The paragraph `paragraph_starts` gives there on
+    a text whose lines start flush left, found without reading the rest of the text."""
     pos = start
-    while pos > 0:  # past the blank lines above
+    while pos > floor:  # past the blank lines above
         above = text.rfind("\n", 0, pos - 1) + 1
         if _BLANK.fullmatch(text, above, pos - 1) is None:
             break
         pos = above
-    if pos == 0:
+    if pos <= floor:
         return None
-    while pos > 0:  # up to the run's first line
+    while pos > floor:  # up to the run's first line
         above = text.rfind("\n", 0, pos - 1) + 1
         if _BLANK.fullmatch(text, above, pos - 1) is not None:
             break
