@@ -845,6 +845,24 @@ def test_a_table_of_pipe_rows_is_read_without_the_parser() -> None:
     assert text[table.start : table.end].endswith("| 課長 |\n課長代理 | 2,400円")
 
 
+def test_the_table_modes_read_a_plain_texts_table() -> None:
+    """`markdown`'s ``table`` modes on a plain text's pipe table: ``fill-down`` fills a blank 区分 from the
+    row above in ``embed_text`` (``text`` stays the source), ``records`` writes each row as name: value
+    lines — before, a plain text had no table for them to read."""
+    text = (
+        "役職と地域ごとの日当は次のとおり。\n\n| 区分 | 地域 | 日当 |\n|---|---|---|\n"
+        "| 部長 | 東京 | 3,000円 |\n|  | 大阪 | 2,800円 |\n| 課長 | 東京 | 2,500円 |\n|  | 大阪 | 2,300円 |\n"
+    )
+    doc = Document(text, id="allowance.txt", metadata={"format": "text"})
+    chunker = make_chunker("markdown", max_size=60, table="fill-down")
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=60, chunker=chunker)
+    (osaka,) = [c for c in chunks if c.text == "|  | 大阪 | 2,300円 |"]
+    assert osaka.embed_text.endswith("| 区分 | 地域 | 日当 |\n|---|---|---|\n| 課長 | 大阪 | 2,300円 |")
+    records = make_chunker("markdown", max_size=60, table="records").chunk(doc)
+    assert any(c.embed_text.endswith("区分: 部長\n地域: 東京\n日当: 3,000円") for c in records)
+
+
 def test_kireme_chunk_on_a_txt_file_repeats_a_tables_header(tmp_path) -> None:
     """Through the command line: ``kireme chunk notes.txt`` gives the chunks of a plain text's later rows
     the table's header in their ``embed_text``; the text and its offsets stay the file's."""
