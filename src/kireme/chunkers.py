@@ -324,7 +324,7 @@ class Chunker:
         are not read."""
         text = doc.text
         if doc.format == "text":  # a plain text's pipe tables (its fences are not read: not Markdown)
-            return self._plain_rows_kept_whole(doc, sizer) if "|" in text else None
+            return self._plain_rows_kept_whole(doc, sizer)
         if doc.format not in MARKDOWN_FORMATS or (
             "|" not in text and not holds(text, "```") and not holds(text, "~~~")
         ):
@@ -362,11 +362,7 @@ class Chunker:
                 kept += (line for line in lines if line[1] - line[0] <= limit)
             else:
                 kept += (line for line in lines if fits(*line))
-        if not kept:
-            return None
-        kept.sort()
-        kept_starts, kept_ends = zip(*kept, strict=True)
-        return kept_starts, kept_ends
+        return _as_outside_spans(kept)
 
     def _plain_rows_kept_whole(
         self, doc: Document, sizer: SpanSizer | None
@@ -387,12 +383,9 @@ class Chunker:
             blocks = tuple(sorted({*tops, *(start for start in above if start is not None)}))
             outline = replace(paragraphs_outline(blocks), tables=tables)
             leads = _lead_in_lines(text, outline, tops)
-        kept = _table_spans_kept(tables, self.fits_budget(doc, sizer), [leads.get(top, top) for top in tops])
-        if not kept:
-            return None
-        kept.sort()
-        kept_starts, kept_ends = zip(*kept, strict=True)
-        return kept_starts, kept_ends
+        return _as_outside_spans(
+            _table_spans_kept(tables, self.fits_budget(doc, sizer), [leads.get(top, top) for top in tops])
+        )
 
     def with_brackets_kept(self, levels: list[Level], doc: Document, sizer: SpanSizer | None) -> list[Level]:
         """``levels`` that keep a sentence's short brackets whole (`keep_brackets`, up to `BRACKET_SHARE` of
@@ -480,10 +473,7 @@ class Chunker:
         starting among a table's rows (`kireme.text.tableheaders`); ``None``: none to repeat."""
         if not self.repeats_table_headers:
             return None
-        text, fmt = doc.text, doc.format
-        if fmt == "text" and "|" not in text:  # asked for every chunked text: answered here
-            return None
-        return table_headers(text, fmt)
+        return table_headers(doc.text, doc.format)
 
     def with_table_room(
         self,
@@ -947,6 +937,15 @@ def _edges_dropped(spans: Sequence[PackedSpan], kept: tuple[Sequence[int], Seque
     ``kept`` whole, as `Outside` reads them (`_drop_inside`)."""
     edges = sorted({edge for span in spans for edge in (span.start, span.end)})
     return len(_drop_inside(edges, *kept)) < len(edges)
+
+
+def _as_outside_spans(kept: list[tuple[int, int]]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """``kept`` spans in order, as `Outside` reads them (starts, ends); ``None`` for none."""
+    if not kept:
+        return None
+    kept.sort()
+    kept_starts, kept_ends = zip(*kept, strict=True)
+    return kept_starts, kept_ends
 
 
 def _table_spans_kept(

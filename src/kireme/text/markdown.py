@@ -968,7 +968,7 @@ def _may_open_table(text: str, pos: int) -> bool:
 
 
 # a line that may be a table's delimiter row (`_DELIMITER_ROW`), with the line feed before it
-_DELIMITER_LINE = re.compile(r"\n[ \t]*[|\-:][|\-: \t]*\r?(?=\n|\Z)")
+_DELIMITER_LINE = re.compile(r"\n(?=" + _DELIMITER_ROW.pattern + ")")
 
 
 def _delimiter_lines_python(text: str) -> list[int]:
