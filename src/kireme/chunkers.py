@@ -38,6 +38,7 @@ from kireme.document import NO_METADATA, Chunk, ChunkIds, Document, RegionIndex,
 from kireme.errors import ConfigError
 from kireme.length import Measure, SpanSizer, Tokens, _CharSizer, get_measure
 from kireme.pack import PACKINGS, PackedSpan, pack, whole_span
+from kireme.text.csvtable import text_tables
 from kireme.text.headings import prose_headings
 from kireme.text.markdown import (
     MARKDOWN_FORMATS,
@@ -48,7 +49,6 @@ from kireme.text.markdown import (
     markdown_headings,
     paragraph_above,
     paragraphs_outline,
-    plain_text_tables,
 )
 from kireme.text.quick import holds
 from kireme.text.sentences import check_sentence_mode
@@ -323,7 +323,7 @@ class Chunker:
         chunk is cut as before; indented code blocks (often wrapped prose: a licence) and an unclosed fence
         are not read."""
         text = doc.text
-        if doc.format == "text":  # a plain text's pipe tables (its fences are not read: not Markdown)
+        if doc.format == "text":  # a plain text's tables (its fences are not read: not Markdown)
             return self._plain_rows_kept_whole(doc, sizer)
         if doc.format not in MARKDOWN_FORMATS or (
             "|" not in text and not holds(text, "```") and not holds(text, "~~~")
@@ -367,11 +367,12 @@ class Chunker:
     def _plain_rows_kept_whole(
         self, doc: Document, sizer: SpanSizer | None
     ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-        """`lines_kept_whole` of a plain text: the rows of its pipe tables (`plain_text_tables`) and each
-        header with its first row, from the line that introduces the table where they fit
-        (`_table_spans_kept`), as in Markdown; its paragraphs are the blocks a lead-in line ends."""
+        """`lines_kept_whole` of a plain text: the rows of its tables (`text_tables`: pipe tables, cells pasted
+        from a spreadsheet) and each header with its first row, from the line that introduces the table
+        where they fit (`_table_spans_kept`), as in Markdown; its paragraphs are the blocks a lead-in line
+        ends."""
         text = doc.text
-        tables = plain_text_tables(text)
+        tables = text_tables(text)
         if not tables:
             return None
         tops = [table.start for table in tables]

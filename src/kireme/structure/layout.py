@@ -38,7 +38,7 @@ from kireme.boundaries.levels import (
     with_sentences,
 )
 from kireme.document import Document
-from kireme.text.csvtable import csv_outline
+from kireme.text.csvtable import csv_outline, text_tables
 from kireme.text.headings import prose_headings
 from kireme.text.leads import heading_ends, indent_width, lead_ins
 from kireme.text.markdown import (
@@ -47,7 +47,6 @@ from kireme.text.markdown import (
     Table,
     line_starts,
     markdown_outline,
-    plain_text_tables,
 )
 from kireme.text.sentences import check_sentence_mode
 
@@ -57,14 +56,15 @@ _NO_OUTLINE = Outline()
 
 def document_outline(doc: Document) -> Outline:
     """The outline of any loaded document: parsed Markdown, a CSV/TSV table, a plain text's pipe tables
-    (`plain_text_tables`: nothing else of a plain text is read as Markdown), or nothing."""
+    (`text_tables`: its pipe tables and cells pasted from a spreadsheet; nothing else of a plain text is
+    read as Markdown), or nothing."""
     fmt = doc.format
     if fmt in MARKDOWN_FORMATS:
         return markdown_outline(doc.text, lambda: doc.id)  # the id (maybe a hash) only for a warning
     if fmt in ("csv", "tsv"):
         return csv_outline(doc.text, fmt, doc.title)
     if fmt == "text":
-        tables = plain_text_tables(doc.text)
+        tables = text_tables(doc.text)
         if tables:
             return replace(_NO_OUTLINE, tables=tables)
     return _NO_OUTLINE

@@ -2,7 +2,8 @@
 
 Several analyses are kept for the last few texts, keyed by the text itself, because a strategy's levels,
 its packer and its chunks' context all ask about the same document: the Markdown outline
-(`kireme.text.markdown`) and its tables' headers (`kireme.text.tableheaders`), the paragraph breaks and
+(`kireme.text.markdown`), a plain text's tables (`kireme.text.csvtable`) and their headers
+(`kireme.text.tableheaders`), the paragraph breaks and
 sentence index (`kireme.text.sentences`) and, for text without safe break pairs, every grapheme boundary
 (`kireme.text.graphemes`). They are an optimisation only: clearing them never changes a result. Benchmarks clear them before every pass so a
 repeated document is not measured warm; long-running hosts may clear them to let go of large texts.
@@ -11,7 +12,7 @@ Per-process caches that do not depend on a text (compiled patterns, the tokenize
 
 from __future__ import annotations
 
-from kireme.text import graphemes, markdown, sentences, tableheaders
+from kireme.text import csvtable, graphemes, markdown, sentences, tableheaders
 
 __all__ = ["clear_text_caches"]
 
@@ -21,6 +22,7 @@ def clear_text_caches() -> None:
     grapheme boundaries)."""
     markdown._outline.cache_clear()
     markdown._plain_text_tables.cache_clear()
+    csvtable._pasted_tables.cache_clear()
     sentences.sentence_index.cache_clear()
     sentences._breaks.cache_clear()
     graphemes._all_boundaries.cache_clear()

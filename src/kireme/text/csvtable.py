@@ -3,13 +3,18 @@
 Python's `csv` module gives cell values but no positions, so records are found here first (a line break
 ends a record unless it is inside double quotes, where RFC 4180 allows it) and each record's text is
 then handed to `csv` for its cells. The first non-blank record is the header.
+
+A plain text holds tables too: a pipe table (`kireme.text.markdown.plain_text_tables`) and cells pasted
+from a spreadsheet, which arrive separated by tabs (`pasted_tables`); `text_tables` gives both.
 """
 
 from __future__ import annotations
 
 import csv
+import re
+from functools import lru_cache
 
-from kireme.text.markdown import Outline, Table, TableRow
+from kireme.text.markdown import Outline, Table, TableRow, plain_text_tables
 
 
 def record_spans(text: str) -> list[tuple[int, int]]:
@@ -91,3 +96,75 @@ def quoted_line_breaks(text: str, records: list[tuple[int, int]] | None = None) 
     ``records``: the text's `record_spans`, when the caller has them."""
     spans = record_spans(text) if records is None else records
     return [(start, end) for start, end in spans if "\n" in text[start:end]]
+
+
+# a line that may be a row pasted from a spreadsheet: a tab between two cells, nothing indented (a line that
+# starts with white space is indented text or code, not the first cell of a row)
+_TAB_LINE = re.compile(r"^[^\s][^\n]*\t[^\n]*$", re.MULTILINE)
+PASTED_ROWS_MIN = 3  # a header and two rows: two lines with a tab each are too little to call a table
+
+
+def text_tables(text: str) -> tuple[Table, ...]:
+    """The tables of a plain text, in order: its pipe tables (`plain_text_tables`) and the cells pasted from
+    a spreadsheet (`pasted_tables`) outside them. ``()`` for a text without either."""
+    if "|" not in text and "\t" not in text:
+        return ()
+    pipes = plain_text_tables(text)
+    pasted = pasted_tables(text)
+    if not pasted:
+        return pipes
+    if pipes:
+        pasted = tuple(t for t in pasted if not any(p.start < t.end and t.start < p.end for p in pipes))
+    return tuple(sorted((*pipes, *pasted), key=lambda table: table.start))
+
+
+def pasted_tables(text: str) -> tuple[Table, ...]:
+    """Cells copied from a spreadsheet (Excel, Google Sheets, LibreOffice) and pasted into a plain text: at
+    least `PASTED_ROWS_MIN` lines in a row that each hold the same number of tabs, none indented, the first
+    naming the columns (every cell filled, a letter in it: ``地域<TAB>日当<TAB>宿泊費``). Each is a ``tsv``
+    table whose rows are the lines under that first one, so a chunk that starts among them gets the header
+    in front, and no strategy cuts a row in two. Two lines are no table (a ``key<TAB>value`` pair), nor is
+    a run whose first line has an empty cell or only numbers (data with no header to repeat). Cells are
+    read as a TSV file's are (trimmed; a quoted cell as ``csv`` reads it). Kept for the last few texts
+    (`clear_text_caches`)."""
+    if "\t" not in text:
+        return ()
+    return _pasted_tables(text)
+
+
+@lru_cache(maxsize=4)
+def _pasted_tables(text: str) -> tuple[Table, ...]:
+    tables: list[Table] = []
+    run: list[tuple[int, int]] = []
+    tabs = -1
+    for found in _TAB_LINE.finditer(text):
+        start, end = found.span()
+        while end > start and text[end - 1] == "\r":
+            end -= 1
+        count = text.count("\t", start, end)
+        if run and (count != tabs or not _follows(text, run[-1], start)):
+            _add_pasted(text, run, tables)
+            run = []
+        run.append((start, end))
+        tabs = count
+    _add_pasted(text, run, tables)
+    return tuple(tables)
+
+
+def _follows(text: str, previous: tuple[int, int], start: int) -> bool:
+    """Whether the line at ``start`` is the one right after ``previous`` (its line break, nothing else)."""
+    gap = text[previous[1] : start]
+    return gap in ("\n", "\r\n")
+
+
+def _add_pasted(text: str, run: list[tuple[int, int]], tables: list[Table]) -> None:
+    if len(run) < PASTED_ROWS_MIN:
+        return
+    header = run[0]
+    columns = _cells(text[header[0] : header[1]], "\t")
+    if not all(columns) or not any(ch.isalpha() for ch in text[header[0] : header[1]]):
+        return
+    rows = tuple(TableRow(s, e, _cells(text[s:e], "\t")) for s, e in run[1:])
+    tables.append(
+        Table(start=header[0], end=run[-1][1], header=header, columns=columns, rows=rows, dialect="tsv")
+    )

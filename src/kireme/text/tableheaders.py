@@ -8,8 +8,8 @@ its own levels say, and `kireme.chunkers.Chunker` puts the header found here in 
 of each chunk that starts inside a table's body. ``text`` and its offsets never change.
 
 Tables are the parser's (`kireme.text.markdown`: pipe tables of Markdown, and of HTML, Word and notebooks
-rendered as Markdown; the pipe tables of a plain text, `plain_text_tables`) and a CSV/TSV file's header
-record (`kireme.text.csvtable`).
+rendered as Markdown; the tables of a plain text, `kireme.text.csvtable.text_tables`) and a CSV/TSV
+file's header record (`kireme.text.csvtable`).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from kireme.text.markdown import MARKDOWN_FORMATS, Table, plain_text_tables
+from kireme.text.markdown import MARKDOWN_FORMATS, Table
 
 __all__ = ["TABLE_FORMATS", "TableHeaders", "compact_header", "table_headers"]
 
-# the formats whose documents may hold tables (``text``: pipe tables only, `plain_text_tables`)
+# the formats whose documents may hold tables (``text``: pipe tables and pasted cells, `text_tables`)
 TABLE_FORMATS = MARKDOWN_FORMATS | {"csv", "tsv", "text"}
 
 
@@ -65,7 +65,7 @@ def compact_header(header: str) -> str:
 def table_headers(text: str, fmt: str) -> TableHeaders | None:
     """The headers of the tables in ``text`` read as ``fmt`` (a loader's format name); ``None`` when the
     format has no tables or the text none. Kept for the last few texts (`clear_text_caches`)."""
-    if fmt not in TABLE_FORMATS or (fmt == "text" and "|" not in text):
+    if fmt not in TABLE_FORMATS or (fmt == "text" and "|" not in text and "\t" not in text):
         return None
     return _table_headers(text, fmt)
 
@@ -78,7 +78,9 @@ def _table_headers(text: str, fmt: str) -> TableHeaders | None:
 
         tables = csv_outline(text, fmt).tables
     elif fmt == "text":
-        tables = plain_text_tables(text)
+        from kireme.text.csvtable import text_tables
+
+        tables = text_tables(text)
     else:
         if "|" not in text:  # no pipe table without a pipe: the outline is not asked for
             return None
