@@ -19,6 +19,7 @@ from tests.invariants import check_invariants
 from kireme import Document, make_chunker
 from kireme.text.caches import clear_text_caches
 from kireme.text.csvtable import pasted_tables, text_tables
+from kireme.text.markdown import plain_text_blocks
 
 CITIES = ["札幌", "仙台", "東京", "名古屋", "大阪", "広島", "福岡", "那覇", "金沢", "新潟", "静岡", "岡山"]
 HEADER = "地域\t日当\t宿泊費\t交通"
@@ -230,3 +231,84 @@ def test_the_prompt_of_ask_names_the_columns_of_pasted_rows() -> None:
     assert table.dialect == "tsv" and text[slice(*table.header)] == HEADER
     row = text.index("那覇")
     assert framing("guide", row, row + 10) == (HEADER + "\n", "")
+
+
+_PROSE = "出張の日当は、出張先の地域と日数に応じて支給する。日帰りの出張には支給しない。"
+
+
+def _pipe(line: str) -> str:
+    return "| " + " | ".join(line.split("\t")) + " |"
+
+
+def _introduced(kind: str) -> str:
+    """Prose, a line that introduces a table, the table (pasted cells, or the same as a pipe table)."""
+    table = (
+        [HEADER, *_rows()] if kind == "pasted" else [_pipe(HEADER), "|---|---|---|---|", *map(_pipe, _rows())]
+    )
+    lines = [
+        "第5条（出張手当）",
+        _PROSE,
+        _PROSE.replace("出張", "海外出張"),
+        "出張手当の額は、次の表のとおりとする：",
+        *table,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("kind", ["pasted", "pipe"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("max_size", [140, 180, 220])
+def test_the_line_that_introduces_a_table_stays_with_its_header_and_first_row(
+    kind: str, strategy: str, max_size: int
+) -> None:
+    """``…次の表のとおりとする：`` right above a plain text's table goes with the header and the first row
+    where the three fit. `markdown` (what `kireme index` runs) left it at the end of the prose before: a
+    plain text's outline had its tables and no blocks, so no line was a lead-in to it (pipe tables too)."""
+    text = _introduced(kind)
+    doc = Document(text, id="rule.txt", metadata={"format": "text"})
+    chunker = _chunker(strategy, max_size=max_size, context="none")
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=max_size, chunker=chunker)
+    lead = text.index("出張手当の額")
+    (holder,) = [c for c in chunks if c.start <= lead < c.end]
+    header = HEADER if kind == "pasted" else _pipe(HEADER) + "\n|---|---|---|---|"
+    first = _rows()[0] if kind == "pasted" else _pipe(_rows()[0])
+    assert f"とする：\n{header}\n{first}" in holder.text
+
+
+def test_the_blocks_of_a_plain_text_around_its_tables() -> None:
+    """`plain_text_blocks`: each table starts a block, and so do the paragraph above it and that paragraph's
+    last line — unless that line goes on from the one before (a hard-wrapped sentence is not made two
+    blocks: the block level is cut before sentences)."""
+    table = "Region\tDaily\tHotel\nTokyo\t5,000\tactual\nOsaka\t4,000\tactual\n"
+    wrapped = f"Travel allowances are paid per day.\nThe daily allowance for each region is given in the\nfollowing table:\n{table}"
+    (found,) = text_tables(wrapped)
+    assert plain_text_blocks(wrapped, (found,)) == (0, found.start)
+    ended = wrapped.replace("in the\nfollowing", "below.\nSee the")
+    (found,) = text_tables(ended)
+    starts = (0, ended.index("See the"), found.start)
+    assert plain_text_blocks(ended, (found,)) == starts
+    two = f"出張手当は次のとおり：\n{table}\n\n宿泊費は次のとおり：\n\n{table}"
+    first, second = text_tables(two)
+    assert plain_text_blocks(two, (first, second)) == (0, first.start, two.index("宿泊費"), second.start)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "mark"),
+    [*((s, "。") for s in STRATEGIES if s != "semantic"), *((s, "：") for s in STRATEGIES)],
+)
+@pytest.mark.parametrize("max_size", [80, 100])
+def test_the_line_that_introduces_pasted_rows_stays_with_the_header_and_first_row(
+    strategy: str, mark: str, max_size: int
+) -> None:
+    """``…次の表のとおり支給する。`` over the header: the three go together where they fit (before, the
+    sentence rules ended a chunk at the lead-in's full stop or inside the first row). `semantic` keeps a
+    lead-in that ends with a colon, as over a pipe table."""
+    text = _rule_text().replace("支給する。", f"支給する{mark}")
+    doc = Document(text, id="rule.txt", metadata={"format": "text"})
+    chunker = _chunker(strategy, max_size=max_size, context="none")
+    chunks = chunker.chunk(doc)
+    check_invariants(doc, chunks, max_size=max_size, chunker=chunker)
+    lead = text.index("出張手当は")
+    (holder,) = [c for c in chunks if c.start <= lead < c.end]
+    assert f"支給する{mark}\n{HEADER}\n{_rows()[0]}" in holder.text

@@ -47,8 +47,7 @@ from kireme.text.markdown import (
     Outline,
     Table,
     markdown_headings,
-    paragraph_above,
-    paragraphs_outline,
+    plain_text_lead_outline,
 )
 from kireme.text.quick import holds
 from kireme.text.sentences import check_sentence_mode
@@ -379,11 +378,7 @@ class Chunker:
         leads: dict[int, int] = {}
         if self.keeps_lead_ins_with_code(doc):
             # the blocks a lead-in line may end: the paragraph over each table, below the table before it
-            floors = [0, *(text.find("\n", table.end) + 1 or len(text) for table in tables[:-1])]
-            above = (paragraph_above(text, top, floor) for top, floor in zip(tops, floors, strict=True))
-            blocks = tuple(sorted({*tops, *(start for start in above if start is not None)}))
-            outline = replace(paragraphs_outline(blocks), tables=tables)
-            leads = _lead_in_lines(text, outline, tops)
+            leads = _lead_in_lines(text, plain_text_lead_outline(text, tables), tops)
         return _as_outside_spans(
             _table_spans_kept(tables, self.fits_budget(doc, sizer), [leads.get(top, top) for top in tops])
         )

@@ -34,7 +34,7 @@ from kireme.structure.tables import (
     row_values,
 )
 from kireme.text.leads import lead_ins
-from kireme.text.markdown import CodeBlock, HeadingPaths, Outline, Table
+from kireme.text.markdown import CodeBlock, HeadingPaths, Outline, Table, plain_text_lead_outline
 from kireme.text.quick import has_content
 from kireme.text.subword import DEFAULT_TOKENIZER
 from kireme.text.tableheaders import compact_header
@@ -149,7 +149,14 @@ class StructureChunker(Chunker):
             return sizer.estimate(start, end) <= self.max_size
 
         # the lead-ins (`lead_ins`), found once for the levels and the sections
-        leads = lead_ins(doc.text, outline)
+        leads = lead_ins(
+            doc.text,
+            # a plain text's tables: the line right above one may introduce it, though nothing else of a
+            # plain text is read as blocks (`plain_text_blocks`)
+            plain_text_lead_outline(doc.text, outline.tables)
+            if doc.format == "text" and outline.tables
+            else outline,
+        )
         bracket_fits = self.fits_budget(doc, sizer, BRACKET_SHARE)
         levels = LazyLevels(doc, outline, paragraphs, self.sentences, fits, leads, bracket_fits)
         keep_headings, heading_end = heading_rule(doc, outline, self.sentences)

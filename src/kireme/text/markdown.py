@@ -461,6 +461,41 @@ def paragraph_above(text: str, start: int, floor: int = 0) -> int | None:
     return pos
 
 
+# a line that ends a sentence or announces what follows (white space after the mark aside), up to a line break
+_SENTENCE_END_BEFORE = re.compile(r"[。．.!?！？:：][ \t\r\u3000]*\n\Z")
+
+
+def plain_text_blocks(text: str, tables: Sequence[Table]) -> tuple[int, ...]:
+    """The blocks around a plain text's ``tables`` (`kireme.text.csvtable.text_tables`) that a lead-in may end
+    (`lead_ins`), by their starts: each table, the paragraph right above it (below the table before) and
+    that paragraph's last line when the line before it ends a sentence — so that a line introducing a table
+    (``…次の表のとおりとする：``) is a block of its own: in a plain text a paragraph is often a page of lines
+    with no blank line between, and the line right above a table is what introduces it (a line that goes on
+    from the one before, in a hard-wrapped text, is not cut from it). Not an outline's blocks: nothing else
+    of a plain text is read as Markdown, and its levels stay the strategies' own."""
+    starts: set[int] = set()
+    floor = 0  # where the paragraph above a table may start at the earliest: after the table before
+    for table in tables:
+        starts.add(table.start)
+        above = paragraph_above(text, table.start, floor)
+        if above is not None:
+            end = table.start  # the end of the paragraph's last line: back over the blank lines between
+            while end > above and text[end - 1].isspace():
+                end -= 1
+            starts.add(above)
+            line = text.rfind("\n", above, end) + 1
+            if line > above and _SENTENCE_END_BEFORE.search(text, above, line) is not None:
+                starts.add(line)
+        floor = text.find("\n", table.end) + 1 or len(text)
+    return tuple(sorted(starts))
+
+
+def plain_text_lead_outline(text: str, tables: Sequence[Table]) -> Outline:
+    """The outline `lead_ins` reads a plain text's lead-ins from: its ``tables`` and the blocks around them
+    (`plain_text_blocks`)."""
+    return replace(paragraphs_outline(plain_text_blocks(text, tables)), tables=tuple(tables))
+
+
 def _plain_outline(text: str) -> Outline | None:
     """The outline of a text with no Markdown block syntax at all, without parsing it; ``None`` when
     some line could start another block (or the text has front matter or a lone ``\\r``).
