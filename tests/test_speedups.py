@@ -1496,3 +1496,48 @@ def test_a_dialogues_answer_is_cut_the_same_either_way(strategy: str) -> None:
     with it) in C and in Python, over every sequence of three of these lines."""
     differ = _c_and_python_differ(strategy, _DIALOGUE_LINES, 3, (50, 70, 100))
     assert not differ, differ[:3]
+
+
+_WRAPPED_LINES = st.sampled_from(
+    [
+        "Travel allowances are paid for each day of a trip, and the",
+        "amount depends on the region. The",
+        "daily allowance is given in the",
+        "following table:",
+        "To install it:",
+        "スライスを使用すると、",
+        "コンパイルエラーが発生します：",
+        "「はい」",
+        "第5条（出張手当）",
+        "- an item that goes on in the",
+        "  next line:",
+        "1. 手順は次の",
+        "とおり：",
+        "　字下げした行で",
+        "| a | b |",
+        "|---|---|",
+        "```",
+        "",
+        "ok?",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(_WRAPPED_LINES, min_size=1, max_size=24),
+    strategy=st.sampled_from(["recursive", "paragraph", "sentence", "markdown"]),
+    fmt=st.sampled_from(["text", "markdown"]),
+    size=st.sampled_from([30, 60, 90, 140]),
+)
+def test_a_lead_in_ending_a_wrapped_sentence_is_moved_alike_in_c(
+    lines: list[str], strategy: str, fmt: str, size: int
+) -> None:
+    # `merge_run` reads the lines of a hard-wrapped sentence above a lead-in line as Python does
+    # (`lead_in_sentence_start`)
+    document = Document("\n".join(lines), metadata={"format": fmt})
+    chunker = make_chunker(strategy, max_size=size)
+    with scanner(c=False):
+        expected = chunker.chunk(document)
+    with scanner(c=True):
+        assert chunker.chunk(document) == expected

@@ -1231,9 +1231,53 @@ static int answer_cut_inside(int kind, const void *data, Py_ssize_t lead_end, Py
     return 0;
 }
 
+/* `kireme.text.headings.LEAD_IN_LINES_MAX`: the lines above a lead-in line that may go with it */
+#define LEAD_IN_LINES_MAX 8
+
+/* `kireme.text.headings._ends_a_sentence`: whether the line [start, end) (its trailing whitespace aside) ends
+ * a sentence: a terminator, a full stop or a colon, then closing marks; or a closing Japanese quote */
+static int line_ends_sentence(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
+    while (end > start && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, end - 1))) end--;
+    while (end > start && is_closer(PyUnicode_READ(kind, data, end - 1))) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, end - 1);
+        if (c == 0x300D || c == 0x300F || c == 0xFF09) return 1; /* 」 』 ） */
+        end--;
+    }
+    if (end <= start) return 0;
+    Py_UCS4 c = PyUnicode_READ(kind, data, end - 1);
+    return is_terminator(c) || c == FULLWIDTH_STOP || c == '.' || c == ':' || c == 0xFF1A;
+}
+
+/* `kireme.text.headings._opens_with_letter`: whether the line [start, end) starts, after spaces, tabs and
+ * ideographic spaces, with a letter */
+static int line_opens_with_letter(int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
+    while (start < end) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, start);
+        if (c != ' ' && c != '\t' && c != 0x3000) break;
+        start++;
+    }
+    return start < end && Py_UNICODE_ISALPHA(PyUnicode_READ(kind, data, start));
+}
+
+/* `kireme.text.headings.lead_in_sentence_start`: the start of the hard-wrapped sentence a lead-in line that
+ * starts at start ends, by whole lines (prose lines above it that end no sentence, up to LEAD_IN_LINES_MAX) */
+static Py_ssize_t lead_in_sentence_start(int kind, const void *data, Py_ssize_t n, Py_ssize_t start) {
+    Py_ssize_t line = start;
+    for (int moved = 0; moved <= LEAD_IN_LINES_MAX; moved++) {
+        if (line <= 0 || !line_opens_with_letter(kind, data, line, n)) return line;
+        Py_ssize_t above = line >= 2 ? prev_newline(kind, data, 0, line - 2) + 1 : 0;
+        if (!line_opens_with_letter(kind, data, above, line - 1) || line_ends_sentence(kind, data, above, line - 1))
+            return line;
+        if (moved == LEAD_IN_LINES_MAX) break;
+        line = above;
+    }
+    return start;
+}
+
 /* `kireme.text.headings.lead_in_line_start`: where the line the text before pos ends with (trailing whitespace
- * aside) starts, when it is a lead-in line (`lead_in_line`) and no "#" heading; -1 otherwise */
-static Py_ssize_t lead_in_line_start(int kind, const void *data, Py_ssize_t pos) {
+ * aside) starts, when it is a lead-in line (`lead_in_line`) and no "#" heading, with the lines of a
+ * hard-wrapped sentence above it (`lead_in_sentence_start`); -1 otherwise */
+static Py_ssize_t lead_in_line_start(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
     while (pos > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, pos - 1))) pos--;
     if (pos <= 0) return -1;
     Py_UCS4 last = PyUnicode_READ(kind, data, pos - 1);
@@ -1241,7 +1285,7 @@ static Py_ssize_t lead_in_line_start(int kind, const void *data, Py_ssize_t pos)
     Py_ssize_t start = prev_newline(kind, data, 0, pos - 1) + 1, i = start;
     while (i < pos && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;
     if (atx_heading(kind, data, i, pos)) return -1;
-    return lead_in_line(kind, data, start, pos) ? start : -1;
+    return lead_in_line(kind, data, start, pos) ? lead_in_sentence_start(kind, data, n, start) : -1;
 }
 
 static PyObject *merge_run(PyObject *self, PyObject *args) {
@@ -1281,7 +1325,7 @@ static PyObject *merge_run(PyObject *self, PyObject *args) {
                                                       : heading_end_in(kind, data, end, heading_ends);
                 if (heading < 0) return NULL;
                 if (!heading) break;
-                Py_ssize_t line = lead_in_line_start(kind, data, end);
+                Py_ssize_t line = lead_in_line_start(kind, data, length, end);
                 Py_ssize_t back = k - 1;
                 if (line >= 0) { /* `_Packer.cut_before_heading` and `_Packer.lead_in_stays` */
                     Py_ssize_t before, after;

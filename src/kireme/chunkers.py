@@ -39,7 +39,7 @@ from kireme.errors import ConfigError
 from kireme.length import Measure, SpanSizer, Tokens, _CharSizer, get_measure
 from kireme.pack import PACKINGS, PackedSpan, pack, whole_span
 from kireme.text.csvtable import text_tables
-from kireme.text.headings import prose_headings
+from kireme.text.headings import lead_in_sentence_start, prose_headings
 from kireme.text.markdown import (
     MARKDOWN_FORMATS,
     CodeBlock,
@@ -979,7 +979,8 @@ def _lead_in_lines(text: str, outline: Outline, tops: Collection[int]) -> dict[i
         end = after
         while end > start and text[end - 1].isspace():
             end -= 1
-        line = max(start, text.rfind("\n", 0, end) + 1)
+        # the last line, with the lines of a hard-wrapped sentence it ends (`lead_in_sentence_start`)
+        line = max(start, lead_in_sentence_start(text, text.rfind("\n", 0, end) + 1))
         # a lead-in of one line takes the comment right above it (a translation's original) along
         lines[after] = outline.commented_from(start) if line == start else line
     return lines
