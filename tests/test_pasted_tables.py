@@ -277,9 +277,9 @@ def test_the_line_that_introduces_a_table_stays_with_its_header_and_first_row(
 
 
 def test_the_blocks_of_a_plain_text_around_its_tables() -> None:
-    """`plain_text_blocks`: each table starts a block, and so do the paragraph above it and that paragraph's
-    last line — unless that line goes on from the one before (a hard-wrapped sentence is not made two
-    blocks: the block level is cut before sentences)."""
+    """`plain_text_blocks`, where a lead-in to a table may start: each table starts a block, and so do the
+    paragraph above it and that paragraph's last line — unless that line goes on from the one before (the
+    line alone would be half a hard-wrapped sentence)."""
     table = "Region\tDaily\tHotel\nTokyo\t5,000\tactual\nOsaka\t4,000\tactual\n"
     wrapped = f"Travel allowances are paid per day.\nThe daily allowance for each region is given in the\nfollowing table:\n{table}"
     (found,) = text_tables(wrapped)
@@ -291,24 +291,3 @@ def test_the_blocks_of_a_plain_text_around_its_tables() -> None:
     two = f"出張手当は次のとおり：\n{table}\n\n宿泊費は次のとおり：\n\n{table}"
     first, second = text_tables(two)
     assert plain_text_blocks(two, (first, second)) == (0, first.start, two.index("宿泊費"), second.start)
-
-
-@pytest.mark.parametrize(
-    ("strategy", "mark"),
-    [*((s, "。") for s in STRATEGIES if s != "semantic"), *((s, "：") for s in STRATEGIES)],
-)
-@pytest.mark.parametrize("max_size", [80, 100])
-def test_the_line_that_introduces_pasted_rows_stays_with_the_header_and_first_row(
-    strategy: str, mark: str, max_size: int
-) -> None:
-    """``…次の表のとおり支給する。`` over the header: the three go together where they fit (before, the
-    sentence rules ended a chunk at the lead-in's full stop or inside the first row). `semantic` keeps a
-    lead-in that ends with a colon, as over a pipe table."""
-    text = _rule_text().replace("支給する。", f"支給する{mark}")
-    doc = Document(text, id="rule.txt", metadata={"format": "text"})
-    chunker = _chunker(strategy, max_size=max_size, context="none")
-    chunks = chunker.chunk(doc)
-    check_invariants(doc, chunks, max_size=max_size, chunker=chunker)
-    lead = text.index("出張手当は")
-    (holder,) = [c for c in chunks if c.start <= lead < c.end]
-    assert f"支給する{mark}\n{HEADER}\n{_rows()[0]}" in holder.text

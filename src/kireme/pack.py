@@ -179,6 +179,9 @@ class _Packer:
         self.span = span if span is not None else (0, len(text))
         self.keep_headings = keep_headings
         self.ends_with_heading = heading_end if heading_end is not None else ends_with_heading
+        # a lead-in takes the lines of the hard-wrapped sentence it ends along in prose (the heuristic or
+        # parsed Markdown headings), not in code, whose block openers read as lead-ins (`lead_in_line_start`)
+        self.wrapped_lead_ins = heading_end is None or isinstance(heading_end, HeadingEnds)
         self.gap_cost = gap_cost
         # never changed here: a caller's tuple is read as it is (a chunker's levels, made once)
         self.levels: Sequence[Level] = levels if type(levels) is tuple else list(levels)
@@ -320,7 +323,7 @@ class _Packer:
         starts (``Q: 忘れました。どうすればよいですか？`` is two sentences), or ``None`` — it ends there
         (`lead_in_stays`). Only pieces after ``bounds[i]`` are stepped back over."""
         text = self.text
-        line = lead_in_line_start(text, bounds[k])
+        line = lead_in_line_start(text, bounds[k], self.wrapped_lead_ins)
         if line < 0:
             return k - 1  # a heading never ends a chunk
         before = k - 1
@@ -361,7 +364,7 @@ class _Packer:
         its answer in the next, is the cut that loses answers; the question goes on with the first
         sentences of its answer."""
         text = self.text
-        line = lead_in_line_start(text, bounds[k])
+        line = lead_in_line_start(text, bounds[k], self.wrapped_lead_ins)
         # the lead-in moves on with the pieces it ends (the whole of them), or with its line when a piece
         # starts inside that line; sizes without the whitespace at either end, as the chunks will be
         start = min(line, _skip_space(text, bounds[before], bounds[k]))
@@ -422,7 +425,7 @@ class _Packer:
             not at_line_edge(text, first_end)
             and not ends_sentence(text[max(bounds[h], first_end - 64) : first_end])
             and (
-                lead_in_line_start(text, bounds[h]) >= 0
+                lead_in_line_start(text, bounds[h], self.wrapped_lead_ins) >= 0
                 or (
                     ends_with_titled_line(text, bounds[h])
                     and self.starts_clean(bounds[h], bounds[h + 1], j, budget)
@@ -752,7 +755,10 @@ class _OptimalPacker(_Packer):
         """Whether a cut at ``position`` leaves a heading line at the end of a chunk: a lead-in line
         (`lead_in_line_start`) is not one here — weighed as a cost, keeping it with what follows cut code
         blocks that fit whole (the greedy packer's `lead_in_stays` knows the piece after it)."""
-        return self.ends_with_heading(self.text, position) and lead_in_line_start(self.text, position) < 0
+        return (
+            self.ends_with_heading(self.text, position)
+            and lead_in_line_start(self.text, position, self.wrapped_lead_ins) < 0
+        )
 
     def collect(self, a: int, b: int, level: int, budget: int, bounds: list[int], ranks: list[int]) -> None:
         """Append the candidate cuts strictly inside the oversized span ``[a, b)`` with their ranks."""

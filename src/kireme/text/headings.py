@@ -380,9 +380,11 @@ def at_line_edge(text: str, pos: int) -> bool:
     return pos <= 0 or text[pos - 1] == "\n" or _ends_line(text, pos)
 
 
-def lead_in_line_start(text: str, pos: int) -> int:
+def lead_in_line_start(text: str, pos: int, wrapped: bool = True) -> int:
     """Where the line the text before ``pos`` ends with (trailing whitespace aside) starts, when it is a
     lead-in (`is_lead_in_line`: a colon or a question mark at its end) and no ``#`` heading; -1 otherwise.
+    ``wrapped``: prose, where the lead-in takes the lines of a hard-wrapped sentence it ends along
+    (`lead_in_sentence_start`); not code, whose block openers (``elif x:``) are read as lead-ins too.
     Where `ends_with_heading` is true, such a line is a lead-in, not a heading: the packer lets a lead-in
     end a chunk when what it introduces fits a chunk alone but not with it (a code block is not cut to go
     with its ``To check a claim:``); a heading never does."""
@@ -395,7 +397,7 @@ def lead_in_line_start(text: str, pos: int) -> int:
     line = text[start:end]
     if _MARKDOWN_HEADING.match(line.lstrip()) is not None or not is_lead_in_line(line):
         return -1
-    return lead_in_sentence_start(text, start)
+    return lead_in_sentence_start(text, start) if wrapped else start
 
 
 # A lead-in line may end a hard-wrapped sentence (``…を使用すると、`` over ``コンパイルエラーが発生します:``,
