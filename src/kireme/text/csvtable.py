@@ -114,8 +114,21 @@ def text_tables(text: str) -> tuple[Table, ...]:
     if not pasted:
         return pipes
     if pipes:
-        pasted = tuple(t for t in pasted if not any(p.start < t.end and t.start < p.end for p in pipes))
+        pasted = _outside(pasted, pipes)
     return tuple(sorted((*pipes, *pasted), key=lambda table: table.start))
+
+
+def _outside(tables: tuple[Table, ...], others: tuple[Table, ...]) -> tuple[Table, ...]:
+    """The ``tables`` that overlap none of ``others`` (both in order, neither overlapping itself): one pass
+    over the two."""
+    kept: list[Table] = []
+    i = 0
+    for table in tables:
+        while i < len(others) and others[i].end <= table.start:
+            i += 1  # ends before this table and every later one
+        if i == len(others) or table.end <= others[i].start:
+            kept.append(table)
+    return tuple(kept)
 
 
 def pasted_tables(text: str) -> tuple[Table, ...]:

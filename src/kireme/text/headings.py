@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 from kireme._native import native
 from kireme.text.markdown import MARKDOWN_FORMATS
-from kireme.text.marks import BULLETS, CLAUSE_MARKS, CLOSERS, FULL_STOPS, QUOTE_CLOSERS, TERMINATORS
+from kireme.text.marks import BULLETS, CLAUSE_MARKS, CLOSERS, FULL_STOPS, TERMINATORS
+from kireme.text.paragraphs import ends_sentence
 from kireme.text.patterns import lazy_re, lazy_regex
 
 _MARKDOWN_HEADING = lazy_regex(r"#{1,6}[ \t]")
@@ -404,24 +405,15 @@ def lead_in_line_start(text: str, pos: int, wrapped: bool = True) -> int:
 # ``…are given in the`` over ``following table:``): the lines above it that it goes on from go with it, up
 # to this many of them (a longer run keeps the line alone, as before)
 LEAD_IN_LINES_MAX = 8
-# What ends the sentence of a line above a lead-in, before any closing brackets: a full stop, a question
-# or exclamation mark, or a colon (a lead-in of its own); a closing Japanese quote ends one too
-_SENTENCE_MARKS = frozenset(TERMINATORS + FULL_STOPS + ":：")
-_CLOSER_SET = frozenset(CLOSERS)
-_QUOTE_CLOSER_SET = frozenset(QUOTE_CLOSERS)
 _LINE_PAD = " \t\u3000"
 
 
 def _ends_a_sentence(text: str, start: int, end: int) -> bool:
-    """Whether the line ``text[start:end]`` (its trailing whitespace aside) ends a sentence: a full stop, a
-    question or exclamation mark or a colon, then closing brackets and quotes, or a closing Japanese quote."""
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    while end > start and text[end - 1] in _CLOSER_SET:
-        if text[end - 1] in _QUOTE_CLOSER_SET:
-            return True
-        end -= 1
-    return end > start and text[end - 1] in _SENTENCE_MARKS
+    """Whether the line ``text[start:end]`` ends a sentence (`kireme.text.paragraphs.ends_sentence`: a full
+    stop, question or exclamation mark, or a closing Japanese quote, then closing marks) or a lead-in of its
+    own (a colon, then closing marks)."""
+    line = text[start:end]
+    return ends_sentence(line) or line.rstrip().rstrip(CLOSERS).endswith((":", "："))
 
 
 def _opens_with_letter(text: str, start: int, end: int) -> bool:
