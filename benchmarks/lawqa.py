@@ -250,6 +250,19 @@ class Config:
     notes: list[str] = field(default_factory=list)
 
 
+# a Markdown heading's marks and the space after them (`as_plain_text`)
+_HEADING_MARKS = re.compile(r"^#{1,6}[ \t]+", re.M)
+
+
+def as_plain_text(doc: Document) -> Document:
+    """The law document as a plain text (a ``.txt`` named after the law, as users keep rules): each heading
+    line's ``#`` marks and the space after them blanked out, so every offset — and every gold line — stays
+    where it was; ``第14条の4`` is then an article line of a plain text (`kireme.text.articles`), ``第1項``
+    a line of text."""
+    text = _HEADING_MARKS.sub(lambda m: " " * len(m.group()), doc.text)
+    return Document(text=text, id=doc.id, metadata={"format": "text", "title": doc.id, "source": CORPUS})
+
+
 def kireme_config(strategy: str, size: int, **options: Any) -> Config:
     chunker = make_chunker(strategy, max_size=size, unit="chars", **options)
 
@@ -449,6 +462,12 @@ def main() -> int:
     )
     ap.add_argument("--configs", nargs="+", default=None, help="only labels containing one of these")
     ap.add_argument("--no-save", action="store_true", help="do not write benchmarks/results/lawqa.md")
+    ap.add_argument(
+        "--plain-text",
+        action="store_true",
+        help="the law documents as plain texts titled with the law's name (heading marks blanked out, "
+        "offsets kept): what kireme reads of rules kept as .txt or PDF",
+    )
     args = ap.parse_args()
     path = args.corpora / CORPUS
     if not corpora_present(args.corpora, "the law QA benchmark") or not (path / SELECTION).is_file():
@@ -457,6 +476,8 @@ def main() -> int:
         return 0
     started = time.perf_counter()
     qa = load_lawqa(path, args.query)
+    if args.plain_text:
+        qa.documents[:] = [as_plain_text(doc) for doc in qa.documents]
     have, _ = split_installed(dict.fromkeys(library for library, _ in PEERS.values()))
     peers = [label for label, (library, _) in PEERS.items() if library in have]
     missing = sorted({library for library, _ in PEERS.values()} - set(have))
@@ -464,6 +485,7 @@ def main() -> int:
         "corpus": qa.stats,
         "sizes": args.sizes,
         "dense": args.dense,
+        "plain_text": args.plain_text,
         "versions": versions(peers=have),
         "missing_peers": missing,
     }

@@ -422,13 +422,16 @@ def test_pdf_lines_are_not_boundaries_but_paragraphs_and_pages_are_metadata() ->
 
 
 def test_plain_text_uses_paragraph_rules() -> None:
-    text = "第1条 目的\nこの規程は旅費を定める。\n\n第2条 範囲\n全社員に適用する。"
+    """Nothing of a plain text is Markdown; its articles are headings (`kireme.text.articles`)."""
+    text = "第1条 目的\nこの規程は旅費を定める。\n\n第2条 範囲\n全社員に適用する。\n\n## 見出しではない\n- 項目でもない"
     chunks = make_chunker("markdown", max_size=20).chunk(Document(text, metadata={"format": "text"}))
     assert [c.text for c in chunks] == [
         "第1条 目的\nこの規程は旅費を定める。",
         "第2条 範囲\n全社員に適用する。",
+        "## 見出しではない\n- 項目でもない",
     ]
-    assert all(c.headings == () and c.embed_text == c.text for c in chunks)
+    assert [c.headings for c in chunks] == [("第1条 目的",), ("第2条 範囲",), ("第2条 範囲",)]
+    assert all(c.embed_text == c.text for c in chunks[:2])  # each holds its heading line
 
 
 def test_fences_inside_block_quotes_and_list_items_are_closed_and_kept_whole(caplog) -> None:
@@ -1684,6 +1687,42 @@ def test_the_first_piece_of_a_section_is_not_cut_for_context_it_never_gets() -> 
         "2. Passwords must not be reused within the last 24 changes.",
     ]
     assert all(len(c.embed_text) <= 100 for c in chunks)
+
+
+def test_no_sentence_is_cut_to_make_room_for_a_context_that_cannot_fit() -> None:
+    """The same with text under the top heading (the section no longer starts there): packing the list
+    tighter to make room for the 42-character path cut the second item inside its sentence (``…within the
+    last 24`` | ``changes.``); the packing before stays, and that item's context gives way."""
+    text = (
+        "# Information Security Policy\n\nRules for every account.\n\n## 2. Passwords\n\n"
+        "1. Passwords must be at least 14 characters long.\n"
+        "2. Passwords must not be reused within the last 24 changes.\n"
+    )
+    chunks = make_chunker("markdown", max_size=100).chunk(Document(text, metadata={"format": "markdown"}))
+    assert chunks[-1].text == "2. Passwords must not be reused within the last 24 changes."
+    # the context gives way as far as it must: the title goes, the nearest heading stays
+    assert chunks[-1].embed_text == "2. Passwords\n\n" + chunks[-1].text
+    assert all(len(c.embed_text) <= 100 for c in chunks)
+
+
+def test_a_context_too_long_for_a_piece_keeps_what_fits() -> None:
+    """`ContextBuilder.prefix_within`: the fullest prefix within the room a piece leaves — the outer
+    headings first out, then the title, the nearest heading last — not all of it or nothing."""
+    from kireme.context import ContextBuilder
+    from kireme.text.markdown import HeadingPaths, markdown_headings
+
+    text = "# 規程\n\n## 第2章 国内出張\n\n### 第2条 宿泊費\n\n宿泊費は実費とする。"
+    paths = HeadingPaths(markdown_headings(text))
+    builder = ContextBuilder("headings", "旅費規程", paths, len, 100, text)
+    start = text.index("宿泊費は")
+    end = len(text)
+    assert builder.prefix(start, end) == "旅費規程\n規程 > 第2章 国内出張 > 第2条 宿泊費\n\n"
+    assert builder.prefix_within(start, end, 100) == builder.prefix(start, end)
+    assert builder.prefix_within(start, end, 25) == "旅費規程\n第2章 国内出張 > 第2条 宿泊費\n\n"
+    assert builder.prefix_within(start, end, 20) == "旅費規程\n第2条 宿泊費\n\n"
+    assert builder.prefix_within(start, end, 12) == "第2条 宿泊費\n\n"
+    assert builder.prefix_within(start, end, 5) == ""
+    assert ContextBuilder("none", "旅費規程", paths, len, 100, text).prefix_within(start, end, 100) == ""
 
 
 def test_a_code_blocks_closing_fence_is_no_chunk_of_its_own() -> None:

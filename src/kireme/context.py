@@ -65,7 +65,7 @@ class ContextBuilder:
         self.text = text
         # a document's chunks share a few heading chains: each name compared, each prefix fitted, once
         self._keys: dict[str, str] = {}
-        self._fitted: dict[tuple[tuple[str, ...], tuple[bool, ...]], str] = {}
+        self._fitted: dict[tuple[tuple[str, ...], tuple[bool, ...], int], str] = {}
         self._prefixes: dict[tuple[int, int | None], str] = {}
         # the names of the headings above a chunk (keyed by the id of their chain, which `paths` keeps
         # alive, and whether its last heading counts) and whether one of them says the title
@@ -134,21 +134,25 @@ class ContextBuilder:
             parts.append(" > ".join(names))
         return "\n".join(parts) + "\n\n" if parts else ""
 
-    def _fit(self, names: list[str], titles: tuple[bool, ...] = (True, False)) -> str:
-        """The fullest prefix within ``limit``: outer headings go first, then the title; the deepest
-        heading (the most specific words about the chunk) goes last. Each answer is kept."""
-        key = (tuple(names), titles)
+    def _fit(
+        self, names: list[str], titles: tuple[bool, ...] = (True, False), limit: int | None = None
+    ) -> str:
+        """The fullest prefix within ``limit`` (default: the builder's): outer headings go first, then the
+        title; the deepest heading (the most specific words about the chunk) goes last. Each answer is
+        kept."""
+        limit = self.limit if limit is None else limit
+        key = (tuple(names), titles, limit)
         fitted = self._fitted.get(key)
         if fitted is None:
-            fitted = self._fitted[key] = self._fit_now(names, titles)
+            fitted = self._fitted[key] = self._fit_now(names, titles, limit)
         return fitted
 
-    def _fit_now(self, names: list[str], titles: tuple[bool, ...]) -> str:
+    def _fit_now(self, names: list[str], titles: tuple[bool, ...], limit: int) -> str:
         order = [(title, drop) for title in titles for drop in range(len(names))]
         order += [(title, len(names)) for title in titles]
         for title, drop in order:
             prefix = self._render(names[drop:], title)
-            if not prefix or self.size(prefix) <= self.limit:
+            if not prefix or self.measured(prefix) <= limit:
                 return prefix
         return ""
 
@@ -167,6 +171,17 @@ class ContextBuilder:
             known = self._prefixes[(start, end)] = self._prefix(start, end)
         return known
 
+    def prefix_within(self, start: int, end: int, room: int) -> str:
+        """`prefix` of the chunk ``[start, end)`` fitted within ``room`` (what its text leaves of a chunk):
+        where the whole prefix does not fit, the fullest one that does — the outer headings go first, then
+        the title, the deepest heading last (``ステップ 2: …`` alone rather than nothing) — else ``""``."""
+        if self.mode == "none" or room <= 0:
+            return ""
+        whole = self.prefix(start, end)
+        if self.measured(whole) <= room:
+            return whole
+        return self._prefix(start, end, min(room, self.limit))
+
     def _names_above(self, chain: tuple[Heading, ...], whole: bool) -> tuple[list[str], bool]:
         """`_names` of the headings above a chunk — ``chain`` (`HeadingPaths.chain`), without its last
         heading unless ``whole`` — and whether one of the names says the title; each worked out once
@@ -180,7 +195,7 @@ class ContextBuilder:
             known = self._above[key] = (names, says_title)
         return known
 
-    def _prefix(self, start: int, end: int | None) -> str:
+    def _prefix(self, start: int, end: int | None, limit: int | None = None) -> str:
         chain = self.paths.chain(start) if self.paths is not None else ()
         # the headings above: all of the chain (each heading's line ends before the next one starts)
         # but the last when the chunk starts in its line (or, without ``end``, at its start)
@@ -191,14 +206,14 @@ class ContextBuilder:
         else:
             names, says_title = self._names_above(chain, chain[-1].end <= start)
         if not self.title:  # no title to leave out
-            return self._fit(names)
+            return self._fit(names, limit=limit)
         if says_title:
-            return self._fit(names, titles=(False,))  # the path says the title already
+            return self._fit(names, (False,), limit)  # the path says the title already
         if end is None:
             opens = bool(chain) and chain[-1].start == start and self._is_title(chain[-1].title)
         else:
             opens = self._holds_title(chain, start, end) or self._opens_with_title(start, end)
-        return self._fit(names, titles=(False,)) if opens else self._fit(names)  # the chunk says the title
+        return self._fit(names, (False,), limit) if opens else self._fit(names, limit=limit)  # says the title
 
     def named_prefix(self, names: Sequence[str], start: int, end: int) -> str:
         """The prefix of a chunk ``[start, end)`` whose path above it is ``names``, for a strategy that
@@ -240,8 +255,10 @@ class ContextBuilder:
             known = self._opens[key] = bool(line) and self._may_say_title(line) and self._is_title(line)
         return known
 
-    def largest(self, start: int | None = None) -> int:
-        """The largest prefix size any chunk can get: in the section at ``start``, or anywhere."""
+    def largest(self, start: int | None = None, end: int | None = None) -> int:
+        """The largest prefix size any chunk can get: in the section at ``start``, or anywhere. With
+        ``end``: in ``[start, end)``, under any heading whose line starts there too (a chapter heading with
+        no text of its own goes with its first article, whose chunks carry both)."""
         if self.mode == "none":
             return 0
         if self.paths is None:
@@ -250,6 +267,8 @@ class ContextBuilder:
             chains = self.paths.all_chains()
         else:
             chains = [self.paths.chain(start)]
+            if end is not None:
+                chains += [self.paths.chain(h.start) for h in self.paths.between(start + 1, end)]
         return max(self._largest_under(chain) for chain in chains)
 
     def _largest_under(self, chain: tuple[Heading, ...]) -> int:

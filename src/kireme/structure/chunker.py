@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -36,6 +36,7 @@ from kireme.structure.tables import (
 from kireme.text.leads import lead_ins
 from kireme.text.markdown import CodeBlock, HeadingPaths, Outline, Table, plain_text_lead_outline
 from kireme.text.quick import has_content
+from kireme.text.sentences import sentence_cuts
 from kireme.text.subword import DEFAULT_TOKENIZER
 from kireme.text.tableheaders import compact_header
 
@@ -47,6 +48,15 @@ _NO_HEADINGS = HeadingPaths(())
 # (項, 号, short options) are packed together, but a chunk is not filled up with many topics (on law QA,
 # packing to the full limit passed more characters for a lower hit@1; benchmarks/lawqa.py).
 SIBLING_FILL = 0.5
+
+
+def _inside_sentences(text: str, section: Section, packed: Sequence[PackedSpan]) -> int:
+    """How many of the pieces after the first start inside a sentence of the section (not where one of its
+    sentences, list items, lines that end a sentence or blocks starts: `sentence_cuts`)."""
+    if len(packed) < 2:
+        return 0
+    starts = set(sentence_cuts(text, section.start, section.end))
+    return sum(1 for p in packed[1:] if p.start not in starts)
 
 
 def _has_fragment(packed: list[PackedSpan], budget: int) -> bool:
@@ -197,6 +207,9 @@ class StructureChunker(Chunker):
                 budget = max(budget, self.max_size - context.measured(context.prefix(section.start)))
             first_budget = budget
             first_packed: list[PackedSpan] | None = None  # the packing at first_budget, kept for `wider`
+            # the packing before the budget was last tightened for the context, with what `measured` made
+            # of it and how many of its pieces start inside a sentence
+            looser: tuple[list[PackedSpan], Any, list[int], list[int], int, int] | None = None
             while True:
                 span = (section.start, section.end)
                 packed = self._pack(
@@ -228,7 +241,21 @@ class StructureChunker(Chunker):
                 # given way) and as wanted (context and all); both negative when the context does not count
                 over = max(sizes, default=0) - self.max_size
                 wanted = max(fulls, default=0) - self.max_size
+                if looser is not None and _inside_sentences(doc.text, section, packed) > looser[5]:
+                    # packed tighter for the context, a piece now starts inside a sentence (``…the last 24``
+                    # | ``changes.``): the looser packing stays, and the context gives way where it must
+                    packed, made, sizes, fulls, budget, _ = looser
+                    over = max(sizes, default=0) - self.max_size
+                    break
                 if plain and wanted > 0 and budget > lowest:
+                    looser = (
+                        packed,
+                        made,
+                        sizes,
+                        fulls,
+                        budget,
+                        _inside_sentences(doc.text, section, packed),
+                    )
                     budget = max(lowest, budget - wanted)  # some piece's context did not fit: tighter
                     continue
                 if over <= 0 or budget <= floor:
@@ -270,10 +297,15 @@ class StructureChunker(Chunker):
                 rewritten = True
                 for p, size in zip(packed, sizes, strict=True):
                     piece = text[p.start : p.end]
-                    # the context went in front unless it had to give way (then the text is all there is)
-                    embeds[(p.start, p.end)] = (
-                        context.prefix(p.start, p.end) + piece if not counts or size > p.size else piece
-                    )
+                    # the context went in front, as much of it as fits with the text (`_plain_sizes`)
+                    if not counts:
+                        embeds[(p.start, p.end)] = context.prefix(p.start, p.end) + piece
+                    elif size > p.size:
+                        embeds[(p.start, p.end)] = (
+                            context.prefix_within(p.start, p.end, self.max_size - p.size) + piece
+                        )
+                    else:
+                        embeds[(p.start, p.end)] = piece
             else:
                 embeds.update(((p.start, p.end), text[p.start : p.end]) for p in packed)
         if not rewritten:  # a bare document (no heading, title or table): each chunk's text is its embed_text
@@ -341,8 +373,9 @@ class StructureChunker(Chunker):
         return min(self.max_size, self.overlap + max(1, (self.max_size - self.overlap) // 2))
 
     # ------------------------------------------------------------------------------ sections
-    def _budget(self, context: ContextBuilder, start: int, extra: str = "") -> int:
-        """``max_size`` less what goes in front of this section's pieces, when that counts.
+    def _budget(self, context: ContextBuilder, start: int, extra: str = "", end: int | None = None) -> int:
+        """``max_size`` less what goes in front of this section's pieces, when that counts (``end``: the
+        section's end, for the headings inside it: the pieces under them carry their paths too).
 
         Never less than half of what a chunk may hold: a table header and a deep heading path must not
         crowd out the rows. Where they would, `_embed_text` leaves the context (then the header) out.
@@ -352,7 +385,7 @@ class StructureChunker(Chunker):
             if not extra or self.context_in_budget is False:
                 return self.max_size
             return max(self.max_size - self.measure(extra), self._floor())
-        taken = context.largest(start) + (self.measure(extra) if extra else 0)
+        taken = context.largest(start, end) + (self.measure(extra) if extra else 0)
         return max(self.max_size - taken, self._floor())
 
     def _fits_whole(self, context: ContextBuilder, sizer: SpanSizer, start: int, end: int) -> bool:
@@ -509,7 +542,7 @@ class StructureChunker(Chunker):
     ) -> list[Section]:
         """Split a section around the tables and code blocks in it that need pieces of their own. ``leads``:
         the document's lead-ins by where what they introduce starts (`lead_ins`)."""
-        budget = self._budget(context, a)
+        budget = self._budget(context, a, end=b)
         mode = self.table_mode
         text = doc.text
         # (start, end, sections) per block needing its own sections; build(lead) gives the same sections
@@ -801,11 +834,21 @@ class StructureChunker(Chunker):
             and (not outline.tables or (len(body) == end - start and body == raw))
         ):
             full = context.measured(prefix) + span_size
-            return (embed, full, full) if full <= self.max_size else (body, span_size, full)
+            if full <= self.max_size:
+                return embed, full, full
+            within = context.prefix_within(start, end, self.max_size - span_size)  # what fits of it
+            return within + body, context.measured(within) + span_size, full
         full = self.measure(embed)
         if full <= self.max_size:
             return embed, full, full
         candidates = [group + repeat + body + close, body + close, body]
+        rest = candidates[0]
+        rest_size = self.measure(rest)
+        if self.context_counts and rest_size < self.max_size:
+            # the part of the context that fits with the decorations and the text, outer headings first out
+            within = context.prefix_within(start, end, self.max_size - rest_size)
+            if within:
+                candidates.insert(0, within + rest)
         if body != raw:
             # rows rewritten longer (records, filled cells) than rows that fit: passed as they are
             candidates += [prefix + group + repeat + raw, group + repeat + raw, raw]
@@ -827,7 +870,13 @@ class StructureChunker(Chunker):
         prefix = context.prefix
         measured = context.measured
         fulls = [measured(prefix(p.start, p.end)) + p.size for p in packed]
-        sizes = [full if full <= limit else p.size for p, full in zip(packed, fulls, strict=True)]
+        # a context that does not fit whole gives way as far as it must (`ContextBuilder.prefix_within`)
+        sizes = [
+            full
+            if full <= limit
+            else p.size + measured(context.prefix_within(p.start, p.end, limit - p.size))
+            for p, full in zip(packed, fulls, strict=True)
+        ]
         return sizes, fulls
 
     def _sizes_add_up(self) -> bool:

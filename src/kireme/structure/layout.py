@@ -38,6 +38,7 @@ from kireme.boundaries.levels import (
     with_sentences,
 )
 from kireme.document import Document
+from kireme.text.articles import article_headings, markdown_article_headings, text_headings
 from kireme.text.csvtable import csv_outline, text_tables
 from kireme.text.headings import prose_headings
 from kireme.text.leads import heading_ends, indent_width, lead_ins
@@ -57,16 +58,24 @@ _NO_OUTLINE = Outline()
 def document_outline(doc: Document) -> Outline:
     """The outline of any loaded document: parsed Markdown, a CSV/TSV table, a plain text's pipe tables
     (`text_tables`: its pipe tables and cells pasted from a spreadsheet; nothing else of a plain text is
-    read as Markdown), or nothing."""
+    read as Markdown) and the chapters and articles of rules written as plain text or read from a PDF
+    (`kireme.text.articles`), or nothing."""
     fmt = doc.format
     if fmt in MARKDOWN_FORMATS:
-        return markdown_outline(doc.text, lambda: doc.id)  # the id (maybe a hash) only for a warning
+        outline = markdown_outline(doc.text, lambda: doc.id)  # the id (maybe a hash) only for a warning
+        articles = markdown_article_headings(doc.text, outline)  # rules from Word without heading styles
+        return replace(outline, headings=articles) if articles else outline
     if fmt in ("csv", "tsv"):
         return csv_outline(doc.text, fmt, doc.title)
     if fmt == "text":
         tables = text_tables(doc.text)
-        if tables:
-            return replace(_NO_OUTLINE, tables=tables)
+        headings = text_headings(doc.text)
+        if tables or headings:
+            return replace(_NO_OUTLINE, tables=tables, headings=headings)
+    elif fmt == "pdf":
+        headings = article_headings(doc.text)
+        if headings:
+            return replace(_NO_OUTLINE, headings=headings)
     return _NO_OUTLINE
 
 

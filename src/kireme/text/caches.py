@@ -3,7 +3,8 @@
 Several analyses are kept for the last few texts, keyed by the text itself, because a strategy's levels,
 its packer and its chunks' context all ask about the same document: the Markdown outline
 (`kireme.text.markdown`), a plain text's tables (`kireme.text.csvtable`) and their headers
-(`kireme.text.tableheaders`), the paragraph breaks and
+(`kireme.text.tableheaders`), the headings of a plain text's articles and chapters
+(`kireme.text.articles`), the paragraph breaks and
 sentence index (`kireme.text.sentences`) and, for text without safe break pairs, every grapheme boundary
 (`kireme.text.graphemes`). They are an optimisation only: clearing them never changes a result. Benchmarks clear them before every pass so a
 repeated document is not measured warm; long-running hosts may clear them to let go of large texts.
@@ -12,7 +13,7 @@ Per-process caches that do not depend on a text (compiled patterns, the tokenize
 
 from __future__ import annotations
 
-from kireme.text import csvtable, graphemes, markdown, sentences, tableheaders
+from kireme.text import articles, csvtable, graphemes, markdown, sentences, tableheaders
 
 __all__ = ["clear_text_caches"]
 
@@ -27,3 +28,4 @@ def clear_text_caches() -> None:
     sentences._breaks.cache_clear()
     graphemes._all_boundaries.cache_clear()
     tableheaders._table_headers.cache_clear()
+    articles._article_headings.cache_clear()
