@@ -53,17 +53,18 @@ _TITLE_MAX = 40
 # what ends a sentence: a line ending with one is prose, not a chapter's title
 _SENTENCE_END = frozenset("。．.！？!?")
 
-# ``第２章　勤務`` alone on its line (group 1: the number and kind, 2: the kind, 3: the title, if any)
-_DIVISION = re.compile(
-    rf"^{_SPACE}*(第{_NUMBER}([編章節款目]))(?:{_SPACE}+([^\n]*?))?{_SPACE}*\r?$",
-    re.M,
-)
+# where a line opens with ``第`` or ``附`` (after spaces): from the line feed before it, which the engine
+# finds at C speed (a ``^`` pattern under ``re.M`` is tried at every position of the text)
+_OPENING = re.compile(rf"\n{_SPACE}*(?=[第附])")
+_FIRST_OPENING = re.compile(rf"{_SPACE}*[第附]")
+# read at a line start: ``第２章　勤務`` alone on its line (group 1: the number and kind, 2: the kind, 3: the
+# title, if any)
+_DIVISION = re.compile(rf"{_SPACE}*(第{_NUMBER}([編章節款目]))(?:{_SPACE}+([^\n]*?))?{_SPACE}*\r?(?=\n|\Z)")
 # ``附則`` alone on its line, maybe with a parenthesis (group 1: the parenthesis)
-_SUPPLEMENT = re.compile(rf"^{_SPACE}*附{_SPACE}*則{_SPACE}*([（(][^\n]{{0,60}}[）)])?{_SPACE}*\r?$", re.M)
+_SUPPLEMENT = re.compile(rf"{_SPACE}*附{_SPACE}*則{_SPACE}*([（(][^\n]{{0,60}}[）)])?{_SPACE}*\r?(?=\n|\Z)")
 # ``第６条`` (group 1), maybe its caption on the same line (group 2), then a space or the line's end
 _ARTICLE = re.compile(
-    rf"^{_SPACE}*(第{_NUMBER}条(?:の{_NUMBER})*)(?:{_SPACE}*({_CAPTION_BODY}))?(?={_SPACE}|\r?$)",
-    re.M,
+    rf"{_SPACE}*(第{_NUMBER}条(?:の{_NUMBER})*)(?:{_SPACE}*({_CAPTION_BODY}))?(?={_SPACE}|\r?(?:\n|\Z))"
 )
 # a caption alone on its line (``（目的）``), read on the line right above an article
 _CAPTION_LINE = re.compile(rf"{_SPACE}*({_CAPTION_BODY}){_SPACE}*\r?")
@@ -85,42 +86,47 @@ def article_headings(text: str) -> tuple[Heading, ...]:
 @lru_cache(maxsize=4)
 def _article_headings(text: str) -> tuple[Heading, ...]:
     found: list[tuple[int, int, str, str]] = []  # (start, end, kind, title)
-    for m in _DIVISION.finditer(text):
-        title = (m.group(3) or "").strip()
-        if len(title) > _TITLE_MAX or (title and title[-1] in _SENTENCE_END):
-            continue
-        found.append((m.start(), _line_end(text, m.start()), m.group(2), _joined(m.group(1), title)))
-    if "附" in text:
-        for m in _SUPPLEMENT.finditer(text):
-            title = "附則" + _SPACES.sub("", m.group(1) or "")
-            found.append((m.start(), _line_end(text, m.start()), "附則", title))
-    for m in _ARTICLE.finditer(text):
-        line = m.start()  # `^`: each match starts its line
-        caption = m.group(2)
-        start = line
-        if caption is None and line > 0:  # a caption alone on the line above (a blank line between)
-            above_end = line - 1
-            above = text.rfind("\n", 0, above_end) + 1
-            if above > 0 and not text[above:above_end].strip():  # a paragraph per line (Word)
-                above_end = above - 1
-                above = text.rfind("\n", 0, above_end) + 1
-            captioned = _CAPTION_LINE.fullmatch(text, above, above_end)
-            if captioned is not None:
-                caption = captioned.group(1)
-                start = above
-        end = m.end(2) if m.group(2) is not None else m.end(1)
-        title = _joined(m.group(1), _SPACES.sub("", caption or ""), "")
-        if caption is None:  # ``第1条 目的`` alone on its line, the article's text below: a caption too
-            line_end = _line_end(text, line)
-            rest = text[end:line_end].strip(" \t\u3000")
-            if rest and len(rest) <= _CAPTION_MAX and not _NOT_A_CAPTION.intersection(rest):
-                end, title = line_end, _joined(m.group(1), rest)
-        found.append((start, end, "条", title))
+    starts = [m.start() + 1 for m in _OPENING.finditer(text)]
+    if _FIRST_OPENING.match(text) is not None:
+        starts.insert(0, 0)
+    for line in starts:
+        if (m := _ARTICLE.match(text, line)) is not None:
+            found.append(_article(text, line, m))
+        elif (m := _DIVISION.match(text, line)) is not None:
+            title = (m.group(3) or "").strip()
+            if len(title) <= _TITLE_MAX and not (title and title[-1] in _SENTENCE_END):
+                found.append((line, _line_end(text, line), m.group(2), _joined(m.group(1), title)))
+        elif (m := _SUPPLEMENT.match(text, line)) is not None:
+            found.append((line, _line_end(text, line), "附則", "附則" + _SPACES.sub("", m.group(1) or "")))
     if len(found) < 2:
         return ()
     found.sort()
     ranks = _ranks({kind for _, _, kind, _ in found})
     return tuple(Heading(start, end, ranks[kind], title) for start, end, kind, title in found)
+
+
+def _article(text: str, line: int, m: re.Match[str]) -> tuple[int, int, str, str]:
+    """(start, end, kind, title) of the article whose number `_ARTICLE` matched at the start of ``line``."""
+    caption = m.group(2)
+    start = line
+    if caption is None and line > 0:  # a caption alone on the line above (a blank line between)
+        above_end = line - 1
+        above = text.rfind("\n", 0, above_end) + 1
+        if above > 0 and not text[above:above_end].strip():  # a paragraph per line (Word)
+            above_end = above - 1
+            above = text.rfind("\n", 0, above_end) + 1
+        captioned = _CAPTION_LINE.fullmatch(text, above, above_end)
+        if captioned is not None:
+            caption = captioned.group(1)
+            start = above
+    end = m.end(2) if m.group(2) is not None else m.end(1)
+    title = _joined(m.group(1), _SPACES.sub("", caption or ""), "")
+    if caption is None:  # ``第1条 目的`` alone on its line, the article's text below: a caption too
+        line_end = _line_end(text, line)
+        rest = text[end:line_end].strip(" \t\u3000")
+        if rest and len(rest) <= _CAPTION_MAX and not _NOT_A_CAPTION.intersection(rest):
+            end, title = line_end, _joined(m.group(1), rest)
+    return start, end, "条", title
 
 
 def _ranks(kinds: set[str]) -> dict[str, int]:
