@@ -300,3 +300,23 @@ def test_a_chapter_heading_with_no_text_leaves_room_for_the_article_path(max_siz
             "第２章\u3000国内出張 > 第２条\u3000宿泊費" in c.embed_text[: len(c.embed_text) - len(c.text)]
         ), c.embed_text
         assert len(c.embed_text) <= max_size
+
+
+def test_a_passage_cut_out_of_a_hit_names_its_own_article():
+    """`kireme search --budget` and `kireme ask` cite each passage by its heading path; one cut out of a
+    larger hit of a plain-text rulebook is cited by the article its lines lie in, not by the path its whole
+    hit shares (``第２章 国内出張`` for a chunk that holds 第２条's heading)."""
+    from tests.stored_hits import stored_hits
+
+    from kireme.index.passages import assemble_hits
+
+    doc = Document(RULES, id="rules", metadata={"format": "text"})
+    chunks = make_chunker("markdown", max_size=200).chunk(doc)
+    hit = next(c for c in chunks if "東京都特別区内" in c.text)
+    assert hit.headings == ("第２章 国内出張",)  # it holds the article's heading line
+    made = assemble_hits(
+        stored_hits([hit], doc_id="rules", fmt="text"), 60, {"rules": RULES}.get, query="東京 宿泊"
+    )
+    (passage,) = made.passages
+    assert "東京都特別区内" in passage.span.text and "第２条" not in passage.span.text
+    assert passage.to_dict()["headings"] == ["第２章 国内出張", "第２条（宿泊費）"]

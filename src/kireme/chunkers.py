@@ -38,7 +38,7 @@ from kireme.document import NO_METADATA, Chunk, ChunkIds, Document, RegionIndex,
 from kireme.errors import ConfigError
 from kireme.length import Measure, SpanSizer, Tokens, _CharSizer, get_measure
 from kireme.pack import PACKINGS, PackedSpan, pack, whole_span
-from kireme.text.articles import article_headings, markdown_article_headings, text_headings
+from kireme.text.articles import document_headings
 from kireme.text.csvtable import text_tables
 from kireme.text.headings import lead_in_sentence_start, prose_headings
 from kireme.text.markdown import (
@@ -329,7 +329,7 @@ class Chunker:
             "|" not in text and not holds(text, "```") and not holds(text, "~~~")
         ):
             return None
-        from kireme.text.markdown import code_lines, fenced_blocks, line_starts, markdown_outline
+        from kireme.text.markdown import code_lines, fenced_blocks, line_starts
 
         outline = markdown_outline(text, warn=False)
         blocks = [block for block in fenced_blocks(text, outline) if block.closed]
@@ -798,16 +798,8 @@ def _heading_paths(doc: Document) -> HeadingPaths | None:
     """Heading paths for documents whose text is Markdown (.md, and HTML/docx/notebooks rendered), and for
     rules and laws written as plain text or read from a PDF (their chapters and articles,
     `kireme.text.articles`)."""
-    if doc.format in MARKDOWN_FORMATS:
-        outline = markdown_outline(doc.text, warn=False)
-        return HeadingPaths(outline.headings or markdown_article_headings(doc.text, outline))
-    if doc.format == "text":
-        headings = text_headings(doc.text)
-    elif doc.format == "pdf":
-        headings = article_headings(doc.text)
-    else:
-        return None
-    return HeadingPaths(headings) if headings else None
+    headings = document_headings(doc.text, doc.format)
+    return None if headings is None else HeadingPaths(headings)
 
 
 def _require_str(value: object) -> str:

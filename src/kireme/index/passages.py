@@ -35,11 +35,11 @@ from kireme.index.context import _chunk_pages as _pages
 from kireme.index.manifest import Manifest
 from kireme.index.store import Hit, StoredChunk
 from kireme.length import Tokens
+from kireme.text.articles import document_headings
 from kireme.text.markdown import (
     MARKDOWN_FORMATS,
     HeadingPaths,
     comment_blocks,
-    markdown_outline,
 )
 
 UNITS = ("chars", "tokens")
@@ -107,25 +107,29 @@ def manifest_texts(db: str | Path) -> Callable[[str], str | None]:
 
 
 def markdown_paths(hits: Sequence[Hit], text_of: Callable[[str], str | None]) -> PathOf:
-    """``(doc_id, start, end) -> heading path`` for the documents among ``hits`` whose text is Markdown
-    (Markdown files, and HTML, DOCX and notebooks as kireme loads them): the path all of that part of the
-    kept text shares, made as a chunk's ``headings`` are (its outline read once per document, only when a
-    part of it is asked for); ``None`` for any other document."""
-    markdown = {h.chunk.doc_id for h in hits if h.chunk.format in MARKDOWN_FORMATS}
+    """``(doc_id, start, end) -> heading path`` for the documents among ``hits`` that have headings
+    (Markdown files, and HTML, DOCX and notebooks as kireme loads them; rules and laws as plain text or
+    PDF, by their articles): the path all of that part of the kept text shares, made as a chunk's
+    ``headings`` are (`kireme.text.articles.document_headings`, read once per document, only when a part
+    of it is asked for); ``None`` for any other document."""
+    formats = {h.chunk.doc_id: h.chunk.format for h in hits if h.chunk.format in _WITH_HEADINGS}
     outlines: dict[str, HeadingPaths | None] = {}
 
     def path_of(doc_id: str, start: int, end: int) -> tuple[str, ...] | None:
-        if doc_id not in markdown:
+        if doc_id not in formats:
             return None
         if doc_id not in outlines:
             text = text_of(doc_id)
-            outlines[doc_id] = (
-                None if text is None else HeadingPaths(markdown_outline(text, warn=False).headings)
-            )
+            headings = None if text is None else document_headings(text, formats[doc_id])
+            outlines[doc_id] = None if headings is None else HeadingPaths(headings)
         paths = outlines[doc_id]
         return None if paths is None else paths.titles(start, end)[0]
 
     return path_of
+
+
+# the formats whose documents may have headings (`document_headings`)
+_WITH_HEADINGS = MARKDOWN_FORMATS | {"text", "pdf"}
 
 
 def markdown_hidden(hits: Sequence[Hit], text_of: Callable[[str], str | None]) -> HiddenOf:

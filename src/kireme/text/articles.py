@@ -39,9 +39,15 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from kireme.text.csvtable import text_tables
-from kireme.text.markdown import Heading, Outline
+from kireme.text.markdown import MARKDOWN_FORMATS, Heading, Outline, markdown_outline
 
-__all__ = ["article_headings", "headings_outside", "markdown_article_headings", "text_headings"]
+__all__ = [
+    "article_headings",
+    "document_headings",
+    "headings_outside",
+    "markdown_article_headings",
+    "text_headings",
+]
 
 # a number of a part, chapter or article: ASCII or full-width digits, or kanji numerals
 _NUMBER = "[0-9０-９〇一二三四五六七八九十百千]+"
@@ -196,3 +202,18 @@ def markdown_article_headings(text: str, outline: Outline) -> tuple[Heading, ...
         return headings
     spans = [(c.start, c.end) for c in outline.code_blocks] + [(t.start, t.end) for t in outline.tables]
     return headings_outside(headings, spans)
+
+
+def document_headings(text: str, fmt: str) -> tuple[Heading, ...] | None:
+    """The headings a chunk's heading path is read from, by the document's format: parsed Markdown (and
+    HTML, Word and notebooks as kireme renders them; their articles when they have no heading of their
+    own), the articles of a plain text or a PDF; ``None`` for a format without headings (CSV, JSON,
+    code) and for a plain text or PDF without articles."""
+    if fmt in MARKDOWN_FORMATS:
+        outline = markdown_outline(text, warn=False)
+        return outline.headings or markdown_article_headings(text, outline)
+    if fmt == "text":
+        return text_headings(text) or None
+    if fmt == "pdf":
+        return article_headings(text) or None
+    return None
