@@ -267,7 +267,7 @@ class ContextBuilder:
             chains = self.paths.all_chains()
         else:
             chains = [self.paths.chain(start)]
-            if end is not None:
+            if end is not None and end > start:
                 chains += [self.paths.chain(h.start) for h in self.paths.between(start + 1, end)]
         return max(self._largest_under(chain) for chain in chains)
 

@@ -50,6 +50,20 @@ _NO_HEADINGS = HeadingPaths(())
 SIBLING_FILL = 0.5
 
 
+def _opening_headings_end(text: str, context: ContextBuilder, a: int, b: int) -> int:
+    """Where the run of heading lines that opens ``[a, b)`` ends (``## 第2章`` with no text of its own right
+    over ``### 第2条``): the pieces after it sit under the deepest of them, whose path the section's budget
+    leaves room for (`ContextBuilder.largest`). ``a`` when the section does not open with a heading."""
+    if context.paths is None:
+        return a
+    end = a
+    for heading in context.paths.between(a, b):
+        if text[end : heading.start].strip():
+            break
+        end = heading.end
+    return end
+
+
 def _inside_sentences(text: str, section: Section, packed: Sequence[PackedSpan]) -> int:
     """How many of the pieces after the first start inside a sentence of the section (not where one of its
     sentences, list items, lines that end a sentence or blocks starts: `sentence_cuts`)."""
@@ -542,7 +556,7 @@ class StructureChunker(Chunker):
     ) -> list[Section]:
         """Split a section around the tables and code blocks in it that need pieces of their own. ``leads``:
         the document's lead-ins by where what they introduce starts (`lead_ins`)."""
-        budget = self._budget(context, a, end=b)
+        budget = self._budget(context, a, end=_opening_headings_end(doc.text, context, a, b))
         mode = self.table_mode
         text = doc.text
         # (start, end, sections) per block needing its own sections; build(lead) gives the same sections
