@@ -240,7 +240,7 @@ class Assembler:
     ``overhead(doc_id, headings)``:
     what the caller adds around each span when rendering it (a citation line), counted against the budget;
     ``paths(doc_id, start, end)``: the heading path all of a part of a document shares, where the caller
-    knows the document's headings (`kireme.index.passages.markdown_paths`): a hit cut to fit carries the
+    knows the document's headings (`kireme.index.passages.document_paths`): a hit cut to fit carries the
     path of the part it keeps when that names the hit's own path and more (the option or provision whose
     lines it holds, its heading line left out for room), not only the path the whole hit shares.
     ``hidden(doc_id)``: spans of a document a reader never sees (`kireme.text.markdown.comment_blocks`:

@@ -106,7 +106,7 @@ def manifest_texts(db: str | Path) -> Callable[[str], str | None]:
     return text_of
 
 
-def markdown_paths(hits: Sequence[Hit], text_of: Callable[[str], str | None]) -> PathOf:
+def document_paths(hits: Sequence[Hit], text_of: Callable[[str], str | None]) -> PathOf:
     """``(doc_id, start, end) -> heading path`` for the documents among ``hits`` that have headings
     (Markdown files, and HTML, DOCX and notebooks as kireme loads them; rules and laws as plain text or
     PDF, by their articles): the path all of that part of the kept text shares, made as a chunk's
@@ -223,7 +223,7 @@ def assemble_hits(
         policy=policy,
         widen=widen,
         overhead=overhead,
-        paths=markdown_paths(hits, text_of),
+        paths=document_paths(hits, text_of),
         hidden=None if comments else markdown_hidden(hits, text_of),
         code=framing.code,
         tables=table_rows(framing.tables),
@@ -299,7 +299,7 @@ def render_passages(
     def overhead(doc_id: str, headings: tuple[str, ...]) -> int:
         return measure(widest + citation(doc_id, headings) + "\n") + sep
 
-    paths = markdown_paths(hits, text_of)
+    paths = document_paths(hits, text_of)
     hidden = None if comments else markdown_hidden(hits, text_of)
     framing = Framing(text_of, hit_formats(hits))
     tables = table_rows(framing.tables)

@@ -392,7 +392,7 @@ class StructureChunker(Chunker):
         section's end, for the headings inside it: the pieces under them carry their paths too).
 
         Never less than half of what a chunk may hold: a table header and a deep heading path must not
-        crowd out the rows. Where they would, `_embed_text` leaves the context (then the header) out.
+        crowd out the rows. Where they would, `_embed_text` cuts the context down (then leaves the header out).
         """
         if not self.context_counts:
             # no context; a repeated header or group line still counts (unless told not)

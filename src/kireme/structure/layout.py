@@ -38,7 +38,7 @@ from kireme.boundaries.levels import (
     with_sentences,
 )
 from kireme.document import Document
-from kireme.text.articles import article_headings, markdown_article_headings, text_headings
+from kireme.text.articles import document_headings, markdown_article_headings
 from kireme.text.csvtable import csv_outline, text_tables
 from kireme.text.headings import prose_headings
 from kireme.text.leads import heading_ends, indent_width, lead_ins
@@ -67,15 +67,11 @@ def document_outline(doc: Document) -> Outline:
         return replace(outline, headings=articles) if articles else outline
     if fmt in ("csv", "tsv"):
         return csv_outline(doc.text, fmt, doc.title)
-    if fmt == "text":
-        tables = text_tables(doc.text)
-        headings = text_headings(doc.text)
+    if fmt in ("text", "pdf"):
+        tables = text_tables(doc.text) if fmt == "text" else ()
+        headings = document_headings(doc.text, fmt) or ()
         if tables or headings:
             return replace(_NO_OUTLINE, tables=tables, headings=headings)
-    elif fmt == "pdf":
-        headings = article_headings(doc.text)
-        if headings:
-            return replace(_NO_OUTLINE, headings=headings)
     return _NO_OUTLINE
 
 
