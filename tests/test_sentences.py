@@ -262,6 +262,23 @@ def test_a_straight_quote_after_a_full_stop_opens_the_next_sentence_unless_it_cl
     assert sentences('終わりです。"') == ['終わりです。"']  # nothing after it to open
 
 
+def test_a_curly_quote_closed_after_a_full_stop_goes_on_when_a_particle_follows() -> None:
+    """``“…”`` and ``‘…’`` quote in Japanese text too (web writing, translations): ``彼は“明日行きます。”``
+    | ``と言った。`` was cut after the closing mark — the speaker separated from the words — where the
+    straight ``"`` and the bracket ``「」`` went on. A new sentence after the mark still starts one."""
+    assert sentences("彼は“明日行きます。”と言った。次の文です。") == [
+        "彼は“明日行きます。”と言った。",
+        "次の文です。",
+    ]
+    assert sentences("画面に“保存しました。”と表示され、処理が終わる。") == [
+        "画面に“保存しました。”と表示され、処理が終わる。"
+    ]
+    assert sentences("彼は‘行く。’と答えた。次。") == ["彼は‘行く。’と答えた。", "次。"]
+    assert sentences("彼は“行く。”次の文です。") == ["彼は“行く。”", "次の文です。"]
+    assert sentences("He wrote “Done.” Then he left.") == ["He wrote “Done.”", "Then he left."]
+    assert sentences("She said “Fine.”, and left.") == ["She said “Fine.”, and left."]
+
+
 def test_a_comma_after_a_closing_bracket_goes_on_with_the_sentence() -> None:
     """``（…を除く。）、第六項`` ended a sentence after ``）``, the next opening with ``、`` (law text: a chunk
     of lawqa started ``、第六項、第七項及び第十一項の規定にかかわらず…``); a particle after it already went on."""

@@ -521,8 +521,10 @@ static PyObject *scan_core(PyObject *text, Py_ssize_t a, Py_ssize_t b, const Py_
             continue;
         }
         p = e;
-        /* a straight quote it closes, and the sentence goes on: 彼は"行こう。"と言った */
-        if (PyUnicode_READ(kind, data, e - 1) == '"' && e < b && quote_continues(kind, data, n, e)) continue;
+        /* a quote it closes, and the sentence goes on: 彼は"行こう。"と言った, 彼は“行く。”と (`_QUOTE_MARKS`) */
+        Py_UCS4 closing = PyUnicode_READ(kind, data, e - 1);
+        if ((closing == '"' || closing == 0x201D || closing == 0x2019) && e < b && quote_continues(kind, data, n, e))
+            continue;
         while (qi < nspans && spans[2 * qi + 1] < s) qi++;
         if (qi < nspans && spans[2 * qi] < s && s <= spans[2 * qi + 1]) {
             /* inside a balanced quote: only a terminator that closes it, and not when the sentence goes on */

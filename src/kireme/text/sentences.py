@@ -215,6 +215,10 @@ _LABEL_BEFORE_DOT = lazy_regex(r"(?:^|\n)[ \t\u3000]*[\p{L}\p{N}]$")
 _QUOTE_CONTINUES = lazy_regex(
     r"(?:と|って|という|の|が|を|は|に|で|も|や|より|から|まで|など|か[、。]|[、，,])"
 )
+# the quotation marks a sentence end may close without ending the sentence, when a particle or a comma
+# follows (`_QUOTE_CONTINUES`): straight, and the curly closing marks (“…”, ‘…’ in Japanese text too);
+# the brackets (「…」) are read as quotations apart (`_quoted_spans`)
+_QUOTE_MARKS = frozenset('"\u201d\u2019')
 _NEXT_START = lazy_regex(r"\s*([\p{Lu}\p{N}\"'“‘(\[「『（]|[^\p{L}\p{N}\s]|[^\p{Latin}\s])")
 _LOWER_NEXT = lazy_regex(r"\s*\p{Ll}")
 
@@ -593,8 +597,8 @@ def _scan_sentence_cuts_python(
     space_run = _SPACE_RUN_MATCH
     for s, e, first in zip(starts, ends, _chars_at(text, starts), strict=True):
         e = _closing_quotes_end(text, s, e, b)  # a '"' after the terminators may open the next sentence
-        if text[e - 1] == '"' and e < b and _QUOTE_CONTINUES.match(text, e):
-            continue  # a straight quote it closes, and the sentence goes on: 彼は"行こう。"と言った
+        if text[e - 1] in _QUOTE_MARKS and e < b and _QUOTE_CONTINUES.match(text, e):
+            continue  # a quote it closes, and the sentence goes on: 彼は"行こう。"と言った, 彼は“行く。”と
         while qi < nq and quoted[qi][1] < s:
             qi += 1
         if qi < nq and quoted[qi][0] < s <= quoted[qi][1]:
