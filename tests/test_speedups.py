@@ -36,7 +36,7 @@ from kireme.boundaries.levels import CLAUSE, LINE, QUOTED_SENTENCE, SCRIPT, SENT
 from kireme.document import NO_METADATA, Chunk, ChunkIds, Region
 from kireme.pack import PackedSpan
 from kireme.structure import layout
-from kireme.text import graphemes, headings, leads, markdown, sentences
+from kireme.text import articles, graphemes, headings, leads, markdown, sentences
 from kireme.text.caches import clear_text_caches
 from kireme.text.graphemes import SIMPLE_CHARS
 from kireme.text.marks import CLOSERS, OPEN_TO_CLOSE, TERMINATORS
@@ -236,6 +236,7 @@ SWITCHES = [
     (markdown, "_NATIVE_LINE_MARKS", native.line_marks, None),
     (leads, "_NATIVE_LINE_END_MARKS", native.line_end_marks, None),
     (markdown, "_delimiter_lines", native.delimiter_lines, markdown._delimiter_lines_python),
+    (articles, "_opening_lines", native.article_lines, articles._opening_lines_python),
 ]
 
 
@@ -1541,3 +1542,39 @@ def test_a_lead_in_ending_a_wrapped_sentence_is_moved_alike_in_c(
         expected = chunker.chunk(document)
     with scanner(c=True):
         assert chunker.chunk(document) == expected
+
+
+_ARTICLE_TEXTS = st.lists(
+    st.sampled_from(
+        [
+            "第１章　総則",
+            "（目的）",
+            "第1条 目的を定める。",
+            "　第2条",
+            "\t附則",
+            "附　則",
+            "本文。",
+            "x第3条",
+            "",
+            " ",
+            "第",
+            "附",
+            "\r",
+            "😀第",
+        ]
+    ),
+    max_size=12,
+).map("\n".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(text=_ARTICLE_TEXTS | st.text(alphabet=" \t\u3000\n\r第附条a😀", max_size=30))
+def test_article_lines_in_c_are_the_patterns(text: str) -> None:
+    """`article_lines` (C) finds the start of each line that opens with 第 or 附 after spaces, as
+    `_opening_lines_python` does, in texts of one, two and four bytes a character; and a plain text's
+    articles are the same either way."""
+    assert native.article_lines(text) == articles._opening_lines_python(text)
+    with scanner(c=False):
+        expected = articles.article_headings(text)
+    with scanner(c=True):
+        assert articles.article_headings(text) == expected

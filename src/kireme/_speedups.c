@@ -3444,6 +3444,37 @@ static PyObject *delimiter_lines(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* `article_lines(text)`: kireme/text/articles.py `_opening_lines_python`: the start of every line whose first
+ * character after spaces, tabs and ideographic spaces is 第 or 附 (a text of one-byte characters has none) */
+static PyObject *article_lines(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U", &text)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *out = PyList_New(0);
+    if (out == NULL || kind == PyUnicode_1BYTE_KIND) return out;
+    Py_ssize_t line = 0;
+    while (line < n) {
+        Py_ssize_t k = line;
+        Py_UCS4 c = 0;
+        while (k < n) {
+            c = PyUnicode_READ(kind, data, k);
+            if (c != ' ' && c != '\t' && c != 0x3000) break;
+            k++;
+        }
+        if (k < n && (c == 0x7B2C || c == 0x9644) && append_index(out, line) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_ssize_t nl = next_newline(kind, data, k, n);
+        if (nl >= n) break;
+        line = nl + 1;
+    }
+    return out;
+}
+
 static PyObject *line_marks(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *text;
@@ -3630,6 +3661,8 @@ static PyMethodDef methods[] = {
      "plain_paragraph_starts(text) -> the paragraph starts of a text with no block syntax, else None"},
     {"line_end_marks", line_end_marks, METH_VARARGS,
      "line_end_marks(text, lo, hi, marks) -> where a character of marks ends its line (blanks after it)"},
+    {"article_lines", article_lines, METH_VARARGS,
+     "article_lines(text) -> the start of each line that opens with 第 or 附 after spaces"},
     {"delimiter_lines", delimiter_lines, METH_VARARGS,
      "delimiter_lines(text) -> the line feed before each line that may be a pipe table's delimiter row"},
     {"line_marks", line_marks, METH_VARARGS,

@@ -88,6 +88,9 @@ def scan_blocks(text: str, pos: int, /) -> tuple[list[int], list[int], list[int]
 def line_end_marks(text: str, lo: int, hi: int, marks: str, /) -> list[int]:
     """Where a character of ``marks`` ends its line in ``[lo, hi)`` (only blanks after it to a line feed or ``hi``)."""
 
+def article_lines(text: str, /) -> list[int]:
+    """The start of each line whose first character after spaces, tabs and ideographic spaces is 第 or 附."""
+
 def delimiter_lines(text: str, /) -> list[int]:
     """The line feed before each line that may be a pipe table's delimiter row: where each match of
     ``kireme.text.markdown._DELIMITER_LINE`` starts."""

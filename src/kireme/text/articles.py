@@ -35,9 +35,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
+from kireme._native import native
 from kireme.text.csvtable import text_tables
 from kireme.text.markdown import MARKDOWN_FORMATS, Heading, Outline, markdown_outline
 
@@ -92,10 +93,7 @@ def article_headings(text: str) -> tuple[Heading, ...]:
 @lru_cache(maxsize=4)
 def _article_headings(text: str) -> tuple[Heading, ...]:
     found: list[tuple[int, int, str, str]] = []  # (start, end, kind, title)
-    starts = [m.start() + 1 for m in _OPENING.finditer(text)]
-    if _FIRST_OPENING.match(text) is not None:
-        starts.insert(0, 0)
-    for line in starts:
+    for line in _opening_lines(text):
         if (m := _ARTICLE.match(text, line)) is not None:
             found.append(_article(text, line, m))
         elif (m := _DIVISION.match(text, line)) is not None:
@@ -109,6 +107,18 @@ def _article_headings(text: str) -> tuple[Heading, ...]:
     found.sort()
     ranks = _ranks({kind for _, _, kind, _ in found})
     return tuple(Heading(start, end, ranks[kind], title) for start, end, kind, title in found)
+
+
+def _opening_lines_python(text: str) -> list[int]:
+    """The start of every line whose first character after spaces is ``第`` or ``附`` (`_OPENING`)."""
+    starts = [m.start() + 1 for m in _OPENING.finditer(text)]
+    if _FIRST_OPENING.match(text) is not None:
+        starts.insert(0, 0)
+    return starts
+
+
+# in C one pass over the line feeds (the regular expression took 3.5 µs of a JSQuAD article's ~30)
+_opening_lines: Callable[[str], list[int]] = native("article_lines") or _opening_lines_python
 
 
 def _article(text: str, line: int, m: re.Match[str]) -> tuple[int, int, str, str]:
