@@ -255,21 +255,17 @@ class StructureChunker(Chunker):
                 # given way) and as wanted (context and all); both negative when the context does not count
                 over = max(sizes, default=0) - self.max_size
                 wanted = max(fulls, default=0) - self.max_size
-                if looser is not None and _inside_sentences(doc.text, section, packed) > looser[5]:
+                tighten = plain and wanted > 0 and budget > lowest
+                # counted once a packing is compared or kept to compare: most sections never are
+                inside = _inside_sentences(doc.text, section, packed) if looser is not None or tighten else 0
+                if looser is not None and inside > looser[5]:
                     # packed tighter for the context, a piece now starts inside a sentence (``…the last 24``
                     # | ``changes.``): the looser packing stays, and the context gives way where it must
                     packed, made, sizes, fulls, budget, _ = looser
                     over = max(sizes, default=0) - self.max_size
                     break
-                if plain and wanted > 0 and budget > lowest:
-                    looser = (
-                        packed,
-                        made,
-                        sizes,
-                        fulls,
-                        budget,
-                        _inside_sentences(doc.text, section, packed),
-                    )
+                if tighten:
+                    looser = (packed, made, sizes, fulls, budget, inside)
                     budget = max(lowest, budget - wanted)  # some piece's context did not fit: tighter
                     continue
                 if over <= 0 or budget <= floor:
@@ -856,18 +852,22 @@ class StructureChunker(Chunker):
         if full <= self.max_size:
             return embed, full, full
         candidates = [group + repeat + body + close, body + close, body]
-        rest = candidates[0]
-        rest_size = self.measure(rest)
-        if self.context_counts and rest_size < self.max_size:
-            # the part of the context that fits with the decorations and the text, outer headings first out
-            within = context.prefix_within(start, end, self.max_size - rest_size)
-            if within:
-                candidates.insert(0, within + rest)
+        known: dict[str, int] = {}  # sizes measured here already (a token count costs an encoding)
+        if self.context_counts:
+            rest = candidates[0]
+            known[rest] = rest_size = self.measure(rest)
+            if rest_size < self.max_size:
+                # the part of the context that fits with the decorations and the text, outer headings first
+                within = context.prefix_within(start, end, self.max_size - rest_size)
+                if within:
+                    candidates.insert(0, within + rest)
         if body != raw:
             # rows rewritten longer (records, filled cells) than rows that fit: passed as they are
             candidates += [prefix + group + repeat + raw, group + repeat + raw, raw]
         for candidate in candidates:
-            size = self.measure(candidate)
+            size = known.get(candidate)
+            if size is None:
+                size = self.measure(candidate)
             if size <= self.max_size:
                 return candidate, size, full
         return body, self.measure(body), full
