@@ -36,7 +36,7 @@ from kireme.boundaries.levels import CLAUSE, LINE, QUOTED_SENTENCE, SCRIPT, SENT
 from kireme.document import NO_METADATA, Chunk, ChunkIds, Region
 from kireme.pack import PackedSpan
 from kireme.structure import layout
-from kireme.text import articles, graphemes, headings, leads, markdown, sentences
+from kireme.text import articles, graphemes, headings, leads, markdown, sentences, wikitext
 from kireme.text.caches import clear_text_caches
 from kireme.text.graphemes import SIMPLE_CHARS
 from kireme.text.marks import CLOSERS, OPEN_TO_CLOSE, TERMINATORS
@@ -237,6 +237,7 @@ SWITCHES = [
     (leads, "_NATIVE_LINE_END_MARKS", native.line_end_marks, None),
     (markdown, "_delimiter_lines", native.delimiter_lines, markdown._delimiter_lines_python),
     (articles, "_opening_lines", native.article_lines, articles._opening_lines_python),
+    (wikitext, "_opening_lines", native.wiki_lines, wikitext._opening_lines_python),
 ]
 
 
@@ -1578,3 +1579,26 @@ def test_article_lines_in_c_are_the_patterns(text: str) -> None:
         expected = articles.article_headings(text)
     with scanner(c=True):
         assert articles.article_headings(text) == expected
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    text=st.lists(
+        st.sampled_from(
+            ["== A ==", " = = B = = ", "\t=", "=", " ", "x = y", "本文", "😀", "\r", "", "== 概要 =="]
+        ),
+        max_size=12,
+    ).map("\n".join)
+    | st.text(alphabet=" \t\n\r=a本😀", max_size=30)
+)
+def test_wiki_lines_in_c_are_the_patterns(text: str) -> None:
+    """`wiki_lines` (C) finds the start of each line that opens with ``=`` after spaces and tabs, as
+    `_opening_lines_python` does, in texts of one, two and four bytes a character; and a text's wiki
+    headings are the same either way."""
+    assert native.wiki_lines(text) == wikitext._opening_lines_python(text)
+    with scanner(c=False):
+        wikitext._wiki_headings.cache_clear()
+        expected = wikitext.wiki_headings(text)
+    with scanner(c=True):
+        wikitext._wiki_headings.cache_clear()
+        assert wikitext.wiki_headings(text) == expected

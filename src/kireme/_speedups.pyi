@@ -91,6 +91,9 @@ def line_end_marks(text: str, lo: int, hi: int, marks: str, /) -> list[int]:
 def article_lines(text: str, /) -> list[int]:
     """The start of each line whose first character after spaces, tabs and ideographic spaces is 第 or 附."""
 
+def wiki_lines(text: str, /) -> list[int]:
+    """The start of each line whose first character after spaces and tabs is ``=``."""
+
 def delimiter_lines(text: str, /) -> list[int]:
     """The line feed before each line that may be a pipe table's delimiter row: where each match of
     ``kireme.text.markdown._DELIMITER_LINE`` starts."""
