@@ -657,16 +657,18 @@ def test_a_heading_anchor_is_not_part_of_its_title() -> None:
     React docs' MDX ``{/*id*/}``): the renderer hides it, and so do the heading path and the citation."""
     text = (
         "# フックの使い方 {/*using-hooks*/}\n\n本文です。\n\n"
-        "## 環境変数 {#env-variables .note}\n\n`VITE_` で始まる変数だけが公開される。\n\n"
+        "## 環境変数 {#env-variables .note}\n\n`VITE_` で始まる変数だけが公開される。"
+        "それ以外の変数はサーバーの中にだけ残る。\n\n"
         "## 集合 {a, b} の書き方\n\n波かっこは見出しの一部。\n\n## {#only-an-anchor}\n\n見出しが錨だけ。\n"
     )
     titles = [h.title for h in markdown_outline(text).headings]
     assert titles == ["フックの使い方", "環境変数", "集合 {a, b} の書き方", "{#only-an-anchor}"]
     doc = Document(text, metadata={"format": "markdown"})
     chunks = make_chunker("markdown", max_size=60).chunk(doc)
-    env = next(c for c in chunks if "VITE_" in c.text)
+    env = next(c for c in chunks if "それ以外" in c.text)  # under the heading, its path in front
     assert env.headings == ("フックの使い方", "環境変数")
-    assert "{#" not in env.embed_text.split("\n\n")[0] and "{/" not in env.embed_text
+    assert env.embed_text.split("\n\n")[0] == "フックの使い方\n環境変数"
+    assert all("{/" not in c.embed_text.removesuffix(c.text) for c in chunks)
 
 
 def test_a_plain_texts_outline_made_fast_is_the_dataclasss() -> None:

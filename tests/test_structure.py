@@ -1705,6 +1705,51 @@ def test_no_sentence_is_cut_to_make_room_for_a_context_that_cannot_fit() -> None
     assert all(len(c.embed_text) <= 100 for c in chunks)
 
 
+@pytest.mark.parametrize(
+    ("text", "max_size", "first"),
+    [
+        (
+            "# Expense Handbook\n\nHow staff claim travel costs.\n\n## Lodging and hotels\n\n"
+            "Hotels are paid at cost up to 9,800 yen a night. In central Tokyo the limit is 13,200 yen a night.\n",
+            96,
+            "## Lodging and hotels\n\nHotels are paid at cost up to 9,800 yen a night.",
+        ),
+        (
+            "# 経費ハンドブック\n\n出張費の精算方法をまとめる。\n\n## 宿泊費の上限\n\n"
+            "ホテル代は１泊９，８００円を上限として実費で支払う。東京都心部では１泊１３，２００円を上限とする。\n",
+            56,
+            "## 宿泊費の上限\n\nホテル代は１泊９，８００円を上限として実費で支払う。",
+        ),
+    ],
+)
+def test_a_sentence_just_over_the_room_its_context_leaves_stays_whole(
+    text: str, max_size: int, first: str
+) -> None:
+    """A heading and its first sentence a few characters over what the context leaves them were cut inside
+    that sentence (``…9,800 yen a`` | ``night. In central…``, ``…実費で`` | ``支払う。東京…``): now they
+    stay whole within ``max_size`` and the context gives way (the title goes, the path above stays)."""
+    doc = Document(text, metadata={"format": "markdown", "title": "Staff wiki"})
+    chunks = make_chunker("markdown", max_size=max_size).chunk(doc)
+    assert [c.text for c in chunks][1] == first
+    assert chunks[1].embed_text == chunks[1].headings[0] + "\n\n" + first
+    assert chunks[2].text == text.rstrip("\n")[text.index(first) + len(first) :].strip()
+    assert all(len(c.embed_text) <= max_size for c in chunks)
+
+
+def test_a_sentence_far_over_the_room_its_context_leaves_is_still_cut() -> None:
+    """Beyond a tenth of ``max_size`` the context is worth more than the sentence: the heading path stays
+    in front and the sentence is cut (law QA lost questions when sentences took the room of long paths)."""
+    text = (
+        "# Expense Handbook\n\nHow staff claim travel costs.\n\n## Lodging and hotels\n\n"
+        "Hotels are paid at cost up to 9,800 yen a night with breakfast. In central Tokyo the limit is higher.\n"
+    )
+    doc = Document(text, metadata={"format": "markdown", "title": "Staff wiki"})
+    chunks = make_chunker("markdown", max_size=96).chunk(doc)
+    assert chunks[1].embed_text.startswith("Staff wiki\nExpense Handbook\n\n## Lodging and hotels")
+    assert not chunks[1].text.endswith("breakfast.")  # 86 characters: 19 over the 67 the context leaves
+    assert all(len(c.embed_text) <= 96 for c in chunks)
+
+
 def test_a_context_too_long_for_a_piece_keeps_what_fits() -> None:
     """`ContextBuilder.prefix_within`: the fullest prefix within the room a piece leaves — the outer
     headings first out, then the title, the nearest heading last — not all of it or nothing."""
