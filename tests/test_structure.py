@@ -1737,8 +1737,9 @@ def test_a_sentence_just_over_the_room_its_context_leaves_stays_whole(
 
 
 def test_a_sentence_far_over_the_room_its_context_leaves_is_still_cut() -> None:
-    """Beyond a tenth of ``max_size`` the context is worth more than the sentence: the heading path stays
-    in front and the sentence is cut (law QA lost questions when sentences took the room of long paths)."""
+    """Beyond a twentieth of ``max_size`` the context is worth more than the sentence: the heading path
+    stays in front and the sentence is cut (law QA lost questions when sentences took the room of long
+    paths)."""
     text = (
         "# Expense Handbook\n\nHow staff claim travel costs.\n\n## Lodging and hotels\n\n"
         "Hotels are paid at cost up to 9,800 yen a night with breakfast. In central Tokyo the limit is higher.\n"

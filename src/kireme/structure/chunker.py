@@ -78,13 +78,14 @@ def _whole_sentence_budget(
     text: str, section: Section, packed: Sequence[PackedSpan], sizer: SpanSizer, budget: int, max_size: int
 ) -> int:
     """The budget at which no piece of ``packed`` starts inside a sentence that fits ``max_size`` with the
-    piece before it: the largest such piece, the sentence's end included, when it is at most a tenth of
-    ``max_size`` over ``budget`` (else, and when there is none, ``budget``). A budget lowered for the
+    piece before it: the largest such piece, the sentence's end included, when it is at most a twentieth
+    of ``max_size`` over ``budget`` (else, and when there is none, ``budget``). A budget lowered for the
     context cut such sentences for it (``== Lodging ==`` and its first sentence one character over:
     ``…9,800 yen a`` | ``night.``); at this budget they stay whole and their context gives way instead.
-    Beyond a tenth the context is worth more than the cut it saves (law QA with BM25 lost three questions
-    at 100 and 160 characters without the limit)."""
-    limit = min(max_size, budget + max_size // 10)
+    Further over, the context is worth more than the cut it saves: without a limit law QA with BM25 lost
+    three questions at 100 and at 160 characters, with a tenth the dense model two on the plain-text laws
+    at 160 and at 200; a twentieth moves them by a question or two either way."""
+    limit = min(max_size, budget + max_size // 20)
     wanted = budget
     for before, piece in itertools.pairwise(packed):
         if "\n" in text[before.end : piece.start]:
