@@ -36,7 +36,17 @@ from kireme.boundaries.levels import CLAUSE, LINE, QUOTED_SENTENCE, SCRIPT, SENT
 from kireme.document import NO_METADATA, Chunk, ChunkIds, Region
 from kireme.pack import PackedSpan
 from kireme.structure import layout
-from kireme.text import articles, graphemes, headings, leads, markdown, sentences, wikitext
+from kireme.text import (
+    articles,
+    divisions,
+    graphemes,
+    headings,
+    leads,
+    markdown,
+    openers,
+    sentences,
+    wikitext,
+)
 from kireme.text.caches import clear_text_caches
 from kireme.text.graphemes import SIMPLE_CHARS
 from kireme.text.marks import CLOSERS, OPEN_TO_CLOSE, TERMINATORS
@@ -236,8 +246,7 @@ SWITCHES = [
     (markdown, "_NATIVE_LINE_MARKS", native.line_marks, None),
     (leads, "_NATIVE_LINE_END_MARKS", native.line_end_marks, None),
     (markdown, "_delimiter_lines", native.delimiter_lines, markdown._delimiter_lines_python),
-    (articles, "_opening_lines", native.article_lines, articles._opening_lines_python),
-    (wikitext, "_opening_lines", native.wiki_lines, wikitext._opening_lines_python),
+    (openers, "_heading_lines", native.heading_lines, openers._heading_lines_python),
 ]
 
 
@@ -1569,36 +1578,45 @@ _ARTICLE_TEXTS = st.lists(
 
 
 @settings(max_examples=1000, deadline=None)
-@given(text=_ARTICLE_TEXTS | st.text(alphabet=" \t\u3000\n\r第附条a😀", max_size=30))
-def test_article_lines_in_c_are_the_patterns(text: str) -> None:
-    """`article_lines` (C) finds the start of each line that opens with 第 or 附 after spaces, as
-    `_opening_lines_python` does, in texts of one, two and four bytes a character; and a plain text's
-    articles are the same either way."""
-    assert native.article_lines(text) == articles._opening_lines_python(text)
-    with scanner(c=False):
-        expected = articles.article_headings(text)
-    with scanner(c=True):
-        assert articles.article_headings(text) == expected
-
-
-@settings(max_examples=1000, deadline=None)
 @given(
-    text=st.lists(
+    text=_ARTICLE_TEXTS
+    | st.lists(
         st.sampled_from(
-            ["== A ==", " = = B = = ", "\t=", "=", " ", "x = y", "本文", "😀", "\r", "", "== 概要 =="]
+            [
+                "== A ==",
+                " = = B = = ",
+                "\t=",
+                "x = y",
+                "Part 1",
+                "SECTION 2.1 Fees",
+                "Sections",
+                "§ 3",
+                "Annex\tB",
+                "",
+            ]
         ),
         max_size=12,
     ).map("\n".join)
-    | st.text(alphabet=" \t\n\r=a本😀", max_size=30)
+    | st.text(alphabet=" \t\u3000\n\r第附a😀=§PartSECTION", max_size=30)
 )
-def test_wiki_lines_in_c_are_the_patterns(text: str) -> None:
-    """`wiki_lines` (C) finds the start of each line that opens with ``=`` after spaces and tabs, as
-    `_opening_lines_python` does, in texts of one, two and four bytes a character; and a text's wiki
-    headings are the same either way."""
-    assert native.wiki_lines(text) == wikitext._opening_lines_python(text)
+def test_heading_lines_in_c_are_the_patterns(text: str) -> None:
+    """`heading_lines` (C) finds the start of each line that may open with a written heading (第, 附, ``=``,
+    ``§``, an English division keyword and a space) after blanks, as `_heading_lines_python` does, in texts
+    of one, two and four bytes a character; and a plain text's articles, wiki sections and divisions are
+    the same either way."""
+    assert native.heading_lines(text) == openers._heading_lines_python(text)
     with scanner(c=False):
-        wikitext._wiki_headings.cache_clear()
-        expected = wikitext.wiki_headings(text)
+        clear_text_caches()
+        expected = (
+            articles.article_headings(text),
+            wikitext.wiki_headings(text),
+            divisions.division_headings(text),
+        )
     with scanner(c=True):
-        wikitext._wiki_headings.cache_clear()
-        assert wikitext.wiki_headings(text) == expected
+        clear_text_caches()
+        got = (
+            articles.article_headings(text),
+            wikitext.wiki_headings(text),
+            divisions.division_headings(text),
+        )
+    assert got == expected

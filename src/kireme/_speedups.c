@@ -3444,41 +3444,51 @@ static PyObject *delimiter_lines(PyObject *self, PyObject *args) {
     return out;
 }
 
-/* `article_lines(text)`: kireme/text/articles.py `_opening_lines_python`: the start of every line whose first
- * character after spaces, tabs and ideographic spaces is 第 or 附 (a text of one-byte characters has none) */
-static PyObject *article_lines(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *text;
-    if (!PyArg_ParseTuple(args, "U", &text)) return NULL;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    PyObject *out = PyList_New(0);
-    if (out == NULL || kind == PyUnicode_1BYTE_KIND) return out;
-    Py_ssize_t line = 0;
-    while (line < n) {
-        Py_ssize_t k = line;
-        Py_UCS4 c = 0;
-        while (k < n) {
-            c = PyUnicode_READ(kind, data, k);
-            if (c != ' ' && c != '\t' && c != 0x3000) break;
-            k++;
-        }
-        if (k < n && (c == 0x7B2C || c == 0x9644) && append_index(out, line) < 0) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        Py_ssize_t nl = next_newline(kind, data, k, n);
-        if (nl >= n) break;
-        line = nl + 1;
+/* `heading_lines(text)`: kireme/text/openers.py `_heading_lines_python`: the start of every line whose first
+ * character after spaces, tabs and ideographic spaces may begin a heading a plain text writes in its lines —
+ * 第 or 附 (Japanese rules), `=` (a wiki), `§`, or one of the keywords of an English document's divisions
+ * (`Part`, `PART`, `Chapter`…, `Exhibit`) followed by a space or a tab. The keywords are checked here: in
+ * English prose a line opens with P, C, A, S or E every few lines. */
+static const char *const heading_keywords[] = {
+    "Part", "PART", "Chapter", "CHAPTER", "Article", "ARTICLE", "Section", "SECTION",
+    "Appendix", "APPENDIX", "Schedule", "SCHEDULE", "Annex", "ANNEX", "Exhibit", "EXHIBIT"};
+
+static int opens_heading(int kind, const void *data, Py_ssize_t k, Py_ssize_t n) {
+    Py_UCS4 c = PyUnicode_READ(kind, data, k);
+    switch (c) {
+    case 0x7B2C: case 0x9644: case '=': case 0x00A7: return 1;
+    case 'P': case 'C': case 'A': case 'S': case 'E': break;
+    default: return 0;
     }
-    return out;
+    for (size_t w = 0; w < sizeof heading_keywords / sizeof heading_keywords[0]; w++) {
+        const char *word = heading_keywords[w];
+        if ((Py_UCS4)(unsigned char)word[0] != c) continue;
+        Py_ssize_t e = k + 1;
+        const char *p = word + 1;
+        while (*p && e < n && PyUnicode_READ(kind, data, e) == (Py_UCS4)(unsigned char)*p) {
+            p++;
+            e++;
+        }
+        if (*p == '\0' && e < n) {
+            Py_UCS4 after = PyUnicode_READ(kind, data, e);
+            if (after == ' ' || after == '\t') return 1;
+        }
+    }
+    return 0;
 }
 
-/* `wiki_lines(text)`: kireme/text/wikitext.py `_opening_lines_python`: the start of every line whose first
- * character after spaces and tabs is `=` (where a MediaWiki heading may stand; a line feed at a time, as
- * `str.count` is no faster on a text of two or four bytes a character) */
-static PyObject *wiki_lines(PyObject *self, PyObject *args) {
+/* Whether the line starting at `line` opens with a heading's first character (`opens_heading`) after blanks. */
+static int heading_line(int kind, const void *data, Py_ssize_t line, Py_ssize_t n) {
+    Py_ssize_t k = line;
+    while (k < n) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, k);
+        if (c != ' ' && c != '\t' && c != 0x3000) break;
+        k++;
+    }
+    return k < n && opens_heading(kind, data, k, n);
+}
+
+static PyObject *heading_lines(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *text;
     if (!PyArg_ParseTuple(args, "U", &text)) return NULL;
@@ -3489,22 +3499,15 @@ static PyObject *wiki_lines(PyObject *self, PyObject *args) {
     if (out == NULL) return NULL;
     Py_ssize_t line = 0;
     while (line < n) {
-        Py_ssize_t k = line;
-        Py_UCS4 c = 0;
-        while (k < n) {
-            c = PyUnicode_READ(kind, data, k);
-            if (c != ' ' && c != '\t') break;
-            k++;
-        }
-        if (k < n && c == '=' && append_index(out, line) < 0) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        Py_ssize_t nl = next_newline(kind, data, k, n);
+        if (heading_line(kind, data, line, n) && append_index(out, line) < 0) goto fail;
+        Py_ssize_t nl = next_newline(kind, data, line, n);
         if (nl >= n) break;
         line = nl + 1;
     }
     return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
 }
 
 static PyObject *line_marks(PyObject *self, PyObject *args) {
@@ -3693,9 +3696,8 @@ static PyMethodDef methods[] = {
      "plain_paragraph_starts(text) -> the paragraph starts of a text with no block syntax, else None"},
     {"line_end_marks", line_end_marks, METH_VARARGS,
      "line_end_marks(text, lo, hi, marks) -> where a character of marks ends its line (blanks after it)"},
-    {"article_lines", article_lines, METH_VARARGS,
-     "article_lines(text) -> the start of each line that opens with 第 or 附 after spaces"},
-    {"wiki_lines", wiki_lines, METH_VARARGS, "wiki_lines(text) -> the start of each line that opens with = after spaces"},
+    {"heading_lines", heading_lines, METH_VARARGS,
+     "heading_lines(text) -> the start of each line that may open with a heading written in a plain text"},
     {"delimiter_lines", delimiter_lines, METH_VARARGS,
      "delimiter_lines(text) -> the line feed before each line that may be a pipe table's delimiter row"},
     {"line_marks", line_marks, METH_VARARGS,

@@ -88,11 +88,10 @@ def scan_blocks(text: str, pos: int, /) -> tuple[list[int], list[int], list[int]
 def line_end_marks(text: str, lo: int, hi: int, marks: str, /) -> list[int]:
     """Where a character of ``marks`` ends its line in ``[lo, hi)`` (only blanks after it to a line feed or ``hi``)."""
 
-def article_lines(text: str, /) -> list[int]:
-    """The start of each line whose first character after spaces, tabs and ideographic spaces is 第 or 附."""
-
-def wiki_lines(text: str, /) -> list[int]:
-    """The start of each line whose first character after spaces and tabs is ``=``."""
+def heading_lines(text: str, /) -> list[int]:
+    """The start of each line whose first character after spaces, tabs and ideographic spaces is 第, 附,
+    ``=`` or ``§``, or that opens there with an English division keyword (``Part``, ``SECTION``…) and a
+    space or tab (`kireme.text.openers`)."""
 
 def delimiter_lines(text: str, /) -> list[int]:
     """The line feed before each line that may be a pipe table's delimiter row: where each match of

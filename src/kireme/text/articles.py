@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
 
-from kireme._native import native
 from kireme.text.csvtable import text_tables
+from kireme.text.divisions import division_headings
 from kireme.text.markdown import MARKDOWN_FORMATS, Heading, Outline, markdown_outline
+from kireme.text.openers import any_heading_lines, lines_opening_with
 from kireme.text.wikitext import wiki_headings
 
 __all__ = [
@@ -65,8 +66,6 @@ _SENTENCE_END = frozenset("。．.！？!?")
 
 # where a line opens with ``第`` or ``附`` (after spaces): from the line feed before it, which the engine
 # finds at C speed (a ``^`` pattern under ``re.M`` is tried at every position of the text)
-_OPENING = re.compile(rf"\n{_SPACE}*(?=[第附])")
-_FIRST_OPENING = re.compile(rf"{_SPACE}*[第附]")
 # read at a line start: ``第２章　勤務`` alone on its line (group 1: the number and kind, 2: the kind, 3: the
 # title, if any)
 _DIVISION = re.compile(rf"{_SPACE}*(第{_NUMBER}([編章節款目]))(?:{_SPACE}+([^\n]*?))?{_SPACE}*\r?(?=\n|\Z)")
@@ -96,7 +95,7 @@ def article_headings(text: str) -> tuple[Heading, ...]:
 @lru_cache(maxsize=4)
 def _article_headings(text: str) -> tuple[Heading, ...]:
     found: list[tuple[int, int, str, str]] = []  # (start, end, kind, title)
-    for line in _opening_lines(text):
+    for line in lines_opening_with(text, "第附"):
         if (m := _ARTICLE.match(text, line)) is not None:
             found.append(_article(text, line, m))
         elif (m := _DIVISION.match(text, line)) is not None:
@@ -110,18 +109,6 @@ def _article_headings(text: str) -> tuple[Heading, ...]:
     found.sort()
     ranks = _ranks({kind for _, _, kind, _ in found})
     return tuple(Heading(start, end, ranks[kind], title) for start, end, kind, title in found)
-
-
-def _opening_lines_python(text: str) -> list[int]:
-    """The start of every line whose first character after spaces is ``第`` or ``附`` (`_OPENING`)."""
-    starts = [m.start() + 1 for m in _OPENING.finditer(text)]
-    if _FIRST_OPENING.match(text) is not None:
-        starts.insert(0, 0)
-    return starts
-
-
-# in C one pass over the line feeds (the regular expression took 3.5 µs of a JSQuAD article's ~30)
-_opening_lines: Callable[[str], list[int]] = native("article_lines") or _opening_lines_python
 
 
 def _article(text: str, line: int, m: re.Match[str]) -> tuple[int, int, str, str]:
@@ -177,14 +164,20 @@ def _line_end(text: str, start: int) -> int:
 
 def written_headings(text: str) -> tuple[Heading, ...]:
     """The outline a plain text writes in its own lines: its MediaWiki ``== Section ==`` headings
-    (`kireme.text.wikitext`) and its articles and chapters (`article_headings`), the articles below the
-    deepest wiki level when it has both (a wiki page of rules: ``== 第1章 総則 ==`` over ``第1条（目的）``)."""
+    (`kireme.text.wikitext`) and its divisions — the articles and chapters of Japanese rules
+    (`article_headings`) or the parts, articles and sections of an English contract or handbook
+    (`kireme.text.divisions`), whichever it has more of — the divisions below the deepest wiki level when
+    it has both (a wiki page of rules: ``== 第1章 総則 ==`` over ``第1条（目的）``)."""
+    if not any_heading_lines(text):
+        return ()
     wiki = wiki_headings(text)
-    articles = article_headings(text)
-    if not wiki or not articles:
-        return wiki or articles
+    japanese = article_headings(text)
+    english = division_headings(text)
+    divisions = english if len(english) > len(japanese) else japanese
+    if not wiki or not divisions:
+        return wiki or divisions
     depth = max(h.level for h in wiki)
-    nested = (replace(h, level=min(h.level + depth, 6)) for h in articles)
+    nested = (replace(h, level=min(h.level + depth, 6)) for h in divisions)
     return tuple(sorted((*wiki, *nested), key=lambda h: h.start))
 
 

@@ -21,11 +21,10 @@ and a text with fewer than two such lines (one ``== Note ==`` in an e-mail is no
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from functools import lru_cache
 
-from kireme._native import native
 from kireme.text.markdown import Heading
+from kireme.text.openers import lines_opening_with
 
 __all__ = ["wiki_headings"]
 
@@ -33,9 +32,6 @@ __all__ = ["wiki_headings"]
 # starting nor ending with ``=`` or a space) and the same marks again, spaces around each
 _MARKS = r"=(?: ?=){0,5}"
 _HEADING = re.compile(rf"[ \t]*({_MARKS})[ \t]*([^=\s](?:[^\n]*?[^=\s])?)[ \t]*(\1)[ \t]*\r?(?=\n|\Z)")
-# the line starts whose first character after spaces is ``=``
-_OPENING = re.compile(r"\n[ \t]*=")
-_FIRST_OPENING = re.compile(r"[ \t]*=")
 _TITLE_MAX = 150
 
 
@@ -50,22 +46,9 @@ def wiki_headings(text: str) -> tuple[Heading, ...]:
 @lru_cache(maxsize=4)
 def _wiki_headings(text: str) -> tuple[Heading, ...]:
     found: list[Heading] = []
-    for start in _opening_lines(text):
+    for start in lines_opening_with(text, "="):
         m = _HEADING.match(text, start)
         if m is None or len(m.group(2)) > _TITLE_MAX:
             continue
         found.append(Heading(start, m.end(3), min(m.group(1).count("="), 6), m.group(2)))
     return tuple(found) if len(found) >= 2 else ()
-
-
-def _opening_lines_python(text: str) -> list[int]:
-    """The start of every line whose first character after spaces and tabs is ``=`` (`_OPENING`)."""
-    starts = [m.start() + 1 for m in _OPENING.finditer(text)]
-    if _FIRST_OPENING.match(text) is not None:
-        starts.insert(0, 0)
-    return starts
-
-
-# in C one pass over the line feeds (the regular expression took 18 µs of a 16,000-character Markdown file
-# read as plain text, ~5% of chunking it with `recursive`)
-_opening_lines: Callable[[str], list[int]] = native("wiki_lines") or _opening_lines_python
