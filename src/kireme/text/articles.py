@@ -64,8 +64,6 @@ _TITLE_MAX = 40
 # what ends a sentence: a line ending with one is prose, not a chapter's title
 _SENTENCE_END = frozenset("。．.！？!?")
 
-# where a line opens with ``第`` or ``附`` (after spaces): from the line feed before it, which the engine
-# finds at C speed (a ``^`` pattern under ``re.M`` is tried at every position of the text)
 # read at a line start: ``第２章　勤務`` alone on its line (group 1: the number and kind, 2: the kind, 3: the
 # title, if any)
 _DIVISION = re.compile(rf"{_SPACE}*(第{_NUMBER}([編章節款目]))(?:{_SPACE}+([^\n]*?))?{_SPACE}*\r?(?=\n|\Z)")
