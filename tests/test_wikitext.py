@@ -214,3 +214,25 @@ def test_headings_are_exact_line_spans_in_order(lines: list[str]):
         assert h.level == opening.count("=") and set(opening) <= {"=", " ", "\t"}
         assert marks.endswith(opening.rstrip(" \t"))  # the same marks close it
         assert h.title == h.title.strip() and h.title[0] != "=" and h.title[-1] != "="
+
+
+def test_a_passage_cut_out_of_a_hit_names_its_own_section():
+    """`kireme search --budget` and `kireme ask` cite a passage cut out of a larger hit of a wiki page by
+    the section its lines lie in, not by the path its whole hit shares."""
+    from tests.stored_hits import stored_hits
+
+    from kireme.index.passages import assemble_hits
+
+    doc = Document(WIKI, id="handbook", metadata={"format": "text"})
+    chunks = make_chunker("markdown", max_size=400).chunk(doc)
+    hit = next(c for c in chunks if "travel desk" in c.text)
+    assert hit.headings == ("Expense Handbook", "Lodging")  # it holds the Booking heading line
+    made = assemble_hits(
+        stored_hits([hit], doc_id="handbook", fmt="text"),
+        140,
+        {"handbook": WIKI}.get,
+        query="travel desk booking",
+    )
+    (passage,) = made.passages
+    assert "travel desk" in passage.span.text and passage.span.start > hit.start  # cut out of the hit
+    assert passage.to_dict()["headings"] == ["Expense Handbook", "Lodging", "Booking"]
