@@ -7,14 +7,12 @@ its chapter in ``headings`` — and, with ``--context headings`` (the ``markdown
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.written_outline import chunk_rows, each_heading_in_order
 
 from kireme import Chunk, Document, make_chunker
 from kireme.load import load
@@ -200,14 +198,7 @@ def test_markdown_files_keep_their_own_headings():
 def test_kireme_chunk_reports_the_path(tmp_path: Path):
     path = tmp_path / "旅費規程.txt"
     path.write_text(RULES, encoding="utf-8")
-    out = subprocess.run(
-        [sys.executable, "-m", "kireme.cli", "chunk", str(path), "--max-size", "80", "--format", "jsonl"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    rows = [json.loads(line) for line in out.splitlines()]
-    tokyo = next(r for r in rows if "東京都特別区内" in r["text"])
+    tokyo = next(r for r in chunk_rows(path, 80) if "東京都特別区内" in r["text"])
     assert tokyo["headings"] == ["第２章 国内出張", "第２条（宿泊費）"]
 
 
@@ -248,20 +239,13 @@ _LINES = st.sampled_from(
 def test_headings_are_exact_line_spans_in_order(lines: list[str]):
     text = "\n".join(lines)
     headings = article_headings(text)
-    assert headings == () or len(headings) >= 2
-    previous_end = -1
-    for h in headings:
-        assert 0 <= h.start < h.end <= len(text)
-        assert h.start > previous_end  # in order, apart
-        previous_end = h.end
-        assert h.start == 0 or text[h.start - 1] == "\n"  # each starts a line
+    for h in each_heading_in_order(text, headings):
         body = text[h.start : h.end]
         if "\n" in body:  # a caption on a line above its article, a blank line between at most
             caption, *blank, article = body.split("\n")
             assert caption.strip().endswith(("）", ")", "】"))
             assert article.lstrip(" \t\u3000").startswith("第")
             assert len(blank) <= 1 and not "".join(blank).strip()
-        assert 1 <= h.level <= 6
         assert h.title.startswith(("第", "附則"))
         assert "\n" not in h.title and "\u3000" not in h.title
 

@@ -8,14 +8,12 @@ uses), in front of its ``embed_text``.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.written_outline import chunk_rows, chunks_between, each_heading_in_order
 
 from kireme import Chunk, Document, make_chunker
 from kireme.text.articles import written_headings
@@ -92,14 +90,7 @@ def _inside_section_2_2(chunks: list[Chunk]) -> list[Chunk]:
 
 @pytest.mark.parametrize("strategy", ["recursive", "paragraph", "sentence", "fixed", "markdown", "semantic"])
 def test_a_chunk_from_the_middle_of_a_section_names_it(strategy: str):
-    doc = Document(CONTRACT, id="agreement.txt", metadata={"format": "text"})
-    options = {"similarity": "bigram", "cache_dir": False} if strategy == "semantic" else {}
-    chunks = make_chunker(strategy, max_size=90, **options).chunk(doc)
-    for c in chunks:
-        assert CONTRACT[c.start : c.end] == c.text
-    inside = _inside_section_2_2(chunks)
-    assert inside
-    for c in inside:
+    for c in chunks_between(CONTRACT, strategy, 90, "Section 2.2 Late payment", "Article 3:"):
         assert c.headings == ("Article 2 FEES AND PAYMENT", "Section 2.2 Late payment"), c
 
 
@@ -124,14 +115,7 @@ def test_japanese_articles_win_where_there_are_more_of_them():
 def test_kireme_chunk_reports_the_path(tmp_path: Path):
     path = tmp_path / "agreement.txt"
     path.write_text(CONTRACT, encoding="utf-8")
-    out = subprocess.run(
-        [sys.executable, "-m", "kireme.cli", "chunk", str(path), "--max-size", "90", "--format", "jsonl"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    rows = [json.loads(line) for line in out.splitlines()]
-    late = next(r for r in rows if "second reminder" in r["text"])
+    late = next(r for r in chunk_rows(path, 90) if "second reminder" in r["text"])
     assert late["headings"] == ["Article 2 FEES AND PAYMENT", "Section 2.2 Late payment"]
 
 
@@ -166,16 +150,9 @@ _LINES = st.sampled_from(
 def test_headings_are_exact_line_spans_in_order(lines: list[str]):
     text = "\n".join(lines)
     headings = division_headings(text)
-    assert headings == () or len(headings) >= 2
-    previous_end = -1
-    for h in headings:
-        assert 0 <= h.start < h.end <= len(text)
-        assert h.start > previous_end  # in order, apart
-        previous_end = h.end
-        assert h.start == 0 or text[h.start - 1] == "\n"  # each starts a line
+    for h in each_heading_in_order(text, headings):
         body = text[h.start : h.end]
         assert body.strip().split()[0].lower() in {"article", "section", "§", "part", "appendix", "chapter"}
         assert not body.endswith((" ", "\r", "\n"))
         assert body.count("\n") <= 1  # a title on the line below at most
-        assert 1 <= h.level <= 6
         assert "\n" not in h.title and not h.title.endswith(".")

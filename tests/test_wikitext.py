@@ -8,14 +8,12 @@ cuts between the pages and sections.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.written_outline import chunk_rows, chunks_between, each_heading_in_order
 
 from kireme import Chunk, Document, make_chunker
 from kireme.load import load
@@ -98,14 +96,7 @@ def _inside_booking(chunks: list[Chunk]) -> list[Chunk]:
 
 @pytest.mark.parametrize("strategy", ["recursive", "paragraph", "sentence", "fixed", "markdown", "semantic"])
 def test_a_chunk_from_the_middle_of_a_section_names_it(strategy: str):
-    doc = Document(WIKI, id="handbook.wiki", metadata={"format": "text"})
-    options = {"similarity": "bigram", "cache_dir": False} if strategy == "semantic" else {}
-    chunks = make_chunker(strategy, max_size=70, **options).chunk(doc)
-    for c in chunks:
-        assert WIKI[c.start : c.end] == c.text
-    inside = _inside_booking(chunks)
-    assert inside
-    for c in inside:
+    for c in chunks_between(WIKI, strategy, 70, "=== Booking ===", "== Daily allowance =="):
         assert c.headings == ("Expense Handbook", "Lodging", "Booking"), c
 
 
@@ -154,16 +145,8 @@ def test_a_wiki_page_of_rules_has_its_articles_below_its_sections():
 def test_a_wiki_file_in_a_folder(tmp_path: Path):
     """A folder's ``.wiki`` files are read (as plain text) and chunked with their headings."""
     (tmp_path / "handbook.wiki").write_text(WIKI, encoding="utf-8")
-    doc = load(tmp_path / "handbook.wiki")
-    assert doc.format == "text"
-    out = subprocess.run(
-        [sys.executable, "-m", "kireme.cli", "chunk", str(tmp_path), "--max-size", "70", "--format", "jsonl"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    rows = [json.loads(line) for line in out.splitlines()]
-    booking = next(r for r in rows if "travel desk" in r["text"])
+    assert load(tmp_path / "handbook.wiki").format == "text"
+    booking = next(r for r in chunk_rows(tmp_path, 70) if "travel desk" in r["text"])
     assert booking["headings"] == ["Expense Handbook", "Lodging", "Booking"]
 
 
@@ -199,13 +182,7 @@ _LINES = st.sampled_from(
 def test_headings_are_exact_line_spans_in_order(lines: list[str]):
     text = "\n".join(lines)
     headings = wiki_headings(text)
-    assert headings == () or len(headings) >= 2
-    previous_end = -1
-    for h in headings:
-        assert 0 <= h.start < h.end <= len(text)
-        assert h.start > previous_end  # in order, apart
-        previous_end = h.end
-        assert h.start == 0 or text[h.start - 1] == "\n"  # each starts a line
+    for h in each_heading_in_order(text, headings):
         line = text[h.start : h.end]
         assert "\n" not in line and "\r" not in line
         marks = line.strip()

@@ -42,7 +42,7 @@ from functools import lru_cache
 from kireme.text.csvtable import text_tables
 from kireme.text.divisions import division_headings
 from kireme.text.markdown import MARKDOWN_FORMATS, Heading, Outline, markdown_outline
-from kireme.text.openers import any_heading_lines, lines_opening_with
+from kireme.text.openers import any_heading_lines, line_end, lines_opening_with
 from kireme.text.wikitext import wiki_headings
 
 __all__ = [
@@ -99,9 +99,9 @@ def _article_headings(text: str) -> tuple[Heading, ...]:
         elif (m := _DIVISION.match(text, line)) is not None:
             title = (m.group(3) or "").strip()
             if len(title) <= _TITLE_MAX and not (title and title[-1] in _SENTENCE_END):
-                found.append((line, _line_end(text, line), m.group(2), _joined(m.group(1), title)))
+                found.append((line, line_end(text, line), m.group(2), _joined(m.group(1), title)))
         elif (m := _SUPPLEMENT.match(text, line)) is not None:
-            found.append((line, _line_end(text, line), "附則", "附則" + _SPACES.sub("", m.group(1) or "")))
+            found.append((line, line_end(text, line), "附則", "附則" + _SPACES.sub("", m.group(1) or "")))
     if len(found) < 2:
         return ()
     found.sort()
@@ -126,10 +126,10 @@ def _article(text: str, line: int, m: re.Match[str]) -> tuple[int, int, str, str
     end = m.end(2) if m.group(2) is not None else m.end(1)
     title = _joined(m.group(1), _SPACES.sub("", caption or ""), "")
     if caption is None:  # ``第1条 目的`` alone on its line, the article's text below: a caption too
-        line_end = _line_end(text, line)
-        rest = text[end:line_end].strip(" \t\u3000")
+        stop = line_end(text, line)
+        rest = text[end:stop].strip(" \t\u3000")
         if rest and len(rest) <= _CAPTION_MAX and not _NOT_A_CAPTION.intersection(rest):
-            end, title = line_end, _joined(m.group(1), rest)
+            end, title = stop, _joined(m.group(1), rest)
     return start, end, "条", title
 
 
@@ -149,15 +149,6 @@ def _joined(number: str, title: str, space: str = " ") -> str:
     """A heading's title: its number and, after ``space``, its title with every run of spaces made one."""
     title = _SPACES.sub(" ", title).strip()
     return f"{number}{space}{title}" if title else number
-
-
-def _line_end(text: str, start: int) -> int:
-    """Where the line starting at ``start`` ends, trailing whitespace left out."""
-    end = text.find("\n", start)
-    end = len(text) if end < 0 else end
-    while end > start and text[end - 1] in " \t\u3000\r":
-        end -= 1
-    return end
 
 
 def written_headings(text: str) -> tuple[Heading, ...]:

@@ -33,7 +33,7 @@ import re
 from functools import lru_cache
 
 from kireme.text.markdown import Heading
-from kireme.text.openers import lines_opening_with
+from kireme.text.openers import line_end, lines_opening_with
 
 __all__ = ["division_headings"]
 
@@ -91,50 +91,40 @@ def _division(text: str, start: int) -> tuple[int, int, str, str, str] | None:
     keyword, number = m.group(1) or m.group(2), m.group(3)
     kind = "section" if keyword == "§" else keyword.lower()
     name = f"§ {number}" if keyword == "§" else f"{keyword.capitalize()} {number}"
-    line_end = _line_end(text, m.end())
-    line = text[m.end() : line_end]
-    if not line.strip(
-        " \t"
-    ):  # the number alone: the title may be the line below (``ARTICLE 1`` / ``DEFINITIONS``)
-        below = _title_below(text, line_end)
+    eol = line_end(text, m.end())
+    if not text[m.end() : eol].strip(" \t"):  # the number alone: the title may be on the line below
+        below = _title_below(text, eol)
         if below is None:
             return start, m.end(), kind, number, name
         return start, below[0], kind, number, f"{name} {below[1]}"
-    sep = _SEPARATOR.match(text, m.end(), line_end)
-    if sep is None or _TITLE_START.match(text, sep.end(), line_end) is None:
+    sep = _SEPARATOR.match(text, m.end(), eol)
+    if sep is None or _TITLE_START.match(text, sep.end(), eol) is None:
         return None  # ``Section 3 of this Agreement``: prose
-    title_line = text[sep.end() : line_end]
-    stop = title_line.find(". ")
-    if stop >= 0:  # a run-in title, its section's text on the same line (``Section 2.1 Payment. The…``)
-        title = title_line[:stop]
+    title_line = text[sep.end() : eol]
+    run_in = title_line.find(". ")
+    if run_in >= 0:  # a run-in title, its section's text on the same line (``Section 2.1 Payment. The…``)
+        title = title_line[:run_in]
         if len(title) > _RUN_IN_TITLE_MAX or len(title.split()) > _WORDS_MAX:
             return None
-        return start, sep.end() + stop + 1, kind, number, f"{name} {title}"
+        return start, sep.end() + run_in + 1, kind, number, f"{name} {title}"
     title = title_line.removesuffix(".")
     if len(title_line) > _LINE_TITLE_MAX or len(title.split()) > _WORDS_MAX or title[-1] in _NOT_A_TITLE_END:
         return None
-    return start, line_end, kind, number, f"{name} {title}"
+    return start, eol, kind, number, f"{name} {title}"
 
 
-def _title_below(text: str, line_end: int) -> tuple[int, str] | None:
-    """(end, title) of the line right below a heading that is its number alone, when that line is a title in
-    capitals (``DEFINITIONS``, ``TERM AND TERMINATION``), else ``None``."""
-    if line_end >= len(text):
+def _title_below(text: str, eol: int) -> tuple[int, str] | None:
+    """(end, title) of the line right below a heading that is its number alone (the line ends at ``eol``),
+    when that line is a title in capitals (``DEFINITIONS``, ``TERM AND TERMINATION``), else ``None``."""
+    if eol >= len(text):
         return None
-    below_start = line_end + 1
-    below_end = _line_end(text, below_start)
+    below_start = text.find("\n", eol) + 1
+    if below_start <= 0:
+        return None
+    below_end = line_end(text, below_start)
     title = text[below_start:below_end].strip(" \t")
     if not title or not title.isupper() or len(title) > _RUN_IN_TITLE_MAX or title[-1] in ".?!;,:":
         return None
     if _HEAD.match(text, below_start) is not None:  # the next heading (``ARTICLE 2``), not a title
         return None
     return below_end, title
-
-
-def _line_end(text: str, start: int) -> int:
-    """Where the line holding ``start`` ends, trailing whitespace left out."""
-    end = text.find("\n", start)
-    end = len(text) if end < 0 else end
-    while end > start and text[end - 1] in " \t\r":
-        end -= 1
-    return end

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from kireme._native import native
 
-__all__ = ["any_heading_lines", "lines_opening_with"]
+__all__ = ["any_heading_lines", "line_end", "lines_opening_with"]
 
 _KEYWORDS = (
     "Part|PART|Chapter|CHAPTER|Article|ARTICLE|Section|SECTION|Appendix|APPENDIX|Schedule|SCHEDULE|Annex|ANNEX"
@@ -57,6 +57,16 @@ def _grouped(text: str) -> dict[str, list[int]]:
             first += 1
         groups.setdefault(text[first], []).append(start)
     return groups
+
+
+def line_end(text: str, start: int) -> int:
+    """Where the line holding ``start`` ends, trailing whitespace (ideographic spaces too) left out: where a
+    heading read from its line ends."""
+    end = text.find("\n", start)
+    end = len(text) if end < 0 else end
+    while end > start and text[end - 1] in " \t\u3000\r":
+        end -= 1
+    return end
 
 
 def _heading_lines_python(text: str) -> list[int]:
