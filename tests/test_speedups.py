@@ -1620,3 +1620,13 @@ def test_heading_lines_in_c_are_the_patterns(text: str) -> None:
             divisions.division_headings(text),
         )
     assert got == expected
+
+
+def test_heading_lines_in_c_know_every_division_keyword() -> None:
+    """The keywords compiled into `heading_lines` are `kireme.text.openers.DIVISION_KEYWORDS`, each only
+    before a space or a tab."""
+    for word in openers.DIVISION_KEYWORDS:
+        for text in (f"x\n{word} 1\n", f"x\n  {word}\tA", f"x\n{word}s 1\n", f"x\n{word[:-1]} 1\n"):
+            assert native.heading_lines(text) == openers._heading_lines_python(text), text
+        assert native.heading_lines(f"x\n{word} 1\n") == [2]
+        assert native.heading_lines(f"x\n{word}s 1\n") == []

@@ -3447,7 +3447,8 @@ static PyObject *delimiter_lines(PyObject *self, PyObject *args) {
 /* `heading_lines(text)`: kireme/text/openers.py `_heading_lines_python`: the start of every line whose first
  * character after spaces, tabs and ideographic spaces may begin a heading a plain text writes in its lines —
  * 第 or 附 (Japanese rules), `=` (a wiki), `§`, or one of the keywords of an English document's divisions
- * (`Part`, `PART`, `Chapter`…, `Exhibit`) followed by a space or a tab. The keywords are checked here: in
+ * (`Part`, `PART`, `Chapter`…, `Exhibit`: kireme/text/openers.py `DIVISION_KEYWORDS`, which the tests hold
+ * equal to these through the Python scan) followed by a space or a tab. The keywords are checked here: in
  * English prose a line opens with P, C, A, S or E every few lines. */
 static const char *const heading_keywords[] = {
     "Part", "PART", "Chapter", "CHAPTER", "Article", "ARTICLE", "Section", "SECTION",
@@ -3480,11 +3481,7 @@ static int opens_heading(int kind, const void *data, Py_ssize_t k, Py_ssize_t n)
 /* Whether the line starting at `line` opens with a heading's first character (`opens_heading`) after blanks. */
 static int heading_line(int kind, const void *data, Py_ssize_t line, Py_ssize_t n) {
     Py_ssize_t k = line;
-    while (k < n) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, k);
-        if (c != ' ' && c != '\t' && c != 0x3000) break;
-        k++;
-    }
+    while (k < n && is_indent(PyUnicode_READ(kind, data, k))) k++;
     return k < n && opens_heading(kind, data, k, n);
 }
 

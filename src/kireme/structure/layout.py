@@ -59,8 +59,9 @@ def document_outline(doc: Document) -> Outline:
     """The outline of any loaded document: parsed Markdown, a CSV/TSV table, a plain text's pipe tables
     (`text_tables`: its pipe tables and cells pasted from a spreadsheet; nothing else of a plain text is
     read as Markdown), the chapters and articles of rules written as plain text or read from a PDF
-    (`kireme.text.articles`) and the ``== Section ==`` lines of a wiki's source
-    (`kireme.text.wikitext`), or nothing."""
+    (`kireme.text.articles`), the ``ARTICLE``/``Section`` lines of an English contract
+    (`kireme.text.divisions`) and the ``== Section ==`` lines of a wiki's source (`kireme.text.wikitext`),
+    or nothing."""
     fmt = doc.format
     if fmt in MARKDOWN_FORMATS:
         outline = markdown_outline(doc.text, lambda: doc.id)  # the id (maybe a hash) only for a warning

@@ -33,18 +33,15 @@ import re
 from functools import lru_cache
 
 from kireme.text.markdown import Heading
-from kireme.text.openers import line_end, lines_opening_with
+from kireme.text.openers import DIVISION_KEYWORDS, any_heading_lines, line_end, lines_opening_with
 
 __all__ = ["division_headings"]
 
 _KINDS = ("part", "chapter", "article", "section")
 _APPENDICES = frozenset({"appendix", "schedule", "annex", "exhibit"})
-_KEYWORD = (
-    "PART|Part|CHAPTER|Chapter|ARTICLE|Article|SECTION|Section|APPENDIX|Appendix|SCHEDULE|Schedule|ANNEX|Annex"
-    "|EXHIBIT|Exhibit"
-)
-# the first letters of the keywords: the lines that open with one are tried (`lines_opening_with`)
-_FIRSTS = "PCASE§"
+_KEYWORD = "|".join(DIVISION_KEYWORDS)
+# the first characters of the headings: the lines that open with one are tried (`lines_opening_with`)
+_FIRSTS = "".join(dict.fromkeys(word[0] for word in DIVISION_KEYWORDS)) + "§"
 # the keyword and the number (``2.1``, ``IV``, ``A``; a full stop after it), then a space, a dash, a colon
 # or the line's end: not ``Section 2a`` or ``Part of``
 _HEAD = re.compile(
@@ -63,6 +60,8 @@ def division_headings(text: str) -> tuple[Heading, ...]:
     """The parts, chapters, articles, sections and appendices of a plain text, in order (see the module
     docstring); ``()`` when it holds fewer than two. Kept for the last few texts
     (`kireme.text.caches.clear_text_caches`)."""
+    if not any_heading_lines(text, _FIRSTS):
+        return ()
     return _division_headings(text)
 
 

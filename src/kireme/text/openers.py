@@ -18,22 +18,26 @@ from functools import lru_cache
 
 from kireme._native import native
 
-__all__ = ["any_heading_lines", "line_end", "lines_opening_with"]
+__all__ = ["DIVISION_KEYWORDS", "any_heading_lines", "line_end", "lines_opening_with"]
 
-_KEYWORDS = (
-    "Part|PART|Chapter|CHAPTER|Article|ARTICLE|Section|SECTION|Appendix|APPENDIX|Schedule|SCHEDULE|Annex|ANNEX"
-    "|Exhibit|EXHIBIT"
-)
-_OPENER = rf"(?:[第附=§]|(?:{_KEYWORDS})[ \t])"
+# the words an English document's divisions open with (`kireme.text.divisions`; the C scan has them too)
+DIVISION_KEYWORDS = (
+    "Part", "PART", "Chapter", "CHAPTER", "Article", "ARTICLE", "Section", "SECTION",
+    "Appendix", "APPENDIX", "Schedule", "SCHEDULE", "Annex", "ANNEX", "Exhibit", "EXHIBIT",
+)  # fmt: skip
+_OPENER = rf"(?:[第附=§]|(?:{'|'.join(DIVISION_KEYWORDS)})[ \t])"
 _LINE = re.compile(rf"\n[ \t\u3000]*(?={_OPENER})")
 _FIRST_LINE = re.compile(rf"[ \t\u3000]*{_OPENER}")
 _BLANKS = " \t\u3000"
 
 
-def any_heading_lines(text: str) -> bool:
-    """Whether some line of ``text`` may open with a heading (most plain texts have none: the readers are
-    then not asked at all)."""
-    return bool(_grouped(text))
+def any_heading_lines(text: str, firsts: str | None = None) -> bool:
+    """Whether some line of ``text`` may open with a heading — with ``firsts``, one whose first character
+    is one of them (most plain texts have none: the readers are then not asked at all)."""
+    groups = _grouped(text)
+    if firsts is None:
+        return bool(groups)
+    return any(first in groups for first in firsts)
 
 
 def lines_opening_with(text: str, firsts: str) -> list[int]:

@@ -24,7 +24,7 @@ import re
 from functools import lru_cache
 
 from kireme.text.markdown import Heading
-from kireme.text.openers import lines_opening_with
+from kireme.text.openers import any_heading_lines, lines_opening_with
 
 __all__ = ["wiki_headings"]
 
@@ -38,7 +38,7 @@ _TITLE_MAX = 150
 def wiki_headings(text: str) -> tuple[Heading, ...]:
     """The ``== Section ==`` headings of a text, in order (see the module docstring); ``()`` when it holds
     fewer than two. Kept for the last few texts (`kireme.text.caches.clear_text_caches`)."""
-    if "=" not in text:
+    if not any_heading_lines(text, "="):  # the lines are found once for every reader (`kireme.text.openers`)
         return ()
     return _wiki_headings(text)
 
@@ -50,5 +50,5 @@ def _wiki_headings(text: str) -> tuple[Heading, ...]:
         m = _HEADING.match(text, start)
         if m is None or len(m.group(2)) > _TITLE_MAX:
             continue
-        found.append(Heading(start, m.end(3), min(m.group(1).count("="), 6), m.group(2)))
+        found.append(Heading(start, m.end(3), m.group(1).count("="), m.group(2)))  # 1–6 marks
     return tuple(found) if len(found) >= 2 else ()
