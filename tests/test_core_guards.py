@@ -21,8 +21,10 @@ from kireme.text import graphemes
 from kireme.text.patterns import compile_pattern, uses_set_operations
 from kireme.text.sentences import (
     PARAGRAPH_BREAK,
+    SentenceIndex,
     _breaks,
     _quoted_spans,
+    first_sentence_cut,
     paragraph_cuts,
     sentence_cuts,
     sentence_index,
@@ -137,6 +139,50 @@ def test_sentence_cuts_do_not_depend_on_the_window(text: str, data) -> None:
     b = data.draw(st.integers(a, len(text)))
     whole = sentence_cuts(text)
     assert sentence_cuts(text, a, b) == [c for c in whole if a < c < b]
+
+
+@settings(max_examples=150, deadline=None)
+@given(_texts, st.data())
+def test_windows_asked_in_any_order_give_the_whole_texts_cuts(text: str, data) -> None:
+    """A fresh index asked about windows out of order (blocks scanned after blocks further on) keeps its
+    cuts and quotations in order: each window and each first cut is what the whole text gives."""
+    reference = SentenceIndex(text)
+    whole = reference.cuts(0, len(text))
+    index = SentenceIndex(text)
+    for _ in range(data.draw(st.integers(1, 6))):
+        a = data.draw(st.integers(0, len(text)))
+        b = data.draw(st.integers(a, len(text)))
+        inside = [c for c in whole if a < c < b]
+        if data.draw(st.booleans()):
+            assert index.first_cut(a, b) == (inside[0] if inside else None)
+        else:
+            assert index.cuts(a, b) == inside
+    assert index.cuts(0, len(text)) == whole
+    assert index._quotes == reference._quotes
+
+
+def test_quotes_of_blocks_scanned_out_of_order_stay_in_order() -> None:
+    block = "課長は「申請は前日までに行う。宿泊費は上限内で精算する。」と述べた。次の文です。"
+    text = "\n\n".join([block] * 4)
+    reference = SentenceIndex(text)
+    whole = reference.cuts(0, len(text))
+    index = SentenceIndex(text)
+    third = 2 * (len(block) + 2)
+    assert index.first_cut(third, len(text)) == next(c for c in whole if c > third)
+    assert index.cuts(0, len(block)) == [c for c in whole if c < len(block)]
+    assert index.cuts(0, len(text)) == whole
+    assert index._quotes == reference._quotes
+    inside = text.index("宿泊費")
+    assert all(index.inside_quote(inside + k * (len(block) + 2)) for k in range(4))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_texts, st.data())
+def test_first_sentence_cut_is_the_first_of_the_window(text: str, data) -> None:
+    a = data.draw(st.integers(0, len(text)))
+    b = data.draw(st.integers(a, len(text)))
+    inside = sentence_cuts(text, a, b)
+    assert first_sentence_cut(text, a, b) == (inside[0] if inside else None)
 
 
 @settings(max_examples=150, deadline=None)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pytest
 
 import kireme.text.graphemes as graphemes
-from kireme import chunk
+from kireme import Document, chunk, make_chunker
 from kireme.boundaries import levels as levels_module
 from kireme.length import Chars, Tokens
 
@@ -226,3 +226,55 @@ def test_the_guard_fails_on_the_old_walk(work: Work, monkeypatch) -> None:
     monkeypatch.setattr(graphemes, "_SIMPLE_CHARS", set())  # no fast path: every check walks
     monkeypatch.setattr(graphemes, "_learn_simple", lambda ch: False)
     assert _grapheme_work_per_chunk(work, TEXTS["unpunctuated-ja"](60_000), "fixed") > 400
+
+
+def _long_sentences(n: int, seed: int = 3) -> str:
+    """English paragraphs of three sentences each longer than the chunks below, no heading: one section
+    whose every piece but the first starts inside a sentence."""
+    rng = random.Random(seed)
+    clauses = [
+        "the claim is filed with the receipts attached",
+        "the manager signs it within five working days",
+        "payment follows at the end of the next month",
+        "a late claim needs a short written reason",
+        "taxis are refunded only after ten at night",
+    ]
+    out: list[str] = []
+    size = 0
+    while size < n:
+        sentence = ", ".join(rng.choice(clauses) for _ in range(6)).capitalize() + "."
+        out.append(sentence + ("\n\n" if len(out) % 3 == 2 else " "))
+        size += len(out[-1])
+    return "".join(out)[:n]
+
+
+def test_markdown_asks_the_sentences_linearly(monkeypatch) -> None:
+    """`markdown` keeps a sentence whole where the context would cut it (`_whole_sentence_budget`): it asks
+    where the sentence each piece starts in ends. Asked as every sentence start up to the section's end,
+    the answers of one long section grew with the square of its length (a 740k-character file took 0.2 s
+    more); each answer now holds the one start it needs."""
+    from kireme.text import sentences
+
+    answered = [0]
+    cuts, first_cut = sentences.SentenceIndex.cuts, sentences.SentenceIndex.first_cut
+
+    def counted_cuts(self, a, b):
+        out = cuts(self, a, b)
+        answered[0] += len(out) + 1
+        return out
+
+    def counted_first(self, a, b):
+        answered[0] += 1
+        return first_cut(self, a, b)
+
+    monkeypatch.setattr(sentences.SentenceIndex, "cuts", counted_cuts)
+    monkeypatch.setattr(sentences.SentenceIndex, "first_cut", counted_first)
+    counts = []
+    for size in (20_000, 80_000):
+        answered[0] = 0
+        doc = Document(_long_sentences(size), metadata={"title": "Expense rules"})
+        chunks = make_chunker("markdown", max_size=200).chunk(doc)
+        counts.append((answered[0], len(chunks)))
+    (small, n_small), (large, n_large) = counts
+    assert n_large >= 3 * n_small
+    assert large <= 4 * small * 1.5, counts

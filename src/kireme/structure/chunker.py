@@ -37,7 +37,7 @@ from kireme.structure.tables import (
 from kireme.text.leads import lead_ins
 from kireme.text.markdown import CodeBlock, HeadingPaths, Outline, Table, plain_text_lead_outline
 from kireme.text.quick import has_content
-from kireme.text.sentences import sentence_cuts
+from kireme.text.sentences import first_sentence_cut, sentence_cuts
 from kireme.text.subword import DEFAULT_TOKENIZER
 from kireme.text.tableheaders import compact_header
 
@@ -92,8 +92,8 @@ def _whole_sentence_budget(
             continue  # a cut between lines or blocks
         if sentence_cuts(text, piece.start - 1, piece.start + 1) == [piece.start]:
             continue  # a cut between sentences
-        after = sentence_cuts(text, piece.start, section.end)
-        end = after[0] if after else section.end
+        after = first_sentence_cut(text, piece.start, section.end)
+        end = section.end if after is None else after
         while end > piece.start and text[end - 1].isspace():
             end -= 1
         size = sizer.estimate(before.start, end)
