@@ -86,6 +86,8 @@ def _whole_sentence_budget(
     three questions at 100 and at 160 characters, with a tenth the dense model two on the plain-text laws
     at 160 and at 200; a twentieth moves them by a question or two either way."""
     limit = min(max_size, budget + max_size // 20)
+    if limit <= budget:  # nothing was taken for the context: no sentence was cut for it
+        return budget
     wanted = budget
     for before, piece in itertools.pairwise(packed):
         if "\n" in text[before.end : piece.start]:
