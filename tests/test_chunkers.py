@@ -617,6 +617,59 @@ def test_a_question_keeps_the_first_sentences_of_its_answer(strategy: str, max_s
         assert answer in holder.text
 
 
+def _answer_cut_inside_reference(text: str, lead_end: int, a: int, b: int) -> bool:
+    """`kireme.pack.answer_cut_inside` as it was written first: a character at a time."""
+    from kireme.pack import _back_space, _dialogue, _skip_space
+
+    end = _back_space(text, 0, lead_end)
+    if end <= 0 or text[end - 1] not in "?？":
+        return False
+    if _dialogue(text, end, a, b):
+        return False
+    for i in range(a, b - 1):
+        c = text[i]
+        if (c in "。！？" or (c in ".!?" and text[i + 1].isspace())) and _skip_space(text, i + 1, b) < b:
+            return True
+    return False
+
+
+_ANSWER_PIECES = [
+    "翌月末です",
+    "。",
+    "！",
+    "？",
+    "?",
+    ".",
+    "!",
+    " ",
+    "\n",
+    "\u3000",
+    "Bob: ",
+    "Yes",
+    "x",
+    "3.5",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(
+        ["Q: いつ払われますか？", "When is it paid?", "Alice: Can I come?", "手順は次のとおり："]
+    ),
+    st.lists(st.sampled_from(_ANSWER_PIECES), max_size=30).map("".join),
+    st.data(),
+)
+def test_a_questions_answer_is_judged_as_the_first_rule_did(question: str, answer: str, data) -> None:
+    """The search for a sentence end in an answer (a regular expression) answers as the character loop."""
+    from kireme.pack import answer_cut_inside
+
+    text = question + "\n" + answer
+    lead_end = len(question) + data.draw(st.integers(0, 1))
+    a = data.draw(st.integers(lead_end, len(text)))
+    b = data.draw(st.integers(a, len(text)))
+    assert answer_cut_inside(text, lead_end, a, b) == _answer_cut_inside_reference(text, lead_end, a, b)
+
+
 def test_a_colon_lead_in_still_leaves_a_block_that_fits_alone_whole() -> None:
     """The exception the question rule narrows: a lead-in that ends with a colon stays behind when what it
     introduces fits a chunk alone but not with it, rather than cut that in two."""

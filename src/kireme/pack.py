@@ -85,8 +85,8 @@ def _skip_space(text: str, a: int, b: int) -> int:
 
 
 _QUESTION_MARKS = "?？"
-_FULL_WIDTH_ENDS = "。！？"
-_ASCII_ENDS = ".!?"
+# a sentence's end in an answer (`answer_cut_inside`): a full-width mark, or a half-width one before whitespace
+_SENTENCE_END = re.compile(r"[。！？]|[.!?](?=\s)")
 
 
 def answer_cut_inside(text: str, lead_end: int, a: int, b: int) -> bool:
@@ -99,12 +99,10 @@ def answer_cut_inside(text: str, lead_end: int, a: int, b: int) -> bool:
         return False
     if _dialogue(text, end, a, b):
         return False
-    for i in range(a, b - 1):
-        c = text[i]
-        ends = c in _FULL_WIDTH_ENDS or (c in _ASCII_ENDS and text[i + 1].isspace())
-        if ends and _skip_space(text, i + 1, b) < b:
-            return True
-    return False
+    # the first sentence end with a character after it: when only whitespace follows it up to ``b``, none
+    # later can have more (a question's answer can be pages long, and most have no such end)
+    found = _SENTENCE_END.search(text, a, b)
+    return found is not None and _skip_space(text, found.start() + 1, b) < b
 
 
 def _dialogue(text: str, end: int, a: int, b: int) -> bool:
