@@ -45,6 +45,7 @@ from kireme.text import (
     markdown,
     openers,
     sentences,
+    underlines,
     wikitext,
 )
 from kireme.text.caches import clear_text_caches
@@ -391,6 +392,13 @@ heading_texts = st.one_of(
                 "はい。」",
                 "見出し",
                 "a" * 41,
+                "===",
+                "-----",
+                "~~~~~~~~~~~~",
+                "^^",
+                "Hotels",
+                "経費の精算",
+                "  ",
                 "・",
                 "> ",
                 "|",
@@ -719,6 +727,32 @@ def test_the_script_level_cuts_unpunctuated_japanese_before_each_content_word() 
     assert [text[c : c + 2] for c in cuts] == ["毎月", "交通", "申請"]
     assert cuts == SCRIPT.reference.cuts(text, 0, len(text))
     assert SCRIPT.cuts("吉野家は𠮷野家と書く", 0, 10) == [4, 8]  # an astral kanji: the regex finds it
+
+
+_TITLE_LINES = ["Hotels", "Expense guide", "経費の精算", " Indented", "a" * 45, "===", "-----", "~~~~~~", "= = =",
+                "====================================================", "^^", "", " ", "\u3000", "text.", "\r"]  # fmt: skip
+underlined_texts = st.lists(st.sampled_from(_TITLE_LINES), max_size=12).map("\n".join)
+
+
+@given(underlined_texts)
+@example("Expense guide\n=============\n\nBody.\n\nHotels\n~~~~~~\nBody.")
+@example("======\nHotels\n======\nBody.")
+def test_underlined_titles_in_c_equal_the_python_ones(text: str) -> None:
+    for mark in "=-~^\"'+*#_`.:!$%&|<>/":  # every adornment, and marks that are none, in both
+        title = "A title longer than the prose rule's forty characters"  # a heading by its underline alone
+        case = f"Intro.\n\n{title}\n{mark * len(title)}\n\nBody."
+        for pos in (8 + len(title), 9 + 2 * len(title)):  # after the title, after its underline
+            assert native.ends_with_heading(case, pos) == headings._ends_with_heading_python(case, pos), mark
+            assert headings._ends_with_heading_python(case, pos) == (mark in "=-~^\"'+*#_"), (mark, pos)
+    for pos in range(-1, len(text) + 2):
+        assert native.ends_with_heading(text, pos) == headings._ends_with_heading_python(text, pos), pos
+    for start in [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]:
+        if headings.underlined_title(text, start):  # no cut after the title, nor after its underline
+            title_end = text.index("\n", start)
+            assert native.ends_with_heading(text, title_end)
+            under_end = text.find("\n", title_end + 1)
+            if under_end >= 0:  # (a cut at the text's end is none)
+                assert native.ends_with_heading(text, under_end)
 
 
 @given(heading_texts)
@@ -1593,11 +1627,21 @@ _ARTICLE_TEXTS = st.lists(
                 "§ 3",
                 "Annex\tB",
                 "",
+                "Lodging",
+                "-------",
+                "~~~ ",
+                "***\r",
+                "##",
+                "### Rates",
+                "---x",
+                " ___",
+                "'''",
+                '""""',
             ]
         ),
         max_size=12,
     ).map("\n".join)
-    | st.text(alphabet=" \t\u3000\n\r第附a😀=§PartSECTION", max_size=30)
+    | st.text(alphabet=" \t\u3000\n\r第附a😀=§PartSECTION-~#*", max_size=30)
 )
 def test_heading_lines_in_c_are_the_patterns(text: str) -> None:
     """`heading_lines` (C) finds the start of each line that may open with a written heading (第, 附, ``=``,
@@ -1611,6 +1655,7 @@ def test_heading_lines_in_c_are_the_patterns(text: str) -> None:
             articles.article_headings(text),
             wikitext.wiki_headings(text),
             divisions.division_headings(text),
+            underlines.underlined_headings(text),
         )
     with scanner(c=True):
         clear_text_caches()
@@ -1618,6 +1663,7 @@ def test_heading_lines_in_c_are_the_patterns(text: str) -> None:
             articles.article_headings(text),
             wikitext.wiki_headings(text),
             divisions.division_headings(text),
+            underlines.underlined_headings(text),
         )
     assert got == expected
 

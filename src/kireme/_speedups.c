@@ -1035,6 +1035,66 @@ static int titled_line(int kind, const void *data, Py_ssize_t n, Py_ssize_t line
     return below < n && PyUnicode_READ(kind, data, below) != '\n';
 }
 
+/* kireme/text/headings.py `adornment`: the character the line [start, end) repeats when it is a title's
+ * underline or overline (three or more of one of `ADORNMENTS` from its first column, trailing " \t\r"
+ * aside), else 0; *length: how many */
+static const Py_UCS4 ADORNMENTS[] = {'=', '-', '~', '^', '"', '\'', '+', '*', '#', '_'}; /* no backtick: a fence */
+
+/* a line that ends so is a sentence over a rule, not a title: . 。 ． , 、 ， ; ； … */
+static const Py_UCS4 NO_TITLE_END[] = {'.', 0x3002, 0xFF0E, ',', 0x3001, 0xFF0C, ';', 0xFF1B, 0x2026};
+
+static int is_adornment_pad(Py_UCS4 c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+static Py_UCS4 adornment(int kind, const void *data, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *length) {
+    while (end > start && is_adornment_pad(PyUnicode_READ(kind, data, end - 1))) end--;
+    if (end - start < 3) return 0;
+    Py_UCS4 mark = PyUnicode_READ(kind, data, start);
+    if (!in_set(mark, ADORNMENTS, COUNT(ADORNMENTS))) return 0;
+    for (Py_ssize_t k = start + 1; k < end; k++)
+        if (PyUnicode_READ(kind, data, k) != mark) return 0;
+    *length = end - start;
+    return mark;
+}
+
+/* kireme/text/headings.py `underlined_title`: the line starting at `start` is a title underlined on the next
+ * line (not indented, a letter or digit in it, no `NO_TITLE_END` last, the underline at least as long, and a blank line, the text's
+ * start or an overline of the same character and at least the title's length right above it) */
+static int underlined_title(int kind, const void *data, Py_ssize_t n, Py_ssize_t start) {
+    if (start >= n || Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, start))) return 0;
+    Py_ssize_t title_end = next_newline(kind, data, start, n);
+    /* most lines have no underline: the next line's first character tells, before anything is read */
+    if (title_end + 1 >= n || !in_set(PyUnicode_READ(kind, data, title_end + 1), ADORNMENTS, COUNT(ADORNMENTS)))
+        return 0;
+    Py_ssize_t end = title_end;
+    while (end > start && is_adornment_pad(PyUnicode_READ(kind, data, end - 1))) end--;
+    if (end <= start || Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, start)) ||
+        in_set(PyUnicode_READ(kind, data, end - 1), NO_TITLE_END, COUNT(NO_TITLE_END)))
+        return 0;
+    int alnum = 0;
+    for (Py_ssize_t k = start; k < end && !alnum; k++) alnum = Py_UNICODE_ISALNUM(PyUnicode_READ(kind, data, k));
+    if (!alnum) return 0;
+    Py_ssize_t under_end = next_newline(kind, data, title_end + 1, n), under = 0, over = 0;
+    Py_UCS4 mark = adornment(kind, data, title_end + 1, under_end, &under);
+    if (!mark || under < end - start) return 0;
+    if (start == 0) return 1;
+    Py_ssize_t above_start = prev_newline(kind, data, 0, start - 2) + 1;
+    int blank = 1;
+    for (Py_ssize_t k = above_start; k < start - 1 && blank; k++)
+        blank = Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, k));
+    if (blank) return 1;
+    return adornment(kind, data, above_start, start - 1, &over) == mark && over >= end - start;
+}
+
+/* kireme/text/headings.py `_in_underlined_title`: the line [start, end) (end after its last non-space
+ * character) is an underlined title, its underline or its overline */
+static int in_underlined_title(int kind, const void *data, Py_ssize_t n, Py_ssize_t start, Py_ssize_t end) {
+    Py_ssize_t length = 0;
+    if (!adornment(kind, data, start, end, &length)) return underlined_title(kind, data, n, start);
+    if (start > 0 && underlined_title(kind, data, n, prev_newline(kind, data, 0, start - 2) + 1)) return 1;
+    Py_ssize_t below = next_newline(kind, data, end, n);
+    return below < n && underlined_title(kind, data, n, below + 1);
+}
+
 /* whether a cut at pos leaves a heading line at the end of a chunk (0 or 1) */
 static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t pos) {
     if (pos <= 0 || pos > n || !at_line_edge(kind, data, n, pos)) return 0;
@@ -1043,6 +1103,7 @@ static int heading_at_end(int kind, const void *data, Py_ssize_t n, Py_ssize_t p
     while (end > 0 && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, end - 1))) end--;
     if (end <= 0) return 0;
     Py_ssize_t line_start = prev_newline(kind, data, 0, end - 1) + 1, i = line_start;
+    if (in_underlined_title(kind, data, n, line_start, end)) return 1;
     while (i < end && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;
     if (i >= end) return 0;
     Py_UCS4 c = PyUnicode_READ(kind, data, i);
@@ -3448,16 +3509,30 @@ static PyObject *delimiter_lines(PyObject *self, PyObject *args) {
  * character after spaces, tabs and ideographic spaces may begin a heading a plain text writes in its lines —
  * 第 or 附 (Japanese rules), `=` (a wiki), `§`, or one of the keywords of an English document's divisions
  * (`Part`, `PART`, `Chapter`…, `Exhibit`: kireme/text/openers.py `DIVISION_KEYWORDS`, which the tests hold
- * equal to these through the Python scan) followed by a space or a tab. The keywords are checked here: in
- * English prose a line opens with P, C, A, S or E every few lines. */
+ * equal to these through the Python scan) followed by a space or a tab, or a line of three or more of one
+ * of the other adornments a title is underlined with (`-`, `~`, `^`, `"`, `'`, `+`, `*`, `#`, `_`) and
+ * nothing else. The keywords are checked here: in English prose a line opens with P, C, A, S or E every few
+ * lines. */
 static const char *const heading_keywords[] = {
     "Part", "PART", "Chapter", "CHAPTER", "Article", "ARTICLE", "Section", "SECTION",
     "Appendix", "APPENDIX", "Schedule", "SCHEDULE", "Annex", "ANNEX", "Exhibit", "EXHIBIT"};
+
+/* a line of three or more of the adornment `c` from k, then only " \t\r" up to its end: a title's underline or
+ * overline (kireme/text/underlines.py; `=` lines are all kept for the wiki reader anyway) */
+static int adornment_line(int kind, const void *data, Py_ssize_t k, Py_ssize_t n, Py_UCS4 c) {
+    Py_ssize_t e = k;
+    while (e < n && PyUnicode_READ(kind, data, e) == c) e++;
+    if (e - k < 3) return 0;
+    while (e < n && is_adornment_pad(PyUnicode_READ(kind, data, e))) e++;
+    return e == n || PyUnicode_READ(kind, data, e) == '\n';
+}
 
 static int opens_heading(int kind, const void *data, Py_ssize_t k, Py_ssize_t n) {
     Py_UCS4 c = PyUnicode_READ(kind, data, k);
     switch (c) {
     case 0x7B2C: case 0x9644: case '=': case 0x00A7: return 1;
+    case '-': case '~': case '^': case '"': case '\'': case '+': case '*': case '#': case '_':
+        return adornment_line(kind, data, k, n, c);
     case 'P': case 'C': case 'A': case 'S': case 'E': break;
     default: return 0;
     }

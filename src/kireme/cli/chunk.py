@@ -192,9 +192,10 @@ def chunk(
     out that could be read (name a .yaml file to read it as text).
 
     Reads text, Markdown, HTML, Jupyter notebooks, PDF, Word .docx, CSV/TSV, subtitles and transcripts
-    (.srt, .vtt: what was said, with each chunk's start time), a wiki's page sources (.wiki), JSON/JSON
-    Lines and source code. A plain text's own outline (rules' 第N条 articles, a contract's ARTICLE and
-    Section lines, a wiki's == Section == lines) gives each chunk its heading path. Every JSONL row has
+    (.srt, .vtt: what was said, with each chunk's start time), a wiki's page sources (.wiki),
+    reStructuredText (.rst), JSON/JSON Lines and source code. A plain text's own outline (rules' 第N条
+    articles, a contract's ARTICLE and Section lines, a wiki's == Section == lines, titles underlined with
+    === or ---) gives each chunk its heading path. Every JSONL row has
     the exact text with its offsets, and embed_text: the text to embed (with --context, table headers...).
     """
     check_engine(engine, ray_address, ray_actors, jobs)

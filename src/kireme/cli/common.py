@@ -96,7 +96,6 @@ _TEXT_SUFFIXES = frozenset(
         ".cfg",
         ".conf",
         ".log",
-        ".rst",
         ".adoc",
         ".org",
         ".tex",

@@ -36,6 +36,8 @@ SUPPORTED_SUFFIXES: dict[str, str] = {
     ".wiki": "text",
     ".wikitext": "text",
     ".mediawiki": "text",
+    # reStructuredText (Sphinx documentation): plain text whose underlined titles stay with their sections
+    ".rst": "text",
     ".md": "markdown",
     ".markdown": "markdown",
     ".mdx": "markdown",

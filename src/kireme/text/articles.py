@@ -43,6 +43,7 @@ from kireme.text.csvtable import text_tables
 from kireme.text.divisions import division_headings
 from kireme.text.markdown import MARKDOWN_FORMATS, Heading, Outline, markdown_outline
 from kireme.text.openers import any_heading_lines, line_end, lines_opening_with
+from kireme.text.underlines import underlined_headings
 from kireme.text.wikitext import wiki_headings
 
 __all__ = [
@@ -155,21 +156,24 @@ def _joined(number: str, title: str, space: str = " ") -> str:
 
 def written_headings(text: str) -> tuple[Heading, ...]:
     """The outline a plain text writes in its own lines: its MediaWiki ``== Section ==`` headings
-    (`kireme.text.wikitext`) and its divisions — the articles and chapters of Japanese rules
+    (`kireme.text.wikitext`) or its underlined titles (`kireme.text.underlines`: reStructuredText, setext),
+    whichever it has more of, and its divisions — the articles and chapters of Japanese rules
     (`article_headings`) or the parts, articles and sections of an English contract or handbook
     (`kireme.text.divisions`), whichever it has more of — the divisions below the deepest wiki level when
     it has both (a wiki page of rules: ``== 第1章 総則 ==`` over ``第1条（目的）``)."""
     if not any_heading_lines(text):
         return ()
     wiki = wiki_headings(text)
+    underlined = underlined_headings(text)
+    sections = wiki if len(wiki) >= len(underlined) else underlined
     japanese = article_headings(text)
     english = division_headings(text)
     divisions = english if len(english) > len(japanese) else japanese
-    if not wiki or not divisions:
-        return wiki or divisions
-    depth = max(h.level for h in wiki)
+    if not sections or not divisions:
+        return sections or divisions
+    depth = max(h.level for h in sections)
     nested = (replace(h, level=min(h.level + depth, 6)) for h in divisions)
-    return tuple(sorted((*wiki, *nested), key=lambda h: h.start))
+    return tuple(sorted((*sections, *nested), key=lambda h: h.start))
 
 
 def text_headings(text: str) -> tuple[Heading, ...]:

@@ -4,8 +4,8 @@ Several analyses are kept for the last few texts, keyed by the text itself, beca
 its packer and its chunks' context all ask about the same document: the Markdown outline
 (`kireme.text.markdown`), a plain text's tables (`kireme.text.csvtable`) and their headers
 (`kireme.text.tableheaders`), the headings of a plain text's articles and chapters
-(`kireme.text.articles`), the divisions of English ones (`kireme.text.divisions`) and wiki sections
-(`kireme.text.wikitext`), the paragraph breaks and
+(`kireme.text.articles`), the divisions of English ones (`kireme.text.divisions`), wiki sections
+(`kireme.text.wikitext`) and underlined titles (`kireme.text.underlines`), the paragraph breaks and
 sentence index (`kireme.text.sentences`) and, for text without safe break pairs, every grapheme boundary
 (`kireme.text.graphemes`). They are an optimisation only: clearing them never changes a result. Benchmarks clear them before every pass so a
 repeated document is not measured warm; long-running hosts may clear them to let go of large texts.
@@ -23,6 +23,7 @@ from kireme.text import (
     openers,
     sentences,
     tableheaders,
+    underlines,
     wikitext,
 )
 
@@ -41,5 +42,6 @@ def clear_text_caches() -> None:
     tableheaders._table_headers.cache_clear()
     articles._article_headings.cache_clear()
     wikitext._wiki_headings.cache_clear()
+    underlines._underlined_headings.cache_clear()
     divisions._division_headings.cache_clear()
     openers._grouped.cache_clear()

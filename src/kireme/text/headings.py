@@ -8,6 +8,7 @@ from collections.abc import Callable
 from kireme._native import native
 from kireme.text.markdown import MARKDOWN_FORMATS
 from kireme.text.marks import BULLETS, CLAUSE_MARKS, CLOSERS, FULL_STOPS, TERMINATORS
+from kireme.text.openers import UNDERLINE_MARKS
 from kireme.text.paragraphs import ends_sentence
 from kireme.text.patterns import lazy_re, lazy_regex
 
@@ -267,6 +268,65 @@ def is_lead_in_line(line: str) -> bool:
 _CLOSING_NEXT = lazy_re(r"\s*" + _CLOSING_TEXT + r"\r?(?:\n|\Z)")
 
 
+# The characters a title's underline (and overline) may be made of: reStructuredText's recommended
+# adornments, which setext titles (``=``, ``-``) share. Not ``.`` or ``:`` (dot leaders, directives), nor
+# a backtick (a code fence's).
+_ADORNMENTS = "=" + UNDERLINE_MARKS
+_ADORNMENT_PAD = " \t\r"
+# a line that ends so is a sentence over a rule, not a title (a question or an exclamation may be one)
+_NO_TITLE_END = ".。．,、，;；…"
+
+
+def adornment(text: str, start: int, end: int) -> str:
+    """The character the line ``text[start:end]`` repeats when it is a title's underline or overline (three
+    or more of one adornment character from its first column, trailing blanks aside), else ``""``."""
+    line = text[start:end].rstrip(_ADORNMENT_PAD)
+    if len(line) < 3 or line[0] not in _ADORNMENTS or line.strip(line[0]):
+        return ""
+    return line[0]
+
+
+def underlined_title(text: str, start: int) -> bool:
+    """Whether the line starting at ``start`` is a title underlined on the next line, as reStructuredText
+    and setext write a section title in plain text (``Hotels`` over ``~~~~~~``, an overline above it too):
+    not indented, a letter or a digit in it, no full stop, comma or semicolon at its end (a sentence over a
+    rule), an underline of one adornment character at least as long as the title, and a blank line, the
+    text's start or an overline of the same character right above it. The underline is no sentence
+    punctuation and the title may be long, so the prose heuristic read neither as a heading, and a chunk
+    ended with the next section's title and underline."""
+    title_end = text.find("\n", start)
+    if title_end < 0 or title_end + 1 >= len(text) or text[title_end + 1] not in _ADORNMENTS:
+        return False  # most lines have no underline: the next line's first character tells
+    under_end = text.find("\n", title_end + 1)
+    under_end = len(text) if under_end < 0 else under_end
+    mark = adornment(text, title_end + 1, under_end)
+    title = text[start:title_end].rstrip(_ADORNMENT_PAD)
+    if not mark or len(text[title_end + 1 : under_end].rstrip(_ADORNMENT_PAD)) < len(title):
+        return False
+    if not title or title[0].isspace() or title[-1] in _NO_TITLE_END or not any(c.isalnum() for c in title):
+        return False
+    if start == 0:
+        return True
+    above_start = text.rfind("\n", 0, start - 1) + 1
+    above = text[above_start : start - 1].rstrip(_ADORNMENT_PAD)
+    if not above.strip():
+        return True
+    return adornment(text, above_start, start - 1) == mark and len(above) >= len(title)
+
+
+def _in_underlined_title(text: str, start: int, end: int) -> bool:
+    """Whether the line ``text[start:end]`` (``end`` after its last non-space character) is an underlined
+    title (`underlined_title`), its underline, or its overline: no chunk ends with one."""
+    mark = adornment(text, start, end)
+    if not mark:
+        return underlined_title(text, start)
+    if start > 0 and underlined_title(text, text.rfind("\n", 0, start - 1) + 1):
+        return True  # the underline of the title above it
+    # the overline of the title below it (`underlined_title` holds the line above a title to its mark)
+    below = text.find("\n", end)
+    return below >= 0 and underlined_title(text, below + 1)
+
+
 def _ends_with_heading_python(text: str, pos: int) -> bool:
     """True when a cut at ``pos`` would leave a heading line or a lead-in line at the end of a chunk.
 
@@ -285,6 +345,8 @@ def _ends_with_heading_python(text: str, pos: int) -> bool:
     if end <= 0:
         return False
     start = text.rfind("\n", 0, end) + 1
+    if _in_underlined_title(text, start, end):
+        return True
     if _HEADING_LINE.match(text, start, end) is not None:
         line = text[start:end].strip()
         if _MARKDOWN_HEADING.match(line) is not None:
@@ -405,7 +467,7 @@ def lead_in_line_start(text: str, pos: int, wrapped: bool = True) -> int:
 # ``…are given in the`` over ``following table:``): the lines above it that it goes on from go with it, up
 # to this many of them (a longer run keeps the line alone, as before)
 LEAD_IN_LINES_MAX = 8
-_LINE_PAD = " \t\u3000"
+_INDENT = " \t\u3000"  # what may open a line before its first letter (`_opens_with_letter`)
 
 
 def _ends_a_sentence(text: str, start: int, end: int) -> bool:
@@ -419,7 +481,7 @@ def _ends_a_sentence(text: str, start: int, end: int) -> bool:
 def _opens_with_letter(text: str, start: int, end: int) -> bool:
     """Whether the line ``text[start:end]`` starts (after its indent) with a letter: prose, not an item
     (``・``, ``1.``, ``（1）``, ``-``), a heading mark, markup or a table row."""
-    while start < end and text[start] in _LINE_PAD:
+    while start < end and text[start] in _INDENT:
         start += 1
     return start < end and text[start].isalpha()
 

@@ -1,13 +1,14 @@
 """Where a plain text's lines may open with a heading it writes in its own lines.
 
-Three readers look for an outline written into a plain text's lines — the articles of Japanese rules
-(`kireme.text.articles`: ``第``, ``附``), a wiki's sections (`kireme.text.wikitext`: ``=``) and the
+Four readers look for an outline written into a plain text's lines — the articles of Japanese rules
+(`kireme.text.articles`: ``第``, ``附``), a wiki's sections (`kireme.text.wikitext`: ``=``), the
 divisions of an English contract or handbook (`kireme.text.divisions`: ``Part``, ``Chapter``,
-``Article``, ``Section``, ``Appendix``…, ``§``). Every plain text is asked for all three, and most have
-none, so the lines are found once for all of them: one pass over the line feeds (in C where the extension
-is built) keeps the start of each line that opens — after spaces, tabs and ideographic spaces — with ``第``,
-``附``, ``=``, ``§`` or a division keyword and a space or tab, grouped by its first character, and each
-reader takes its own.
+``Article``, ``Section``, ``Appendix``…, ``§``) and the titles reStructuredText and setext underline
+(`kireme.text.underlines`: a line of ``---``, ``~~~``… under the title). Every plain text is asked for all
+four, and most have none, so the lines are found once for all of them: one pass over the line feeds (in C
+where the extension is built) keeps the start of each line that opens — after spaces, tabs and ideographic
+spaces — with ``第``, ``附``, ``=``, ``§`` or a division keyword and a space or tab, or is a line of three
+or more of one underline mark, grouped by its first character, and each reader takes its own.
 """
 
 from __future__ import annotations
@@ -18,14 +19,18 @@ from functools import lru_cache
 
 from kireme._native import native
 
-__all__ = ["DIVISION_KEYWORDS", "any_heading_lines", "line_end", "lines_opening_with"]
+__all__ = ["DIVISION_KEYWORDS", "UNDERLINE_MARKS", "any_heading_lines", "line_end", "lines_opening_with"]
 
 # the words an English document's divisions open with (`kireme.text.divisions`; the C scan has them too)
 DIVISION_KEYWORDS = (
     "Part", "PART", "Chapter", "CHAPTER", "Article", "ARTICLE", "Section", "SECTION",
     "Appendix", "APPENDIX", "Schedule", "SCHEDULE", "Annex", "ANNEX", "Exhibit", "EXHIBIT",
 )  # fmt: skip
-_OPENER = rf"(?:[第附=§]|(?:{'|'.join(DIVISION_KEYWORDS)})[ \t])"
+# the adornments other than ``=`` a title's underline or overline is made of (`kireme.text.underlines`): a
+# line of three or more of one, and nothing else
+UNDERLINE_MARKS = "-~^\"'+*#_"
+_UNDERLINE = "|".join(re.escape(mark) + "{3,}" for mark in UNDERLINE_MARKS)
+_OPENER = rf"(?:[第附=§]|(?:{'|'.join(DIVISION_KEYWORDS)})[ \t]|(?:{_UNDERLINE})[ \t\r]*(?:\n|\Z))"
 _LINE = re.compile(rf"\n[ \t\u3000]*(?={_OPENER})")
 _FIRST_LINE = re.compile(rf"[ \t\u3000]*{_OPENER}")
 _BLANKS = " \t\u3000"
