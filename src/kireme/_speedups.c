@@ -1057,8 +1057,9 @@ static Py_UCS4 adornment(int kind, const void *data, Py_ssize_t start, Py_ssize_
 }
 
 /* kireme/text/headings.py `underlined_title`: the line starting at `start` is a title underlined on the next
- * line (not indented, a letter or digit in it, no `NO_TITLE_END` last, the underline at least as long, and a blank line, the text's
- * start or an overline of the same character and at least the title's length right above it) */
+ * line (not indented, a letter or digit in it, no `NO_TITLE_END` last, the underline at least as long, and a
+ * blank line, the text's start or an overline of the same character and at least the title's length right
+ * above it) */
 static int underlined_title(int kind, const void *data, Py_ssize_t n, Py_ssize_t start) {
     if (start >= n || Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, start))) return 0;
     Py_ssize_t title_end = next_newline(kind, data, start, n);
@@ -1067,9 +1068,7 @@ static int underlined_title(int kind, const void *data, Py_ssize_t n, Py_ssize_t
         return 0;
     Py_ssize_t end = title_end;
     while (end > start && is_adornment_pad(PyUnicode_READ(kind, data, end - 1))) end--;
-    if (end <= start || Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, start)) ||
-        in_set(PyUnicode_READ(kind, data, end - 1), NO_TITLE_END, COUNT(NO_TITLE_END)))
-        return 0;
+    if (end <= start || in_set(PyUnicode_READ(kind, data, end - 1), NO_TITLE_END, COUNT(NO_TITLE_END))) return 0;
     int alnum = 0;
     for (Py_ssize_t k = start; k < end && !alnum; k++) alnum = Py_UNICODE_ISALNUM(PyUnicode_READ(kind, data, k));
     if (!alnum) return 0;

@@ -92,7 +92,7 @@ def _whole_sentence_budget(
     for before, piece in itertools.pairwise(packed):
         if "\n" in text[before.end : piece.start]:
             continue  # a cut between lines or blocks
-        if sentence_cuts(text, piece.start - 1, piece.start + 1) == [piece.start]:
+        if first_sentence_cut(text, piece.start - 1, piece.start + 1) == piece.start:
             continue  # a cut between sentences
         after = first_sentence_cut(text, piece.start, section.end)
         end = section.end if after is None else after

@@ -86,9 +86,8 @@ def article_headings(text: str) -> tuple[Heading, ...]:
     """The parts, chapters, sections, articles and supplementary provisions of a plain text, in order
     (see the module docstring); ``()`` when it holds fewer than two. Kept for the last few texts
     (`kireme.text.caches.clear_text_caches`)."""
-    if not any_heading_lines(
-        text, "第附"
-    ):  # the lines are found once for every reader (`kireme.text.openers`)
+    # the lines are found once for every reader (`kireme.text.openers`)
+    if not any_heading_lines(text, "第附"):
         return ()
     return _article_headings(text)
 

@@ -271,8 +271,8 @@ _CLOSING_NEXT = lazy_re(r"\s*" + _CLOSING_TEXT + r"\r?(?:\n|\Z)")
 # The characters a title's underline (and overline) may be made of: reStructuredText's recommended
 # adornments, which setext titles (``=``, ``-``) share. Not ``.`` or ``:`` (dot leaders, directives), nor
 # a backtick (a code fence's).
-_ADORNMENTS = "=" + UNDERLINE_MARKS
-_ADORNMENT_PAD = " \t\r"
+ADORNMENTS = "=" + UNDERLINE_MARKS
+ADORNMENT_PAD = " \t\r"
 # a line that ends so is a sentence over a rule, not a title (a question or an exclamation may be one)
 _NO_TITLE_END = ".。．,、，;；…"
 
@@ -280,8 +280,8 @@ _NO_TITLE_END = ".。．,、，;；…"
 def adornment(text: str, start: int, end: int) -> str:
     """The character the line ``text[start:end]`` repeats when it is a title's underline or overline (three
     or more of one adornment character from its first column, trailing blanks aside), else ``""``."""
-    line = text[start:end].rstrip(_ADORNMENT_PAD)
-    if len(line) < 3 or line[0] not in _ADORNMENTS or line.strip(line[0]):
+    line = text[start:end].rstrip(ADORNMENT_PAD)
+    if len(line) < 3 or line[0] not in ADORNMENTS or line.strip(line[0]):
         return ""
     return line[0]
 
@@ -295,20 +295,20 @@ def underlined_title(text: str, start: int) -> bool:
     punctuation and the title may be long, so the prose heuristic read neither as a heading, and a chunk
     ended with the next section's title and underline."""
     title_end = text.find("\n", start)
-    if title_end < 0 or title_end + 1 >= len(text) or text[title_end + 1] not in _ADORNMENTS:
+    if title_end < 0 or title_end + 1 >= len(text) or text[title_end + 1] not in ADORNMENTS:
         return False  # most lines have no underline: the next line's first character tells
     under_end = text.find("\n", title_end + 1)
     under_end = len(text) if under_end < 0 else under_end
     mark = adornment(text, title_end + 1, under_end)
-    title = text[start:title_end].rstrip(_ADORNMENT_PAD)
-    if not mark or len(text[title_end + 1 : under_end].rstrip(_ADORNMENT_PAD)) < len(title):
+    title = text[start:title_end].rstrip(ADORNMENT_PAD)
+    if not mark or len(text[title_end + 1 : under_end].rstrip(ADORNMENT_PAD)) < len(title):
         return False
     if not title or title[0].isspace() or title[-1] in _NO_TITLE_END or not any(c.isalnum() for c in title):
         return False
     if start == 0:
         return True
     above_start = text.rfind("\n", 0, start - 1) + 1
-    above = text[above_start : start - 1].rstrip(_ADORNMENT_PAD)
+    above = text[above_start : start - 1].rstrip(ADORNMENT_PAD)
     if not above.strip():
         return True
     return adornment(text, above_start, start - 1) == mark and len(above) >= len(title)

@@ -21,21 +21,18 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from kireme.text.headings import adornment, underlined_title
+from kireme.text.headings import ADORNMENT_PAD, ADORNMENTS, adornment, underlined_title
 from kireme.text.markdown import Heading
-from kireme.text.openers import UNDERLINE_MARKS, any_heading_lines, lines_opening_with
+from kireme.text.openers import any_heading_lines, lines_opening_with
 
 __all__ = ["underlined_headings"]
-
-_MARKS = "=" + UNDERLINE_MARKS
-_PAD = " \t\r"
 
 
 def underlined_headings(text: str) -> tuple[Heading, ...]:
     """The underlined section titles of a plain text, in order (see the module docstring); ``()`` when it
     holds fewer than two. Kept for the last few texts (`kireme.text.caches.clear_text_caches`)."""
     # the lines are found once for every reader (`kireme.text.openers`)
-    if not any_heading_lines(text, _MARKS):
+    if not any_heading_lines(text, ADORNMENTS):
         return ()
     return _underlined_headings(text)
 
@@ -44,8 +41,9 @@ def underlined_headings(text: str) -> tuple[Heading, ...]:
 def _underlined_headings(text: str) -> tuple[Heading, ...]:
     styles: dict[tuple[str, bool], int] = {}
     found: list[Heading] = []
-    for line in lines_opening_with(text, _MARKS):  # a line of marks: an underline, when a title is above it
-        if line == 0 or text[line] not in _MARKS or (found and line < found[-1].end):
+    # each line of marks: an underline, when a title is above it
+    for line in lines_opening_with(text, ADORNMENTS):
+        if line == 0 or text[line] not in ADORNMENTS or (found and line < found[-1].end):
             continue  # indented (a wiki's `` = = Section = = ``), or inside the heading before
         title_start = text.rfind("\n", 0, line - 1) + 1
         if not underlined_title(text, title_start):
@@ -60,5 +58,7 @@ def _underlined_headings(text: str) -> tuple[Heading, ...]:
         under_end = text.find("\n", line)
         under_end = len(text) if under_end < 0 else under_end
         title = text[title_start : line - 1].strip()
-        found.append(Heading(start, len(text[line:under_end].rstrip(_PAD)) + line, min(level, 6), title))
+        found.append(
+            Heading(start, len(text[line:under_end].rstrip(ADORNMENT_PAD)) + line, min(level, 6), title)
+        )
     return tuple(found) if len(found) >= 2 else ()
